@@ -1,0 +1,50 @@
+# The front door. `make demo` and `make test` install whatever is missing first.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: install docker image demo test test-fast lint format airflow-ui clean
+
+# One virtualenv for everything (Airflow, dbt, GX, the argusic package).
+$(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q uv
+	$(BIN)/uv pip install -q -p $(PY) -r requirements.txt -c constraints.txt
+	$(BIN)/uv pip install -q -p $(PY) --no-deps -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+# Docker engine (Debian's docker.io, dockerd started when none answers) and the runner image.
+docker:
+	bash scripts/setup_docker.sh
+
+image: docker
+	bash scripts/build_runner_image.sh
+
+demo: install image
+	$(BIN)/argusic demo
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: install image lint
+	bash scripts/check-ttl-methodology.sh
+	bash scripts/check-cost-methodology.sh
+	$(BIN)/pytest -q
+
+test-fast: install
+	$(BIN)/pytest -q -m "not slow"
+
+airflow-ui: install
+	bash scripts/airflow_ui.sh
+
+clean:
+	rm -rf runs warehouse dbt_project/target dbt_project/logs

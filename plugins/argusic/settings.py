@@ -1,0 +1,77 @@
+"""Settings: environment variables with embedded defaults, and the orchestrator configuration."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def project_root() -> Path:
+    """The checkout the package runs from (plugins/argusic/../..), or ARGUSIC_HOME."""
+    if home := os.environ.get("ARGUSIC_HOME"):
+        return Path(home).resolve()
+    return PACKAGE_DIR.parent.parent
+
+
+@dataclass(frozen=True)
+class OrchestratorConfig:
+    methodology_version: str
+    budgets_minutes: dict[str, int]
+    per_run_key_limit_usd: float
+    heavy_repo_size_mb: int
+    attempts_per_pair: int
+    max_reruns: int
+    container_cpus: float
+    container_memory: str
+    container_pids_limit: int
+
+    def budget_seconds(self, tier: str) -> int:
+        if tier not in self.budgets_minutes:
+            raise ValueError(f"unknown tier {tier!r}; expected one of {sorted(self.budgets_minutes)}")
+        return self.budgets_minutes[tier] * 60
+
+
+@cache
+def orchestrator_config(path: str | None = None) -> OrchestratorConfig:
+    """Read plugins/argusic/orchestrator.toml (the values the methodology guards compare)."""
+    config_path = Path(path) if path else PACKAGE_DIR / "orchestrator.toml"
+    data = tomllib.loads(config_path.read_text())
+    return OrchestratorConfig(
+        methodology_version=str(data["methodology_version"]),
+        budgets_minutes={k: int(v) for k, v in data["budgets_minutes"].items()},
+        per_run_key_limit_usd=float(data["keys"]["per_run_limit_usd"]),
+        heavy_repo_size_mb=int(data["tiers"]["heavy_repo_size_mb"]),
+        attempts_per_pair=int(data["attempts"]["per_pair"]),
+        max_reruns=int(data["attempts"]["max_reruns"]),
+        container_cpus=float(data["container"]["cpus"]),
+        container_memory=str(data["container"]["memory"]),
+        container_pids_limit=int(data["container"]["pids_limit"]),
+    )
+
+
+def warehouse_path() -> Path:
+    """ARGUSIC_WAREHOUSE: the DuckDB file."""
+    return Path(os.environ.get("ARGUSIC_WAREHOUSE", project_root() / "warehouse" / "argusic.duckdb"))
+
+
+def evidence_url() -> str:
+    """ARGUSIC_EVIDENCE_URL: file://…/evidence_store (default) or s3://bucket/prefix."""
+    return os.environ.get("ARGUSIC_EVIDENCE_URL", (project_root() / "evidence_store").as_uri())
+
+
+def runs_dir() -> Path:
+    """ARGUSIC_RUNS_DIR: per-attempt working folders and run records (runs/<cycle_id>/<attempt_id>/)."""
+    return Path(os.environ.get("ARGUSIC_RUNS_DIR", project_root() / "runs"))
+
+
+def runner_image() -> str:
+    return os.environ.get("ARGUSIC_RUNNER_IMAGE", "argusic-runner:bookworm")
+
+
+def dbt_project_dir() -> Path:
+    return project_root() / "dbt_project"

@@ -1,0 +1,215 @@
+"""Load run records into DuckDB (raw layer), idempotently by attempt_id.
+
+The raw layer is the only thing this module writes; every number is computed by dbt from it.
+DuckDB has one writer: callers serialise ingest and build (the cycle DAG runs them as single tasks
+in a one-slot pool; the CLI holds an exclusive file lock).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from argusic.record import RecordError, RunRecord, load_record_file
+from argusic.settings import warehouse_path
+
+RAW_DDL = """
+CREATE SCHEMA IF NOT EXISTS raw;
+CREATE TABLE IF NOT EXISTS raw.run_records (
+    attempt_id            VARCHAR PRIMARY KEY,
+    cycle_id              VARCHAR NOT NULL,
+    purpose               VARCHAR NOT NULL,
+    agent_id              VARCHAR NOT NULL,
+    project_id            VARCHAR NOT NULL,
+    commit_sha            VARCHAR NOT NULL,
+    tier                  VARCHAR NOT NULL,
+    attempt_no            INTEGER NOT NULL,
+    methodology_version   VARCHAR NOT NULL,
+    started_at            TIMESTAMP NOT NULL,  -- UTC
+    ended_at              TIMESTAMP NOT NULL,  -- UTC
+    budget_seconds        INTEGER NOT NULL,
+    end_reason            VARCHAR NOT NULL,
+    invalid_reason        VARCHAR,
+    executor              VARCHAR,
+    is_demo               BOOLEAN NOT NULL,
+    rerun_of              VARCHAR,
+    log_sha256            VARCHAR,
+    log_uri               VARCHAR,
+    log_bytes             BIGINT,
+    recording_sha256      VARCHAR,
+    recording_uri         VARCHAR,
+    recording_bytes       BIGINT,
+    report_sha256         VARCHAR,
+    report_uri            VARCHAR,
+    report_bytes          BIGINT,
+    has_report            BOOLEAN NOT NULL,
+    install_ok            BOOLEAN,
+    ran_ok                BOOLEAN,
+    errors_encountered    INTEGER,
+    errors_fixed          INTEGER,
+    test_depth            VARCHAR,
+    verified_how          VARCHAR,
+    final_state           VARCHAR,
+    key_kind              VARCHAR,
+    harness_name          VARCHAR,
+    harness_version       VARCHAR,
+    record_json           JSON NOT NULL
+);
+"""
+
+COLUMNS = [
+    "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "commit_sha", "tier", "attempt_no",
+    "methodology_version", "started_at", "ended_at", "budget_seconds", "end_reason", "invalid_reason",
+    "executor", "is_demo", "rerun_of",
+    "log_sha256", "log_uri", "log_bytes", "recording_sha256", "recording_uri", "recording_bytes",
+    "report_sha256", "report_uri", "report_bytes", "has_report", "install_ok", "ran_ok",
+    "errors_encountered", "errors_fixed", "test_depth", "verified_how", "final_state",
+    "key_kind", "harness_name", "harness_version", "record_json",
+]  # fmt: skip
+
+
+def _row(record: RunRecord) -> tuple:
+    ev = record.evidence
+    rep = record.report
+
+    def ref(name: str, part: str):
+        item = getattr(ev, name)
+        return None if item is None else getattr(item, part)
+
+    return (
+        record.attempt_id, record.cycle_id, record.purpose, record.agent_id, record.project_id,
+        record.commit, record.tier, record.attempt_no, record.methodology_version,
+        record.started_at.replace(tzinfo=None), record.ended_at.replace(tzinfo=None),
+        record.budget_seconds, record.end_reason, record.invalid_reason,
+        record.executor, record.demo, record.rerun_of,
+        ref("log", "sha256"), ref("log", "uri"), ref("log", "bytes"),
+        ref("recording", "sha256"), ref("recording", "uri"), ref("recording", "bytes"),
+        ref("report", "sha256"), ref("report", "uri"), ref("report", "bytes"),
+        rep is not None,
+        rep.install_ok if rep else None, rep.ran_ok if rep else None,
+        rep.errors_encountered if rep else None, rep.errors_fixed if rep else None,
+        rep.test_depth if rep else None, rep.verified_how if rep else None,
+        rep.final_state if rep else None,
+        record.key.kind if record.key else None,
+        record.harness.name if record.harness else None,
+        record.harness.version if record.harness else None,
+        record.to_json(),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    files: int
+    inserted: int
+    already_present: int
+
+
+class IngestError(ValueError):
+    """The batch was refused; nothing of it was loaded."""
+
+
+@contextmanager
+def writer_lock(db_path: Path) -> Iterator[None]:
+    """One writer at a time on the DuckDB file (loads and builds are serialised)."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(db_path.with_suffix(db_path.suffix + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def record_files(paths: Iterable[Path]) -> list[Path]:
+    """Expand files and folders (recursively: every *.json named run_record.json or *.record.json)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*.json") if _is_record_name(p)))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise IngestError(f"{path}: no such file or folder")
+    return found
+
+
+def _is_record_name(path: Path) -> bool:
+    return path.name == "run_record.json" or path.name.endswith(".record.json")
+
+
+def validate_batch(files: list[Path], known_agents: set[str] | None = None) -> list[RunRecord]:
+    """Parse every file; refuse the whole batch on the first bad record."""
+    records: list[RunRecord] = []
+    seen: dict[str, Path] = {}
+    for path in files:
+        try:
+            record = load_record_file(path)
+        except RecordError as err:
+            raise IngestError(str(err)) from None
+        if known_agents is not None and record.agent_id not in known_agents:
+            raise IngestError(
+                f"{path}: invalid run record: agent_id: unknown agent {record.agent_id!r} "
+                f"(not in the agents registry dbt_project/seeds/agents.csv)"
+            )
+        if record.attempt_id in seen:
+            raise IngestError(f"{path}: attempt_id {record.attempt_id!r} also in {seen[record.attempt_id]}")
+        seen[record.attempt_id] = path
+        records.append(record)
+    return records
+
+
+def connect(db_path: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    path = db_path or warehouse_path()
+    if read_only:
+        if not path.exists():
+            raise FileNotFoundError(f"warehouse {path} does not exist yet: run `argusic ingest` first")
+        return duckdb.connect(str(path), read_only=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return duckdb.connect(str(path))
+
+
+def ingest(
+    paths: Iterable[Path], db_path: Path | None = None, known_agents: set[str] | None = None
+) -> IngestResult:
+    """Load run records, keyed by attempt_id: a record already present is left as it is.
+
+    A record that reuses a known attempt_id with different content is refused: evidence and records
+    are write-once. The batch is one transaction; a refusal loads nothing.
+    """
+    path = db_path or warehouse_path()
+    files = record_files([Path(p) for p in paths])
+    records = validate_batch(files, known_agents)
+    with writer_lock(path), connect(path) as con:
+        con.execute(RAW_DDL)
+        con.execute("BEGIN")
+        try:
+            inserted = already = 0
+            for record in records:
+                existing = con.execute(
+                    "SELECT record_json FROM raw.run_records WHERE attempt_id = ?", [record.attempt_id]
+                ).fetchone()
+                if existing is not None:
+                    if json.loads(existing[0]) != json.loads(record.to_json()):
+                        raise IngestError(
+                            f"attempt_id {record.attempt_id!r}: already loaded with different content; "
+                            "run records are write-once"
+                        )
+                    already += 1
+                    continue
+                placeholders = ", ".join("?" for _ in COLUMNS)
+                con.execute(
+                    f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({placeholders})",
+                    list(_row(record)),
+                )
+                inserted += 1
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    return IngestResult(files=len(files), inserted=inserted, already_present=already)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build the attempt runner image. Cached by tag: does nothing when the tag already exists.
+# Where a registry answers, `docker build` of the Dockerfile makes the same image; here there is
+# none, so the root filesystem comes from Debian's mirror through debootstrap and `docker import`.
+set -euo pipefail
+
+TAG="${ARGUSIC_RUNNER_IMAGE:-argusic-runner:bookworm}"
+SUITE="${ARGUSIC_RUNNER_SUITE:-bookworm}"
+PACKAGES="python3,git,ca-certificates"
+
+if docker image inspect "$TAG" >/dev/null 2>&1; then
+  echo "build_runner_image: $TAG already present" >&2
+  exit 0
+fi
+
+if [ "${ARGUSIC_IMAGE_FROM_DOCKERFILE:-0}" = "1" ]; then
+  docker build -t "$TAG" "$(dirname "$0")/.."
+  exit 0
+fi
+
+mirror="${ARGUSIC_DEBIAN_MIRROR:-}"
+if [ -z "$mirror" ]; then
+  # Use the mirror apt is configured with on this machine (the only one reachable).
+  mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
+    | grep -oE 'https?://[^ ]+/debian/?$' | head -1 || true)
+fi
+[ -n "$mirror" ] || { echo "build_runner_image: no Debian mirror found in apt sources" >&2; exit 1; }
+
+rootfs=$(mktemp -d /tmp/argusic-rootfs.XXXXXX)
+trap 'rm -rf "$rootfs"' EXIT
+echo "build_runner_image: debootstrap $SUITE from $mirror" >&2
+debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$mirror" >/tmp/argusic-debootstrap.log 2>&1 \
+  || { tail -30 /tmp/argusic-debootstrap.log >&2; exit 1; }
+rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+tar -C "$rootfs" -c . | docker import \
+  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+  --change 'ENV LANG=C.UTF-8' \
+  --change 'WORKDIR /workspace' \
+  --change 'CMD ["/bin/bash"]' \
+  - "$TAG" >/dev/null
+echo "build_runner_image: built $TAG" >&2
