@@ -1,0 +1,220 @@
+"""One attempt as a transaction: execute → land evidence (fingerprinted, write-once) → run record.
+
+Per-attempt folder `runs/<cycle_id>/<attempt_id>/` holds the harness output (`out/`) and the run
+record (`run_record.json`). An attempt whose record already exists is not run again (resumable,
+keyed by attempt_id), so retrying a task never adds a second measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from argusic.agents import driver_for
+from argusic.evidence import EvidenceStore
+from argusic.executor import ExecutionResult, Executor, get_executor
+from argusic.record import SCHEMA_ID, RecordError, RunRecord, load_record_file, parse_record, utc_now_iso
+from argusic.settings import orchestrator_config, runs_dir
+
+EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "report.json"}
+
+
+class AttemptSpec(BaseModel):
+    """Everything needed to run one attempt; small enough to travel through XCom."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cycle_id: str
+    purpose: Literal["board", "verdict"] = "board"
+    agent_id: str
+    project_id: str
+    repo_url: str
+    commit: str
+    tier: Literal["standard", "heavy", "gpu"]
+    attempt_no: int = Field(ge=1)
+    rerun_no: int = Field(0, ge=0)
+    demo: bool = False
+    budget_scale: float = Field(1.0, gt=0, le=1)
+
+    @property
+    def attempt_id(self) -> str:
+        base = f"{self.cycle_id}.{self.purpose}.{self.agent_id}.{self.project_id}.a{self.attempt_no}"
+        return base if self.rerun_no == 0 else f"{base}.r{self.rerun_no}"
+
+    @property
+    def label(self) -> str:
+        """How ops find the attempt in the Airflow UI."""
+        rerun = f" (rerun {self.rerun_no})" if self.rerun_no else ""
+        return f"{self.agent_id} / {self.project_id} / attempt {self.attempt_no}{rerun}"
+
+    def rerun(self) -> AttemptSpec:
+        return self.model_copy(update={"rerun_no": self.rerun_no + 1})
+
+    @property
+    def rerun_of(self) -> str | None:
+        if self.rerun_no == 0:
+            return None
+        return self.model_copy(update={"rerun_no": self.rerun_no - 1}).attempt_id
+
+
+def attempt_dir(spec: AttemptSpec, base: Path | None = None) -> Path:
+    return (base or runs_dir()) / spec.cycle_id / spec.attempt_id
+
+
+def _harness_version() -> str:
+    try:
+        from argusic.harness.readme_runner import HARNESS_VERSION
+
+        return HARNESS_VERSION
+    except ImportError:
+        return "unknown"
+
+
+def _read_report(path: Path) -> tuple[dict | None, str | None]:
+    if not path.exists():
+        return None, None
+    try:
+        data = json.loads(path.read_text())
+        from argusic.record import Report
+
+        return Report.model_validate(data).model_dump(), None
+    except Exception as err:  # any unreadable report is our tooling's failure, kept with its reason
+        return None, f"report unreadable: {str(err).splitlines()[0]}"
+
+
+def build_record(
+    spec: AttemptSpec, result: ExecutionResult, out_dir: Path, store: EvidenceStore
+) -> RunRecord:
+    config = orchestrator_config()
+    budget = config.budget_seconds(spec.tier)
+    evidence: dict[str, dict | None] = {}
+    for name, filename in EVIDENCE_FILES.items():
+        path = out_dir / filename
+        evidence[name] = store.put_file(path).as_ref() if path.exists() else None
+
+    report, report_problem = _read_report(out_dir / EVIDENCE_FILES["report"])
+    if result.timed_out:
+        end_reason = "timeout"
+        report = None  # the agent did not finish: a timeout scores 0 whatever was written
+    elif result.error is not None or result.exit_code != 0:
+        end_reason = "harness_error"
+    else:
+        end_reason = "completed"
+
+    invalid_reason = None
+    if result.error is not None:
+        invalid_reason = f"executor error: {result.error}"
+    elif end_reason == "harness_error":
+        invalid_reason = f"harness exited with code {result.exit_code}"
+    elif end_reason == "completed" and report_problem:
+        invalid_reason = report_problem
+    elif end_reason == "completed" and report is None:
+        invalid_reason = "report missing: the harness ended without writing report.json"
+    if invalid_reason is None and (evidence["log"] is None or evidence["recording"] is None):
+        missing = [n for n in ("log", "recording") if evidence[n] is None]
+        invalid_reason = f"incomplete evidence: no {' and no '.join(missing)}"
+
+    driver = driver_for(spec.agent_id)
+    doc = {
+        "schema": SCHEMA_ID,
+        "attempt_id": spec.attempt_id,
+        "cycle_id": spec.cycle_id,
+        "purpose": spec.purpose,
+        "agent_id": spec.agent_id,
+        "project_id": spec.project_id,
+        "commit": spec.commit,
+        "tier": spec.tier,
+        "attempt_no": spec.attempt_no,
+        "methodology_version": config.methodology_version,
+        "started_at": utc_now_iso(result.started_at),
+        "ended_at": utc_now_iso(result.ended_at),
+        "budget_seconds": budget,
+        "end_reason": end_reason,
+        "invalid_reason": invalid_reason,
+        "evidence": evidence,
+        "report": report,
+        "usage": {
+            "input_tokens": {"value": None, "status": "unavailable"},
+            "output_tokens": {"value": None, "status": "unavailable"},
+            "model_calls": {"value": 0, "status": "measured"},  # a deterministic harness calls no model
+            "cost_usd": {"value": 0, "status": "measured"},
+            "duration_seconds": {
+                "value": round((result.ended_at - result.started_at).total_seconds(), 3),
+                "status": "measured",
+            },
+        },
+        "harness": {"name": driver.harness_name, "version": _harness_version()},
+        "model": {"requested": None, "responded": None},
+        "key": {"kind": driver.key_kind, "limit_usd": None},
+        "executor": result.executor,
+        "demo": spec.demo,
+        "effective_budget_seconds": max(1, round(budget * spec.budget_scale)) if spec.demo else None,
+        "rerun_of": spec.rerun_of,
+        "image": result.image,
+    }
+    return parse_record(doc, source=spec.attempt_id)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def run_attempt(
+    spec: AttemptSpec,
+    executor: Executor | None = None,
+    store: EvidenceStore | None = None,
+    base_dir: Path | None = None,
+) -> Path:
+    """Run one attempt (unless its record exists already) and return the run record's path."""
+    folder = attempt_dir(spec, base_dir)
+    record_path = folder / "run_record.json"
+    if record_path.exists():
+        try:
+            load_record_file(record_path)
+            return record_path
+        except RecordError:
+            record_path.unlink()  # a damaged record from a crashed try: measure again
+    out_dir = folder / "out"
+    if out_dir.exists():
+        shutil.rmtree(out_dir)  # partial output of a crashed try never mixes with a new one
+    folder.mkdir(parents=True, exist_ok=True)
+    executor = executor or get_executor()
+    store = store or EvidenceStore()
+    budget = orchestrator_config().budget_seconds(spec.tier)
+    effective = max(1.0, budget * spec.budget_scale) if spec.demo else float(budget)
+    result = executor.run(
+        attempt_id=spec.attempt_id,
+        repo_path=Path(spec.repo_url),
+        commit=spec.commit,
+        harness_args=list(driver_for(spec.agent_id).harness_args),
+        out_dir=out_dir,
+        budget_seconds=effective,
+    )
+    record = build_record(spec, result, out_dir, store)
+    _write_atomic(record_path, record.to_json() + "\n")
+    return record_path
+
+
+def run_with_reruns(
+    spec: AttemptSpec,
+    executor: Executor | None = None,
+    store: EvidenceStore | None = None,
+    base_dir: Path | None = None,
+) -> list[Path]:
+    """Run an attempt; rerun it (bounded) while its record is invalid. Returns every record made."""
+    paths = []
+    max_reruns = orchestrator_config().max_reruns
+    current = spec
+    while True:
+        path = run_attempt(current, executor, store, base_dir)
+        paths.append(path)
+        if load_record_file(path).invalid_reason is None or current.rerun_no >= max_reruns:
+            return paths
+        current = current.rerun()

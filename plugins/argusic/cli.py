@@ -1,0 +1,175 @@
+"""The `argusic` command line (typer): ingest, build, board, pool, demo."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from argusic.settings import project_root, warehouse_path
+
+app = typer.Typer(help="Argusic pipeline: a public referee for AI coding agents.", no_args_is_help=True)
+console = Console()
+err_console = Console(stderr=True)
+
+DEMO_CYCLE = "2026-12-demo"
+DEMO_AGENTS = ["readme-runner", "readme-runner-norecover"]
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or folders")]) -> None:
+    """Load run records into the warehouse (idempotent by attempt_id; a bad batch loads nothing)."""
+    from argusic.agents import known_agents
+    from argusic.warehouse import IngestError
+    from argusic.warehouse import ingest as do_ingest
+
+    try:
+        result = do_ingest(paths, known_agents=known_agents())
+    except IngestError as err:
+        _fail(f"{err}\nnothing of this batch was loaded")
+    console.print(
+        f"ingested {result.files} record(s): {result.inserted} new, {result.already_present} already present "
+        f"→ {warehouse_path()}"
+    )
+
+
+@app.command()
+def build() -> None:
+    """Run dbt build, then the expectations on every mart; a failure blocks publication."""
+    from argusic.build import PublicationBlocked, build_warehouse
+
+    try:
+        result = build_warehouse()
+    except PublicationBlocked as err:
+        _fail(f"publication blocked: {err}")
+    console.print(f"build ok: {result}")
+
+
+def print_board(cycle_id: str) -> None:
+    from argusic.warehouse import connect
+
+    with connect(read_only=True) as con:
+        rows = con.execute(
+            """
+            SELECT rank, agent_id, board_score, pass_rate, valid_attempts, sets_counted, sets_unstable,
+                   sets_under_review
+            FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id
+            """,
+            [cycle_id],
+        ).fetchall()
+    if not rows:
+        _fail(f"no board for cycle {cycle_id!r} in {warehouse_path()}")
+    table = Table(title=f"Argusic board — cycle {cycle_id}")
+    for column in ("rank", "agent", "board score", "pass rate", "attempts", "sets", "unstable", "review"):
+        table.add_column(column, justify="left" if column == "agent" else "right")
+    for rank, agent, score, pass_rate, attempts, counted, unstable, review in rows:
+        table.add_row(
+            "—" if rank is None else str(rank),
+            agent,
+            "no score" if score is None else f"{score:.2f}",
+            f"{pass_rate:.0%}" if pass_rate is not None else "—",
+            str(attempts),
+            str(counted),
+            str(unstable),
+            str(review),
+        )
+    console.print(table)
+
+
+def print_attempts(cycle_id: str) -> None:
+    from argusic.warehouse import connect
+
+    with connect(read_only=True) as con:
+        rows = con.execute(
+            """
+            SELECT agent_id, project_id, string_agg(coalesce(outcome, 'invalid') || ' ' ||
+                   coalesce(printf('%.1f', score), '-'), ', ' ORDER BY attempt_no, attempt_id)
+            FROM marts.attempt_scores WHERE cycle_id = ? GROUP BY ALL ORDER BY agent_id, project_id
+            """,
+            [cycle_id],
+        ).fetchall()
+    table = Table(title="attempts (outcome score, in attempt order)")
+    for column in ("agent", "project", "attempts"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+@app.command()
+def board(cycle: Annotated[str, typer.Option(help="Cycle id")] = DEMO_CYCLE) -> None:
+    """Print a cycle's board from the warehouse (read-only)."""
+    print_board(cycle)
+
+
+@app.command()
+def pool(
+    cycle: Annotated[str, typer.Option(help="Cycle id, YYYY-MM")],
+    catalogue: Annotated[Path, typer.Option(exists=True, dir_okay=False)],
+    size: Annotated[int | None, typer.Option(help="Pool size (default: largest 80/20 pool)")] = None,
+) -> None:
+    """Select a cycle's pool from a candidate catalogue and publish its public list."""
+    from argusic.cycle import rotate_pool
+    from argusic.pool import CatalogueError
+
+    try:
+        paths = rotate_pool(cycle, catalogue, size)
+    except (CatalogueError, ValueError) as err:
+        _fail(str(err))
+    for name, path in paths.items():
+        console.print(f"{name}: {path}")
+
+
+@app.command()
+def demo(
+    cycle: Annotated[str, typer.Option(help="Demo cycle id")] = DEMO_CYCLE,
+    executor: Annotated[str | None, typer.Option(help="docker | local (default: docker if up)")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Attempts run side by side")] = 2,
+) -> None:
+    """Run a whole demo cycle on the embedded default: forge → pool → attempts → warehouse → board."""
+    from argusic.agents import known_agents
+    from argusic.build import PublicationBlocked, build_warehouse, publish_board
+    from argusic.cycle import publish_dir, run_cycle
+    from argusic.executor import get_executor
+    from argusic.forge import build_forge
+    from argusic.warehouse import ingest as do_ingest
+
+    started = time.monotonic()
+    catalogue = build_forge(project_root() / "forge")
+    runner = get_executor(executor)
+    console.print(f"demo cycle {cycle}: executor {runner.name}, forge catalogue {catalogue}")
+
+    def progress(spec, paths) -> None:
+        console.print(f"  done {spec.label} ({len(paths)} record(s))")
+
+    run = run_cycle(
+        cycle, catalogue, DEMO_AGENTS, demo=True, workers=workers, executor=runner, on_done=progress
+    )
+    result = do_ingest([p.parent for p in run.record_paths], known_agents=known_agents())
+    console.print(f"warehouse: {result.inserted} new record(s), {result.already_present} already present")
+    try:
+        build_result = build_warehouse()
+        published = publish_board(cycle, publish_dir(), build_result=build_result)
+    except PublicationBlocked as err:
+        _fail(f"publication blocked: {err}")
+    print_attempts(cycle)
+    print_board(cycle)
+    console.print(f"published {published} in {time.monotonic() - started:.1f} s")
+
+
+def main() -> None:  # pragma: no cover - console entry
+    sys.exit(app())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

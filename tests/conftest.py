@@ -1,0 +1,109 @@
+"""Shared fixtures: isolated settings, a valid run record, a real S3 protocol server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+import socket
+from pathlib import Path
+
+import pytest
+
+logging.getLogger("great_expectations").setLevel(logging.WARNING)
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point every ARGUSIC_* location at a fresh temporary folder."""
+    monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(tmp_path / "warehouse" / "argusic.duckdb"))
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", (tmp_path / "evidence_store").as_uri())
+    monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(tmp_path / "published"))
+    return tmp_path
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+VALID_RECORD = {
+    "schema": "argusic.run_record/1",
+    "attempt_id": "2026-12.board.readme-runner.wavgen.a1",
+    "cycle_id": "2026-12",
+    "purpose": "board",
+    "agent_id": "readme-runner",
+    "project_id": "wavgen",
+    "commit": "0123456789abcdef0123456789abcdef01234567",
+    "tier": "standard",
+    "attempt_no": 1,
+    "methodology_version": "1.5",
+    "started_at": "2026-12-02T10:00:00Z",
+    "ended_at": "2026-12-02T10:05:00Z",
+    "budget_seconds": 5400,
+    "end_reason": "completed",
+    "invalid_reason": None,
+    "evidence": {
+        "log": {"sha256": _sha("log"), "uri": "file:///e/log", "bytes": 3},
+        "recording": {"sha256": _sha("rec"), "uri": "file:///e/rec", "bytes": 3},
+        "report": {"sha256": _sha("rep"), "uri": "file:///e/rep", "bytes": 3},
+    },
+    "report": {
+        "install_ok": True,
+        "ran_ok": True,
+        "errors_encountered": 2,
+        "errors_fixed": 1,
+        "test_depth": "tier1_real",
+        "verified_how": "python3 -c 'import wave' -> 8000 frames decoded",
+        "final_state": "Installed, ran, decoded 8000 frames.",
+    },
+}
+
+
+@pytest.fixture
+def record_doc() -> dict:
+    return copy.deepcopy(VALID_RECORD)
+
+
+def write_record(folder: Path, doc: dict, name: str = "run_record.json") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server mode on 127.0.0.1: a real S3 protocol endpoint over HTTP."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    import uuid
+
+    import boto3
+
+    for key, value in {
+        "AWS_ENDPOINT_URL": s3_server,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    bucket = f"evidence-{uuid.uuid4().hex[:8]}"
+    boto3.client("s3", endpoint_url=s3_server).create_bucket(Bucket=bucket)
+    return bucket
