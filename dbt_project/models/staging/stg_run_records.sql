@@ -1,0 +1,54 @@
+-- One row per attempt: the raw run record, typed and with evidence presence made explicit.
+with source as (
+
+    select * from {{ source('raw', 'run_records') }}
+
+),
+
+renamed as (
+
+    select
+        attempt_id,
+        cycle_id,
+        purpose,
+        agent_id,
+        project_id,
+        commit_sha,
+        tier,
+        attempt_no,
+        methodology_version,
+        started_at,
+        ended_at,
+        budget_seconds,
+        end_reason,
+        invalid_reason as recorded_invalid_reason,
+        executor,
+        is_demo,
+        rerun_of,
+
+        -- evidence is present when it was landed with a fingerprint and a location
+        (log_sha256 is not null and log_uri is not null) as has_log,
+        (recording_sha256 is not null and recording_uri is not null) as has_recording,
+        has_report,
+        log_uri,
+        recording_uri,
+        report_uri,
+
+        -- the agent's report (null when there is no report)
+        install_ok,
+        ran_ok,
+        errors_encountered,
+        errors_fixed,
+        test_depth,
+        verified_how,
+        final_state,
+
+        key_kind,
+        harness_name,
+        harness_version
+
+    from source
+
+)
+
+select * from renamed
