@@ -1,0 +1,182 @@
+"""Executors: pinned commit only, limits, network off, killed at the budget, container removed.
+
+A stand-in harness (a small script in place of readme_runner.py) reports what it sees from inside,
+so these tests exercise the executor, not the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from argusic import executor as executor_mod
+from argusic.executor import DockerExecutor, LocalExecutor, docker_available
+
+PROBE = r"""
+import json, os, socket, subprocess, sys, time
+args = sys.argv[1:]
+project = args[args.index("--project") + 1]
+out = args[args.index("--out") + 1]
+mode = open(os.path.join(project, "MODE")).read().strip()
+facts = {"args": args}
+facts["commits"] = subprocess.run(["git", "-C", project, "rev-list", "--count", "HEAD"],
+                                  capture_output=True, text=True).stdout.strip()
+facts["head"] = subprocess.run(["git", "-C", project, "rev-parse", "HEAD"],
+                               capture_output=True, text=True).stdout.strip()
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=1).close()
+    facts["network"] = "reachable"
+except OSError as err:
+    facts["network"] = f"unreachable: {err.__class__.__name__}"
+# cgroup v2 file first, then v1 (Debian's dockerd may run either).
+for name, paths in (("pids_max", ["/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"]),
+                    ("memory_max", ["/sys/fs/cgroup/memory.max",
+                                    "/sys/fs/cgroup/memory/memory.limit_in_bytes"]),
+                    ("cpu_quota", ["/sys/fs/cgroup/cpu.max", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"])):
+    facts[name] = None
+    for path in paths:
+        try:
+            facts[name] = open(path).read().split()[0]
+            break
+        except OSError:
+            pass
+with open(os.path.join(out, "log.txt"), "w") as log:
+    log.write("started\n"); log.flush()
+    if mode == "hang":
+        while True:
+            log.write("still working\n"); log.flush(); time.sleep(0.2)
+with open(os.path.join(out, "facts.json"), "w") as f:
+    json.dump(facts, f)
+sys.exit(3 if mode == "crash" else 0)
+"""
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid", "HOME": str(cwd), "PATH": "/usr/bin:/bin",
+    }  # fmt: skip
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def probe_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    harness = tmp_path / "harness"
+    harness.mkdir()
+    (harness / "readme_runner.py").write_text(PROBE)
+    monkeypatch.setattr(executor_mod, "HARNESS_DIR", harness)
+    return harness
+
+
+def make_repo(tmp_path: Path, mode: str) -> tuple[Path, str]:
+    """A bare repo with two commits; the pinned one is the second."""
+    work = tmp_path / f"src-{mode}"
+    work.mkdir()
+    _git(work, "init", "-q", "-b", "main")
+    (work / "MODE").write_text("old\n")
+    _git(work, "add", "."), _git(work, "commit", "-qm", "first")
+    (work / "MODE").write_text(mode + "\n")
+    _git(work, "commit", "-qam", "second")
+    bare = tmp_path / f"{mode}.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    return bare, _git(work, "rev-parse", "HEAD").strip()
+
+
+needs_docker = pytest.mark.skipif(not docker_available(), reason="no Docker daemon answers")
+
+
+def _executors():
+    return [
+        pytest.param("local", id="local"),
+        pytest.param("docker", id="docker", marks=[pytest.mark.docker, pytest.mark.slow, needs_docker]),
+    ]
+
+
+def _make(name: str):
+    return DockerExecutor() if name == "docker" else LocalExecutor()
+
+
+@pytest.mark.parametrize("name", _executors())
+def test_fetches_only_the_pinned_commit(name, tmp_path, probe_harness):
+    repo, commit = make_repo(tmp_path, "ok")
+    result = _make(name).run(
+        attempt_id="t.ok", repo_path=repo, commit=commit, harness_args=["--x"], out_dir=tmp_path / "out",
+        budget_seconds=60,
+    )  # fmt: skip
+    assert (result.exit_code, result.timed_out, result.error) == (0, False, None)
+    assert result.executor == name
+    facts = json.loads((tmp_path / "out" / "facts.json").read_text())
+    assert facts["head"] == commit and facts["commits"] == "1"  # no history
+    assert facts["args"][-1] == "--x"
+
+
+@pytest.mark.parametrize("name", _executors())
+def test_killed_at_budget_keeps_evidence_so_far(name, tmp_path, probe_harness):
+    repo, commit = make_repo(tmp_path, "hang")
+    result = _make(name).run(
+        attempt_id="t.hang", repo_path=repo, commit=commit, harness_args=[], out_dir=tmp_path / "out",
+        budget_seconds=3,
+    )  # fmt: skip
+    assert result.timed_out and result.exit_code is None and result.error is None
+    assert 2.5 <= (result.ended_at - result.started_at).total_seconds() < 30
+    log = (tmp_path / "out" / "log.txt").read_text()
+    assert log.startswith("started\n") and "still working" in log
+
+
+@pytest.mark.parametrize("name", _executors())
+def test_unfetchable_commit_is_our_tooling_error(name, tmp_path, probe_harness):
+    repo, _ = make_repo(tmp_path, "ok")
+    result = _make(name).run(
+        attempt_id="t.bad", repo_path=repo, commit="f" * 40, harness_args=[], out_dir=tmp_path / "out",
+        budget_seconds=60,
+    )  # fmt: skip
+    assert result.error and "could not fetch pinned commit" in result.error
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_docker
+def test_docker_isolation_limits_and_cleanup(tmp_path, probe_harness):
+    import docker
+
+    repo, commit = make_repo(tmp_path, "crash")
+    runner = DockerExecutor()
+    result = runner.run(
+        attempt_id="t.iso", repo_path=repo, commit=commit, harness_args=[], out_dir=tmp_path / "out",
+        budget_seconds=60,
+    )  # fmt: skip
+    assert result.exit_code == 3 and not result.timed_out
+    facts = json.loads((tmp_path / "out" / "facts.json").read_text())
+    assert facts["network"].startswith("unreachable")
+    assert facts["pids_max"] == "512"
+    assert facts["memory_max"] == str(2 * 1024**3)
+    assert facts["cpu_quota"] == "100000"  # 1 CPU per 100 ms period
+    client = docker.from_env()
+    assert client.containers.list(all=True, filters={"label": "argusic.attempt_id=t.iso"}) == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_docker
+def test_orphaned_containers_are_removed(tmp_path):
+    runner = DockerExecutor()
+    orphan = runner.client.containers.run(
+        runner.image, ["sleep", "300"], detach=True, labels={"argusic.attempt_id": "t.orphan"},
+        network_mode="none",
+    )  # fmt: skip
+    try:
+        removed = runner.remove_orphans(running_attempt_ids={"t.still-running"})
+        assert orphan.name in removed
+    finally:
+        import contextlib
+
+        with contextlib.suppress(Exception):
+            orphan.remove(force=True)
+
+
+def test_unknown_executor_name_is_refused():
+    with pytest.raises(ValueError, match="ARGUSIC_EXECUTOR='podman'"):
+        executor_mod.get_executor("podman")
