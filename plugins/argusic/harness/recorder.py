@@ -1,0 +1,230 @@
+"""Terminal recorder for the reference harness: asciicast v2 plus a plain-text log.
+
+Pure standard library (the attempt container has python3 and nothing else). Every command runs in a
+fresh bash on a pseudo-terminal; everything it prints becomes `[t, "o", data]` events in the
+recording and lines in the log. Both files are flushed after every write, so a container killed at
+its budget still leaves a valid (partial) recording and log.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import struct
+import subprocess
+import termios
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+DEFAULT_WIDTH = 120
+DEFAULT_HEIGHT = 40
+
+
+@dataclass
+class RunResult:
+    command: str
+    exit_code: int
+    timed_out: bool
+    output: str
+    duration: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+class Recorder:
+    """One recording session: an asciicast v2 file and a log, both append-only and flushed."""
+
+    def __init__(
+        self,
+        cast_path: str,
+        log_path: str,
+        width: int = DEFAULT_WIDTH,
+        height: int = DEFAULT_HEIGHT,
+        title: str | None = None,
+    ) -> None:
+        self.width = width
+        self.height = height
+        self._start = time.monotonic()
+        self._last_t = 0.0
+        self._cast = open(cast_path, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the session
+        self._log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115
+        header = {
+            "version": 2,
+            "width": width,
+            "height": height,
+            "timestamp": int(time.time()),
+            "env": {"SHELL": "/bin/bash", "TERM": "xterm-256color"},
+        }
+        if title:
+            header["title"] = title
+        self._cast.write(json.dumps(header) + "\n")
+        self._cast.flush()
+        self._log_at_line_start = True
+
+    # -- low-level writers -------------------------------------------------------------------------
+    def _elapsed(self) -> float:
+        t = round(time.monotonic() - self._start, 6)
+        if t < self._last_t:  # never go backwards, whatever the clock does
+            t = self._last_t
+        self._last_t = t
+        return t
+
+    def event(self, data: str) -> None:
+        """One output event in the recording (not in the log)."""
+        if not data:
+            return
+        self._cast.write(json.dumps([self._elapsed(), "o", data], ensure_ascii=False) + "\n")
+        self._cast.flush()
+
+    def _log_raw(self, text: str) -> None:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if not text:
+            return
+        self._log.write(text)
+        self._log_at_line_start = text.endswith("\n")
+        self._log.flush()
+
+    def log_line(self, text: str) -> None:
+        """A timestamped line in the log only."""
+        if not self._log_at_line_start:
+            self._log_raw("\n")
+        self._log_raw(f"[{_utc_now()}] {text}\n")
+
+    def note(self, text: str) -> None:
+        """A harness note: timestamped in the log, shown as a comment line in the recording."""
+        self.log_line(text)
+        self.event(f"\x1b[2m# {text}\x1b[0m\r\n")
+
+    def prompt(self, command: str, cwd_label: str = "") -> None:
+        """Show the command as typed at a prompt (recording) and as a step line (log)."""
+        shown = command.replace("\n", "\r\n> ")
+        self.event(f"\x1b[1m{cwd_label}$ \x1b[0m{shown}\r\n")
+
+    def output(self, data: str) -> None:
+        self.event(data)
+        self._log_raw(data)
+
+    # -- running commands --------------------------------------------------------------------------
+    def run(
+        self,
+        argv: list[str],
+        cwd: str,
+        env: dict[str, str],
+        timeout: float,
+        kill_grace: float = 2.0,
+    ) -> tuple[int, bool, str, float]:
+        """Run argv on a pty, recording its output. Returns (exit_code, timed_out, output, seconds).
+
+        stdin is /dev/null: a command waiting for keyboard input gets end-of-file instead of hanging.
+        The command runs in its own session; on timeout the whole process group gets SIGTERM, then
+        SIGKILL after `kill_grace` seconds. Processes left in the group when the command ends are
+        terminated as well.
+        """
+        master, slave = pty.openpty()
+        with contextlib.suppress(OSError):
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", self.height, self.width, 0, 0))
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=slave,
+                stderr=slave,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            os.close(slave)
+            os.close(master)
+            message = f"cannot start {argv[0]}: {exc}\r\n"
+            self.output(message)
+            return 127, False, message, 0.0
+        os.close(slave)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        chunks: list[str] = []
+        timed_out = False
+        deadline = started + timeout
+
+        def pump(wait: float) -> bool:
+            """Read what is available; False on end of file."""
+            ready, _, _ = select.select([master], [], [], wait)
+            if not ready:
+                return True
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every writer closed the terminal
+                return False
+            if not data:
+                return False
+            text = decoder.decode(data)
+            if text:
+                chunks.append(text)
+                self.output(text)
+            return True
+
+        open_ = True
+        while True:
+            if open_:
+                open_ = pump(0.05)
+            else:
+                time.sleep(0.05)
+            if proc.poll() is not None:
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                _signal_group(proc.pid, signal.SIGTERM)
+                grace_end = time.monotonic() + kill_grace
+                while proc.poll() is None and time.monotonic() < grace_end:
+                    if open_:
+                        open_ = pump(0.05)
+                    else:
+                        time.sleep(0.05)
+                if proc.poll() is None:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                break
+        # Drain what the command printed before it ended; don't wait for background writers.
+        drain_end = time.monotonic() + 1.0
+        while open_ and time.monotonic() < drain_end:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if not ready:
+                break
+            open_ = pump(0)
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            chunks.append(tail)
+            self.output(tail)
+        _signal_group(proc.pid, signal.SIGTERM)  # leftovers of the command's own group
+        os.close(master)
+        code = proc.returncode
+        if code is None:
+            code = -1
+        if code < 0:
+            code = 128 - code
+        return code, timed_out, "".join(chunks), time.monotonic() - started
+
+    def close(self) -> None:
+        for f in (self._cast, self._log):
+            with contextlib.suppress(Exception):
+                f.flush()
+                f.close()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
