@@ -1,0 +1,138 @@
+"""The attempt transaction: evidence landed with fingerprints, run record written, resumable, and
+every way our own tooling can fail kept as an invalid attempt with its reason (then rerun)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from argusic import executor as executor_mod
+from argusic.attempt import AttemptSpec, run_attempt, run_with_reruns
+from argusic.evidence import EvidenceStore
+from argusic.executor import LocalExecutor
+from argusic.record import load_record_file
+from test_executor import make_repo
+
+# Behaviour is chosen by the MODE file of the fixture repo.
+SCRIPTED = r"""
+import json, os, sys, time
+args = sys.argv[1:]
+project, out = args[args.index("--project") + 1], args[args.index("--out") + 1]
+mode = open(os.path.join(project, "MODE")).read().strip()
+def write(name, text):
+    with open(os.path.join(out, name), "w") as f:
+        f.write(text)
+write("log.txt", "step 1\n")
+if mode != "norecording":
+    write("recording.cast", '{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "hi"]\n')
+if mode == "hang":
+    time.sleep(600)
+if mode == "crash":
+    sys.exit(2)
+report = {"install_ok": True, "ran_ok": True, "errors_encountered": 1, "errors_fixed": 1,
+          "test_depth": "tier1_real", "verified_how": "python3 decode.py -> 10 frames",
+          "final_state": "Decoded 10 frames."}
+if mode == "badreport":
+    write("report.json", "{not json")
+elif mode == "flaky" and not os.path.exists(os.path.join(out, "..", "..", "flaky-once")):
+    open(os.path.join(out, "..", "..", "flaky-once"), "w").close()
+    sys.exit(5)
+else:
+    write("report.json", json.dumps(report))
+"""
+
+
+@pytest.fixture
+def scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    harness = tmp_path / "harness"
+    harness.mkdir()
+    (harness / "readme_runner.py").write_text(SCRIPTED)
+    monkeypatch.setattr(executor_mod, "HARNESS_DIR", harness)
+
+
+def _spec(repo: Path, commit: str, project: str = "p", **over) -> AttemptSpec:
+    fields = dict(
+        cycle_id="2026-12", agent_id="readme-runner", project_id=project, repo_url=str(repo), commit=commit,
+        tier="standard", attempt_no=1,
+    )  # fmt: skip
+    return AttemptSpec(**(fields | over))
+
+
+def _run(tmp_path: Path, mode: str, **over) -> tuple[Path, EvidenceStore]:
+    repo, commit = make_repo(tmp_path, mode)
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    path = run_attempt(_spec(repo, commit, mode, **over), LocalExecutor(), store, tmp_path / "runs")
+    return path, store
+
+
+def test_completed_attempt_lands_fingerprinted_evidence(tmp_path, scripted):
+    path, store = _run(tmp_path, "ok")
+    record = load_record_file(path)
+    assert path == tmp_path / "runs" / "2026-12" / record.attempt_id / "run_record.json"
+    assert (record.end_reason, record.invalid_reason, record.executor) == ("completed", None, "local")
+    assert record.report.test_depth == "tier1_real" and record.budget_seconds == 5400
+    for name in ("log", "recording", "report"):
+        ref = getattr(record.evidence, name)
+        data = store.read(ref.uri)
+        assert hashlib.sha256(data).hexdigest() == ref.sha256 and len(data) == ref.bytes
+    assert record.usage.input_tokens.status == "unavailable" and record.usage.input_tokens.value is None
+
+
+def test_existing_record_is_not_measured_again(tmp_path, scripted):
+    path, _ = _run(tmp_path, "ok")
+    before = path.read_text()
+    repo, commit = tmp_path / "ok.git", load_record_file(path).commit
+    again = run_attempt(_spec(repo, commit, "ok"), LocalExecutor(), EvidenceStore((tmp_path / "e2").as_uri()),
+                        tmp_path / "runs")  # fmt: skip
+    assert again == path and path.read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("mode", "end_reason", "reason"),
+    [
+        ("crash", "harness_error", "harness exited with code 2"),
+        ("badreport", "completed", "report unreadable"),
+        ("norecording", "completed", "incomplete evidence: no recording"),
+    ],
+)
+def test_tooling_failures_are_invalid_with_reason(tmp_path, scripted, mode, end_reason, reason):
+    path, _ = _run(tmp_path, mode)
+    record = load_record_file(path)
+    assert record.end_reason == end_reason
+    assert record.invalid_reason is not None and record.invalid_reason.startswith(reason)
+
+
+def test_timeout_record_keeps_partial_evidence_and_real_budget(tmp_path, scripted):
+    path, store = _run(tmp_path, "hang", demo=True, budget_scale=2 / 5400)
+    record = load_record_file(path)
+    assert record.end_reason == "timeout" and record.invalid_reason is None and record.report is None
+    assert record.budget_seconds == 5400 and record.effective_budget_seconds == 2 and record.demo
+    assert store.read(record.evidence.recording.uri).startswith(b'{"version": 2')
+
+
+def test_invalid_attempt_is_rerun_until_valid(tmp_path, scripted):
+    repo, commit = make_repo(tmp_path, "flaky")
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    paths = run_with_reruns(_spec(repo, commit, "flaky"), LocalExecutor(), store, tmp_path / "runs")
+    first, second = (load_record_file(p) for p in paths)
+    assert first.invalid_reason == "harness exited with code 5"
+    assert second.invalid_reason is None and second.rerun_of == first.attempt_id
+    assert second.attempt_no == first.attempt_no and second.attempt_id.endswith(".a1.r1")
+
+
+def test_reruns_are_bounded(tmp_path, scripted):
+    repo, commit = make_repo(tmp_path, "crash")
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    paths = run_with_reruns(_spec(repo, commit, "crash"), LocalExecutor(), store, tmp_path / "runs")
+    assert len(paths) == 3  # the attempt and max_reruns = 2 reruns
+    assert all(load_record_file(p).invalid_reason for p in paths)
+
+
+def test_record_json_is_the_contract_shape(tmp_path, scripted):
+    path, _ = _run(tmp_path, "ok")
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "argusic.run_record/1"
+    assert set(doc["evidence"]) == {"log", "recording", "report"}
+    assert doc["started_at"].endswith("Z") and doc["key"] == {"kind": "none", "limit_usd": None}
