@@ -1,0 +1,176 @@
+-- One row per (cycle_id, agent_id) with board-purpose attempts (RULES.md sections 9-10).
+-- board_score = median over projects of the per-project middle scores, using only complete,
+-- stable sets of projects not excluded by environment review; computed and ranked on exact
+-- fractions (board_score_numerator / board_score_denominator). Agents with nothing left have no
+-- score and no rank and are listed last (display_position).
+with board_attempts as (
+
+    select * from {{ ref('attempt_scores') }}
+    where purpose = 'board'
+
+),
+
+agent_cycles as (
+
+    select
+        cycle_id,
+        agent_id,
+        count(*) filter (where is_valid) as valid_attempts,
+        count(*) filter (where not is_valid) as invalid_attempts,
+        count(*) filter (where outcome in ('pass_full', 'pass_mock')) as passes
+    from board_attempts
+    group by cycle_id, agent_id
+
+),
+
+sets as (
+
+    select
+        pair_sets.*,
+        coalesce(review.excluded_from_board, false) as excluded_by_review
+    from {{ ref('pair_sets') }} as pair_sets
+    left join {{ ref('project_review') }} as review
+        on review.cycle_id = pair_sets.cycle_id
+        and review.project_id = pair_sets.project_id
+
+),
+
+set_counts as (
+
+    select
+        cycle_id,
+        agent_id,
+        count(*) as sets_total,
+        count(*) filter (where is_complete and not is_unstable and not excluded_by_review) as sets_counted,
+        count(*) filter (where is_complete and is_unstable) as sets_unstable,
+        count(*) filter (where excluded_by_review) as sets_under_review,
+        count(*) filter (where not is_complete) as sets_incomplete
+    from sets
+    group by cycle_id, agent_id
+
+),
+
+counted as (
+
+    select
+        cycle_id,
+        agent_id,
+        project_id,
+        middle_numerator as n,
+        middle_denominator as d
+    from sets
+    where is_complete and not is_unstable and not excluded_by_review
+
+),
+
+-- exact order of the counted middle scores of an agent (ties by project_id)
+positioned as (
+
+    select
+        s.cycle_id,
+        s.agent_id,
+        s.project_id,
+        s.n,
+        s.d,
+        count(o.project_id) as position
+    from counted as s
+    left join counted as o
+        on o.cycle_id = s.cycle_id
+        and o.agent_id = s.agent_id
+        and (
+            o.n * s.d < s.n * o.d
+            or (o.n * s.d = s.n * o.d and o.project_id < s.project_id)
+        )
+    group by s.cycle_id, s.agent_id, s.project_id, s.n, s.d
+
+),
+
+median_parts as (
+
+    select
+        positioned.cycle_id,
+        positioned.agent_id,
+        max(positioned.n) filter (where positioned.position = (sizes.k - 1) // 2) as lo_n,
+        max(positioned.d) filter (where positioned.position = (sizes.k - 1) // 2) as lo_d,
+        max(positioned.n) filter (where positioned.position = sizes.k // 2) as hi_n,
+        max(positioned.d) filter (where positioned.position = sizes.k // 2) as hi_d
+    from positioned
+    inner join (
+        select cycle_id, agent_id, count(*) as k from counted group by cycle_id, agent_id
+    ) as sizes
+        on sizes.cycle_id = positioned.cycle_id
+        and sizes.agent_id = positioned.agent_id
+    group by positioned.cycle_id, positioned.agent_id
+
+),
+
+-- median = (lo + hi) / 2 (lo = hi for an odd count), kept exact and reduced
+medians as (
+
+    select
+        cycle_id,
+        agent_id,
+        (lo_n * hi_d + hi_n * lo_d) // gcd(lo_n * hi_d + hi_n * lo_d, 2 * lo_d * hi_d) as n,
+        (2 * lo_d * hi_d) // gcd(lo_n * hi_d + hi_n * lo_d, 2 * lo_d * hi_d) as d
+    from median_parts
+
+),
+
+-- competition rank: 1 + number of agents of the cycle with a strictly higher exact score
+ranked as (
+
+    select
+        m.cycle_id,
+        m.agent_id,
+        1 + count(o.agent_id) as rank
+    from medians as m
+    left join medians as o
+        on o.cycle_id = m.cycle_id
+        and o.n * m.d > m.n * o.d
+    group by m.cycle_id, m.agent_id
+
+),
+
+final as (
+
+    select
+        agent_cycles.cycle_id,
+        agent_cycles.agent_id,
+        agents.display_name,
+        coalesce(agents.is_standard, false) as is_standard_agent,
+        medians.n::double / medians.d::double as board_score,
+        medians.n as board_score_numerator,
+        medians.d as board_score_denominator,
+        ranked.rank,
+        row_number() over (
+            partition by agent_cycles.cycle_id
+            order by ranked.rank asc nulls last, agent_cycles.agent_id
+        ) as display_position,
+        case
+            when agent_cycles.valid_attempts > 0
+                then agent_cycles.passes::double / agent_cycles.valid_attempts::double
+        end as pass_rate,
+        agent_cycles.passes,
+        agent_cycles.valid_attempts,
+        agent_cycles.invalid_attempts,
+        coalesce(set_counts.sets_total, 0) as sets_total,
+        coalesce(set_counts.sets_counted, 0) as sets_counted,
+        coalesce(set_counts.sets_unstable, 0) as sets_unstable,
+        coalesce(set_counts.sets_under_review, 0) as sets_under_review,
+        coalesce(set_counts.sets_incomplete, 0) as sets_incomplete
+    from agent_cycles
+    left join set_counts
+        on set_counts.cycle_id = agent_cycles.cycle_id
+        and set_counts.agent_id = agent_cycles.agent_id
+    left join medians
+        on medians.cycle_id = agent_cycles.cycle_id
+        and medians.agent_id = agent_cycles.agent_id
+    left join ranked
+        on ranked.cycle_id = agent_cycles.cycle_id
+        and ranked.agent_id = agent_cycles.agent_id
+    left join {{ ref('agents') }} as agents
+        on agents.agent_id = agent_cycles.agent_id
+
+)
+
+select * from final
