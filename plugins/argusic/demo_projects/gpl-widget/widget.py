@@ -1,0 +1,3 @@
+"""gpl-widget: prints a text widget."""
+
+print("[ widget ]")
