@@ -120,7 +120,8 @@ final as (
             else spread_n::double / spread_d::double
         end as spread_pct,
         case
-            when not is_complete then null
+            -- an incomplete set is not judged: never counted, never marked unstable
+            when not is_complete then false
             -- spread_n / spread_d > 30 with spread_d >= 0; middle 0 and any score above 0 is +inf
             else spread_n > 30 * spread_d
         end as is_unstable
