@@ -298,7 +298,7 @@ class Runner:
                 os.remove(path)
         wrapper = (
             'trap \'__argusic_rc=$?; env -0 > "$ARGUSIC_ENV_OUT" 2>/dev/null; '
-            'pwd > "$ARGUSIC_CWD_OUT" 2>/dev/null; exit $__argusic_rc\' EXIT\n' + command
+            'pwd > "$ARGUSIC_CWD_OUT" 2>/dev/null; exit $__argusic_rc\' EXIT; ' + command
         )
         env = dict(self.env, ARGUSIC_ENV_OUT=env_out, ARGUSIC_CWD_OUT=cwd_out)
         self.rec.prompt(show or command, self._label())

@@ -1,0 +1,371 @@
+"""The demo forge: small fixture projects as bare git repositories, plus their candidate catalogue.
+
+`build_forge(dest)` makes `dest/repos/<project_id>.git` from the sources in
+`plugins/argusic/demo_projects/<project_id>/` and writes `dest/catalogue.json`. Commits are built
+with git plumbing from the source files (file modes come from the fixture table below, not from the
+working tree) with fixed author, committer and dates, so the same sources always give the same
+commit hashes, on any machine. Each repository has two commits; the pinned commit is the latest.
+Rebuilding is idempotent: an up-to-date repository is left alone.
+
+The container fetches only the pinned commit, so every bare repository allows fetching any SHA-1
+(`uploadpack.allowAnySHA1InWant`):
+
+    git init; git fetch --depth 1 file:///forge/source <sha>; git checkout FETCH_HEAD
+
+Catalogue (`argusic.catalogue/1`): see CATALOGUE_FIELDS and the module-level FIXTURES table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+CATALOGUE_SCHEMA = "argusic.catalogue/1"
+FORGE_VERSION = "1"  # bump when the way commits are built changes (it changes every hash)
+SOURCES = Path(__file__).resolve().parent / "demo_projects"
+AUTHOR_NAME = "Argusic Demo Forge"
+AUTHOR_EMAIL = "forge@argusic.invalid"
+STAMP_FILE = "argusic-forge.json"
+
+CATALOGUE_FIELDS = (
+    "project_id",
+    "repo_url",
+    "commit",
+    "language",
+    "licence",
+    "has_readme",
+    "difficulty",
+    "size_mb",
+    "owner_marked_heavy",
+    "needs_gpu",
+    "popular_since",
+    "paid_account_required",
+    "expected_outcome",
+)
+
+# expected_outcome documents what `readme-runner` does (demo only; null for ineligible candidates);
+# expected_outcome_by_agent adds its --no-recovery twin. "timeout" needs an attempt budget shorter
+# than the harness's --command-timeout (the run step never returns; the container is killed).
+FIXTURES: list[dict[str, Any]] = [
+    {
+        "project_id": "tonegen-sh",
+        "language": "shell",
+        "licence": "MIT",
+        "difficulty": "easy",
+        "popular_since": "2025-06-14",
+        "executables": ["bin/tonegen.sh"],
+        "dates": ("2025-05-02T09:00:00+00:00", "2025-06-10T16:30:00+00:00"),
+        "outcome": ("pass_full", "pass_full"),
+    },
+    {
+        "project_id": "pixelart-py",
+        "language": "python",
+        "licence": "Apache-2.0",
+        "difficulty": "medium",
+        "owner_marked_heavy": True,
+        "popular_since": "2024-11-03",
+        "dates": ("2024-09-18T08:15:00+00:00", "2024-10-29T12:00:00+00:00"),
+        "outcome": ("pass_full", "pass_full"),
+    },
+    {
+        "project_id": "weatherfetch",
+        "language": "python",
+        "licence": "MIT",
+        "difficulty": "medium",
+        "popular_since": "2026-11-12",
+        "dates": ("2026-10-20T10:00:00+00:00", "2026-11-08T18:45:00+00:00"),
+        "outcome": ("pass_mock", "pass_mock"),
+    },
+    {
+        "project_id": "csvstats",
+        "language": "python",
+        "licence": "MIT",
+        "difficulty": "easy",
+        "popular_since": "2025-02-20",
+        "dates": ("2025-01-05T11:00:00+00:00", "2025-02-11T09:20:00+00:00"),
+        "outcome": ("fail_run", "fail_run"),
+    },
+    {
+        "project_id": "zigfmt",
+        "language": "zig",
+        "licence": "Apache-2.0",
+        "difficulty": "hard",
+        "popular_since": "2025-09-01",
+        "executables": ["configure"],
+        "dates": ("2025-07-30T14:00:00+00:00", "2025-08-27T07:10:00+00:00"),
+        "outcome": ("fail_install", "fail_install"),
+    },
+    {
+        "project_id": "banner-sh",
+        "language": "shell",
+        "licence": "MIT",
+        "difficulty": "easy",
+        "popular_since": "2026-11-20",
+        "executables": [],  # bin/banner.sh is committed without its executable bit, on purpose
+        "dates": ("2026-10-28T13:00:00+00:00", "2026-11-15T10:05:00+00:00"),
+        "outcome": ("recovered", "fail_run"),
+    },
+    {
+        "project_id": "greeter-env",
+        "language": "python",
+        "licence": "Apache-2.0",
+        "difficulty": "medium",
+        "popular_since": "2025-12-08",
+        "dates": ("2025-11-02T09:30:00+00:00", "2025-11-30T17:00:00+00:00"),
+        "outcome": ("recovered", "fail_run"),
+    },
+    {
+        "project_id": "tickerd",
+        "language": "python",
+        "licence": "MIT",
+        "difficulty": "hard",
+        "popular_since": "2025-04-11",
+        "dates": ("2025-03-01T08:00:00+00:00", "2025-04-02T15:40:00+00:00"),
+        "outcome": ("timeout", "timeout"),
+    },
+    # Ineligible candidates: pool selection must filter them out.
+    {
+        "project_id": "nodocs-tool",
+        "language": "shell",
+        "licence": "MIT",
+        "difficulty": "easy",
+        "popular_since": "2026-11-18",
+        "executables": ["tool.sh"],
+        "dates": ("2026-10-01T10:00:00+00:00", "2026-11-02T10:00:00+00:00"),
+        "outcome": (None, None),
+    },
+    {
+        "project_id": "gpl-widget",
+        "language": "python",
+        "licence": "GPL-3.0-only",
+        "difficulty": "easy",
+        "popular_since": "2025-03-15",
+        "dates": ("2025-02-01T10:00:00+00:00", "2025-03-01T10:00:00+00:00"),
+        "outcome": (None, None),
+    },
+    {
+        "project_id": "cloudsync-paid",
+        "language": "python",
+        "licence": "MIT",
+        "difficulty": "medium",
+        "paid_account_required": True,
+        "popular_since": "2026-11-25",
+        "dates": ("2026-10-10T10:00:00+00:00", "2026-11-21T10:00:00+00:00"),
+        "outcome": (None, None),
+    },
+]
+
+
+def _git(
+    args: list[str], git_dir: Path, env: dict[str, str] | None = None, stdin: bytes | None = None
+) -> str:
+    base = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(git_dir),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_DIR": str(git_dir),
+        "LC_ALL": "C",
+    }
+    if env:
+        base.update(env)
+    done = subprocess.run(["git", *args], env=base, input=stdin, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout.decode().strip()
+
+
+def _source_files(project_id: str) -> dict[str, bytes]:
+    root = SOURCES / project_id
+    files = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            files[path.relative_to(root).as_posix()] = path.read_bytes()
+    if not files:
+        raise FileNotFoundError(f"no fixture sources in {root}")
+    return files
+
+
+def _changelog(fixture: dict[str, Any], releases: int) -> bytes:
+    lines = [f"# Changes in {fixture['project_id']}", ""]
+    for n in range(releases, 0, -1):
+        lines.append(f"- 0.{n}.0 ({fixture['dates'][n - 1][:10]})")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _trees(fixture: dict[str, Any]) -> list[tuple[str, dict[str, bytes]]]:
+    """The two commits' messages and trees: the first without the latest changelog entry."""
+    files = _source_files(fixture["project_id"])
+    first = dict(files, **{"CHANGELOG.md": _changelog(fixture, 1)})
+    second = dict(files, **{"CHANGELOG.md": _changelog(fixture, 2)})
+    return [("Initial import", first), ("Release 0.2.0", second)]
+
+
+def _fingerprint(fixture: dict[str, Any]) -> str:
+    h = hashlib.sha256()
+    h.update(FORGE_VERSION.encode())
+    h.update(json.dumps(fixture, sort_keys=True, default=list).encode())
+    for message, tree in _trees(fixture):
+        h.update(message.encode())
+        for path in sorted(tree):
+            h.update(path.encode() + b"\0" + hashlib.sha256(tree[path]).digest())
+    return h.hexdigest()
+
+
+def _commit_env(date: str) -> dict[str, str]:
+    return {
+        "GIT_AUTHOR_NAME": AUTHOR_NAME,
+        "GIT_AUTHOR_EMAIL": AUTHOR_EMAIL,
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_NAME": AUTHOR_NAME,
+        "GIT_COMMITTER_EMAIL": AUTHOR_EMAIL,
+        "GIT_COMMITTER_DATE": date,
+    }
+
+
+def _build_repo(fixture: dict[str, Any], path: Path) -> str:
+    """Create the bare repository at `path` (which must not exist); return the pinned commit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["git", "init", "--bare", "--quiet", "--initial-branch=main", str(path)],
+        env={
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(path.parent),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+        },
+        check=True,
+        capture_output=True,
+    )
+    _git(["config", "uploadpack.allowAnySHA1InWant", "true"], path)
+    _git(["config", "uploadpack.allowReachableSHA1InWant", "true"], path)
+    executables = set(fixture.get("executables", []))
+    index = path / "forge-index"
+    parent = None
+    for (message, tree), date in zip(_trees(fixture), fixture["dates"], strict=True):
+        entries = []
+        for file_path in sorted(tree):
+            blob = _git(["hash-object", "-w", "--no-filters", "--stdin"], path, stdin=tree[file_path])
+            mode = "100755" if file_path in executables else "100644"
+            entries.append(f"{mode} {blob}\t{file_path}\n")
+        env = {"GIT_INDEX_FILE": str(index)}
+        _git(["read-tree", "--empty"], path, env=env)
+        _git(["update-index", "--add", "--index-info"], path, env=env, stdin="".join(entries).encode())
+        tree_id = _git(["write-tree"], path, env=env)
+        args = ["commit-tree", tree_id, "-m", message] + (["-p", parent] if parent else [])
+        parent = _git(args, path, env=_commit_env(date))
+    index.unlink(missing_ok=True)
+    assert parent is not None
+    _git(["update-ref", "refs/heads/main", parent], path)
+    return parent
+
+
+def _read_stamp(path: Path) -> dict[str, Any] | None:
+    try:
+        stamp = json.loads((path / STAMP_FILE).read_text())
+        if _git(["rev-parse", "--verify", "refs/heads/main"], path) != stamp["commit"]:
+            return None
+        return stamp
+    except (OSError, ValueError, KeyError, RuntimeError):
+        return None
+
+
+def ensure_repo(fixture: dict[str, Any], repos: Path) -> str:
+    """Build one fixture's bare repository unless it is up to date; return its pinned commit."""
+    final = repos / f"{fixture['project_id']}.git"
+    fingerprint = _fingerprint(fixture)
+    stamp = _read_stamp(final) if final.exists() else None
+    if stamp and stamp.get("fingerprint") == fingerprint:
+        return stamp["commit"]
+    tmp = repos / f".{fixture['project_id']}.git.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    commit = _build_repo(fixture, tmp)
+    (tmp / STAMP_FILE).write_text(json.dumps({"fingerprint": fingerprint, "commit": commit}) + "\n")
+    if final.exists():
+        shutil.rmtree(final)
+    try:
+        tmp.rename(final)
+    except OSError:  # built concurrently by someone else: keep theirs if it is the same
+        shutil.rmtree(tmp, ignore_errors=True)
+        stamp = _read_stamp(final)
+        if not stamp or stamp.get("fingerprint") != fingerprint:
+            raise
+    return commit
+
+
+def _size_mb(fixture: dict[str, Any]) -> float:
+    """Size of the pinned tree's files in MB (10^6 bytes): deterministic, unlike disk usage."""
+    _message, tree = _trees(fixture)[-1]
+    return round(sum(len(b) for b in tree.values()) / 1_000_000, 4)
+
+
+def candidate(fixture: dict[str, Any], repo: Path, commit: str) -> dict[str, Any]:
+    files = _source_files(fixture["project_id"])
+    outcome, outcome_norecover = fixture["outcome"]
+    return {
+        "project_id": fixture["project_id"],
+        "repo_url": str(repo.resolve()),
+        "commit": commit,
+        "language": fixture["language"],
+        "licence": fixture["licence"],
+        "has_readme": any(p.lower() in ("readme.md", "readme") for p in files),
+        "difficulty": fixture["difficulty"],
+        "size_mb": _size_mb(fixture),
+        "owner_marked_heavy": fixture.get("owner_marked_heavy", False),
+        "needs_gpu": fixture.get("needs_gpu", False),
+        "popular_since": fixture["popular_since"],
+        "paid_account_required": fixture.get("paid_account_required", False),
+        "expected_outcome": outcome,
+        "expected_outcome_by_agent": (
+            {"readme-runner": outcome, "readme-runner-norecover": outcome_norecover} if outcome else None
+        ),
+    }
+
+
+def build_forge(dest: Path) -> Path:
+    """Build (or bring up to date) the demo forge under `dest`; return the catalogue path."""
+    dest = Path(dest).resolve()
+    repos = dest / "repos"
+    repos.mkdir(parents=True, exist_ok=True)
+    candidates = []
+    for fixture in FIXTURES:
+        commit = ensure_repo(fixture, repos)
+        candidates.append(candidate(fixture, repos / f"{fixture['project_id']}.git", commit))
+    catalogue = {"schema": CATALOGUE_SCHEMA, "generated_for": "demo", "candidates": candidates}
+    text = json.dumps(catalogue, indent=2) + "\n"
+    path = dest / "catalogue.json"
+    if not path.exists() or path.read_text() != text:
+        tmp = dest / f".catalogue.json.tmp-{os.getpid()}"
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
+
+
+def checkout(repo_url: str, commit: str, dest: Path) -> Path:
+    """Fetch only the pinned commit into `dest`, as the attempt container does (tests, local runs)."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(dest),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    for args in (
+        ["init", "--quiet"],
+        ["fetch", "--quiet", "--depth", "1", Path(repo_url).resolve().as_uri(), commit],
+        ["-c", "advice.detachedHead=false", "checkout", "--quiet", "FETCH_HEAD"],
+    ):
+        subprocess.run(["git", "-C", str(dest), *args], env=env, check=True, capture_output=True)
+    return dest
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(build_forge(Path(sys.argv[1] if len(sys.argv) > 1 else "runs/forge")))
