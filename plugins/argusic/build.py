@@ -1,0 +1,201 @@
+"""Build the warehouse (dbt build, in-process) and gate publication on the expectations.
+
+``build_warehouse`` holds the warehouse writer lock while dbt runs and while the built marts are
+validated, so what was validated is what was built. Any dbt node that fails, or any expectation
+that fails, raises ``PublicationBlocked`` naming the node, or the table and expectation.
+
+``publish_board`` re-validates the warehouse under the same lock before it reads the board, so a
+board is only ever written from a warehouse whose expectations pass at that moment (no stale
+"last build passed" token to trust). Callers must not already hold ``writer_lock`` (flock is not
+re-entrant across open files: it would wait for itself).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from argusic.expectations import ValidationReport, validate_warehouse
+from argusic.settings import dbt_project_dir, warehouse_path
+from argusic.warehouse import writer_lock
+
+BOARD_SCHEMA = "argusic.board/1"
+_FAILED = {"error", "fail", "runtime error"}
+
+
+class PublicationBlocked(RuntimeError):
+    """dbt or an expectation failed: nothing is published."""
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    unique_id: str
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    db_path: Path
+    nodes: list[NodeResult]
+    validation: ValidationReport
+    dbt_seconds: float
+    validation_seconds: float
+
+    def summary(self) -> str:
+        return (
+            f"dbt build: {len(self.nodes)} nodes ok in {self.dbt_seconds:.1f} s\n{self.validation.summary()}"
+        )
+
+
+@contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _release_dbt_duckdb() -> None:
+    """Close the DuckDB database dbt-duckdb keeps open in this process after an invocation.
+
+    dbt-duckdb caches one environment (and its DuckDB instance) per process; left open, the
+    read-only connection of the expectations fails ("different configuration than existing
+    connections") and the file stays held. This uses dbt-duckdb internals (1.11): if they move,
+    nothing is closed and the read-only open will say so.
+    """
+    try:
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager as manager
+    except ImportError:  # pragma: no cover - another adapter
+        return
+    with manager._LOCK:
+        env = manager._ENV
+        manager._ENV = None
+        if env is not None:
+            env.close()
+
+
+def _first_lines(message: str, count: int = 2) -> str:
+    return " | ".join([line.strip() for line in message.splitlines() if line.strip()][:count])
+
+
+def _run_dbt(project_dir: Path, db_path: Path, quiet: bool) -> list[NodeResult]:
+    """``dbt build`` in-process; raises PublicationBlocked naming the failed nodes."""
+    from dbt.cli.main import dbtRunner
+
+    args = ["build", "--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
+    if quiet:
+        args.insert(0, "--quiet")
+    with _env("ARGUSIC_WAREHOUSE", str(db_path)):
+        try:
+            res = dbtRunner().invoke(args)
+        finally:
+            _release_dbt_duckdb()
+
+    nodes: list[NodeResult] = []
+    for r in getattr(res.result, "results", None) or []:
+        status = str(getattr(r.status, "value", r.status))
+        nodes.append(NodeResult(r.node.unique_id, status, (r.message or "").strip()))
+    failed = [n for n in nodes if n.status in _FAILED]
+    if failed:
+        details = "; ".join(f"{n.unique_id} ({n.status}): {_first_lines(n.message)}" for n in failed)
+        raise PublicationBlocked(f"dbt build failed: {details}")
+    if not res.success:
+        reason = res.exception or "dbt reported failure without a failed node"
+        raise PublicationBlocked(
+            f"dbt build failed: {type(reason).__name__ if res.exception else ''} {reason}".strip()
+        )
+    return nodes
+
+
+def build_warehouse(
+    db_path: Path | None = None, project_dir: Path | None = None, *, quiet: bool = False
+) -> BuildResult:
+    """dbt build of dbt_project/ into the warehouse, then every expectation on the marts.
+
+    Raises PublicationBlocked when a dbt node fails (naming it) or an expectation fails (naming the
+    table and the expectation, with the rows that broke it).
+    """
+    path = Path(db_path) if db_path else warehouse_path()
+    project = Path(project_dir) if project_dir else dbt_project_dir()
+    with writer_lock(path):
+        started = time.perf_counter()
+        nodes = _run_dbt(project, path, quiet)
+        dbt_seconds = time.perf_counter() - started
+        report = validate_warehouse(path)
+    if not report.success:
+        raise PublicationBlocked(
+            "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
+        )
+    return BuildResult(path, nodes, report, dbt_seconds, report.seconds)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        value = float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return value
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def publish_board(cycle_id: str, out_dir: Path, db_path: Path | None = None) -> Path:
+    """Write ``out_dir/<cycle_id>/board.json`` from marts.board, only if every expectation passes now."""
+    import duckdb
+
+    path = Path(db_path) if db_path else warehouse_path()
+    with writer_lock(path):
+        report = validate_warehouse(path)
+        if not report.success:
+            raise PublicationBlocked(
+                f"board of cycle {cycle_id!r} not published, expectations failed:\n"
+                + "\n".join(report.failure_messages())
+            )
+        with duckdb.connect(str(path), read_only=True) as con:
+            cur = con.execute(
+                "SELECT * FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id", [cycle_id]
+            )
+            columns = [d[0] for d in cur.description]
+            rows = [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in cur.fetchall()]
+    if not rows:
+        raise PublicationBlocked(f"no board rows for cycle {cycle_id!r} in marts.board")
+    document = {
+        "schema": BOARD_SCHEMA,
+        "cycle_id": cycle_id,
+        "published_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "validation": {"tables": len(report.tables), "skipped_tables": report.skipped_tables},
+        "rows": rows,
+    }
+    target = Path(out_dir) / cycle_id / "board.json"
+    _write_atomically(target, json.dumps(document, indent=2, allow_nan=False) + "\n")
+    return target

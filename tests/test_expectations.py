@@ -1,0 +1,488 @@
+"""Expectations on the marts (GX) and the build/publish gate (dbt on a stand-in project)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from argusic import build, expectations
+from argusic.build import BuildResult, PublicationBlocked, build_warehouse, publish_board
+from argusic.expectations import validate_frames, validate_warehouse
+
+INF = math.inf
+
+
+def good_frames() -> dict[str, pd.DataFrame]:
+    """A small, consistent cycle that passes every suite."""
+    cols = [
+        "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "attempt_no", "is_valid",
+        "invalid_reason", "install_points", "run_points", "recovery_points", "depth_points", "score",
+        "outcome",
+    ]  # fmt: skip
+    attempts = pd.DataFrame(
+        [
+            ["a1-p1-1", "c1", "board", "a1", "p1", 1, True, None, 30, 30, 20.0, 20, 100.0, "pass_full"],
+            ["a1-p1-2", "c1", "board", "a1", "p1", 2, True, None, 30, 30, 20.0, 12, 92.0, "pass_mock"],
+            ["a1-p1-3", "c1", "board", "a1", "p1", 3, True, None, 30, 30, 20.0, 0, 80.0, "fail"],
+            [
+                "a1-p1-4",
+                "c1",
+                "board",
+                "a1",
+                "p1",
+                4,
+                False,
+                "harness_error",
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            ],
+            ["a2-p1-1", "c1", "board", "a2", "p1", 1, True, None, 0, 0, 0.0, 0, 0.0, "timeout"],
+            [
+                "a2-p1-2",
+                "c1",
+                "board",
+                "a2",
+                "p1",
+                2,
+                True,
+                None,
+                30,
+                0,
+                20 * 5 / 7,
+                0,
+                30 + 20 * 5 / 7,
+                "fail",
+            ],
+            ["v-p2-1", "c1", "verdict", "a1", "p2", 1, True, None, 30, 30, 20.0, 20, 100.0, "pass_full"],
+        ],
+        columns=cols,
+    )
+    pair_sets = pd.DataFrame(
+        [
+            ["c1", "a1", "p1", 3, 80.0, 92.0, 100.0, 20 / 92 * 100, False, True],
+            ["c1", "a2", "p1", 2, 0.0, None, 44.0, None, False, False],
+            ["c1", "a3", "p1", 3, 0.0, 0.0, 50.0, INF, True, True],
+            ["c1", "a3", "p2", 3, 60.0, 60.0, 78.0, 30.0, False, True],
+        ],
+        columns=[
+            "cycle_id",
+            "agent_id",
+            "project_id",
+            "valid_attempts",
+            "low_score",
+            "middle_score",
+            "high_score",
+            "spread_pct",
+            "is_unstable",
+            "is_complete",
+        ],  # fmt: skip
+    )
+    review = pd.DataFrame(
+        [["c1", "p1", False, None], ["c1", "p2", True, "environment_at_fault"]],
+        columns=["cycle_id", "project_id", "under_review", "decision"],
+    )
+    verdicts = pd.DataFrame(
+        [
+            ["p1", "aaa", "runs", "a1", 1],
+            ["p2", "bbb", "runs_with_mocks", "a2", 2],
+            ["p3", "ccc", "could_not_verify", None, 2],
+            ["p4", "ddd", "not_yet_verified", None, 0],
+        ],
+        columns=["project_id", "commit_sha", "verdict", "verified_by_agent", "complete_attempts"],
+    )
+    board = pd.DataFrame(
+        [
+            ["c1", "a1", 92.0, 1, 2 / 3, 3, 1, 0, 0],
+            ["c1", "a2", 50.0, 2, 0.0, 2, 1, 0, 0],
+            ["c1", "a4", 50.0, 2, 0.5, 2, 1, 0, 0],
+            ["c1", "a3", None, None, 0.0, 3, 0, 1, 1],
+        ],
+        columns=[
+            "cycle_id",
+            "agent_id",
+            "board_score",
+            "rank",
+            "pass_rate",
+            "valid_attempts",
+            "sets_counted",
+            "sets_unstable",
+            "sets_under_review",
+        ],  # fmt: skip
+    )
+    tiers = pd.DataFrame({"tier": ["7-8B", "14B", "27-32B", "70B", "120B+"], "required_vram_gb": [7.1] * 5})
+    estimates = pd.DataFrame(
+        [["m1", "7-8B", "estimate"], ["m1", "14B", "estimate"], ["m2", "7-8B", "unknown"]],
+        columns=["machine_id", "tier", "status"],
+    )
+    bounds = pd.DataFrame({"machine_id": ["m1"], "tokens_per_s_max": [111.5]})
+    editions = pd.DataFrame({"version": ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]})
+    return {
+        "attempt_scores": attempts,
+        "pair_sets": pair_sets,
+        "project_review": review,
+        "project_verdicts": verdicts,
+        "board": board,
+        "hardware_tiers": tiers,
+        "hardware_estimates": estimates,
+        "hardware_speed_bounds": bounds,
+        "methodology_editions": editions,
+    }
+
+
+def test_good_frames_pass() -> None:
+    report = validate_frames(good_frames())
+    assert report.success, report.summary()
+    assert set(report.tables) == set(expectations.REQUIRED_TABLES) | set(expectations.OPTIONAL_TABLES)
+    assert all(t.present and t.evaluated > 0 for t in report.tables.values())
+    # Every spec of the contract tables ran (none skipped for lack of a column).
+    assert report.tables["hardware_estimates"].skipped == []
+    assert "expectations passed" in report.summary()
+
+
+def _set(table: str, row: int, column: str, value) -> Callable[[dict], None]:
+    def mutate(frames: dict) -> None:
+        frames[table].loc[row, column] = value
+
+    return mutate
+
+
+def _dup(table: str, row: int) -> Callable[[dict], None]:
+    def mutate(frames: dict) -> None:
+        frames[table] = pd.concat([frames[table], frames[table].iloc[[row]]], ignore_index=True)
+
+    return mutate
+
+
+def _many(*mutations: Callable[[dict], None]) -> Callable[[dict], None]:
+    def mutate(frames: dict) -> None:
+        for m in mutations:
+            m(frames)
+
+    return mutate
+
+
+UNIQUE = "expect_column_values_to_be_unique"
+COMPOUND = "expect_compound_columns_to_be_unique"
+NOT_NULL = "expect_column_values_to_not_be_null"
+BETWEEN = "expect_column_values_to_be_between"
+IN_SET = "expect_column_values_to_be_in_set"  # also the pandas check columns (expected true)
+ROW_COUNT = "expect_table_row_count_to_equal"
+A = "attempt_scores"
+
+BREAKAGES = [
+    # (id, mutation, table, expectation, words that must be in the message)
+    ("dup-attempt", _dup(A, 0), A, UNIQUE, ["a1-p1-1"]),
+    ("null-key", _set(A, 1, "agent_id", None), A,
+     NOT_NULL, ["agent_id"]),
+    ("score-101", _many(_set(A, 0, "score", 101.0), _set(A, 0, "depth_points", 21)),
+     A, BETWEEN, ["score", "101", "a1-p1-1"]),
+    ("bad-outcome", _set(A, 2, "outcome", "passed"), A,
+     IN_SET, ["outcome", "passed"]),
+    ("depth-15", _set(A, 1, "depth_points", 15), A,
+     IN_SET, ["depth_points"]),
+    ("install-10", _set(A, 1, "install_points", 10), A,
+     IN_SET, ["install_points"]),
+    ("recovery-25", _set(A, 1, "recovery_points", 25.0), A,
+     BETWEEN, ["recovery_points"]),
+    ("invalid-scored", _set(A, 3, "score", 0.0), A,
+     IN_SET, ["check_invalid_unscored", "a1-p1-4"]),
+    ("invalid-outcome", _set(A, 3, "outcome", "fail"), A,
+     IN_SET, ["check_invalid_unscored"]),
+    ("score-not-sum", _set(A, 0, "score", 99.0), A,
+     IN_SET, ["check_score_is_sum", "a1-p1-1"]),
+    ("timeout-points", _many(_set(A, 4, "install_points", 30), _set(A, 4, "score", 30.0)),
+     A, IN_SET, ["check_timeout_zero", "a2-p1-1"]),
+    ("four-valid", _set("pair_sets", 0, "valid_attempts", 4), "pair_sets", BETWEEN,
+     ["valid_attempts", "more than three"]),
+    ("dup-set", _dup("pair_sets", 1), "pair_sets", COMPOUND,
+     ["cycle_id", "agent_id", "project_id"]),
+    ("low-above-middle", _set("pair_sets", 0, "low_score", 95.0), "pair_sets", IN_SET,
+     ["check_scores_ordered"]),
+    ("unstable-flag", _set("pair_sets", 0, "is_unstable", True), "pair_sets", IN_SET,
+     ["check_unstable_is_spread"]),
+    ("negative-spread", _set("pair_sets", 0, "spread_pct", -1.0), "pair_sets", BETWEEN,
+     ["spread_pct"]),
+    ("dup-review", _dup("project_review", 0), "project_review", COMPOUND,
+     ["project_id"]),
+    ("bad-verdict", _set("project_verdicts", 0, "verdict", "broken"), "project_verdicts",
+     IN_SET, ["verdict", "broken"]),
+    ("dup-verdict", _dup("project_verdicts", 0), "project_verdicts", COMPOUND,
+     ["commit_sha"]),
+    ("runs-no-agent", _set("project_verdicts", 0, "verified_by_agent", None), "project_verdicts",
+     IN_SET, ["check_pass_names_agent"]),
+    ("cnv-one-attempt", _set("project_verdicts", 2, "complete_attempts", 1), "project_verdicts",
+     IN_SET, ["check_could_not_verify_two"]),
+    ("dup-board", _dup("board", 0), "board", COMPOUND, ["agent_id"]),
+    ("rank-order", _many(_set("board", 0, "rank", 2), _set("board", 1, "rank", 1)), "board",
+     IN_SET, ["check_rank_follows_score"]),
+    ("rank-0", _set("board", 0, "rank", 0), "board", BETWEEN, ["rank"]),
+    ("rank-without-score", _set("board", 3, "rank", 3), "board", IN_SET,
+     ["check_rank_null_iff_no_score", "a3"]),
+    ("score-without-rank", _set("board", 1, "rank", None), "board", IN_SET,
+     ["check_rank_null_iff_no_score"]),
+    ("pass-rate-1.5", _set("board", 0, "pass_rate", 1.5), "board", BETWEEN,
+     ["pass_rate"]),
+    ("four-tiers", lambda f: f.__setitem__("hardware_tiers", f["hardware_tiers"].iloc[:4]), "hardware_tiers",
+     ROW_COUNT, ["observed 4"]),
+    ("bad-status", _set("hardware_estimates", 0, "status", "guess"), "hardware_estimates",
+     IN_SET, ["status", "guess"]),
+    ("dup-edition", _dup("methodology_editions", 0), "methodology_editions", UNIQUE,
+     ["version"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mutate", "table", "expectation", "words"),
+    [pytest.param(*b[1:], id=b[0]) for b in BREAKAGES],
+)
+def test_each_breakage_is_named(mutate, table, expectation, words) -> None:
+    frames = good_frames()
+    mutate(frames)
+    report = validate_frames(frames, only=[table])  # suites are per table
+    assert list(report.tables) == [table]
+    assert not report.success
+    failing_tables = {f.table for f in report.failures}
+    assert failing_tables == {table}, report.summary()
+    messages = [m for m in report.failure_messages() if expectation in m]
+    assert messages, report.summary()
+    assert any(all(w in m for w in words) for m in messages), messages
+    assert all(m.startswith(f"marts.{table}: ") for m in report.failure_messages())
+    failure = next(f for f in report.failures if f.expectation == expectation)
+    assert failure.kwargs and failure.observed and failure.why
+
+
+def test_missing_required_table_fails_optional_is_skipped() -> None:
+    frames = good_frames()
+    del frames["board"]
+    del frames["hardware_speed_bounds"]
+    report = validate_frames(frames)
+    assert not report.success
+    assert report.failure_messages() == [
+        "marts.board: table_exists() failed [every mart of the contract is built]: could not be evaluated: "
+        "marts.board does not exist"
+    ]
+    assert report.skipped_tables == ["hardware_speed_bounds"]
+    assert "marts.hardware_speed_bounds: skipped (optional table" in report.summary()
+
+
+def test_missing_column_is_named() -> None:
+    frames = good_frames()
+    frames["board"] = frames["board"].drop(columns=["board_score"])
+    report = validate_frames(frames)
+    assert not report.success
+    text = "\n".join(report.failure_messages())
+    assert "marts.board" in text and "board_score" in text
+
+
+def test_columns_outside_the_contract_are_skipped_and_reported() -> None:
+    frames = good_frames()
+    frames["hardware_estimates"] = frames["hardware_estimates"].drop(columns=["machine_id"])
+    report = validate_frames(frames)
+    assert report.success, report.summary()
+    assert "machine_id" in report.tables["hardware_estimates"].skipped[0]
+    assert "1 not applicable" in report.summary()
+
+
+def write_marts(db_path: Path, frames: dict[str, pd.DataFrame]) -> None:
+    with duckdb.connect(str(db_path)) as con:
+        con.execute("CREATE SCHEMA IF NOT EXISTS marts")
+        for name, df in frames.items():
+            con.register("frame", df)
+            con.execute(f"CREATE OR REPLACE TABLE marts.{name} AS SELECT * FROM frame")
+            con.unregister("frame")
+
+
+def test_validate_warehouse_reads_duckdb(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    frames = good_frames()
+    write_marts(db, frames)
+    assert validate_warehouse(db).success
+    frames["attempt_scores"].loc[0, "score"] = 101.0
+    frames["attempt_scores"].loc[0, "depth_points"] = 21
+    write_marts(db, {"attempt_scores": frames["attempt_scores"]})
+    report = validate_warehouse(db)
+    assert any(
+        "marts.attempt_scores: expect_column_values_to_be_between(column='score'" in m
+        for m in report.failure_messages()
+    )
+
+
+def test_publish_board_writes_json_atomically(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    write_marts(db, good_frames())
+    path = publish_board("c1", tmp_path / "out", db_path=db)
+    assert path == tmp_path / "out" / "c1" / "board.json"
+    data = json.loads(path.read_text())
+    assert data["cycle_id"] == "c1"
+    assert [r["agent_id"] for r in data["rows"]] == ["a1", "a2", "a4", "a3"]  # unranked last
+    assert data["rows"][-1]["rank"] is None and data["rows"][-1]["board_score"] is None
+    assert [p.name for p in path.parent.iterdir()] == ["board.json"]  # no temporary left behind
+
+
+def test_publish_board_blocked_by_failed_expectation(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    frames = good_frames()
+    frames["board"].loc[0, "rank"] = 3
+    write_marts(db, frames)
+    with pytest.raises(PublicationBlocked, match=r"marts\.board: .*check_rank_follows_score"):
+        publish_board("c1", tmp_path / "out", db_path=db)
+    assert not (tmp_path / "out" / "c1" / "board.json").exists()
+
+
+def test_publish_board_unknown_cycle(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    write_marts(db, good_frames())
+    with pytest.raises(PublicationBlocked, match="no board rows for cycle 'c9'"):
+        publish_board("c9", tmp_path / "out", db_path=db)
+
+
+def test_build_holds_writer_lock_and_blocks_on_expectations(tmp_path: Path, monkeypatch) -> None:
+    """Without dbt: the runner is replaced; the lock must be held while it runs."""
+    db = tmp_path / "w.duckdb"
+    seen = {}
+
+    def fake_dbt(project_dir: Path, db_path: Path, quiet: bool) -> list[build.NodeResult]:
+        with open(db_path.with_suffix(db_path.suffix + ".lock"), "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                seen["locked"] = False
+            except BlockingIOError:
+                seen["locked"] = True
+        frames = good_frames()
+        frames["pair_sets"].loc[0, "valid_attempts"] = 4
+        write_marts(db_path, frames)
+        return [build.NodeResult("model.x.pair_sets", "success", "")]
+
+    monkeypatch.setattr(build, "_run_dbt", fake_dbt)
+    with pytest.raises(PublicationBlocked) as err:
+        build_warehouse(db, project_dir=tmp_path)
+    assert seen["locked"] is True
+    assert "marts.pair_sets: expect_column_values_to_be_between(column='valid_attempts'" in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# A stand-in dbt project (the real one is written elsewhere): seeds for the marts, one model.
+# ---------------------------------------------------------------------------------------------------
+
+
+def standin_project(root: Path, frames: dict[str, pd.DataFrame], board_sql: str | None = None) -> Path:
+    project = root / "standin"
+    (project / "seeds").mkdir(parents=True)
+    (project / "models").mkdir()
+    (project / "dbt_project.yml").write_text(
+        textwrap.dedent(
+            """
+            name: standin
+            version: "1.0.0"
+            config-version: 2
+            profile: argusic
+            seeds:
+              standin:
+                +schema: marts
+            models:
+              standin:
+                +schema: marts
+                +materialized: table
+            """
+        )
+    )
+    (project / "profiles.yml").write_text(
+        textwrap.dedent(
+            """
+            argusic:
+              target: dev
+              outputs:
+                dev:
+                  type: duckdb
+                  path: "{{ env_var('ARGUSIC_WAREHOUSE') }}"
+                  schema: main
+                  threads: 1
+            """
+        )
+    )
+    (project / "macros").mkdir()
+    (project / "macros" / "schema.sql").write_text(
+        "{% macro generate_schema_name(custom_schema_name, node) -%}"
+        "{{ custom_schema_name | trim if custom_schema_name else target.schema }}"
+        "{%- endmacro %}"
+    )
+    for name, df in frames.items():
+        if name == "board":
+            df.to_csv(project / "seeds" / "board_seed.csv", index=False)
+        else:
+            df.to_csv(project / "seeds" / f"{name}.csv", index=False)
+    (project / "models" / "board.sql").write_text(board_sql or "select * from {{ ref('board_seed') }}")
+    return project
+
+
+@pytest.mark.slow
+def test_build_warehouse_runs_dbt_and_publishes(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    project = standin_project(tmp_path, good_frames())
+    result = build_warehouse(db, project_dir=project, quiet=True)
+    assert isinstance(result, BuildResult)
+    assert result.validation.success
+    assert "model.standin.board" in [n.unique_id for n in result.nodes]
+    out = publish_board("c1", tmp_path / "out", db_path=db)
+    assert json.loads(out.read_text())["rows"][0]["agent_id"] == "a1"
+
+
+@pytest.mark.slow
+def test_build_warehouse_blocks_on_dbt_failure(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    project = standin_project(tmp_path, good_frames(), board_sql="select * from no_such_table")
+    with pytest.raises(PublicationBlocked, match=r"dbt build failed: model\.standin\.board \(error\)"):
+        build_warehouse(db, project_dir=project, quiet=True)
+
+
+@pytest.mark.slow
+def test_build_warehouse_blocks_on_expectation_after_dbt(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    frames = good_frames()
+    frames["attempt_scores"] = pd.concat([frames["attempt_scores"], frames["attempt_scores"].iloc[[0]]])
+    project = standin_project(tmp_path, frames)
+    with pytest.raises(PublicationBlocked, match=r"marts\.attempt_scores: expect_column_values_to_be_unique"):
+        build_warehouse(db, project_dir=project, quiet=True)
+
+
+@pytest.mark.slow
+def test_importing_gx_stays_quiet_under_a_configured_root_logger() -> None:
+    code = (
+        "import logging; logging.basicConfig(level=logging.INFO)\n"
+        "from argusic.expectations import validate_frames\n"
+        "import pandas as pd\n"
+        "r = validate_frames({'hardware_speed_bounds': pd.DataFrame({'x': [1]})})\n"
+        "print('tables', len(r.tables))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "tables 9" in proc.stdout
+    assert "Skipping registering function" not in proc.stderr + proc.stdout
+    assert "Calculating Metrics" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.slow
+def test_build_warehouse_blocks_on_failed_dbt_test(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    project = standin_project(tmp_path, good_frames())
+    (project / "models" / "schema.yml").write_text(
+        "version: 2\nmodels:\n  - name: board\n    columns:\n"
+        "      - name: rank\n        data_tests: [not_null]\n"
+    )
+    with pytest.raises(
+        PublicationBlocked, match=r"dbt build failed: test\.standin\.not_null_board_rank\S* \(fail\)"
+    ):
+        build_warehouse(db, project_dir=project, quiet=True)
