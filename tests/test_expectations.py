@@ -124,10 +124,12 @@ def good_frames() -> dict[str, pd.DataFrame]:
     )
     tiers = pd.DataFrame({"tier": ["7-8B", "14B", "27-32B", "70B", "120B+"], "required_vram_gb": [7.1] * 5})
     estimates = pd.DataFrame(
-        [["m1", "7-8B", "estimate"], ["m1", "14B", "estimate"], ["m2", "7-8B", "unknown"]],
-        columns=["machine_id", "tier", "status"],
+        [["m1", "14B", "estimate"], ["m2", None, "unknown"]], columns=["machine_id", "largest_tier", "status"]
     )
-    bounds = pd.DataFrame({"machine_id": ["m1"], "tokens_per_s_max": [111.5]})
+    bounds = pd.DataFrame(
+        [["m1", "7-8B", 111.5, "estimate"], ["m1", "14B", 63.7, "estimate"], ["m2", "7-8B", None, "unknown"]],
+        columns=["machine_id", "tier", "tokens_per_s_max", "status"],
+    )
     editions = pd.DataFrame({"version": ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]})
     return {
         "attempt_scores": attempts,
@@ -237,6 +239,12 @@ BREAKAGES = [
      ["pass_rate"]),
     ("four-tiers", lambda f: f.__setitem__("hardware_tiers", f["hardware_tiers"].iloc[:4]), "hardware_tiers",
      ROW_COUNT, ["observed 4"]),
+    ("bad-decision", _set("project_review", 1, "decision", "agent_at_fault"), "project_review", IN_SET,
+     ["decision", "agent_at_fault"]),
+    ("dup-machine", _dup("hardware_estimates", 0), "hardware_estimates", UNIQUE, ["machine_id"]),
+    ("dup-bound", _dup("hardware_speed_bounds", 1), "hardware_speed_bounds", COMPOUND, ["m1"]),
+    ("negative-bound", _set("hardware_speed_bounds", 0, "tokens_per_s_max", -1.0), "hardware_speed_bounds",
+     BETWEEN, ["tokens_per_s_max"]),
     ("bad-status", _set("hardware_estimates", 0, "status", "guess"), "hardware_estimates",
      IN_SET, ["status", "guess"]),
     ("dup-edition", _dup("methodology_editions", 0), "methodology_editions", UNIQUE,

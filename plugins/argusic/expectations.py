@@ -103,12 +103,15 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         _between("high_score", 0, 100, "scores are out of 100"),
         _between("spread_pct", 0, None, "a spread is never negative (+infinity allowed)"),
         _check("check_scores_ordered", "low_score <= middle_score <= high_score"),
-        _check("check_complete_is_three", "a set is complete exactly when it holds three valid attempts"),
+        _check("check_complete_is_three", "a complete set holds three valid attempts"),
         _check("check_unstable_is_spread", "a set is unstable exactly when its spread is above 30%"),
     ],
     "project_review": [
         _unique("cycle_id", "project_id"),
         *_not_null("cycle_id", "project_id", "under_review"),
+        _in_set(
+            "decision", ["project_at_fault", "environment_at_fault"], "a person's decision (or none yet)"
+        ),
     ],
     "project_verdicts": [
         _unique("project_id", "commit_sha"),
@@ -122,7 +125,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
     ],
     "board": [
         _unique("cycle_id", "agent_id"),
-        *_not_null("cycle_id", "agent_id", "pass_rate", "valid_attempts"),
+        *_not_null("cycle_id", "agent_id", "valid_attempts"),
         _between("board_score", 0, 100, "a board score is out of 100"),
         _between("rank", 1, None, "ranks start at 1"),
         _between("pass_rate", 0, 1, "a pass rate is a share between 0 and 1"),
@@ -144,14 +147,34 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         *_not_null("status"),
         _in_set("status", ESTIMATE_STATUSES, "an estimate is shown only when every input is known"),
         _e(
+            "expect_column_values_to_be_unique",
+            "one row per machine",
+            when_columns=("machine_id",),
+            column="machine_id",
+        ),
+    ],
+    "hardware_speed_bounds": [
+        _e("expect_table_row_count_to_be_between", "bounds exist", min_value=1),
+        _e(
             "expect_compound_columns_to_be_unique",
             "one row per (machine_id, tier)",
             when_columns=("machine_id", "tier"),
             column_list=["machine_id", "tier"],
         ),
-    ],
-    "hardware_speed_bounds": [
-        _e("expect_table_row_count_to_be_between", "bounds exist", min_value=1),
+        _e(
+            "expect_column_values_to_be_in_set",
+            "a bound is shown only when every input is known",
+            when_columns=("status",),
+            column="status",
+            value_set=ESTIMATE_STATUSES,
+        ),
+        _e(
+            "expect_column_values_to_be_between",
+            "a speed bound is never negative",
+            when_columns=("tokens_per_s_max",),
+            column="tokens_per_s_max",
+            min_value=0,
+        ),
     ],
     "methodology_editions": [
         _e("expect_table_row_count_to_be_between", "editions v0.2 … v1.5 (nine)", min_value=9),
@@ -184,8 +207,8 @@ KEYS: dict[str, list[str]] = {
     "project_verdicts": ["project_id", "commit_sha"],
     "board": ["cycle_id", "agent_id"],
     "hardware_tiers": ["tier"],
-    "hardware_estimates": ["machine_id", "tier"],
-    "hardware_speed_bounds": [],
+    "hardware_estimates": ["machine_id"],
+    "hardware_speed_bounds": ["machine_id", "tier"],
     "methodology_editions": ["version"],
 }
 
@@ -237,7 +260,7 @@ def _scores_ordered(df: pd.DataFrame) -> pd.Series:
 
 
 def _complete_is_three(df: pd.DataFrame) -> pd.Series:
-    return _truthy(df, "is_complete") == (df["valid_attempts"].fillna(0).astype("int64") == 3)
+    return ~_truthy(df, "is_complete") | (df["valid_attempts"].fillna(0).astype("int64") == 3)
 
 
 def _unstable_is_spread(df: pd.DataFrame) -> pd.Series:
