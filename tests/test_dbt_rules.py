@@ -1,0 +1,521 @@
+"""The dbt project end to end: hand-made run records -> `dbt build` -> the marts' numbers.
+
+One `dbt build` per module (seeds, models, data tests and every dbt unit test) into a temporary
+DuckDB file, on a temporary copy of dbt_project/ whose review_decisions seed holds two decisions.
+Nothing here computes a score: the expected values are written by hand from RULES.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from datetime import datetime, timedelta
+from fractions import Fraction
+from pathlib import Path
+
+import duckdb
+import pytest
+from argusic.warehouse import COLUMNS, RAW_DDL
+
+pytestmark = pytest.mark.slow
+
+DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"
+CYCLE = "2026-10"
+STD = "readme-runner"
+NOREC = "readme-runner-norecover"
+RIVAL = "rival-agent"  # not in the registry: the marts must not depend on it being there
+T0 = datetime(2026, 10, 10, 8, 0, 0)
+
+_counter = iter(range(10_000))
+
+
+def rec(attempt_id: str, agent: str, project: str, attempt_no: int, **kw) -> dict:
+    """A valid, completed run record (installed, ran, tier1_real, no errors) unless overridden."""
+    n = next(_counter)
+    started = kw.pop("started_at", T0 + timedelta(minutes=n))
+    row = {
+        "attempt_id": attempt_id,
+        "cycle_id": CYCLE,
+        "purpose": "board",
+        "agent_id": agent,
+        "project_id": project,
+        "commit_sha": "c0ffee",
+        "tier": "standard",
+        "attempt_no": attempt_no,
+        "methodology_version": "1.5",
+        "started_at": started,
+        "ended_at": started + timedelta(minutes=30),
+        "budget_seconds": 5400,
+        "end_reason": "completed",
+        "invalid_reason": None,
+        "executor": "local",
+        "is_demo": False,
+        "rerun_of": None,
+        "log_sha256": "a" * 64,
+        "log_uri": f"file:///ev/{attempt_id}/log",
+        "log_bytes": 10,
+        "recording_sha256": "b" * 64,
+        "recording_uri": f"file:///ev/{attempt_id}/cast",
+        "recording_bytes": 10,
+        "report_sha256": "c" * 64,
+        "report_uri": f"file:///ev/{attempt_id}/report",
+        "report_bytes": 10,
+        "has_report": True,
+        "install_ok": True,
+        "ran_ok": True,
+        "errors_encountered": 0,
+        "errors_fixed": 0,
+        "test_depth": "tier1_real",
+        "verified_how": "decoded output",
+        "final_state": "It runs.",
+        "key_kind": "none",
+        "harness_name": "readme-runner",
+        "harness_version": "1",
+    }
+    row.update(kw)
+    if row["end_reason"] == "timeout" and "has_report" not in kw:
+        row.update(
+            has_report=False,
+            install_ok=None,
+            ran_ok=None,
+            errors_encountered=None,
+            errors_fixed=None,
+            test_depth=None,
+        )
+    row["record_json"] = json.dumps({"attempt_id": attempt_id})
+    return row
+
+
+def s_502_7(aid, agent, project, no, **kw):  # 60 + 20*41/70 = 502/7, tier3_none -> fail
+    return rec(aid, agent, project, no, test_depth="tier3_none", errors_encountered=70, errors_fixed=41, **kw)
+
+
+def s_500_7(aid, agent, project, no, **kw):  # 60 + 20*40/70 = 500/7, fail
+    return rec(aid, agent, project, no, test_depth="tier3_none", errors_encountered=70, errors_fixed=40, **kw)
+
+
+def s_660_7(aid, agent, project, no, **kw):  # 80 + 20*5/7 = 660/7, pass_full
+    return rec(aid, agent, project, no, errors_encountered=7, errors_fixed=5, **kw)
+
+
+def s_652_7(aid, agent, project, no, **kw):  # 80 + 20*23/35 = 652/7, pass_full
+    return rec(aid, agent, project, no, errors_encountered=35, errors_fixed=23, **kw)
+
+
+def s_fail(aid, agent, project, no, score=80, **kw):
+    if score == 80:  # installed and ran, not verified
+        return rec(aid, agent, project, no, test_depth="tier3_none", **kw)
+    if score == 20:  # nothing installed, no error met: recovery only
+        return rec(aid, agent, project, no, install_ok=False, ran_ok=False, test_depth="tier3_none", **kw)
+    if score == 0:  # nothing installed, one error not fixed
+        return rec(
+            aid,
+            agent,
+            project,
+            no,
+            install_ok=False,
+            ran_ok=False,
+            test_depth="tier3_none",
+            errors_encountered=1,
+            errors_fixed=0,
+            **kw,
+        )
+    raise ValueError(score)
+
+
+def records() -> list[dict]:
+    r: list[dict] = []
+    # --- board, standard agent -------------------------------------------------------------------
+    # exactly 30% spread: 502/7, 660/7, 100 -> stable, counted (middle 660/7)
+    r += [
+        s_502_7("std-exact-1", STD, "p-exact", 1),
+        s_660_7("std-exact-2", STD, "p-exact", 2),
+        rec("std-exact-3", STD, "p-exact", 3),
+    ]
+    # three full passes on p-inf (the other agent's set there is infinitely unstable)
+    r += [rec(f"std-inf-{i}", STD, "p-inf", i) for i in (1, 2, 3)]
+    # p-zero: three timeouts (0, 0, 0: stable) ... and every agent fails -> under review, no decision
+    r += [rec(f"std-zero-{i}", STD, "p-zero", i, end_reason="timeout") for i in (1, 2, 3)]
+    # p-env: every agent fails -> under review, decided environment_at_fault -> excluded
+    r += [s_fail(f"std-env-{i}", STD, "p-env", i) for i in (1, 2, 3)]
+    # p-proj: every agent fails -> under review, decided project_at_fault -> counted again (80)
+    r += [s_fail(f"std-proj-{i}", STD, "p-proj", i) for i in (1, 2, 3)]
+    # p-incomplete: attempt 2 invalid (no log) and rerun; attempt 3 cut by our tooling, no rerun yet
+    r += [
+        rec("std-inc-1", STD, "p-incomplete", 1),
+        rec("std-inc-2", STD, "p-incomplete", 2, log_sha256=None, log_uri=None),
+        rec("std-inc-2r", STD, "p-incomplete", 2, rerun_of="std-inc-2"),
+        rec("std-inc-3", STD, "p-incomplete", 3, end_reason="harness_error", has_report=False),
+    ]
+    # p-rerun: attempt 2 cancelled, rerun valid -> complete; three mock passes of 92
+    r += [
+        rec("std-rerun-1", STD, "p-rerun", 1, test_depth="tier2_mock"),
+        rec("std-rerun-2", STD, "p-rerun", 2, end_reason="cancelled", has_report=False),
+        rec("std-rerun-2r", STD, "p-rerun", 2, test_depth="tier2_mock", rerun_of="std-rerun-2"),
+        rec("std-rerun-3", STD, "p-rerun", 3, test_depth="tier2_mock"),
+    ]
+    # --- board, the no-recovery agent: nothing left for its board score ---------------------------
+    r += [
+        s_500_7("nr-above-1", NOREC, "p-above", 1),
+        s_660_7("nr-above-2", NOREC, "p-above", 2),
+        rec("nr-above-3", NOREC, "p-above", 3),
+    ]  # 30.30% -> unstable
+    r += [
+        s_fail("nr-inf-1", NOREC, "p-inf", 1, score=0),
+        rec("nr-inf-2", NOREC, "p-inf", 2, end_reason="timeout"),
+        s_fail("nr-inf-3", NOREC, "p-inf", 3, score=20),
+    ]  # 0, 0, 20 -> +inf
+    r += [s_fail(f"nr-zero-{i}", NOREC, "p-zero", i, score=20) for i in (1, 2, 3)]
+    r += [s_fail(f"nr-env-{i}", NOREC, "p-env", i) for i in (1, 2, 3)]
+    # --- board, a rival whose exact median ties the standard agent's (652/7) -----------------------
+    r += [s_652_7(f"rival-rerun-{i}", RIVAL, "p-rerun", i) for i in (1, 2, 3)]
+    # an invalid claim: more errors fixed than encountered (not counted anywhere)
+    r += [rec("rival-claim", RIVAL, "p-rerun", 1, errors_encountered=1, errors_fixed=2)]
+
+    # --- verdict purpose ---------------------------------------------------------------------------
+    v = {"purpose": "verdict", "cycle_id": "verdicts"}
+    r += [rec("v-mock-1", STD, "v-mock", 1, test_depth="tier2_mock", **v)]
+    r += [s_fail("v-cnv-1", STD, "v-cnv", 1, **v), rec("v-cnv-2", STD, "v-cnv", 2, end_reason="timeout", **v)]
+    r += [
+        s_fail("v-nyv-1", STD, "v-nyv", 1, **v),
+        rec("v-nyv-2", STD, "v-nyv", 2, end_reason="harness_error", has_report=False, **v),
+        rec("v-nyv-3", STD, "v-nyv", 2, errors_encountered=0, errors_fixed=1, **v),  # claims a pass, invalid
+        s_fail("v-nyv-4", NOREC, "v-nyv", 1, **v),
+    ]
+    r += [
+        s_fail("v-strong-1", STD, "v-strong", 1, started_at=datetime(2026, 10, 1, 8), **v),
+        s_fail("v-strong-2", STD, "v-strong", 2, started_at=datetime(2026, 10, 1, 9), **v),
+        rec("v-strong-3", NOREC, "v-strong", 1, started_at=datetime(2026, 10, 2, 9), **v),
+        rec("v-strong-4", RIVAL, "v-strong", 1, started_at=datetime(2026, 10, 2, 8), **v),
+    ]
+    # the same project at another commit is judged separately
+    r += [rec("v-mock-old", STD, "v-mock", 1, commit_sha="0ld", test_depth="tier3_none", **v)]
+    # --- editions: 1.2 measured the day before it was written; 1.3 on its written day ------------
+    r += [
+        s_fail("ed-12", STD, "v-ed", 1, methodology_version="1.2", started_at=datetime(2026, 9, 4, 21), **v)
+    ]
+    r += [
+        s_fail("ed-13", STD, "v-ed", 2, methodology_version="1.3", started_at=datetime(2026, 9, 5, 12), **v)
+    ]
+    return r
+
+
+DECISIONS = f"""project_id,cycle_id,decision,decided_by,decided_at
+p-env,{CYCLE},environment_at_fault,ops-ana,2026-10-12 09:00:00
+p-proj,{CYCLE},environment_at_fault,ops-ana,2026-10-12 09:00:00
+p-proj,{CYCLE},project_at_fault,ops-bo,2026-10-13 10:00:00
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory):
+    from dbt.cli.main import dbtRunner
+
+    tmp = tmp_path_factory.mktemp("dbt_rules")
+    project = tmp / "dbt_project"
+    shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    (project / "seeds" / "review_decisions.csv").write_text(DECISIONS)
+    db = tmp / "warehouse.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(RAW_DDL)
+        rows = records()
+        con.executemany(
+            f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
+            [[row[c] for c in COLUMNS] for row in rows],
+        )
+    old = os.environ.get("ARGUSIC_WAREHOUSE")
+    os.environ["ARGUSIC_WAREHOUSE"] = str(db)
+    try:
+        started = time.perf_counter()
+        res = dbtRunner().invoke(
+            [
+                "--quiet",
+                "build",
+                "--project-dir",
+                str(project),
+                "--profiles-dir",
+                str(project),
+                "--target-path",
+                str(tmp / "target"),
+                "--log-path",
+                str(tmp / "logs"),
+            ]
+        )
+        seconds = time.perf_counter() - started
+    finally:
+        if old is None:
+            os.environ.pop("ARGUSIC_WAREHOUSE", None)
+        else:
+            os.environ["ARGUSIC_WAREHOUSE"] = old
+    results = list(getattr(res.result, "results", None) or [])
+    print(f"dbt build: {len(results)} nodes in {seconds:.1f} s")
+    # dbt-duckdb keeps its connection to the file open in this process: share its configuration
+    con = duckdb.connect(str(db))
+    yield {"res": res, "results": results, "con": con, "seconds": seconds}
+    con.close()
+
+
+def q(built, sql: str, *params) -> list[dict]:
+    cur = built["con"].execute(sql, list(params))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def one(built, sql: str, *params) -> dict:
+    rows = q(built, sql, *params)
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def frac(row: dict, prefix: str) -> Fraction | None:
+    n, d = row[f"{prefix}_numerator"], row[f"{prefix}_denominator"]
+    return None if n is None else Fraction(int(n), int(d))
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def test_build_passes_every_node_including_unit_tests(built):
+    failed = [
+        (r.node.unique_id, str(r.status), r.message)
+        for r in built["results"]
+        if str(getattr(r.status, "value", r.status)) not in ("success", "pass")
+    ]
+    assert not failed, failed
+    assert built["res"].success
+    kinds = {}
+    for r in built["results"]:
+        kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
+    assert kinds.get("unit_test", 0) >= 30
+    assert kinds.get("seed") == 6
+    assert kinds.get("model") == 11
+
+
+def test_marts_live_in_schema_marts(built):
+    tables = {
+        r["table_name"]
+        for r in q(built, "select table_name from information_schema.tables where table_schema = 'marts'")
+    }
+    assert {
+        "attempt_scores",
+        "pair_sets",
+        "project_review",
+        "project_verdicts",
+        "board",
+        "methodology_editions",
+        "hardware_tiers",
+        "hardware_estimates",
+        "hardware_speed_bounds",
+    } <= tables
+
+
+def test_attempt_scores_points_and_exact_fractions(built):
+    rows = {r["attempt_id"]: r for r in q(built, "select * from marts.attempt_scores")}
+    assert len(rows) == len(records())
+    assert frac(rows["std-exact-1"], "score") == Fraction(502, 7) and rows["std-exact-1"]["outcome"] == "fail"
+    assert frac(rows["std-exact-2"], "score") == Fraction(660, 7)
+    assert rows["std-exact-2"]["outcome"] == "pass_full"
+    assert rows["std-exact-2"]["recovery_points"] == pytest.approx(100 / 7)
+    full = rows["std-exact-3"]
+    assert (full["install_points"], full["run_points"], full["recovery_points"], full["depth_points"]) == (
+        30,
+        30,
+        20.0,
+        20,
+    )
+    assert full["score"] == 100.0
+    mock = rows["std-rerun-1"]
+    assert (frac(mock, "score"), mock["depth_points"], mock["outcome"]) == (92, 12, "pass_mock")
+    not_verified = rows["std-env-1"]
+    assert (frac(not_verified, "score"), not_verified["outcome"]) == (80, "fail")
+    no_install = rows["nr-inf-3"]  # nothing installed, no error met: run and depth need install
+    assert (no_install["run_points"], no_install["depth_points"], frac(no_install, "score")) == (0, 0, 20)
+    timeout = rows["nr-inf-2"]
+    assert timeout["outcome"] == "timeout"
+    assert [
+        timeout[k] for k in ("install_points", "run_points", "recovery_points", "depth_points", "score")
+    ] == [0, 0, 0.0, 0, 0.0]
+
+
+def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
+    expected = {
+        "std-inc-2": "missing log evidence",
+        "std-inc-3": "cut by our tooling (harness_error): not a complete attempt",
+        "std-rerun-2": "cancelled: not a complete attempt",
+        "rival-claim": "claims more errors fixed than encountered",
+        "v-nyv-2": "cut by our tooling (harness_error): not a complete attempt",
+        "v-nyv-3": "claims more errors fixed than encountered",
+    }
+    rows = {r["attempt_id"]: r for r in q(built, "select * from marts.attempt_scores where not is_valid")}
+    assert set(rows) == set(expected)
+    for aid, reason in expected.items():
+        row = rows[aid]
+        assert row["invalid_reason"] == reason
+        assert all(
+            row[k] is None
+            for k in (
+                "install_points",
+                "run_points",
+                "recovery_points",
+                "depth_points",
+                "score",
+                "score_numerator",
+                "outcome",
+            )
+        )
+
+
+def test_pair_sets_spread_edges(built):
+    sets = {(r["agent_id"], r["project_id"]): r for r in q(built, "select * from marts.pair_sets")}
+    exact = sets[(STD, "p-exact")]
+    assert exact["is_complete"] and exact["spread_pct"] == 30.0 and exact["is_unstable"] is False
+    assert frac(exact, "middle") == Fraction(660, 7)
+    assert (frac(exact, "low"), frac(exact, "high")) == (Fraction(502, 7), 100)
+    above = sets[(NOREC, "p-above")]
+    assert above["is_unstable"] is True and above["spread_pct"] == pytest.approx(30.303030303)
+    inf = sets[(NOREC, "p-inf")]
+    assert inf["spread_pct"] == float("inf") and inf["is_unstable"] is True and inf["middle_score"] == 0.0
+    zero = sets[(STD, "p-zero")]
+    assert zero["spread_pct"] == 0.0 and zero["is_unstable"] is False and zero["is_complete"]
+    incomplete = sets[(STD, "p-incomplete")]
+    assert (incomplete["is_complete"], incomplete["valid_attempts"], incomplete["invalid_attempts"]) == (
+        False,
+        2,
+        2,
+    )
+    assert incomplete["middle_score"] is None and incomplete["is_unstable"] is False
+    rerun = sets[(STD, "p-rerun")]
+    assert (rerun["is_complete"], rerun["valid_attempts"], rerun["middle_score"]) == (True, 3, 92.0)
+    assert sets[(RIVAL, "p-rerun")]["valid_attempts"] == 3  # the invalid claim is not counted
+    assert not any(p.startswith("v-") for _, p in sets)  # verdict attempts form no board sets
+
+
+def test_project_review_and_decisions(built):
+    review = {
+        r["project_id"]: r for r in q(built, "select * from marts.project_review where cycle_id = ?", CYCLE)
+    }
+    assert (
+        review["p-zero"]["under_review"],
+        review["p-zero"]["decision"],
+        review["p-zero"]["excluded_from_board"],
+    ) == (True, None, True)
+    assert (review["p-env"]["decision"], review["p-env"]["excluded_from_board"]) == (
+        "environment_at_fault",
+        True,
+    )
+    # the latest decision wins: environment, then project at fault -> counted again
+    assert review["p-proj"]["under_review"] is True
+    assert (review["p-proj"]["decision"], review["p-proj"]["excluded_from_board"]) == (
+        "project_at_fault",
+        False,
+    )
+    for project in ("p-exact", "p-inf", "p-above", "p-rerun", "p-incomplete"):
+        assert review[project]["under_review"] is False, project
+        assert review[project]["excluded_from_board"] is False, project
+
+
+def test_board_scores_ranks_and_pass_rates(built):
+    board = {r["agent_id"]: r for r in q(built, "select * from marts.board where cycle_id = ?", CYCLE)}
+    std = board[STD]
+    # counted middles: 660/7 (p-exact), 100 (p-inf), 80 (p-proj), 92 (p-rerun) -> (92 + 660/7)/2
+    assert frac(std, "board_score") == Fraction(652, 7)
+    assert std["board_score"] == pytest.approx(652 / 7)
+    assert (std["sets_counted"], std["sets_unstable"], std["sets_under_review"], std["sets_incomplete"]) == (
+        4,
+        0,
+        2,
+        1,
+    )
+    # the rival's single set has middle 652/7: an exact tie shares rank 1
+    assert frac(board[RIVAL], "board_score") == Fraction(652, 7)
+    assert std["rank"] == 1 and board[RIVAL]["rank"] == 1
+    # nothing left for the no-recovery agent: unstable (p-above, p-inf) or under review (p-env, p-zero)
+    nr = board[NOREC]
+    assert nr["board_score"] is None and nr["rank"] is None
+    assert (nr["sets_counted"], nr["sets_unstable"], nr["sets_under_review"]) == (0, 2, 2)
+    assert nr["display_position"] == max(r["display_position"] for r in board.values())
+    # pass rate: every valid board attempt, failures and timeouts included
+    assert (nr["passes"], nr["valid_attempts"]) == (2, 12) and nr["pass_rate"] == pytest.approx(2 / 12)
+    # std: passes = exact-2, exact-3, inf x3, inc-1, inc-2r, rerun x3 = 10; valid = 3+3+3+3+3+2+3 = 20
+    assert (std["passes"], std["valid_attempts"], std["invalid_attempts"]) == (10, 20, 3)
+    assert std["pass_rate"] == pytest.approx(0.5)
+    assert (board[RIVAL]["valid_attempts"], board[RIVAL]["invalid_attempts"]) == (3, 1)
+
+
+def test_project_verdicts_paths(built):
+    verdicts = {
+        (r["project_id"], r["commit_sha"]): r for r in q(built, "select * from marts.project_verdicts")
+    }
+    assert verdicts[("v-mock", "c0ffee")]["verdict"] == "runs_with_mocks"
+    assert verdicts[("v-mock", "c0ffee")]["verified_by_agent"] == STD
+    assert verdicts[("v-mock", "0ld")]["verdict"] == "not_yet_verified"
+    cnv = verdicts[("v-cnv", "c0ffee")]
+    assert (cnv["verdict"], cnv["complete_attempts"], cnv["verified_by_agent"]) == (
+        "could_not_verify",
+        2,
+        None,
+    )
+    nyv = verdicts[("v-nyv", "c0ffee")]  # one complete standard attempt; the invalid ones and another agent's
+    assert (nyv["verdict"], nyv["complete_attempts"]) == ("not_yet_verified", 1)
+    strong = verdicts[("v-strong", "c0ffee")]  # the earliest full pass names the agent, registry or not
+    assert (strong["verdict"], strong["verified_by_agent"], strong["complete_attempts"]) == ("runs", RIVAL, 2)
+    # board attempts count too: p-env failed three complete times with the standard agent
+    assert verdicts[("p-env", "c0ffee")]["verdict"] == "could_not_verify"
+    assert verdicts[("p-exact", "c0ffee")]["verdict"] == "runs"
+
+
+def test_methodology_editions_effective_dates(built):
+    editions = {r["version"]: r for r in q(built, "select * from marts.methodology_editions")}
+    assert list(sorted(editions)) == ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
+    assert str(editions["1.2"]["effective_on"]) == "2026-09-04"
+    assert editions["1.2"]["effective_before_written"] is True
+    assert str(editions["1.3"]["effective_on"]) == "2026-09-05"
+    assert editions["1.3"]["effective_before_written"] is False
+    assert editions["1.0"]["effective_on"] is None
+    budgets = {
+        v: (e["budget_standard_min"], e["budget_heavy_min"], e["budget_gpu_min"]) for v, e in editions.items()
+    }
+    assert budgets["1.2"] == (45, 120, 120) and budgets["1.1"][1] is None and budgets["1.3"] == (90, 120, 120)
+
+
+def test_agents_registry_has_exactly_one_standard(built):
+    rows = q(built, "select agent_id from reference.agents where is_standard")
+    assert [r["agent_id"] for r in rows] == [STD]
+
+
+def test_hardware_table_comes_out_of_the_computation(built):
+    tiers = q(built, "select * from marts.hardware_tiers order by tier_order")
+    assert [t["tier"] for t in tiers] == ["7-8B", "14B", "27-32B", "70B", "120B+"]
+    assert [round(t["required_gb"], 2) for t in tiers] == [7.10, 10.91, 22.73, 46.51, 77.37]
+    assert [round(t["required_unified_gb"], 2) for t in tiers] == [9.47, 14.54, 30.30, 62.01, 103.16]
+    assert round(tiers[3]["weights_gb"], 2) == 42.83  # "a 70B model needs 42.8 GB of weights"
+
+
+def test_hardware_estimates_and_speed_bounds(built):
+    est = {r["machine_id"]: r for r in q(built, "select * from marts.hardware_estimates")}
+    assert (est["rtx-4090-24gb"]["model_memory_gb"], est["rtx-4090-24gb"]["largest_tier"]) == (24.0, "27-32B")
+    assert (est["mac-mini-m4pro-64gb"]["model_memory_gb"], est["mac-mini-m4pro-64gb"]["largest_tier"]) == (
+        48.0,
+        "70B",
+    )
+    unknown = est["framework-desktop-395-128gb"]
+    assert unknown["status"] == "unknown" and unknown["missing_inputs"] == "bandwidth_gbps"
+    assert (
+        unknown["model_memory_gb"] is None
+        and unknown["largest_tier"] is None
+        and unknown["gb_per_dollar"] is None
+    )
+    assert est["mbp16-m4max-128gb"]["gb_per_dollar"] is None  # no price, no guess
+    assert est["rtx-4090-24gb"]["gb_per_dollar"] == pytest.approx(24 / 1599)
+    bound = one(
+        built,
+        "select * from marts.hardware_speed_bounds where machine_id = ? and tier = '7-8B'",
+        "mbp16-m4max-48gb",
+    )
+    assert round(bound["tokens_per_s_max"]) == 112 and int(bound["tokens_per_s_max"]) == 111
+    nulls = q(
+        built, "select * from marts.hardware_speed_bounds where machine_id = 'framework-desktop-395-128gb'"
+    )
+    assert nulls and all(r["tokens_per_s_max"] is None and r["fits"] is None for r in nulls)
