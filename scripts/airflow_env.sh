@@ -7,7 +7,13 @@ _ARGUSIC_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$_ARGUSIC_ROOT/.airflow}"
 export AIRFLOW__CORE__DAGS_FOLDER="${AIRFLOW__CORE__DAGS_FOLDER:-$_ARGUSIC_ROOT/dags}"
-export AIRFLOW__CORE__PLUGINS_FOLDER="${AIRFLOW__CORE__PLUGINS_FOLDER:-$_ARGUSIC_ROOT/plugins}"
+# Airflow's plugins folder is NOT plugins/: Airflow 3.3 executes every *.py under its plugins folder as
+# a top-level module (plugins_manager: SourceFileLoader(path.stem, ...)), which would run the demo
+# projects' scripts (cloudsync-paid/sync.py calls sys.exit and kills the process) and register
+# argusic's modules a second time under bare names ("warehouse", "record", ...). The argusic package
+# is importable through PYTHONPATH below (and `pip install -e .`). Airflow plugins of our own, if any,
+# go in the folder below. (A plugins/.airflowignore with `argusic/` would allow plugins/ again.)
+export AIRFLOW__CORE__PLUGINS_FOLDER="${AIRFLOW__CORE__PLUGINS_FOLDER:-$AIRFLOW_HOME/plugins}"
 export AIRFLOW__CORE__LOAD_EXAMPLES="${AIRFLOW__CORE__LOAD_EXAMPLES:-False}"
 export AIRFLOW__CORE__EXECUTOR="${AIRFLOW__CORE__EXECUTOR:-LocalExecutor}"
 # Two cores: a handful of workers, not the default 32 (~1.2 GiB). Each attempt holds one Docker
