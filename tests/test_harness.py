@@ -518,3 +518,55 @@ def test_harness_is_standard_library_only():
                 continue
             for name in names:
                 assert name in allowed or name == "__future__", f"{path.name} imports {name}"
+
+
+# --- in the real runner image (python3, git, ca-certificates; no network) ---------------------------
+
+
+def _runner_image() -> str | None:
+    image = os.environ.get("ARGUSIC_RUNNER_IMAGE", "argusic-runner:bookworm")
+    try:
+        done = subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return image if done.returncode == 0 else None
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_in_the_runner_image(catalogue, tmp_path):
+    """Both agents on every fixture inside the minbase image, networking off, harness mounted read-only."""
+    image = _runner_image()
+    if image is None:
+        pytest.skip("no Docker daemon or no runner image")
+    import uuid
+
+    for (project_id, agent), expected in sorted(EXPECTED.items()):
+        c = catalogue[project_id]
+        out = tmp_path / f"{project_id}-{agent}"
+        out.mkdir()
+        script = (
+            "set -u; git config --global --add safe.directory '*'; "
+            "mkdir -p /workspace/project && cd /workspace/project && git init -q . "
+            f"&& git fetch -q --depth 1 file:///forge/source {c['commit']} "
+            "&& git -c advice.detachedHead=false checkout -q FETCH_HEAD || exit 90; "
+            "exec python3 /opt/argusic/harness/readme_runner.py --project /workspace/project --out /out "
+            + " ".join(AGENTS[agent])
+        )
+        done = subprocess.run(
+            ["docker", "run", "--rm", "--name", f"argusic-harness-test-{uuid.uuid4().hex[:12]}"]
+            + ["--network", "none", "-v", f"{HARNESS_DIR}:/opt/argusic/harness:ro"]
+            + ["-v", f"{c['repo_url']}:/forge/source:ro", "-v", f"{out}:/out", image, "bash", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (project_id, agent, done.stderr)
+        report = json.loads((out / "report.json").read_text())
+        got = tuple(
+            report[k] for k in ("install_ok", "ran_ok", "errors_encountered", "errors_fixed", "test_depth")
+        )
+        assert got == expected, (project_id, agent, report)
+        assert_valid_cast(out / "recording.cast")
+        if report["test_depth"] != "tier3_none":
+            assert "/usr/bin/python3 /opt/argusic/harness/decode.py" in report["verified_how"]

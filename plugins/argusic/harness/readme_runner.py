@@ -723,6 +723,7 @@ def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorde
         return _finish(report, details, runner)
     finally:
         runner.stop_background()
+        shutil.rmtree(runner.state_dir, ignore_errors=True)
 
 
 def _verify(
