@@ -633,6 +633,7 @@ def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorde
     if readme is None:
         rec.note("no README found")
         report["final_state"] = "No README was found in the project, so nothing was installed or run."
+        shutil.rmtree(runner.state_dir, ignore_errors=True)
         return _finish(report, details, runner)
     with open(readme, encoding="utf-8", errors="replace") as f:
         plan = parse_readme(f.read())
