@@ -85,17 +85,21 @@ def argusic_cycle():
     @task
     def plan(pool_path: str, params: dict) -> list[str]:
         from airflow.sdk import conf
-        from argusic.airflow_tasks import write_plan
+        from airflow.sdk.exceptions import AirflowFailException
+        from argusic.airflow_tasks import PlanTooLarge, write_plan
 
-        return write_plan(
-            pool_path,
-            list(params["agents"]),
-            attempts_per_pair=params.get("attempts_per_pair"),
-            demo=bool(params.get("demo")),
-            shard_index=int(params.get("shard_index") or 0),
-            shard_count=int(params.get("shard_count") or 1),
-            max_specs=conf.getint("core", "max_map_length", fallback=1024),
-        )
+        try:
+            return write_plan(
+                pool_path,
+                list(params["agents"]),
+                attempts_per_pair=params.get("attempts_per_pair"),
+                demo=bool(params.get("demo")),
+                shard_index=int(params.get("shard_index") or 0),
+                shard_count=int(params.get("shard_count") or 1),
+                max_specs=conf.getint("core", "max_map_length", fallback=1024),
+            )
+        except PlanTooLarge as err:
+            raise AirflowFailException(str(err)) from None  # a retry cannot help: re-plan the run
 
     @task(
         retries=3,

@@ -1,0 +1,359 @@
+"""The Airflow DAGs: integrity, and `dag.test()` of both DAGs end to end (real Docker, real DuckDB).
+
+Airflow reads its settings once per process (AIRFLOW_HOME, the metadata DB), so everything that
+imports Airflow runs in a subprocess with the environment of scripts/airflow_env.sh, pointed at a
+temporary AIRFLOW_HOME and temporary ARGUSIC_* folders. The pytest process never imports Airflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+MARK = "@@RESULT@@"
+
+# Runs in a subprocess: one or more dag.test() runs, then a JSON summary of every task instance.
+DRIVER = r"""
+import json, os, sys, time
+import pendulum
+from airflow.dag_processing.dagbag import DagBag
+from airflow.models.xcom import XComModel
+from airflow.utils.session import create_session
+from sqlalchemy import select
+
+bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+assert not bag.import_errors, bag.import_errors
+results = []
+for run in json.loads(sys.argv[1]):
+    dag = bag.get_dag(run["dag_id"])
+    kwargs = {"run_conf": run.get("conf") or {}}
+    if run.get("logical_date"):
+        kwargs["logical_date"] = pendulum.parse(run["logical_date"])
+    if run.get("mark_success_pattern"):
+        kwargs["mark_success_pattern"] = run["mark_success_pattern"]
+    started = time.perf_counter()
+    dr = dag.test(**kwargs)
+    out = {"dag_id": dag.dag_id, "state": str(dr.state), "seconds": round(time.perf_counter() - started, 2)}
+    with create_session() as session:
+        tis = dr.get_task_instances(session=session)
+        out["tis"] = [
+            {"task_id": ti.task_id, "map_index": ti.map_index, "state": str(ti.state),
+             "label": ti.rendered_map_index, "try": ti.try_number}
+            for ti in tis
+        ]
+        rows = session.execute(
+            select(XComModel.task_id, XComModel.map_index, XComModel.value).where(
+                XComModel.dag_id == dag.dag_id, XComModel.run_id == dr.run_id,
+                XComModel.key == "return_value",
+            )
+        ).all()
+        out["xcom"] = [
+            {"task_id": t, "map_index": m, "value": json.loads(v) if isinstance(v, str) else v}
+            for t, m, v in rows
+        ]
+    results.append(out)
+print("@@RESULT@@" + json.dumps(results, default=str))
+"""
+
+
+def airflow_env(base: Path, **extra: str) -> dict[str, str]:
+    """The environment scripts/airflow_env.sh exports, with Airflow and Argusic state under `base`."""
+    seed = {
+        k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ARGUSIC_")) or k == "ARGUSIC_HOME"
+    }
+    seed |= {
+        "AIRFLOW_HOME": str(base / "airflow"),
+        "ARGUSIC_RUNS_DIR": str(base / "runs"),
+        "ARGUSIC_PUBLISH_DIR": str(base / "published"),
+        "ARGUSIC_WAREHOUSE": str(base / "warehouse" / "argusic.duckdb"),
+        "ARGUSIC_EVIDENCE_URL": (base / "evidence_store").as_uri(),
+        "PATH": f"{Path(PYTHON).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        **extra,
+    }
+    dump = subprocess.run(
+        ["bash", "-c", f"source {ROOT / 'scripts' / 'airflow_env.sh'} && env -0"],
+        env=seed,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    return dict(item.split("=", 1) for item in dump.split("\0") if "=" in item)
+
+
+def run_python(env: dict[str, str], code: str, *args: str, timeout: float = 240) -> str:
+    proc = subprocess.run(
+        [PYTHON, "-c", code, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return proc.stdout
+
+
+def dag_test(env: dict[str, str], runs: list[dict], timeout: float = 240) -> list[dict]:
+    out = run_python(env, DRIVER, json.dumps(runs), timeout=timeout)
+    line = next(line for line in out.splitlines() if line.startswith(MARK))
+    return json.loads(line[len(MARK) :])
+
+
+def states(result: dict, task_id: str) -> list[str]:
+    return [ti["state"] for ti in result["tis"] if ti["task_id"] == task_id]
+
+
+@pytest.fixture(scope="module")
+def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One migrated Airflow metadata DB (SQLite) for the module; each test brings its own ARGUSIC_*."""
+    home = tmp_path_factory.mktemp("airflow-home")
+    env = airflow_env(home)
+    proc = subprocess.run(
+        [str(Path(PYTHON).parent / "airflow"), "db", "migrate"], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return home / "airflow"
+
+
+def env_for(airflow_home: Path, base: Path, **extra: str) -> dict[str, str]:
+    return airflow_env(base, AIRFLOW_HOME=str(airflow_home), **extra)
+
+
+# --- integrity ---------------------------------------------------------------------------------------
+
+INTEGRITY = r"""
+import json, os, time
+started = time.perf_counter()
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+out = {"errors": {k: str(v) for k, v in bag.import_errors.items()}, "dags": {},
+       "parse_seconds": {str(s.file): s.duration.total_seconds() if hasattr(s.duration, "total_seconds")
+                         else float(s.duration) for s in bag.dagbag_stats}}
+for dag_id, dag in bag.dags.items():
+    out["dags"][dag_id] = {
+        "tags": sorted(dag.tags), "doc_md": bool(dag.doc_md), "catchup": dag.catchup,
+        "schedule": str(dag.schedule), "params": sorted(dag.params.keys()),
+        "tasks": {t.task_id: {"retries": t.retries, "pool": t.pool,
+                              "mapped": "Mapped" in type(t).__name__,
+                              "map_index_template": getattr(t, "map_index_template", None)}
+                  for t in dag.tasks},
+    }
+print("@@RESULT@@" + json.dumps(out))
+"""
+
+
+def test_dagbag_integrity(tmp_path: Path) -> None:
+    env = airflow_env(tmp_path)
+    out = run_python(env, INTEGRITY)
+    info = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
+
+    assert info["errors"] == {}
+    assert {"argusic_pool_rotation", "argusic_cycle"} <= set(info["dags"])
+    for dag_id in ("argusic_pool_rotation", "argusic_cycle"):
+        dag = info["dags"][dag_id]
+        assert "argusic" in dag["tags"] and len(dag["tags"]) >= 2, dag_id
+        assert dag["doc_md"], dag_id
+        assert dag["catchup"] is False, dag_id
+        for task_id, task in dag["tasks"].items():
+            assert task["retries"] >= 1, f"{dag_id}.{task_id} has no retries"
+    # No heavy work at import time: each DAG file parses fast.
+    assert info["parse_seconds"] and max(info["parse_seconds"].values()) < 2.0, info["parse_seconds"]
+
+    rotation = info["dags"]["argusic_pool_rotation"]
+    assert "@monthly" in rotation["schedule"] or "0 0 1 * *" in rotation["schedule"]
+    assert set(rotation["tasks"]) == {"rotate_pool", "reveal_previous_private"}
+
+    cycle = info["dags"]["argusic_cycle"]["tasks"]
+    assert set(cycle) == {"prepare_pool", "plan", "run_attempt", "ingest", "build", "publish"}
+    assert cycle["run_attempt"]["mapped"] and "attempt_label" in cycle["run_attempt"]["map_index_template"]
+    for single_writer in ("ingest", "build", "publish"):
+        assert cycle[single_writer]["pool"] == "argusic_warehouse"
+        assert not cycle[single_writer]["mapped"]
+    assert {"cycle_id", "agents", "catalogue", "pool", "pool_size", "demo", "shard_index", "shard_count"} <= set(
+        info["dags"]["argusic_cycle"]["params"]
+    )
+
+
+def test_env_script_binds_loopback_and_raises_map_length(tmp_path: Path) -> None:
+    env = airflow_env(tmp_path)
+    assert env["AIRFLOW__API__HOST"] == "127.0.0.1"
+    assert int(env["AIRFLOW__CORE__PARALLELISM"]) <= 8
+    assert int(env["AIRFLOW__CORE__MAX_MAP_LENGTH"]) >= 3669 * 3
+    assert env["AIRFLOW__CORE__LOAD_EXAMPLES"] == "False"
+    assert env["AIRFLOW__CORE__DAGS_FOLDER"] == str(ROOT / "dags")
+    # Airflow executes every .py in its plugins folder: the argusic package must not be under it.
+    assert not (Path(env["AIRFLOW__CORE__PLUGINS_FOLDER"]) / "argusic").exists()
+
+
+# --- sharding (no Airflow) ---------------------------------------------------------------------------
+
+
+def _synthetic_catalogue(path: Path, established: int, recent: int) -> Path:
+    def cand(i: int, popular_since: str) -> dict:
+        return {
+            "project_id": f"p{i:05d}",
+            "repo_url": f"/nonexistent/p{i:05d}.git",
+            "commit": f"{i:040x}",
+            "language": ["python", "go", "rust", "js"][i % 4],
+            "licence": "MIT",
+            "has_readme": True,
+            "difficulty": ["easy", "medium", "hard"][i % 3],
+            "size_mb": 1.0,
+            "popular_since": popular_since,
+        }
+
+    items = [cand(i, "2025-01-01") for i in range(established)]
+    items += [cand(established + i, "2026-11-15") for i in range(recent)]
+    path.write_text(json.dumps({"candidates": items}))
+    return path
+
+
+def test_shards_partition_the_plan_and_keep_pairs_together(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(tmp_path / "published"))
+    from argusic.airflow_tasks import PlanTooLarge, read_spec, resolve_pool, write_plan
+
+    catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=40, recent=10)
+    pool = resolve_pool("2026-12", catalogue=str(catalogue), size=50)
+    whole = write_plan(pool, ["readme-runner", "readme-runner-norecover"])
+    assert len(whole) == 50 * 2 * 3
+    shards = [write_plan(pool, ["readme-runner"], shard_index=i, shard_count=4) for i in range(4)]
+    single = write_plan(pool, ["readme-runner"])
+    assert sorted(p for shard in shards for p in shard) == sorted(single)  # a partition
+    for shard in shards:
+        specs = [read_spec(p) for p in shard]
+        projects = {s.project_id for s in specs}
+        assert len(specs) == 3 * len(projects)  # every attempt of a pair in the same run
+    assert write_plan(pool, ["readme-runner"]) == single  # re-planning is stable
+    with pytest.raises(PlanTooLarge, match="max_map_length"):
+        write_plan(pool, ["readme-runner"], max_specs=100)
+
+
+# --- dag.test() end to end ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def forge(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    forge_mod = pytest.importorskip("argusic.forge", reason="argusic.forge.build_forge not written yet")
+    return forge_mod.build_forge(tmp_path_factory.mktemp("forge"))
+
+
+@pytest.mark.slow
+def test_pool_rotation_dag_publishes_then_reveals_after_the_cycle(airflow_db, forge, tmp_path) -> None:
+    env = env_for(airflow_db, tmp_path)
+    december, january = dag_test(
+        env,
+        [
+            {
+                "dag_id": "argusic_pool_rotation",
+                "logical_date": "2026-12-01T00:00:00+00:00",
+                "conf": {"catalogue": str(forge)},
+            },
+            {  # a month later: the December pool is revealed; January's pool is drawn
+                "dag_id": "argusic_pool_rotation",
+                "logical_date": "2027-01-01T00:00:00+00:00",
+                "conf": {"catalogue": str(forge), "pool_size": 2},
+            },
+        ],
+    )
+    published = tmp_path / "published"
+    assert december["state"] == "success", december
+    assert states(december, "rotate_pool") == ["success"]
+    assert states(december, "reveal_previous_private") == ["skipped"]  # no November pool: nothing to do
+    public = json.loads((published / "2026-12" / "public_pool.json").read_text())
+    assert public["cycle_id"] == "2026-12" and public["projects"] and public["private_count"] >= 1
+    internal = json.loads((tmp_path / "runs" / "pools" / "2026-12" / "pool.json").read_text())
+    private_ids = {e["project_id"] for e in internal["entries"] if e["visibility"] == "private"}
+    assert not private_ids & {p["project_id"] for p in public["projects"]}
+
+    assert january["state"] == "success", january
+    assert states(january, "reveal_previous_private") == ["success"]
+    revealed = json.loads((published / "2026-12" / "private_pool.json").read_text())
+    assert {p["project_id"] for p in revealed["projects"]} == private_ids
+    assert (published / "2027-01" / "public_pool.json").exists()
+    assert not (published / "2027-01" / "private_pool.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_path) -> None:
+    from argusic.executor import docker_available
+    from argusic.record import load_record_file
+
+    if not docker_available():
+        pytest.skip("no Docker daemon")
+    env = env_for(airflow_db, tmp_path, ARGUSIC_EXECUTOR="docker")
+    conf = {
+        "cycle_id": "2026-12-demo",
+        "catalogue": str(forge),
+        "pool_size": 2,
+        "agents": ["readme-runner"],
+        "demo": True,
+    }
+    started = time.perf_counter()
+    first, second = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}] * 2)
+    print(f"dag.test x2: {time.perf_counter() - started:.1f}s ({first['seconds']}s, {second['seconds']}s)")
+
+    assert first["state"] == "success", [t for t in first["tis"] if t["state"] != "success"]
+    attempts = [t for t in first["tis"] if t["task_id"] == "run_attempt"]
+    assert len(attempts) == 2 * 3
+    assert all(t["state"] == "success" for t in attempts)
+    assert all(t["try"] == 1 for t in attempts)
+    labels = sorted(t["label"] for t in attempts)
+    assert all(label.startswith("readme-runner / ") for label in labels), labels
+    assert {label.rsplit(" / ", 1)[1] for label in labels} == {"attempt 1", "attempt 2", "attempt 3"}
+
+    returned = [p for x in first["xcom"] if x["task_id"] == "run_attempt" for p in x["value"]]
+    assert len(returned) >= 6
+    records = [load_record_file(Path(p)) for p in returned]
+    assert all(r.executor == "docker" and r.cycle_id == "2026-12-demo" for r in records)
+    firsts = {(r.project_id, r.attempt_no) for r in records if r.rerun_of is None}
+    assert len(firsts) == 6
+
+    ingested = next(x["value"] for x in first["xcom"] if x["task_id"] == "ingest")
+    assert ingested["inserted"] == len(returned) and ingested["already_present"] == 0
+    board = json.loads((tmp_path / "published" / "2026-12-demo" / "board.json").read_text())
+    assert [row["agent_id"] for row in board["rows"]] == ["readme-runner"]
+
+    import duckdb
+
+    def row_count() -> int:
+        with duckdb.connect(env["ARGUSIC_WAREHOUSE"], read_only=True) as con:
+            return con.execute(
+                "SELECT count(*) FROM raw.run_records WHERE cycle_id = '2026-12-demo'"
+            ).fetchone()[0]
+
+    assert row_count() == len(returned)
+
+    # The same cycle again: every attempt finds its record, nothing is measured or loaded twice.
+    assert second["state"] == "success", second
+    again = next(x["value"] for x in second["xcom"] if x["task_id"] == "ingest")
+    assert again == {"files": len(returned), "inserted": 0, "already_present": len(returned)}
+    assert row_count() == len(returned)
+
+
+@pytest.mark.slow
+def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
+    """400 projects × 1 agent × 3 attempts = 1,200 mapped run_attempt instances in one DAG run.
+
+    The attempts themselves are marked successful (mark_success_pattern): what is under test is the
+    expansion. Under Airflow's default [core] max_map_length (1,024) the same run fails at plan.
+    """
+    catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=320, recent=80)
+    conf = {"cycle_id": "2026-12", "catalogue": str(catalogue), "pool_size": 400, "agents": ["readme-runner"]}
+    run = {"dag_id": "argusic_cycle", "conf": conf, "mark_success_pattern": "run_attempt|ingest|build|publish"}
+
+    (ours,) = dag_test(env_for(airflow_db, tmp_path / "ours"), [run], timeout=300)
+    assert ours["state"] == "success", [t for t in ours["tis"] if t["state"] != "success"][:5]
+    mapped = [t for t in ours["tis"] if t["task_id"] == "run_attempt"]
+    assert len(mapped) == 1200 and sorted(t["map_index"] for t in mapped) == list(range(1200))
+    assert all(t["state"] == "success" for t in mapped)
+
+    default_env = env_for(airflow_db, tmp_path / "default", AIRFLOW__CORE__MAX_MAP_LENGTH="1024")
+    (capped,) = dag_test(default_env, [run])
+    assert capped["state"] == "failed"
+    assert states(capped, "plan") == ["failed"]
+    assert [t for t in capped["tis"] if t["task_id"] == "plan"][0]["try"] == 1  # not retried: re-plan
