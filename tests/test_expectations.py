@@ -444,8 +444,10 @@ def test_build_warehouse_runs_dbt_and_publishes(tmp_path: Path) -> None:
     assert isinstance(result, BuildResult)
     assert result.validation.success
     assert "model.standin.board" in [n.unique_id for n in result.nodes]
-    out = publish_board("c1", tmp_path / "out", db_path=db)
+    out = publish_board("c1", tmp_path / "out", build_result=result)
     assert json.loads(out.read_text())["rows"][0]["agent_id"] == "a1"
+    with pytest.raises(ValueError, match="build_result is for"):
+        publish_board("c1", tmp_path / "out", db_path=tmp_path / "other.duckdb", build_result=result)
 
 
 @pytest.mark.slow

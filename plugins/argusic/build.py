@@ -169,11 +169,24 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def publish_board(cycle_id: str, out_dir: Path, db_path: Path | None = None) -> Path:
-    """Write ``out_dir/<cycle_id>/board.json`` from marts.board, only if every expectation passes now."""
+def publish_board(
+    cycle_id: str, out_dir: Path, db_path: Path | None = None, build_result: BuildResult | None = None
+) -> Path:
+    """Write ``out_dir/<cycle_id>/board.json`` from marts.board, only if every expectation passes now.
+
+    The warehouse is always re-validated under the writer lock (a build result could be stale);
+    ``build_result``, when given, must be a passed build of the same warehouse file.
+    """
     import duckdb
 
-    path = Path(db_path) if db_path else warehouse_path()
+    path = Path(db_path) if db_path else (build_result.db_path if build_result else warehouse_path())
+    if build_result is not None:
+        if Path(build_result.db_path).resolve() != path.resolve():
+            raise ValueError(f"build_result is for {build_result.db_path}, not {path}")
+        if not build_result.validation.success:
+            raise PublicationBlocked(
+                "the build's expectations failed:\n" + "\n".join(build_result.validation.failure_messages())
+            )
     with writer_lock(path):
         report = validate_warehouse(path)
         if not report.success:
