@@ -55,10 +55,14 @@ for run in json.loads(sys.argv[1]):
                 XComModel.key == "return_value",
             )
         ).all()
-        out["xcom"] = [
-            {"task_id": t, "map_index": m, "value": json.loads(v) if isinstance(v, str) else v}
-            for t, m, v in rows
-        ]
+        def decode(value):
+            if isinstance(value, str):
+                try:
+                    return json.loads(value)
+                except ValueError:
+                    return value
+            return value
+        out["xcom"] = [{"task_id": t, "map_index": m, "value": decode(v)} for t, m, v in rows]
     results.append(out)
 print("@@RESULT@@" + json.dumps(results, default=str))
 """
@@ -67,7 +71,9 @@ print("@@RESULT@@" + json.dumps(results, default=str))
 def airflow_env(base: Path, **extra: str) -> dict[str, str]:
     """The environment scripts/airflow_env.sh exports, with Airflow and Argusic state under `base`."""
     seed = {
-        k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ARGUSIC_")) or k == "ARGUSIC_HOME"
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AIRFLOW", "ARGUSIC_")) or k == "ARGUSIC_HOME"
     }
     seed |= {
         "AIRFLOW_HOME": str(base / "airflow"),
@@ -172,9 +178,16 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     for single_writer in ("ingest", "build", "publish"):
         assert cycle[single_writer]["pool"] == "argusic_warehouse"
         assert not cycle[single_writer]["mapped"]
-    assert {"cycle_id", "agents", "catalogue", "pool", "pool_size", "demo", "shard_index", "shard_count"} <= set(
-        info["dags"]["argusic_cycle"]["params"]
-    )
+    assert {
+        "cycle_id",
+        "agents",
+        "catalogue",
+        "pool",
+        "pool_size",
+        "demo",
+        "shard_index",
+        "shard_count",
+    } <= set(info["dags"]["argusic_cycle"]["params"])
 
 
 def test_env_script_binds_loopback_and_raises_map_length(tmp_path: Path) -> None:
@@ -344,7 +357,11 @@ def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
     """
     catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=320, recent=80)
     conf = {"cycle_id": "2026-12", "catalogue": str(catalogue), "pool_size": 400, "agents": ["readme-runner"]}
-    run = {"dag_id": "argusic_cycle", "conf": conf, "mark_success_pattern": "run_attempt|ingest|build|publish"}
+    run = {
+        "dag_id": "argusic_cycle",
+        "conf": conf,
+        "mark_success_pattern": "run_attempt|ingest|build|publish",
+    }
 
     (ours,) = dag_test(env_for(airflow_db, tmp_path / "ours"), [run], timeout=300)
     assert ours["state"] == "success", [t for t in ours["tis"] if t["state"] != "success"][:5]
