@@ -21,6 +21,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", (tmp_path / "evidence_store").as_uri())
     monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(tmp_path / "published"))
+    monkeypatch.setenv("ARGUSIC_FORGE_DIR", str(tmp_path / "forge"))
     return tmp_path
 
 

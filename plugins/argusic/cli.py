@@ -11,10 +11,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from argusic.settings import project_root, warehouse_path
+from argusic.settings import forge_dir, warehouse_path
 
 app = typer.Typer(help="Argusic pipeline: a public referee for AI coding agents.", no_args_is_help=True)
-console = Console()
+console = Console(width=120) if not sys.stdout.isatty() else Console()
 err_console = Console(stderr=True)
 
 DEMO_CYCLE = "2026-12-demo"
@@ -49,10 +49,10 @@ def build() -> None:
     from argusic.build import PublicationBlocked, build_warehouse
 
     try:
-        result = build_warehouse()
+        result = build_warehouse(quiet=True)
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
-    console.print(f"build ok: {result}")
+    console.print(f"build ok: {result.summary()}")
 
 
 def print_board(cycle_id: str) -> None:
@@ -70,8 +70,8 @@ def print_board(cycle_id: str) -> None:
     if not rows:
         _fail(f"no board for cycle {cycle_id!r} in {warehouse_path()}")
     table = Table(title=f"Argusic board — cycle {cycle_id}")
-    for column in ("rank", "agent", "board score", "pass rate", "attempts", "sets", "unstable", "review"):
-        table.add_column(column, justify="left" if column == "agent" else "right")
+    for column in ("rank", "agent", "score", "pass rate", "attempts", "sets", "unstable", "in review"):
+        table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
     for rank, agent, score, pass_rate, attempts, counted, unstable, review in rows:
         table.add_row(
             "—" if rank is None else str(rank),
@@ -100,7 +100,7 @@ def print_attempts(cycle_id: str) -> None:
         ).fetchall()
     table = Table(title="attempts (outcome score, in attempt order)")
     for column in ("agent", "project", "attempts"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column != "attempts")
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -145,7 +145,7 @@ def demo(
     from argusic.warehouse import ingest as do_ingest
 
     started = time.monotonic()
-    catalogue = build_forge(project_root() / "forge")
+    catalogue = build_forge(forge_dir())
     runner = get_executor(executor)
     console.print(f"demo cycle {cycle}: executor {runner.name}, forge catalogue {catalogue}")
 
@@ -158,7 +158,7 @@ def demo(
     result = do_ingest([p.parent for p in run.record_paths], known_agents=known_agents())
     console.print(f"warehouse: {result.inserted} new record(s), {result.already_present} already present")
     try:
-        build_result = build_warehouse()
+        build_result = build_warehouse(quiet=True)
         published = publish_board(cycle, publish_dir(), build_result=build_result)
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")

@@ -73,5 +73,15 @@ def runner_image() -> str:
     return os.environ.get("ARGUSIC_RUNNER_IMAGE", "argusic-runner:bookworm")
 
 
+def code_root() -> Path:
+    """The checkout holding the code (dbt project, agents registry), whatever ARGUSIC_HOME says."""
+    return PACKAGE_DIR.parent.parent
+
+
 def dbt_project_dir() -> Path:
-    return project_root() / "dbt_project"
+    return Path(os.environ.get("ARGUSIC_DBT_PROJECT", code_root() / "dbt_project"))
+
+
+def forge_dir() -> Path:
+    """ARGUSIC_FORGE_DIR: where the demo forge (fixture git repos + catalogue) is built."""
+    return Path(os.environ.get("ARGUSIC_FORGE_DIR", project_root() / "forge"))

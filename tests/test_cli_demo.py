@@ -1,0 +1,88 @@
+"""The `argusic` CLI, and the whole demo cycle end to end (real Docker, DuckDB, dbt, GX)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import duckdb
+import pytest
+from argusic.cli import app
+from argusic.evidence import EvidenceStore
+from argusic.executor import docker_available
+from argusic.record import load_record_file
+from conftest import write_record
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def test_ingest_refuses_bad_batch_with_field_and_loads_nothing(isolated, record_doc):
+    write_record(isolated / "batch" / "ok", record_doc)
+    write_record(isolated / "batch" / "bad", dict(record_doc, attempt_id="x.2", attempt_no="two"))
+    result = runner.invoke(app, ["ingest", str(isolated / "batch")])
+    assert result.exit_code == 2
+    assert "attempt_no" in result.output and "nothing of this batch was loaded" in result.output
+    assert not (isolated / "warehouse" / "argusic.duckdb").exists()
+
+
+def test_ingest_refuses_unknown_agent(isolated, record_doc):
+    write_record(isolated / "batch", dict(record_doc, agent_id="mystery-agent"))
+    result = runner.invoke(app, ["ingest", str(isolated / "batch")])
+    assert result.exit_code == 2 and "unknown agent 'mystery-agent'" in result.output
+
+
+def test_board_without_warehouse_says_so(isolated):
+    result = runner.invoke(app, ["board", "--cycle", "2026-12"])
+    assert result.exit_code != 0
+    assert "does not exist yet" in str(result.exception) or "does not exist yet" in result.output
+
+
+def test_pool_command_reports_bad_cycle(isolated, tmp_path):
+    catalogue = tmp_path / "c.json"
+    catalogue.write_text(json.dumps({"candidates": []}))
+    result = runner.invoke(app, ["pool", "--cycle", "december", "--catalogue", str(catalogue)])
+    assert result.exit_code == 2 and "YYYY-MM" in result.output
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_available(), reason="no Docker daemon answers")
+def test_demo_cycle_end_to_end_twice(isolated, monkeypatch):
+    monkeypatch.setenv("ARGUSIC_FORGE_DIR", str(isolated / "forge"))
+    first = runner.invoke(app, ["demo"])
+    assert first.exit_code == 0, first.output
+    assert "Argusic board" in first.output
+    db = isolated / "warehouse" / "argusic.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        outcomes = {r[0] for r in con.execute("SELECT DISTINCT outcome FROM marts.attempt_scores").fetchall()}
+        rows = con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0]
+        recovered = con.execute(
+            "SELECT count(*) FROM marts.attempt_scores a JOIN raw.run_records r USING (attempt_id) "
+            "WHERE r.errors_fixed > 0 AND a.outcome = 'pass_full'"
+        ).fetchone()[0]
+        install_failed = con.execute(
+            "SELECT count(*) FROM raw.run_records WHERE install_ok = false"
+        ).fetchone()[0]
+        run_failed = con.execute(
+            "SELECT count(*) FROM raw.run_records WHERE install_ok AND NOT ran_ok"
+        ).fetchone()[0]
+        board = con.execute("SELECT agent_id, rank FROM marts.board ORDER BY rank").fetchall()
+    assert outcomes == {"pass_full", "pass_mock", "fail", "timeout"}
+    assert recovered > 0 and install_failed > 0 and run_failed > 0
+    assert [rank for _, rank in board] == [1, 2]
+    # Every record's fingerprints match the stored bytes.
+    store = EvidenceStore()
+    records = [load_record_file(p) for p in (isolated / "runs").rglob("run_record.json")]
+    assert len(records) == rows
+    for record in records:
+        assert record.executor == "docker" and record.demo and record.budget_seconds >= 5400
+        for ref in (record.evidence.log, record.evidence.recording, record.evidence.report):
+            if ref is not None:
+                assert hashlib.sha256(store.read(ref.uri)).hexdigest() == ref.sha256
+    assert (isolated / "published" / "2026-12-demo" / "board.json").exists()
+    # The same cycle again adds no rows.
+    second = runner.invoke(app, ["demo"])
+    assert second.exit_code == 0, second.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0] == rows
