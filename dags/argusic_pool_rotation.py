@@ -21,7 +21,7 @@ Runs at 00:00 UTC on the first day of each month, before any attempt of that mon
 * **reveal_previous_private** — publishes `private_pool.json` of the *previous* cycle once it has
   ended. Skipped (not failed) when that cycle has no recorded pool or has not ended yet.
 
-Params: `catalogue` (default `ARGUSIC_CATALOGUE` or `catalogue/catalogue.json`), `cycle_id`
+Params: `catalogue` (default `ARGUSIC_CATALOGUE`, else the demo forge's `forge/catalogue.json`), `cycle_id`
 (default: the run's logical month, `YYYY-MM`), `pool_size` (default: the largest 80/20 pool).
 Then trigger **argusic_cycle** with the same `cycle_id`.
 """

@@ -13,7 +13,7 @@ from pathlib import Path
 from argusic.attempt import AttemptSpec, run_with_reruns
 from argusic.cycle import plan_attempts, pools_dir, publish_dir
 from argusic.pool import CatalogueError, cycle_window, load_pool, reveal_private
-from argusic.settings import project_root, runs_dir
+from argusic.settings import runs_dir
 
 
 class PlanTooLarge(ValueError):
@@ -32,8 +32,12 @@ def previous_cycle_of(cycle_id: str) -> str:
 
 
 def default_catalogue() -> Path:
-    """ARGUSIC_CATALOGUE, or `<ARGUSIC_HOME>/catalogue/catalogue.json`."""
-    return Path(os.environ.get("ARGUSIC_CATALOGUE", project_root() / "catalogue" / "catalogue.json"))
+    """ARGUSIC_CATALOGUE, or the demo forge's catalogue (`<ARGUSIC_FORGE_DIR>/catalogue.json`)."""
+    if catalogue := os.environ.get("ARGUSIC_CATALOGUE"):
+        return Path(catalogue)
+    from argusic.settings import forge_dir
+
+    return forge_dir() / "catalogue.json"
 
 
 def pool_path_for(cycle_id: str) -> Path:
