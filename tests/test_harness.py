@@ -14,8 +14,9 @@ import wave
 from pathlib import Path
 
 import pytest
+from argusic.agents import DRIVERS
 from argusic.forge import build_forge, checkout
-from argusic.harness import AGENTS, HARNESS_DIR, HARNESS_NAME, HARNESS_VERSION, decode
+from argusic.harness import HARNESS_DIR, HARNESS_NAME, HARNESS_VERSION, decode
 from argusic.harness.readme_runner import block_commands, classify_heading, parse_readme
 
 RUNNER = HARNESS_DIR / "readme_runner.py"
@@ -115,7 +116,7 @@ OUTCOME_OF = {
 
 @pytest.mark.parametrize(("project_id", "agent"), sorted(EXPECTED))
 def test_fixture_outcome(catalogue, tmp_path, project_id, agent):
-    report, out = run_fixture(catalogue, project_id, tmp_path, *AGENTS[agent])
+    report, out = run_fixture(catalogue, project_id, tmp_path, *DRIVERS[agent].harness_args)
     got = (
         report["install_ok"],
         report["ran_ok"],
@@ -551,7 +552,7 @@ def test_in_the_runner_image(catalogue, tmp_path):
             f"&& git fetch -q --depth 1 file:///forge/source {c['commit']} "
             "&& git -c advice.detachedHead=false checkout -q FETCH_HEAD || exit 90; "
             "exec python3 /opt/argusic/harness/readme_runner.py --project /workspace/project --out /out "
-            + " ".join(AGENTS[agent])
+            + " ".join(DRIVERS[agent].harness_args)
         )
         done = subprocess.run(
             ["docker", "run", "--rm", "--name", f"argusic-harness-test-{uuid.uuid4().hex[:12]}"]

@@ -18,7 +18,8 @@ class AgentDriver:
     key_kind: str  # per_run | shared | none
 
 
-# The deterministic reference agents. External harnesses (model-backed) get drivers of their own.
+# Every agent the pipeline can start: agent_id -> harness and its extra arguments. The deterministic
+# reference agents share the readme-runner harness; external (model-backed) harnesses add theirs.
 DRIVERS: dict[str, AgentDriver] = {
     "readme-runner": AgentDriver("readme-runner", "readme-runner", (), "none"),
     "readme-runner-norecover": AgentDriver(

@@ -12,10 +12,4 @@ from .readme_runner import HARNESS_NAME, HARNESS_VERSION
 HARNESS_DIR = Path(__file__).resolve().parent
 ENTRYPOINT = "readme_runner.py"
 
-# Agents this harness provides: agent_id -> extra command-line arguments.
-AGENTS = {
-    "readme-runner": [],
-    "readme-runner-norecover": ["--no-recovery"],
-}
-
-__all__ = ["AGENTS", "ENTRYPOINT", "HARNESS_DIR", "HARNESS_NAME", "HARNESS_VERSION"]
+__all__ = ["ENTRYPOINT", "HARNESS_DIR", "HARNESS_NAME", "HARNESS_VERSION"]
