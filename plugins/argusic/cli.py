@@ -167,6 +167,21 @@ def demo(
     console.print(f"published {published} in {time.monotonic() - started:.1f} s")
 
 
+@app.command()
+def audit(
+    out: Annotated[Path | None, typer.Option(help="Write the audit report JSON here")] = None,
+) -> None:
+    """Re-hash every stored evidence object; exit 1 when any no longer matches its record."""
+    from argusic.audit import audit_warehouse
+
+    report = audit_warehouse(out=out)
+    for finding in report.findings:
+        err_console.print(f"[red]{finding.problem}[/] {finding.attempt_id} {finding.kind} {finding.uri}")
+    console.print(f"audited {report.checked} evidence object(s): {len(report.findings)} problem(s)")
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
 def main() -> None:  # pragma: no cover - console entry
     sys.exit(app())
 
