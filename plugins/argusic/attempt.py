@@ -8,6 +8,7 @@ keyed by attempt_id), so retrying a task never adds a second measurement.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -20,6 +21,8 @@ from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
 from argusic.record import SCHEMA_ID, RecordError, RunRecord, load_record_file, parse_record, utc_now_iso
 from argusic.settings import orchestrator_config, runs_dir
+
+log = logging.getLogger(__name__)
 
 EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "report.json"}
 
@@ -215,6 +218,12 @@ def run_with_reruns(
     while True:
         path = run_attempt(current, executor, store, base_dir)
         paths.append(path)
-        if load_record_file(path).invalid_reason is None or current.rerun_no >= max_reruns:
+        record = load_record_file(path)
+        if record.invalid_reason is None:
+            log.info("%s: %s (record %s)", current.label, record.end_reason, path)
             return paths
+        if current.rerun_no >= max_reruns:
+            log.error("%s: invalid after %d rerun(s): %s", current.label, max_reruns, record.invalid_reason)
+            return paths
+        log.warning("%s: invalid (%s); rerunning", current.label, record.invalid_reason)
         current = current.rerun()
