@@ -1,0 +1,594 @@
+"""The warehouse build against a hand-written SQL floor, at 10k, 100k and 1M synthetic attempts.
+
+For each size, a temporary DuckDB file gets a synthetic ``raw.run_records`` generated in DuckDB SQL
+(deterministic, hash-based: cycles, 5-20 agents a cycle, thousands of projects, attempts 1..3 per
+(agent, project), invalid attempts and their reruns, timeouts, verdict-purpose attempts, error
+fractions, missing evidence, projects that fail with everyone). Then, each phase in its own
+subprocess so that its peak memory (the kernel's ru_maxrss of that child, read with ``os.wait4``) is
+its own:
+
+* floor: ONE hand-written SQL statement computing the board from the raw records (validity, exact
+  scores, middle of three, the exact 30% line, review exclusion, median per agent, rank, pass rate)
+  on a read-only connection;
+* build: ``argusic.build.build_warehouse`` (dbt build: seeds, models, data and unit tests; then the
+  GX expectations), into the same file;
+* check: marts.board compared with the floor's board, value for value (exact fractions).
+
+The target (issue "The whole methodology as tested SQL", Speed): full build + expectations within
+5x the floor at 1M attempts, under 2 GB peak memory. The figures are printed as measured. dbt writes
+its target/ and logs into the bench's temporary folder (DBT_TARGET_PATH, DBT_LOG_PATH), never into
+dbt_project/target, and the slowest dbt nodes are listed from that run_results.json.
+
+Usage: .venv/bin/python scripts/bench_warehouse.py [--sizes 10000,100000,1000000] [--quick]
+       [--keep DIR] [--top 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT / "dbt_project" / "seeds"
+DEFAULT_SIZES = [10_000, 100_000, 1_000_000]
+TARGET_RATIO = 5.0
+TARGET_PEAK_MB = 2048.0
+
+# ---------------------------------------------------------------------------------------------------
+# Synthetic run records, generated in DuckDB SQL
+# ---------------------------------------------------------------------------------------------------
+
+# Board attempts per (agent, project) set, including reruns of invalid attempts; verdict attempts
+# per project and cycle (30% of projects, 1.6 attempts each). Used to size the pool for a target.
+_BOARD_PER_SET = 3.12
+_VERDICT_PER_PROJECT = 0.3 * 1.6
+
+
+def plan(size: int) -> tuple[list[int], int]:
+    """Agents per cycle (5..20) and projects per cycle for about ``size`` attempts."""
+    cycles = 3 if size <= 20_000 else 6 if size <= 200_000 else 12
+    agents = [5 + (c * 7 + 3) % 16 for c in range(cycles)]
+    per_project = _BOARD_PER_SET * sum(agents) + _VERDICT_PER_PROJECT * cycles
+    return agents, max(4, round(size / per_project))
+
+
+def generate_sql(agents: list[int], projects: int) -> str:
+    """One INSERT that fills raw.run_records (RAW_DDL) with a deterministic synthetic history.
+
+    u(key) is a uniform in [0, 1) from DuckDB's hash of a text key. A (agent, project) set has a
+    profile drawn once; each attempt keeps it with probability 0.88 and redraws it otherwise, so
+    most sets are stable and some are not.
+    """
+    agents_values = ", ".join(f"({c}, {n})" for c, n in enumerate(agents))
+    shift = max(1, projects // 5)  # consecutive cycles share 80% of their pool
+    return f"""
+    INSERT INTO raw.run_records
+    WITH
+    cycles AS (
+        SELECT c, n_agents,
+               strftime(TIMESTAMP '2026-01-01' + to_months(c), '%Y-%m') AS cycle_id,
+               TIMESTAMP '2026-01-01' + to_months(c) AS cycle_start
+        FROM (VALUES {agents_values}) AS t(c, n_agents)
+    ),
+    agents AS (
+        SELECT a,
+               CASE a WHEN 0 THEN 'readme-runner' WHEN 1 THEN 'readme-runner-norecover'
+                      ELSE 'agent-' || lpad(a::VARCHAR, 2, '0') END AS agent_id,
+               0.35 + 0.6 * ((hash('skill' || a) % 1000000) / 1e6) AS skill
+        FROM range(20) AS t(a)
+    ),
+    projects AS (
+        SELECT cycles.*, p,
+               'proj-' || lpad((c * {shift} + p)::VARCHAR, 7, '0') AS project_id
+        FROM cycles, range({projects}) AS t(p)
+    ),
+    projects2 AS (
+        SELECT *,
+               md5(project_id || '@' || (c // 3)::VARCHAR) || left(md5(project_id), 8) AS commit_sha,
+               (hash('broken' || project_id) % 1000000) / 1e6 < 0.04 AS broken,
+               CASE WHEN (hash('tier' || project_id) % 100) < 85 THEN 'standard'
+                    WHEN (hash('tier' || project_id) % 100) < 97 THEN 'heavy' ELSE 'gpu' END AS tier
+        FROM projects
+    ),
+    -- board attempts: every agent of the cycle x every project x attempt_no 1..3 (some sets of the
+    -- current cycle still miss attempt 3)
+    board AS (
+        SELECT pr.*, ag.agent_id, ag.skill, n AS attempt_no, 'board' AS purpose,
+               pr.cycle_id || '.board.' || ag.agent_id || '.' || pr.project_id AS set_key
+        FROM projects2 AS pr
+        JOIN agents AS ag ON ag.a < pr.n_agents
+        CROSS JOIN range(1, 4) AS t(n)
+    ),
+    board2 AS (
+        SELECT * FROM board
+        WHERE NOT (c = {len(agents) - 1} AND attempt_no = 3
+                   AND (hash('running' || set_key) % 100) < 8)
+    ),
+    -- verdict attempts: the standard agent on 30% of the projects, a retry on half of them, a
+    -- stronger agent on request on a few
+    verdict AS (
+        SELECT pr.*, ag.agent_id, ag.skill, n AS attempt_no, 'verdict' AS purpose,
+               pr.cycle_id || '.verdict.' || ag.agent_id || '.' || pr.project_id AS set_key
+        FROM projects2 AS pr
+        JOIN agents AS ag ON ag.a IN (0, 5)
+        CROSS JOIN range(1, 3) AS t(n)
+        WHERE (hash('verdict' || pr.project_id || pr.cycle_id) % 100) < 30
+          AND ((ag.a = 0 AND (n = 1 OR (hash('retry' || pr.project_id || pr.cycle_id) % 100) < 50))
+               OR (ag.a = 5 AND n = 1 AND (hash('strong' || pr.project_id || pr.cycle_id) % 100) < 10))
+    ),
+    firsts AS (
+        SELECT *, set_key || '.a' || attempt_no::VARCHAR AS attempt_id, NULL::VARCHAR AS rerun_of,
+               0 AS rerun_no
+        FROM (SELECT * FROM board2 UNION ALL SELECT * FROM verdict)
+    ),
+    -- an attempt is invalid with probability 3%; each invalid one is rerun (same attempt_no)
+    flagged AS (
+        SELECT *, (hash('invalid' || attempt_id) % 1000) < 30 AS made_invalid FROM firsts
+    ),
+    reruns AS (
+        SELECT * EXCLUDE (attempt_id, rerun_of, rerun_no, made_invalid),
+               attempt_id || '.rerun1' AS attempt_id, attempt_id AS rerun_of, 1 AS rerun_no,
+               (hash('invalid' || attempt_id || '.rerun1') % 1000) < 30 AS made_invalid
+        FROM flagged WHERE made_invalid
+    ),
+    attempts AS (
+        SELECT * FROM flagged UNION ALL SELECT * FROM reruns
+    ),
+    draws AS (
+        SELECT *,
+               (hash('jitter' || attempt_id) % 100) < 12 AS jitter,
+               (hash('kind' || attempt_id) % 6) AS invalid_kind,
+               (hash('timeout' || attempt_id) % 1000) / 1e3 AS u_timeout,
+               (hash('start' || attempt_id) % (27 * 86400)) AS start_offset,
+               (hash('dur' || attempt_id) % 1000) / 1e3 AS u_dur
+        FROM attempts
+    ),
+    uniforms AS (
+        SELECT *,
+               (hash('inst' || CASE WHEN jitter THEN attempt_id ELSE set_key END) % 1000000) / 1e6 AS u_inst,
+               (hash('ran' || CASE WHEN jitter THEN attempt_id ELSE set_key END) % 1000000) / 1e6 AS u_ran,
+               (hash('enc' || CASE WHEN jitter THEN attempt_id ELSE set_key END) % 1000000) / 1e6 AS u_enc,
+               (hash('fix' || CASE WHEN jitter THEN attempt_id ELSE set_key END) % 1000000) / 1e6 AS u_fix,
+               (hash('dep' || CASE WHEN jitter THEN attempt_id ELSE set_key END) % 1000000) / 1e6 AS u_depth,
+               (hash('claim' || attempt_id) % 1000) < 3 AS overclaims
+        FROM draws
+    ),
+    shaped AS (
+        SELECT *,
+               u_timeout < 0.05 AS timed_out,
+               CASE tier WHEN 'standard' THEN 5400 ELSE 7200 END AS budget,
+               NOT broken AND u_inst < 0.45 + 0.5 * skill AS inst_ok,
+               u_ran < 0.35 + 0.6 * skill AS ran_ok0,
+               floor(u_enc * 13)::INTEGER AS enc
+        FROM uniforms
+    ),
+    final AS (
+        SELECT *,
+               cycle_start + to_seconds(start_offset) AS started,
+               CASE
+                   WHEN made_invalid AND invalid_kind = 4 THEN 'harness_error'
+                   WHEN made_invalid AND invalid_kind = 5 THEN 'cancelled'
+                   WHEN made_invalid AND invalid_kind = 3 THEN 'completed'
+                   WHEN timed_out THEN 'timeout'
+                   ELSE 'completed'
+               END AS end_reason,
+               -- a report: not for most timeouts, not for a completed attempt the harness could not read
+               NOT ((timed_out AND (hash('treport' || attempt_id) % 10) < 8)
+                    OR (made_invalid AND invalid_kind = 3)) AS has_rep,
+               CASE WHEN overclaims THEN enc + 1
+                    ELSE floor(u_fix * (enc + 1))::INTEGER END AS fixed
+        FROM shaped
+    )
+    SELECT
+        attempt_id, cycle_id, purpose, agent_id, project_id, commit_sha, tier, attempt_no::INTEGER,
+        CASE WHEN c < {len(agents)} // 2 THEN '1.4' ELSE '1.5' END,
+        started,
+        started + to_seconds(CASE WHEN end_reason = 'timeout' THEN budget
+                                  ELSE (60 + u_dur * (budget - 120))::BIGINT END),
+        budget, end_reason,
+        CASE WHEN made_invalid AND invalid_kind = 0
+             THEN 'the harness could not read the agent''s report (parser error)' END,
+        'docker', false, rerun_of,
+        CASE WHEN made_invalid AND invalid_kind = 1 THEN NULL ELSE sha256(attempt_id || '/log') END,
+        CASE WHEN made_invalid AND invalid_kind = 1 THEN NULL ELSE 'file:///ev/' || attempt_id || '/log' END,
+        CASE WHEN made_invalid AND invalid_kind = 1 THEN NULL ELSE 1000 + hash(attempt_id) % 90000 END,
+        CASE WHEN made_invalid AND invalid_kind = 2 THEN NULL ELSE sha256(attempt_id || '/cast') END,
+        CASE WHEN made_invalid AND invalid_kind = 2 THEN NULL ELSE 'file:///ev/' || attempt_id || '/cast' END,
+        CASE WHEN made_invalid AND invalid_kind = 2 THEN NULL ELSE 5000 + hash(attempt_id) % 900000 END,
+        CASE WHEN has_rep THEN sha256(attempt_id || '/report') END,
+        CASE WHEN has_rep THEN 'file:///ev/' || attempt_id || '/report' END,
+        CASE WHEN has_rep THEN 400 + hash(attempt_id) % 2000 END,
+        has_rep,
+        CASE WHEN has_rep THEN inst_ok END,
+        CASE WHEN has_rep THEN ran_ok0 AND (inst_ok OR (hash('claimran' || attempt_id) % 20) = 0) END,
+        CASE WHEN has_rep THEN enc END,
+        CASE WHEN has_rep THEN fixed END,
+        CASE WHEN NOT has_rep THEN NULL
+             WHEN u_depth < 0.6 * skill THEN 'tier1_real'
+             WHEN u_depth < 0.6 * skill + 0.25 THEN 'tier2_mock'
+             ELSE 'tier3_none' END,
+        CASE WHEN has_rep THEN 'python3 -m project --selftest -> exit 0' END,
+        CASE WHEN has_rep THEN 'Installed and ran the project.' END,
+        CASE WHEN agent_id LIKE 'readme-runner%' THEN NULL ELSE 'per_run' END,
+        split_part(agent_id, '-', 1) || '-harness', '1',
+        json_object('schema', 'argusic.run_record/1', 'attempt_id', attempt_id, 'synthetic', true)
+    FROM final
+    """
+
+
+# ---------------------------------------------------------------------------------------------------
+# The floor: one hand-written statement, raw records -> board
+# ---------------------------------------------------------------------------------------------------
+
+# Exact ordering key of a score n/d (d = errors encountered or 1, so 0 < d < 2^31 and n <= 100 d):
+# two different scores differ by at least 1/(d1 d2) > 2^-62, far more than 10^-25, so
+# floor(n * 10^25 / d) orders scores exactly and equal scores get equal keys (n * 10^25 < 2^127).
+FLOOR_SQL = """
+WITH
+attempts AS (
+    SELECT
+        cycle_id, agent_id, project_id, attempt_no, end_reason, test_depth,
+        coalesce(invalid_reason, '') = ''
+            AND log_sha256 IS NOT NULL AND log_uri IS NOT NULL
+            AND recording_sha256 IS NOT NULL AND recording_uri IS NOT NULL
+            AND end_reason IN ('completed', 'timeout')
+            AND NOT (end_reason = 'completed' AND NOT has_report)
+            AND NOT coalesce(errors_fixed > errors_encountered, false)
+            AND NOT coalesce(errors_fixed < 0 OR errors_encountered < 0, false) AS ok,
+        coalesce(install_ok, false) AS inst,
+        coalesce(install_ok, false) AND coalesce(ran_ok, false) AS ran,
+        coalesce(errors_encountered, 0) AS enc,
+        coalesce(errors_fixed, 0) AS fix
+    FROM raw.run_records
+    WHERE purpose = 'board'
+),
+scored AS (
+    SELECT
+        *,
+        end_reason <> 'timeout' AND ran AND test_depth IN ('tier1_real', 'tier2_mock') AS passed,
+        CASE WHEN end_reason = 'timeout' OR enc = 0 THEN 1 ELSE enc END::HUGEINT AS d,
+        CASE
+            WHEN end_reason = 'timeout' THEN 0::HUGEINT
+            ELSE (30 * inst::INT + 30 * ran::INT
+                  + CASE WHEN ran AND test_depth = 'tier1_real' THEN 20
+                         WHEN ran AND test_depth = 'tier2_mock' THEN 12 ELSE 0 END)::HUGEINT
+                 * (CASE WHEN enc = 0 THEN 1 ELSE enc END)
+                 + CASE WHEN enc = 0 THEN 20 ELSE 20 * fix END
+        END AS n
+    FROM attempts
+),
+sets AS (
+    SELECT
+        cycle_id, agent_id, project_id,
+        count(*) FILTER (WHERE ok) = 3
+            AND count(DISTINCT attempt_no) FILTER (WHERE ok) = 3
+            AND coalesce(bool_and(attempt_no BETWEEN 1 AND 3) FILTER (WHERE ok), false) AS complete,
+        list({'k': n * {scale} // d, 'n': n, 'd': d} ORDER BY n * {scale} // d)
+            FILTER (WHERE ok) AS s
+    FROM scored
+    GROUP BY ALL
+),
+judged AS (
+    SELECT
+        cycle_id, agent_id, project_id, complete,
+        s[2] AS mid,
+        complete AND (s[3].n * s[1].d - s[1].n * s[3].d) * 100 * s[2].d
+                      > 30 * s[3].d * s[1].d * s[2].n AS unstable
+    FROM sets
+),
+decisions AS (
+    SELECT cycle_id, project_id, decision
+    FROM read_csv('{decisions}', header = true, columns = {
+        'project_id': 'VARCHAR', 'cycle_id': 'VARCHAR', 'decision': 'VARCHAR',
+        'decided_by': 'VARCHAR', 'decided_at': 'TIMESTAMP'})
+    QUALIFY row_number() OVER (PARTITION BY cycle_id, project_id
+                               ORDER BY decided_at DESC, decided_by DESC) = 1
+),
+excluded AS (
+    SELECT p.cycle_id, p.project_id
+    FROM (SELECT cycle_id, project_id FROM scored GROUP BY ALL
+          HAVING count(*) FILTER (WHERE ok) > 0 AND count(*) FILTER (WHERE ok AND passed) = 0) AS p
+    LEFT JOIN decisions USING (cycle_id, project_id)
+    WHERE coalesce(decisions.decision, '') <> 'project_at_fault'
+),
+per_agent AS (
+    SELECT
+        j.cycle_id, j.agent_id,
+        list(j.mid ORDER BY j.mid.k) FILTER (WHERE j.complete AND NOT j.unstable AND x.project_id IS NULL)
+            AS mids,
+        count(*) FILTER (WHERE j.complete AND NOT j.unstable AND x.project_id IS NULL) AS sets_counted,
+        count(*) FILTER (WHERE j.complete AND j.unstable) AS sets_unstable,
+        count(*) FILTER (WHERE x.project_id IS NOT NULL) AS sets_under_review
+    FROM judged AS j
+    LEFT JOIN excluded AS x USING (cycle_id, project_id)
+    GROUP BY ALL
+),
+medians AS (
+    SELECT
+        cycle_id, agent_id, sets_counted, sets_unstable, sets_under_review,
+        -- median = (lo + hi) / 2, lo = hi for an odd count
+        mids[(len(mids) - 1) // 2 + 1].n * mids[len(mids) // 2 + 1].d
+            + mids[len(mids) // 2 + 1].n * mids[(len(mids) - 1) // 2 + 1].d AS mn,
+        2 * mids[(len(mids) - 1) // 2 + 1].d * mids[len(mids) // 2 + 1].d AS md
+    FROM per_agent
+),
+counts AS (
+    SELECT cycle_id, agent_id,
+           count(*) FILTER (WHERE ok) AS valid_attempts,
+           count(*) FILTER (WHERE ok AND passed) AS passes
+    FROM scored
+    GROUP BY ALL
+)
+SELECT
+    c.cycle_id, c.agent_id,
+    m.mn AS board_n, m.md AS board_d,
+    CASE WHEN m.mn IS NOT NULL THEN 1 + (
+        SELECT count(*) FROM medians AS o
+        WHERE o.cycle_id = m.cycle_id AND o.mn IS NOT NULL AND o.mn * m.md > m.mn * o.md
+    ) END AS rank,
+    c.passes, c.valid_attempts,
+    m.sets_counted, m.sets_unstable, m.sets_under_review
+FROM counts AS c
+JOIN medians AS m USING (cycle_id, agent_id)
+ORDER BY c.cycle_id, c.agent_id
+"""
+
+BOARD_COLUMNS = [
+    "cycle_id", "agent_id", "board_n", "board_d", "rank", "passes", "valid_attempts",
+    "sets_counted", "sets_unstable", "sets_under_review",
+]  # fmt: skip
+
+MARTS_BOARD_SQL = """
+SELECT cycle_id, agent_id, board_score_numerator, board_score_denominator, rank, passes, valid_attempts,
+       sets_counted, sets_unstable, sets_under_review
+FROM marts.board ORDER BY cycle_id, agent_id
+"""
+
+
+def floor_sql() -> str:
+    decisions = str(SEEDS / "review_decisions.csv").replace("'", "''")
+    return FLOOR_SQL.replace("{decisions}", decisions).replace("{scale}", f"'{10**25}'::HUGEINT")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Phases (each runs in its own process: ``--phase NAME``)
+# ---------------------------------------------------------------------------------------------------
+
+
+def phase_generate(db: Path, size: int) -> dict:
+    import duckdb
+    from argusic.warehouse import RAW_DDL
+
+    agents, projects = plan(size)
+    started = time.perf_counter()
+    with duckdb.connect(str(db)) as con:
+        con.execute(RAW_DDL)
+        con.execute(generate_sql(agents, projects))
+        rows = con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0]
+        shape = con.execute(
+            """
+            SELECT count(DISTINCT cycle_id), count(DISTINCT agent_id), count(DISTINCT project_id),
+                   count(*) FILTER (WHERE purpose = 'verdict'), count(*) FILTER (WHERE rerun_of IS NOT NULL),
+                   count(*) FILTER (WHERE end_reason = 'timeout')
+            FROM raw.run_records
+            """
+        ).fetchone()
+    keys = ["cycles", "agents", "projects", "verdict_attempts", "reruns", "timeouts"]
+    return {
+        "seconds": time.perf_counter() - started,
+        "rows": rows,
+        "projects_per_cycle": projects,
+        **dict(zip(keys, shape, strict=True)),
+    }
+
+
+def phase_floor(db: Path, out: Path) -> dict:
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        sql = floor_sql()
+        started = time.perf_counter()
+        rows = con.execute(sql).fetchall()
+        seconds = time.perf_counter() - started
+    out.write_text(json.dumps([[str(v) if v is not None else None for v in row] for row in rows]))
+    return {"seconds": seconds, "rows": len(rows)}
+
+
+def phase_build(db: Path, target: Path) -> dict:
+    os.environ["DBT_TARGET_PATH"] = str(target)
+    os.environ["DBT_LOG_PATH"] = str(target / "logs")
+    from argusic.build import build_warehouse
+
+    started = time.perf_counter()
+    result = build_warehouse(db, quiet=True)
+    return {
+        "seconds": time.perf_counter() - started,
+        "dbt_seconds": result.dbt_seconds,
+        "validation_seconds": result.validation_seconds,
+        "nodes": len(result.nodes),
+        "validation_success": result.validation.success,
+    }
+
+
+def phase_check(db: Path, floor_out: Path) -> dict:
+    import duckdb
+
+    floor = [_normalise(row) for row in json.loads(floor_out.read_text())]
+    with duckdb.connect(str(db), read_only=True) as con:
+        built = [_normalise(row) for row in con.execute(MARTS_BOARD_SQL).fetchall()]
+    floor_by = {row[:2]: row for row in floor}
+    built_by = {row[:2]: row for row in built}
+    differences = []
+    for key in sorted(set(floor_by) | set(built_by)):
+        if floor_by.get(key) != built_by.get(key):
+            differences.append({"key": list(key), "floor": floor_by.get(key), "marts": built_by.get(key)})
+    scored = sum(1 for row in built if row[2] is not None)
+    return {
+        "agree": not differences,
+        "rows": len(built),
+        "scored_rows": scored,
+        "differences": len(differences),
+        "examples": [json.loads(json.dumps(d, default=str)) for d in differences[:3]],
+    }
+
+
+def _normalise(row) -> tuple:
+    """(cycle, agent, exact board score or None, rank, passes, valid, counted, unstable, review)."""
+    cycle, agent, n, d, *rest = row
+    score = None if n is None else Fraction(int(n), int(d))
+    return (cycle, agent, score, *[None if v is None else int(v) for v in rest])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------------------------------
+
+
+def run_phase(args: list[str], env: dict | None = None) -> dict:
+    """Run one phase in a child process; its own peak RSS comes from the kernel (os.wait4)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        wall = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, __file__, *args], stdout=out, stderr=err, env=env, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - wall
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"phase {args[:2]} failed ({proc.returncode}):\n{stdout[-4000:]}\n{stderr[-4000:]}"
+        )
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result["peak_mb"] = usage.ru_maxrss / 1024  # Linux: kilobytes
+    result["process_seconds"] = wall
+    return result
+
+
+def slowest_nodes(target: Path, top: int) -> list[tuple[str, float]]:
+    path = target / "run_results.json"
+    if not path.exists():
+        return []
+    results = json.loads(path.read_text()).get("results", [])
+    timed = [(r["unique_id"], float(r.get("execution_time") or 0.0)) for r in results]
+    return sorted(timed, key=lambda t: -t[1])[:top]
+
+
+def bench(size: int, work: Path, top: int) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
+    db = work / "warehouse.duckdb"
+    for stale in work.glob("warehouse.duckdb*"):
+        stale.unlink()
+    floor_out = work / "floor_board.json"
+    target = work / "dbt_target"
+    shutil.rmtree(target, ignore_errors=True)
+
+    print(f"\n== {size:,} attempts (work dir {work})", flush=True)
+    gen = run_phase(["--phase", "generate", "--db", str(db), "--size", str(size)])
+    print(
+        f"generated {gen['rows']:,} run records in {gen['seconds']:.1f} s: {gen['cycles']} cycles, "
+        f"{gen['agents']} agents, {gen['projects']:,} projects ({gen['projects_per_cycle']:,} a cycle), "
+        f"{gen['verdict_attempts']:,} verdict attempts, {gen['reruns']:,} reruns, {gen['timeouts']:,} "
+        f"timeouts; file {db.stat().st_size / 2**20:.0f} MB",
+        flush=True,
+    )
+    floor = run_phase(["--phase", "floor", "--db", str(db), "--out", str(floor_out)])
+    print(f"floor: {floor['seconds']:.2f} s, {floor['rows']} board rows, peak {floor['peak_mb']:.0f} MB")
+    build = run_phase(["--phase", "build", "--db", str(db), "--target", str(target)])
+    print(
+        f"build: {build['seconds']:.2f} s (dbt {build['dbt_seconds']:.2f} s, expectations "
+        f"{build['validation_seconds']:.2f} s, {build['nodes']} nodes), peak {build['peak_mb']:.0f} MB"
+    )
+    nodes = slowest_nodes(target, top)
+    if nodes:
+        print("slowest dbt nodes: " + ", ".join(f"{uid.split('.', 2)[-1]} {t:.2f} s" for uid, t in nodes))
+    check = run_phase(["--phase", "check", "--db", str(db), "--out", str(floor_out)])
+    word = "agree" if check["agree"] else "DISAGREE"
+    print(
+        f"agreement ({size:,}): {word}: floor board vs marts.board, {check['rows']} rows "
+        f"({check['scored_rows']} with a score), {check['differences']} differences"
+    )
+    for example in check["examples"]:
+        print(f"  e.g. {example}")
+    return {"size": size, "generate": gen, "floor": floor, "build": build, "check": check, "nodes": nodes}
+
+
+def print_table(rows: list[dict]) -> None:
+    header = (
+        f"{'attempts':>10} {'floor s':>8} {'build s':>8} {'dbt s':>8} {'expect s':>8} "
+        f"{'ratio':>7} {'floor MB':>9} {'build MB':>9} {'board':>9}"
+    )
+    print("\n" + header)
+    print("-" * len(header))
+    for r in rows:
+        ratio = r["build"]["seconds"] / r["floor"]["seconds"]
+        print(
+            f"{r['generate']['rows']:>10,} {r['floor']['seconds']:>8.2f} {r['build']['seconds']:>8.2f} "
+            f"{r['build']['dbt_seconds']:>8.2f} {r['build']['validation_seconds']:>8.2f} {ratio:>6.1f}x "
+            f"{r['floor']['peak_mb']:>9.0f} {r['build']['peak_mb']:>9.0f} "
+            f"{'agree' if r['check']['agree'] else 'DISAGREE':>9}"
+        )
+    for r in rows:
+        ratio = r["build"]["seconds"] / r["floor"]["seconds"]
+        verdict = "within" if ratio <= TARGET_RATIO else "over"
+        memory = "under" if r["build"]["peak_mb"] < TARGET_PEAK_MB else "over"
+        print(
+            f"ratio build/floor at {r['generate']['rows']:,} attempts: {ratio:.1f}x ({verdict} the "
+            f"{TARGET_RATIO:g}x target); build peak {r['build']['peak_mb']:.0f} MB ({memory} "
+            f"{TARGET_PEAK_MB:.0f} MB)"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES))
+    parser.add_argument("--quick", action="store_true", help="10,000 attempts only")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep the files")
+    parser.add_argument("--top", type=int, default=8, help="slowest dbt nodes to list")
+    parser.add_argument("--json", type=Path, help="also write the measurements as JSON here")
+    parser.add_argument("--phase", choices=["generate", "floor", "build", "check"], help=argparse.SUPPRESS)
+    parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--target", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.phase:
+        result = {
+            "generate": lambda: phase_generate(args.db, args.size),
+            "floor": lambda: phase_floor(args.db, args.out),
+            "build": lambda: phase_build(args.db, args.target),
+            "check": lambda: phase_check(args.db, args.out),
+        }[args.phase]()
+        result["self_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(result, default=str))
+        return 0
+
+    sizes = [10_000] if args.quick else [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    base = args.keep or Path(tempfile.mkdtemp(prefix="argusic-bench-"))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; sizes {sizes}")
+    rows = []
+    try:
+        for size in sizes:
+            rows.append(bench(size, base / f"n{size}", args.top))
+    finally:
+        if rows:
+            print_table(rows)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2, default=str))
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0 if all(r["check"]["agree"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
