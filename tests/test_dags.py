@@ -157,8 +157,8 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     info = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
 
     assert info["errors"] == {}
-    assert {"argusic_pool_rotation", "argusic_cycle"} <= set(info["dags"])
-    for dag_id in ("argusic_pool_rotation", "argusic_cycle"):
+    assert {"argusic_pool_rotation", "argusic_cycle", "argusic_maintenance"} <= set(info["dags"])
+    for dag_id in ("argusic_pool_rotation", "argusic_cycle", "argusic_maintenance"):
         dag = info["dags"][dag_id]
         assert "argusic" in dag["tags"] and len(dag["tags"]) >= 2, dag_id
         assert dag["doc_md"], dag_id
@@ -374,3 +374,42 @@ def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
     assert capped["state"] == "failed"
     assert states(capped, "plan") == ["failed"]
     assert [t for t in capped["tis"] if t["task_id"] == "plan"][0]["try"] == 1  # not retried: re-plan
+
+
+@pytest.mark.slow
+def test_maintenance_dag_audits_evidence_and_fails_on_tampering(airflow_db, tmp_path) -> None:
+    env = env_for(airflow_db, tmp_path)
+    seed = r"""
+import json, os, sys
+from pathlib import Path
+sys.path.insert(0, os.environ["TESTS_DIR"])
+from conftest import VALID_RECORD, write_record
+from argusic.evidence import EvidenceStore
+from argusic.warehouse import ingest
+base = Path(os.environ["BASE"])
+store = EvidenceStore()
+doc = json.loads(json.dumps(VALID_RECORD))
+for kind in ("log", "recording", "report"):
+    (base / kind).write_bytes(kind.encode() * 3)
+    doc["evidence"][kind] = store.put_file(base / kind).as_ref()
+ingest([write_record(base / "rec", doc)])
+print("@@RESULT@@" + json.dumps(doc["evidence"]))
+"""
+    env_seed = dict(env, TESTS_DIR=str(Path(__file__).parent), BASE=str(tmp_path))
+    out = run_python(env_seed, seed)
+    evidence = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
+    run = {"dag_id": "argusic_maintenance", "logical_date": "2026-12-02T10:00:00+00:00"}
+    (clean,) = dag_test(env, [run])
+    assert states(clean, "audit_evidence") == ["success"], clean
+    assert states(clean, "remove_orphaned_containers") == ["success"], clean
+    report = json.loads((tmp_path / "runs" / "audit" / "2026-12-02.json").read_text())
+    assert report == {"checked": 3, "ok": True, "findings": []}
+
+    uri = evidence["log"]["uri"]
+    stored = Path(uri.removeprefix("file://"))
+    stored.chmod(0o644)
+    stored.write_bytes(b"tampered")
+    (tampered,) = dag_test(env, [dict(run, logical_date="2026-12-02T11:00:00+00:00")])
+    assert states(tampered, "audit_evidence") == ["failed"], tampered
+    report = json.loads((tmp_path / "runs" / "audit" / "2026-12-02.json").read_text())
+    assert [(f["kind"], f["problem"]) for f in report["findings"]] == [("log", "mismatch")]

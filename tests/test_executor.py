@@ -163,18 +163,26 @@ def test_docker_isolation_limits_and_cleanup(tmp_path, probe_harness):
 @needs_docker
 def test_orphaned_containers_are_removed(tmp_path):
     runner = DockerExecutor()
+    labels = {"argusic.attempt_id": "t.orphan", "argusic.deadline": "1000"}
     orphan = runner.client.containers.run(
-        runner.image, ["sleep", "300"], detach=True, labels={"argusic.attempt_id": "t.orphan"},
-        network_mode="none",
+        runner.image, ["sleep", "300"], detach=True, labels=labels, network_mode="none"
+    )
+    live = runner.client.containers.run(
+        runner.image, ["sleep", "300"], detach=True, network_mode="none",
+        labels={"argusic.attempt_id": "t.live", "argusic.deadline": "5000"},
     )  # fmt: skip
     try:
-        removed = runner.remove_orphans(running_attempt_ids={"t.still-running"})
-        assert orphan.name in removed
+        # Past its deadline + grace: removed; within its budget: kept.
+        assert runner.remove_orphans(now_epoch=1400, attempt_prefix="t.") == [orphan.name]
+        assert runner.client.containers.get(live.name).status == "running"
+        # A crashed worker's attempt that is no longer running: removed whatever its deadline.
+        assert runner.remove_orphans(running_attempt_ids={"t.other"}, attempt_prefix="t.") == [live.name]
     finally:
         import contextlib
 
-        with contextlib.suppress(Exception):
-            orphan.remove(force=True)
+        for container in (orphan, live):
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
 
 
 def test_unknown_executor_name_is_refused():

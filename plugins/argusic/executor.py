@@ -31,6 +31,8 @@ CONTAINER_SOURCE = "/forge/source"
 CONTAINER_OUT = "/out"
 CONTAINER_PROJECT = "/workspace/project"
 LABEL = "argusic.attempt_id"
+DEADLINE_LABEL = "argusic.deadline"  # epoch seconds after which the container has no business running
+ORPHAN_GRACE_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ class DockerExecutor:
                 mem_limit=config.container_memory,
                 memswap_limit=config.container_memory,
                 pids_limit=config.container_pids_limit,
-                labels={LABEL: attempt_id},
+                labels={LABEL: attempt_id, DEADLINE_LABEL: str(int(started.timestamp() + budget_seconds))},
                 volumes={
                     str(HARNESS_DIR): {"bind": CONTAINER_HARNESS, "mode": "ro"},
                     str(Path(repo_path).resolve()): {"bind": CONTAINER_SOURCE, "mode": "ro"},
@@ -169,11 +171,24 @@ class DockerExecutor:
         with contextlib.suppress(self._docker.errors.NotFound):
             self.client.containers.get(name).remove(force=True)
 
-    def remove_orphans(self, running_attempt_ids: set[str]) -> list[str]:
-        """Remove Argusic containers whose attempt is not running any more (crashed workers)."""
+    def remove_orphans(
+        self,
+        running_attempt_ids: set[str] | None = None,
+        now_epoch: float | None = None,
+        attempt_prefix: str = "",
+    ) -> list[str]:
+        """Remove Argusic containers left by crashed workers: those whose attempt is not among the
+        running ones (when that set is known), or that outlived their budget by the grace period.
+        Only attempts whose id starts with `attempt_prefix` (e.g. a cycle id) are considered."""
         removed = []
         for container in self.client.containers.list(all=True, filters={"label": LABEL}):
-            if container.labels.get(LABEL) not in running_attempt_ids:
+            attempt_id = container.labels.get(LABEL, "")
+            if not attempt_id.startswith(attempt_prefix):
+                continue
+            deadline = float(container.labels.get(DEADLINE_LABEL, "inf"))
+            not_running = running_attempt_ids is not None and attempt_id not in running_attempt_ids
+            expired = now_epoch is not None and now_epoch > deadline + ORPHAN_GRACE_SECONDS
+            if not_running or expired:
                 container.remove(force=True)
                 removed.append(container.name)
         return removed

@@ -1,0 +1,56 @@
+"""Hourly upkeep: remove attempt containers orphaned by crashed workers and audit stored evidence
+against the fingerprints in the run records. Thin: logic lives in argusic.maintenance."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import dag, get_current_context, task
+
+DOC_MD = """
+### Argusic maintenance (hourly)
+
+* **remove_orphaned_containers** — removes every Argusic attempt container that outlived its time
+  budget by more than the grace period at the end of this run's data interval (its worker crashed).
+  XCom: the names removed.
+* **audit_evidence** — re-hashes every evidence object referenced by `raw.run_records` and fails,
+  naming the attempts, when any is missing or its bytes no longer match. Report:
+  `runs/audit/<day>.json`.
+"""
+
+
+def _interval_end():
+    context = get_current_context()
+    return context.get("data_interval_end") or context["dag_run"].run_after
+
+
+@dag(
+    dag_id="argusic_maintenance",
+    schedule="@hourly",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["argusic", "maintenance"],
+    doc_md=DOC_MD,
+    # One quick retry covers a transient store read; a real mismatch fails again and stays red.
+    default_args={"owner": "argusic", "retries": 1, "retry_delay": timedelta(seconds=15)},
+)
+def argusic_maintenance():
+    @task
+    def remove_orphaned_containers() -> list[str]:
+        from argusic.maintenance import remove_orphaned_containers as remove
+
+        return remove(_interval_end())
+
+    @task(pool="argusic_warehouse", pool_slots=1)
+    def audit_evidence() -> dict:
+        from argusic.maintenance import audit_evidence as audit
+
+        return audit(_interval_end().date().isoformat())
+
+    remove_orphaned_containers()
+    audit_evidence()
+
+
+argusic_maintenance()
