@@ -269,12 +269,15 @@ def check_case(case, counts: Counter) -> None:
     chunks, secrets, plants, commands = case
     cast = make_cast(chunks)
     log = "".join(chunks).encode()
+    counts["attempts"] += 1  # one generated session, served as a recording and as a log
+    counts["secrets_planted"] += len(plants)
+    counts["distinct_secrets"] += len({s for s, _ in plants})
     for secret, _ in plants:  # the oracle is not vacuous: it reads every plant in the raw stream
         if not oracle_leaks("".join(chunks), secret):
             counts["oracle_misses"] += 1
     for kind, result in (("recording", mask_recording(cast, secrets)), ("log", mask_log(log, secrets))):
         counts[f"{kind}s"] += 1
-        counts["secrets_planted"] += len(plants)
+        counts["plant_checks"] += len(plants)
         if result.withheld:
             counts["withheld"] += 1
             continue
@@ -536,3 +539,17 @@ def test_every_command_line_survives(commands: list[str], with_banner: bool, cut
         assert cmd in served_lines
     log = mask_log(stream.replace("\r\n", "\n").encode(), [KEY]).data.decode().splitlines()
     assert [x for x in log if x.startswith(("$", "src $"))] == commands
+
+
+def test_ordinary_log_text_is_left_alone() -> None:
+    text = (
+        "$ cat settings.py\n"
+        'DB_PASSWORD = "${DB_PASSWORD}"\n'
+        "secret = get_secret()\n"
+        'token = "<your token here>"\n'
+        "commit 0123456789abcdef0123456789abcdef01234567\n"
+        "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n"
+        "Successfully installed anthropic-0.40.0 requests-2.32.3\n"
+    )
+    result = mask_log(text.encode(), [KEY])
+    assert result.data.decode() == text and not result.masking_applied

@@ -460,6 +460,23 @@ def _is_placeholder_only(value: str) -> bool:
     return len(re.sub(r"[\s\"'`\[\](){}<>,;:=]", "", rest)) < 4
 
 
+# Detectors that guess from context (a keyword, a quoted string's entropy) rather than a token format:
+# their hits go through detect-secrets' own false-positive heuristics first.
+SOFT_DETECTORS = frozenset({"Secret Keyword", "Base64 High Entropy String"})
+
+
+def _looks_like_no_value(value: str, line: str) -> bool:
+    from detect_secrets.filters import heuristic as h
+
+    return (
+        h.is_sequential_string(value)
+        or h.is_templated_secret(value)
+        or h.is_prefixed_with_dollar_sign(value)
+        or h.is_not_alphanumeric_string(value)
+        or h.is_indirect_reference(line)
+    )
+
+
 def _detect_line(line: str, policy: MaskPolicy) -> frozenset[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     if len(line) < policy.min_secret_len:
@@ -472,6 +489,8 @@ def _detect_line(line: str, policy: MaskPolicy) -> frozenset[tuple[str, str]]:
             if not isinstance(value, str) or len(value) < policy.min_secret_len:
                 continue
             if secret_type == "Base64 High Entropy String" and _entropy(value) <= BASE64_ENTROPY_LIMIT:
+                continue
+            if secret_type in SOFT_DETECTORS and _looks_like_no_value(value, line):
                 continue
             if not _is_placeholder_only(value):
                 found.add((secret_type, value))
