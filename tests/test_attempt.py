@@ -27,6 +27,11 @@ def write(name, text):
 write("log.txt", "step 1\n")
 if mode != "norecording":
     write("recording.cast", '{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "hi"]\n')
+if mode == "printkey":  # an untrusted project talks the agent into printing its environment
+    key = os.environ.get("OPENAI_API_KEY", "")
+    write("log.txt", f"step 1\nOPENAI_API_KEY={key}\n")
+    header = '{"version": 2, "width": 80, "height": 24}\n'
+    write("recording.cast", header + json.dumps([0.1, "o", key]) + "\n")
 if mode == "hang":
     time.sleep(600)
 if mode == "crash":
@@ -136,3 +141,74 @@ def test_record_json_is_the_contract_shape(tmp_path, scripted):
     assert doc["schema"] == "argusic.run_record/1"
     assert set(doc["evidence"]) == {"log", "recording", "report"}
     assert doc["started_at"].endswith("Z") and doc["key"] == {"kind": "none", "limit_usd": None}
+
+
+# -- per-run model keys through the attempt runner ---------------------------------------------------
+
+
+@pytest.fixture
+def routed_agent(monkeypatch):
+    """Register a stand-in agent routed through our gateway (key kind per_run)."""
+    from argusic import agents
+
+    driver = agents.AgentDriver("routed-agent", "readme-runner", (), "per_run")
+    monkeypatch.setitem(agents.DRIVERS, "routed-agent", driver)
+    return driver
+
+
+def test_per_run_key_reaches_agent_by_env_only_and_is_deleted(tmp_path, scripted, routed_agent):
+    from test_keys import FakeBroker
+
+    broker = FakeBroker()
+    repo, commit = make_repo(tmp_path, "printkey")
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    spec = _spec(repo, commit, "printkey", agent_id="routed-agent")
+    path = run_attempt(spec, LocalExecutor(), store, tmp_path / "runs", broker=broker)
+    record = load_record_file(path)
+    assert broker.stats.created == 1 and broker.stats.deleted == 1 and broker.keys == {}
+    assert record.key.kind == "per_run" and record.key.limit_usd == 3.0
+    log = store.read(record.evidence.log.uri).decode()
+    assert "OPENAI_API_KEY=[key " in log and "sk-fake-" not in log  # the agent saw it; storage never did
+    for file in (tmp_path / "runs").rglob("*"):
+        if file.is_file():
+            assert b"sk-fake-" not in file.read_bytes(), file
+
+
+def test_key_deleted_when_attempt_times_out(tmp_path, scripted, routed_agent):
+    from test_keys import FakeBroker
+
+    broker = FakeBroker()
+    repo, commit = make_repo(tmp_path, "hang")
+    spec = _spec(repo, commit, "hang", agent_id="routed-agent", demo=True, budget_scale=2 / 5400)
+    path = run_attempt(spec, LocalExecutor(), EvidenceStore((tmp_path / "e").as_uri()), tmp_path / "runs",
+                       broker=broker)  # fmt: skip
+    assert load_record_file(path).end_reason == "timeout"
+    assert broker.stats.created == 1 and broker.keys == {}
+
+
+def test_no_key_means_the_attempt_does_not_start(tmp_path, scripted, routed_agent, monkeypatch):
+    from argusic.keys import KeyUnavailable
+    from test_keys import FakeBroker
+
+    broker = FakeBroker()
+    broker.fail_create = True
+    repo, commit = make_repo(tmp_path, "ok")
+    spec = _spec(repo, commit, "ok", agent_id="routed-agent")
+    with pytest.raises(KeyUnavailable):
+        run_attempt(spec, LocalExecutor(), EvidenceStore((tmp_path / "e").as_uri()), tmp_path / "runs",
+                    broker=broker)  # fmt: skip
+    assert not list((tmp_path / "runs").rglob("run_record.json"))
+    assert not (tmp_path / "runs" / "2026-12" / spec.attempt_id / "out").exists() or not any(
+        (tmp_path / "runs" / "2026-12" / spec.attempt_id / "out").iterdir()
+    )
+    # No routing layer configured at all: refused the same way, never a shared key instead.
+    monkeypatch.delenv("LITELLM_BASE_URL", raising=False)
+    with pytest.raises(KeyUnavailable, match="LITELLM_BASE_URL"):
+        run_attempt(spec, LocalExecutor(), EvidenceStore((tmp_path / "e").as_uri()), tmp_path / "runs")
+
+
+def test_served_copies_are_recorded(tmp_path, scripted):
+    path, store = _run(tmp_path, "ok")
+    record = load_record_file(path)
+    assert record.presentation is not None and not record.presentation.withheld
+    assert store.read(record.presentation.log.uri) == store.read(record.evidence.log.uri)

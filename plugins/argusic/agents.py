@@ -16,6 +16,9 @@ class AgentDriver:
     harness_name: str
     harness_args: tuple[str, ...]
     key_kind: str  # per_run | shared | none
+    key_env_var: str = "OPENAI_API_KEY"  # how the key reaches the agent inside the container
+    base_url_env_var: str | None = "OPENAI_BASE_URL"
+    shared_env_var: str | None = None  # for key_kind shared: the orchestrator's variable holding it
 
 
 # Every agent the pipeline can start: agent_id -> harness and its extra arguments. The deterministic

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from argusic.agents import driver_for
 from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
+from argusic.keys import IssuedKey, KeyBroker, key_for_attempt
 from argusic.record import SCHEMA_ID, RecordError, RunRecord, load_record_file, parse_record, utc_now_iso
 from argusic.settings import orchestrator_config, runs_dir
 
@@ -91,7 +92,11 @@ def _read_report(path: Path) -> tuple[dict | None, str | None]:
 
 
 def build_record(
-    spec: AttemptSpec, result: ExecutionResult, out_dir: Path, store: EvidenceStore
+    spec: AttemptSpec,
+    result: ExecutionResult,
+    out_dir: Path,
+    store: EvidenceStore,
+    key_record: dict | None = None,
 ) -> RunRecord:
     config = orchestrator_config()
     budget = config.budget_seconds(spec.tier)
@@ -153,7 +158,7 @@ def build_record(
         },
         "harness": {"name": driver.harness_name, "version": _harness_version()},
         "model": {"requested": None, "responded": None},
-        "key": {"kind": driver.key_kind, "limit_usd": None},
+        "key": key_record or {"kind": driver.key_kind, "limit_usd": None},
         "executor": result.executor,
         "demo": spec.demo,
         "effective_budget_seconds": max(1, round(budget * spec.budget_scale)) if spec.demo else None,
@@ -169,13 +174,37 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _mask_outputs(out_dir: Path, key: IssuedKey) -> None:
+    """The key's value never lands in stored evidence: replace it in the harness output first."""
+    for filename in EVIDENCE_FILES.values():
+        path = out_dir / filename
+        if path.exists():
+            text = path.read_text(errors="surrogateescape")
+            masked = key.mask(text)
+            if masked != text:
+                path.write_text(masked, errors="surrogateescape")
+
+
+def _broker_for(key_kind: str, broker: KeyBroker | None) -> KeyBroker | None:
+    if key_kind != "per_run" or broker is not None:
+        return broker
+    from argusic.keys import LiteLLMKeyBroker
+
+    return LiteLLMKeyBroker.from_env()  # raises KeyUnavailable when no routing layer is configured
+
+
 def run_attempt(
     spec: AttemptSpec,
     executor: Executor | None = None,
     store: EvidenceStore | None = None,
     base_dir: Path | None = None,
+    broker: KeyBroker | None = None,
 ) -> Path:
-    """Run one attempt (unless its record exists already) and return the run record's path."""
+    """Run one attempt (unless its record exists already) and return the run record's path.
+
+    An agent routed through our gateway gets a key made for this attempt alone, deleted when the
+    container is gone whatever the ending; if the key cannot be made, KeyUnavailable is raised and the
+    attempt does not start (the task is retried; never a shared-key fallback)."""
     folder = attempt_dir(spec, base_dir)
     record_path = folder / "run_record.json"
     if record_path.exists():
@@ -190,19 +219,64 @@ def run_attempt(
     folder.mkdir(parents=True, exist_ok=True)
     executor = executor or get_executor()
     store = store or EvidenceStore()
+    driver = driver_for(spec.agent_id)
     budget = orchestrator_config().budget_seconds(spec.tier)
     effective = max(1.0, budget * spec.budget_scale) if spec.demo else float(budget)
-    result = executor.run(
-        attempt_id=spec.attempt_id,
-        repo_path=Path(spec.repo_url),
-        commit=spec.commit,
-        harness_args=list(driver_for(spec.agent_id).harness_args),
-        out_dir=out_dir,
-        budget_seconds=effective,
-    )
-    record = build_record(spec, result, out_dir, store)
+    with key_for_attempt(
+        driver.key_kind,
+        spec.attempt_id,
+        broker=_broker_for(driver.key_kind, broker),
+        shared_env_var=driver.shared_env_var,
+        ttl_seconds=int(effective) + 600,  # the gateway expires it even if every deletion path failed
+    ) as key:
+        result = executor.run(
+            attempt_id=spec.attempt_id,
+            repo_path=Path(spec.repo_url),
+            commit=spec.commit,
+            harness_args=list(driver.harness_args),
+            out_dir=out_dir,
+            budget_seconds=effective,
+            env=key.container_env(driver.key_env_var, driver.base_url_env_var),
+        )
+        _mask_outputs(out_dir, key)
+        key_record = key.record()
+    record = with_presentation(build_record(spec, result, out_dir, store, key_record), store)
     _write_atomic(record_path, record.to_json() + "\n")
     return record_path
+
+
+def presentation_secrets() -> list[str]:
+    """Live credential values the orchestrator holds: every shared key an agent may be given.
+    (A per-run key is masked out of the output before it is stored, so it never reaches here.)"""
+    from argusic.agents import DRIVERS
+
+    names = {d.shared_env_var for d in DRIVERS.values() if d.shared_env_var}
+    return [os.environ[name] for name in sorted(names) if os.environ.get(name)]
+
+
+def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
+    """Derive the served copies (credentials masked, generated private keys redacted, vendor banners
+    hidden). A copy that cannot be shown free of live credentials is withheld: the attempt becomes
+    invalid with that reason, and is rerun like any attempt our tooling could not complete."""
+    from argusic.presentation import present_attempt
+
+    if record.evidence.log is None and record.evidence.recording is None:
+        return record
+    shown = present_attempt(record, store, presentation_secrets())
+    served = {k: (None if v is None else {"sha256": v.sha256, "uri": v.uri, "bytes": v.bytes})
+              for k, v in shown.served.items()}  # fmt: skip
+    doc = json.loads(record.to_json())
+    doc["presentation"] = {
+        "masking_applied": shown.masking_applied,
+        "withheld": shown.withheld,
+        "withheld_reason": shown.withheld_reason,
+        "log": served.get("log"),
+        "recording": served.get("recording"),
+        "private_key_sha256": sorted({k["sha256"] for k in shown.private_keys}),
+    }
+    if shown.withheld and doc["invalid_reason"] is None:
+        doc["invalid_reason"] = f"served copy withheld: {shown.withheld_reason}"
+    return parse_record(doc, source=record.attempt_id)
 
 
 def run_with_reruns(
@@ -210,13 +284,14 @@ def run_with_reruns(
     executor: Executor | None = None,
     store: EvidenceStore | None = None,
     base_dir: Path | None = None,
+    broker: KeyBroker | None = None,
 ) -> list[Path]:
     """Run an attempt; rerun it (bounded) while its record is invalid. Returns every record made."""
     paths = []
     max_reruns = orchestrator_config().max_reruns
     current = spec
     while True:
-        path = run_attempt(current, executor, store, base_dir)
+        path = run_attempt(current, executor, store, base_dir, broker)
         paths.append(path)
         record = load_record_file(path)
         if record.invalid_reason is None:

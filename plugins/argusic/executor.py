@@ -58,6 +58,7 @@ class Executor(Protocol):
         harness_args: list[str],
         out_dir: Path,
         budget_seconds: float,
+        env: dict[str, str] | None = None,
     ) -> ExecutionResult: ...
 
 
@@ -104,6 +105,7 @@ class DockerExecutor:
         harness_args: list[str],
         out_dir: Path,
         budget_seconds: float,
+        env: dict[str, str] | None = None,
     ) -> ExecutionResult:
         config = orchestrator_config()
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -139,7 +141,8 @@ class DockerExecutor:
                     str(Path(repo_path).resolve()): {"bind": CONTAINER_SOURCE, "mode": "ro"},
                     str(out_dir.resolve()): {"bind": CONTAINER_OUT, "mode": "rw"},
                 },
-                environment={"ARGUSIC_ATTEMPT_ID": attempt_id},
+                # The only way a model key reaches the agent: an environment variable.
+                environment={"ARGUSIC_ATTEMPT_ID": attempt_id, **(env or {})},
             )
             deadline = time.monotonic() + budget_seconds
             timed_out = False
@@ -208,8 +211,10 @@ class LocalExecutor:
         harness_args: list[str],
         out_dir: Path,
         budget_seconds: float,
+        env: dict[str, str] | None = None,
     ) -> ExecutionResult:
         out_dir.mkdir(parents=True, exist_ok=True)
+        extra_env = env or {}
         with tempfile.TemporaryDirectory(prefix="argusic-local-") as tmp:
             project = Path(tmp) / "project"
             harness_cmd = [
@@ -222,13 +227,13 @@ class LocalExecutor:
                 *harness_args,
             ]
             script = _bootstrap_script(str(Path(repo_path).resolve()), str(project), commit, harness_cmd)
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ARGUSIC_"))}
-            env |= {"HOME": tmp, "ARGUSIC_ATTEMPT_ID": attempt_id}
+            child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ARGUSIC_"))}
+            child_env |= {"HOME": tmp, "ARGUSIC_ATTEMPT_ID": attempt_id, **extra_env}
             started = _now()
             proc = subprocess.Popen(
                 ["bash", "-c", script],
                 cwd=tmp,
-                env=env,
+                env=child_env,
                 start_new_session=True,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

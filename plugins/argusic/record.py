@@ -94,6 +94,18 @@ class Key(_Strict):
     limit_usd: float | None
 
 
+class Presentation(_Strict):
+    """The served (presentation-layer) copies derived from the raw evidence before publication."""
+
+    masking_applied: bool
+    withheld: bool
+    withheld_reason: str | None
+    log: EvidenceRef | None
+    recording: EvidenceRef | None
+    # Fingerprints of private-key bodies the project itself generated (redacted in served copies).
+    private_key_sha256: list[Sha256] = Field(default_factory=list)
+
+
 class RunRecord(_Strict):
     schema_: Literal["argusic.run_record/1"] = Field(alias="schema")
     attempt_id: Identifier
@@ -124,6 +136,7 @@ class RunRecord(_Strict):
     effective_budget_seconds: int | None = Field(default=None, gt=0)
     rerun_of: Identifier | None = None
     image: str | None = None
+    presentation: Presentation | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -61,6 +61,9 @@ CREATE TABLE IF NOT EXISTS raw.run_records (
     harness_version       VARCHAR,
     record_json           JSON NOT NULL
 );
+-- Added after the first release; older warehouse files gain them on the next ingest.
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS masking_applied BOOLEAN;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS presentation_withheld BOOLEAN;
 """
 
 COLUMNS = [
@@ -71,6 +74,7 @@ COLUMNS = [
     "report_sha256", "report_uri", "report_bytes", "has_report", "install_ok", "ran_ok",
     "errors_encountered", "errors_fixed", "test_depth", "verified_how", "final_state",
     "key_kind", "harness_name", "harness_version", "record_json",
+    "masking_applied", "presentation_withheld",
 ]  # fmt: skip
 
 
@@ -100,6 +104,8 @@ def _row(record: RunRecord) -> tuple:
         record.harness.name if record.harness else None,
         record.harness.version if record.harness else None,
         record.to_json(),
+        record.presentation.masking_applied if record.presentation else None,
+        record.presentation.withheld if record.presentation else None,
     )  # fmt: skip
 
 
