@@ -14,6 +14,8 @@ DOC_MD = """
 * **remove_orphaned_containers** — removes every Argusic attempt container that outlived its time
   budget by more than the grace period at the end of this run's data interval (its worker crashed).
   XCom: the names removed.
+* **sweep_model_keys** — deletes every per-run model key at the gateway that belongs to no running
+  attempt (a worker killed before its clean-up ran). Does nothing when no gateway is configured.
 * **audit_evidence** — re-hashes every evidence object referenced by `raw.run_records` and fails,
   naming the attempts, when any is missing or its bytes no longer match. Report:
   `runs/audit/<day>.json`.
@@ -43,13 +45,19 @@ def argusic_maintenance():
 
         return remove(_interval_end())
 
+    @task
+    def sweep_model_keys() -> dict:
+        from argusic.maintenance import sweep_model_keys as sweep
+
+        return sweep()
+
     @task(pool="argusic_warehouse", pool_slots=1)
     def audit_evidence() -> dict:
         from argusic.maintenance import audit_evidence as audit
 
         return audit(_interval_end().date().isoformat())
 
-    remove_orphaned_containers()
+    remove_orphaned_containers() >> sweep_model_keys()
     audit_evidence()
 
 

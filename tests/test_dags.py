@@ -402,6 +402,7 @@ print("@@RESULT@@" + json.dumps(doc["evidence"]))
     (clean,) = dag_test(env, [run])
     assert states(clean, "audit_evidence") == ["success"], clean
     assert states(clean, "remove_orphaned_containers") == ["success"], clean
+    assert states(clean, "sweep_model_keys") == ["success"], clean
     report = json.loads((tmp_path / "runs" / "audit" / "2026-12-02.json").read_text())
     assert report == {"checked": 3, "ok": True, "findings": []}
 

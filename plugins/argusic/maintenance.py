@@ -19,6 +19,36 @@ def remove_orphaned_containers(at: datetime) -> list[str]:
     return DockerExecutor().remove_orphans(now_epoch=at.timestamp())
 
 
+def running_attempt_ids() -> set[str]:
+    """Attempts that may still hold a key: a live container, or a folder without its run record yet
+    (starting, or its worker died before writing it — those keys expire at the gateway anyway)."""
+    from argusic.executor import LABEL, docker_available
+
+    running: set[str] = set()
+    if docker_available():
+        import docker
+
+        for container in docker.from_env().containers.list(filters={"label": LABEL}):
+            running.add(container.labels[LABEL])
+    for folder in runs_dir().glob("*/*"):
+        if (folder / "out").is_dir() and not (folder / "run_record.json").exists():
+            running.add(folder.name)
+    return running
+
+
+def sweep_model_keys() -> dict:
+    """Delete every per-run key that belongs to no running attempt. Skipped (None) when no routing
+    layer is configured (LITELLM_BASE_URL unset): then no per-run key can exist either."""
+    import os
+
+    if not os.environ.get("LITELLM_BASE_URL"):
+        return {"configured": False, "deleted": []}
+    from argusic.keys import LiteLLMKeyBroker
+
+    deleted = LiteLLMKeyBroker.from_env().sweep(running_attempt_ids())
+    return {"configured": True, "deleted": [ref.alias for ref in deleted]}
+
+
 def audit_evidence(run_day: str) -> dict:
     """Re-hash every evidence object the warehouse knows; the report lands in runs/audit/<day>.json.
     Raises when anything no longer matches, so the failure is visible in the UI."""
