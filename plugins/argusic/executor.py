@@ -77,6 +77,10 @@ def _bootstrap_script(source: str, project: str, commit: str, harness_cmd: list[
     )
 
 
+def _harness_command(harness_dir: str, project: str, out: str, harness_args: list[str]) -> list[str]:
+    return ["python3", f"{harness_dir}/readme_runner.py", "--project", project, "--out", out, *harness_args]
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -109,15 +113,7 @@ class DockerExecutor:
     ) -> ExecutionResult:
         config = orchestrator_config()
         out_dir.mkdir(parents=True, exist_ok=True)
-        harness_cmd = [
-            "python3",
-            f"{CONTAINER_HARNESS}/readme_runner.py",
-            "--project",
-            CONTAINER_PROJECT,
-            "--out",
-            CONTAINER_OUT,
-            *harness_args,
-        ]
+        harness_cmd = _harness_command(CONTAINER_HARNESS, CONTAINER_PROJECT, CONTAINER_OUT, harness_args)
         script = _bootstrap_script(CONTAINER_SOURCE, CONTAINER_PROJECT, commit, harness_cmd)
         name = container_name(attempt_id)
         self._remove_leftover(name)
@@ -217,15 +213,9 @@ class LocalExecutor:
         extra_env = env or {}
         with tempfile.TemporaryDirectory(prefix="argusic-local-") as tmp:
             project = Path(tmp) / "project"
-            harness_cmd = [
-                "python3",
-                str(HARNESS_DIR / "readme_runner.py"),
-                "--project",
-                str(project),
-                "--out",
-                str(out_dir.resolve()),
-                *harness_args,
-            ]
+            harness_cmd = _harness_command(
+                str(HARNESS_DIR), str(project), str(out_dir.resolve()), harness_args
+            )
             script = _bootstrap_script(str(Path(repo_path).resolve()), str(project), commit, harness_cmd)
             child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ARGUSIC_"))}
             child_env |= {"HOME": tmp, "ARGUSIC_ATTEMPT_ID": attempt_id, **extra_env}
