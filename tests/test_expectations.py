@@ -362,7 +362,9 @@ def test_build_holds_writer_lock_and_blocks_on_expectations(tmp_path: Path, monk
     db = tmp_path / "w.duckdb"
     seen = {}
 
-    def fake_dbt(project_dir: Path, db_path: Path, quiet: bool) -> list[build.NodeResult]:
+    def fake_dbt(
+        project_dir: Path, db_path: Path, quiet: bool, include_unit_tests: bool = False
+    ) -> list[build.NodeResult]:
         with open(db_path.with_suffix(db_path.suffix + ".lock"), "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -496,3 +498,55 @@ def test_build_warehouse_blocks_on_failed_dbt_test(tmp_path: Path) -> None:
         PublicationBlocked, match=r"dbt build failed: test\.standin\.not_null_board_rank\S* \(fail\)"
     ):
         build_warehouse(db, project_dir=project, quiet=True)
+
+
+# ---------------------------------------------------------------------------------------------------
+# GX judges a reduced frame: only the rows that could break a row-local expectation
+# ---------------------------------------------------------------------------------------------------
+
+
+def _big_attempts(n: int = 5000) -> pd.DataFrame:
+    base = good_frames()["attempt_scores"].iloc[[0]]
+    df = pd.concat([base] * n, ignore_index=True)
+    df["attempt_id"] = [f"a-{i}" for i in range(n)]
+    return df
+
+
+def _frames_seen_by_gx(monkeypatch) -> list[tuple[int, bool]]:
+    seen: list[tuple[int, bool]] = []
+    original = expectations._table_frame
+
+    def spy(*args, **kwargs):
+        frame, rows, errors, reduced = original(*args, **kwargs)
+        seen.append((len(frame), reduced))
+        return frame, rows, errors, reduced
+
+    monkeypatch.setattr(expectations, "_table_frame", spy)
+    return seen
+
+
+def test_reduced_frame_counts_every_broken_row_of_a_large_table(monkeypatch) -> None:
+    seen = _frames_seen_by_gx(monkeypatch)
+    df = _big_attempts()
+    assert validate_frames({"attempt_scores": df}, only=["attempt_scores"]).success
+    assert seen[-1] == (0, True)  # nothing could break: GX judges an empty frame
+    df.loc[[10, 20, 30], "score"] = 99.0  # not the sum of the points
+    df.loc[40, "outcome"] = "passed"
+    df.loc[[50, 60], "attempt_id"] = "a-1"  # three rows share a-1
+    report = validate_frames({"attempt_scores": df}, only=["attempt_scores"])
+    assert not report.success
+    assert report.tables["attempt_scores"].rows == 5000
+    by_kind = {(f.expectation, f.kwargs.get("column")): f.observed for f in report.failures}
+    assert by_kind[(IN_SET, "check_score_is_sum")]["unexpected_count"] == 3
+    assert by_kind[(IN_SET, "outcome")]["unexpected_count"] == 1
+    assert by_kind[(IN_SET, "outcome")]["sample"] == ["passed"]
+    assert by_kind[(UNIQUE, "attempt_id")]["unexpected_count"] == 3
+    assert len(report.failures) == 3, report.summary()
+    assert seen[-1] == (7, True)  # 3 + 1 + 3 suspect rows of 5,000
+
+
+def test_table_level_expectations_see_every_row(monkeypatch) -> None:
+    seen = _frames_seen_by_gx(monkeypatch)
+    report = validate_frames(good_frames(), only=["hardware_tiers"])
+    assert report.success
+    assert seen == [(5, False)]  # the row count is judged on the whole table

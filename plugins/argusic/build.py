@@ -94,11 +94,43 @@ def _first_lines(message: str, count: int = 2) -> str:
     return " | ".join([line.strip() for line in message.splitlines() if line.strip()][:count])
 
 
-def _run_dbt(project_dir: Path, db_path: Path, quiet: bool) -> list[NodeResult]:
-    """``dbt build`` in-process; raises PublicationBlocked naming the failed nodes."""
+def dbt_threads() -> int:
+    """dbt threads for the build: ``ARGUSIC_DBT_THREADS``, else two per CPU (at least 2).
+
+    Every thread shares one DuckDB database, which already runs each query on every core; more dbt
+    threads than cores only overlap dbt's own Python work (compiling, bookkeeping) with queries.
+    """
+    configured = os.environ.get("ARGUSIC_DBT_THREADS", "").strip()
+    if configured:
+        return max(1, int(configured))
+    return max(2, 2 * (os.cpu_count() or 1))
+
+
+def _run_dbt(
+    project_dir: Path, db_path: Path, quiet: bool, include_unit_tests: bool = False
+) -> list[NodeResult]:
+    """``dbt build`` in-process; raises PublicationBlocked naming the failed nodes.
+
+    Unit tests are excluded unless ``include_unit_tests``: they check the SQL of the rules on
+    fixed inputs, not the data, and run in development and CI (``make test``,
+    tests/test_dbt_rules.py), as dbt recommends. Every data test still runs. dbt keeps its target
+    folder (the project's ``target/`` or ``DBT_TARGET_PATH``) between builds, so an unchanged
+    project is parsed partially (``partial_parse.msgpack``).
+    """
     from dbt.cli.main import dbtRunner
 
-    args = ["build", "--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
+    args = [
+        "--no-send-anonymous-usage-stats",
+        "build",
+        "--project-dir",
+        str(project_dir),
+        "--profiles-dir",
+        str(project_dir),
+        "--threads",
+        str(dbt_threads()),
+    ]
+    if not include_unit_tests:
+        args += ["--exclude-resource-type", "unit_test"]
     if quiet:
         args.insert(0, "--quiet")
     with _env("ARGUSIC_WAREHOUSE", str(db_path)):
@@ -124,9 +156,17 @@ def _run_dbt(project_dir: Path, db_path: Path, quiet: bool) -> list[NodeResult]:
 
 
 def build_warehouse(
-    db_path: Path | None = None, project_dir: Path | None = None, *, quiet: bool = False
+    db_path: Path | None = None,
+    project_dir: Path | None = None,
+    *,
+    quiet: bool = False,
+    include_unit_tests: bool = False,
 ) -> BuildResult:
     """dbt build of dbt_project/ into the warehouse, then every expectation on the marts.
+
+    ``include_unit_tests``: also run dbt's unit tests (excluded by default in a production build:
+    they test the rules' SQL on fixed inputs, not the warehouse's data; tests/test_dbt_rules.py
+    runs all of them). Every data test and every expectation runs either way.
 
     Raises PublicationBlocked when a dbt node fails (naming it) or an expectation fails (naming the
     table and the expectation, with the rows that broke it).
@@ -135,7 +175,7 @@ def build_warehouse(
     project = Path(project_dir) if project_dir else dbt_project_dir()
     with writer_lock(path):
         started = time.perf_counter()
-        nodes = _run_dbt(project, path, quiet)
+        nodes = _run_dbt(project, path, quiet, include_unit_tests=include_unit_tests)
         dbt_seconds = time.perf_counter() - started
         report = validate_warehouse(path)
     if not report.success:

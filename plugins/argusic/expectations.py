@@ -20,8 +20,9 @@ import contextlib
 import logging
 import math
 import os
+import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -213,120 +214,112 @@ KEYS: dict[str, list[str]] = {
 }
 
 # ---------------------------------------------------------------------------------------------------
-# Cross-column and cross-row rules, computed in pandas (each returns one boolean per row)
+# Cross-column and cross-row rules, computed in DuckDB SQL (each is one boolean per row)
 # ---------------------------------------------------------------------------------------------------
+#
+# A check is a SQL expression over the mart (alias ``t``; window functions allowed) and the columns
+# it reads. ``{null:c}`` is "c is null" (a floating NaN counts as null, as in pandas), so a check
+# says exactly what the pandas rule it replaced said. Its value is handed to GX as a boolean column
+# ``check_*`` expected to be true on every row (SUITES).
 
 _TOL = 1e-6
 
 
-def _isnull(df: pd.DataFrame, col: str) -> pd.Series:
-    return df[col].isna()
+@dataclass(frozen=True)
+class Check:
+    sql: str
+    columns: tuple[str, ...]
 
 
-def _truthy(df: pd.DataFrame, col: str) -> pd.Series:
-    return df[col].fillna(False).astype(bool)
+_PARTS = ("install_points", "run_points", "recovery_points", "depth_points")
 
-
-def _invalid_unscored(df: pd.DataFrame) -> pd.Series:
-    invalid = ~_truthy(df, "is_valid")
-    return ~invalid | (_isnull(df, "score") & _isnull(df, "outcome"))
-
-
-def _invalid_has_reason(df: pd.DataFrame) -> pd.Series:
-    return _truthy(df, "is_valid") | df["invalid_reason"].notna()
-
-
-def _valid_scored(df: pd.DataFrame) -> pd.Series:
-    return ~_truthy(df, "is_valid") | (df["score"].notna() & df["outcome"].notna())
-
-
-def _score_is_sum(df: pd.DataFrame) -> pd.Series:
-    parts = ["install_points", "run_points", "recovery_points", "depth_points"]
-    total = df[parts].astype("float64").sum(axis=1, min_count=len(parts))
-    score = df["score"].astype("float64")
-    return score.isna() | ((score - total).abs() <= _TOL)
-
-
-def _timeout_zero(df: pd.DataFrame) -> pd.Series:
-    parts = ["score", "install_points", "run_points", "recovery_points", "depth_points"]
-    zero = (df[parts].astype("float64").fillna(0).abs() <= _TOL).all(axis=1)
-    return (df["outcome"] != "timeout").fillna(True).astype(bool) | zero
-
-
-def _scores_ordered(df: pd.DataFrame) -> pd.Series:
-    lo, mid, hi = (df[c].astype("float64") for c in ("low_score", "middle_score", "high_score"))
-    missing = lo.isna() | mid.isna() | hi.isna()
-    return missing | ((lo <= mid + _TOL) & (mid <= hi + _TOL))
-
-
-def _complete_is_three(df: pd.DataFrame) -> pd.Series:
-    return ~_truthy(df, "is_complete") | (df["valid_attempts"].fillna(0).astype("int64") == 3)
-
-
-def _unstable_is_spread(df: pd.DataFrame) -> pd.Series:
-    # The exact 30% comparison is dbt's (fractions); a float copy this close to 30 is not judged here.
-    spread = df["spread_pct"].astype("float64")
-    judged = spread.notna() & ((spread - 30).abs() > _TOL)
-    return ~judged | (_truthy(df, "is_unstable") == (spread > 30))
-
-
-def _pass_names_agent(df: pd.DataFrame) -> pd.Series:
-    passing = df["verdict"].isin(["runs", "runs_with_mocks"])
-    return passing == df["verified_by_agent"].notna()
-
-
-def _could_not_verify_two(df: pd.DataFrame) -> pd.Series:
-    return (df["verdict"] != "could_not_verify") | (df["complete_attempts"].fillna(0) >= 2)
-
-
-def _rank_null_iff_no_score(df: pd.DataFrame) -> pd.Series:
-    return df["rank"].isna() == df["board_score"].isna()
-
-
-def _rank_follows_score(df: pd.DataFrame) -> pd.Series:
-    ok = pd.Series(True, index=df.index)
-    scored = df[df["board_score"].notna() & df["rank"].notna()]
-    for _, group in scored.groupby("cycle_id"):
-        score = group["board_score"].astype("float64").to_numpy()
-        rank = group["rank"].astype("float64").to_numpy()
-        for i, idx in enumerate(group.index):
-            # Row i is out of order if some other agent has a strictly higher score and a rank no
-            # better than i's, or a strictly lower score and a rank no worse than i's.
-            higher = (score > score[i] + _TOL) & (rank >= rank[i])
-            lower = (score < score[i] - _TOL) & (rank <= rank[i])
-            if higher.any() or lower.any():
-                ok[idx] = False
-    return ok
-
-
-def _rank_starts_at_one(df: pd.DataFrame) -> pd.Series:
-    ranks = df["rank"].astype("float64")
-    best = ranks.groupby(df["cycle_id"]).transform("min")
-    return best.isna() | (best == 1)
-
-
-CHECKS: dict[str, dict[str, Callable[[pd.DataFrame], pd.Series]]] = {
+CHECKS: dict[str, dict[str, Check]] = {
     "attempt_scores": {
-        "check_invalid_unscored": _invalid_unscored,
-        "check_invalid_has_reason": _invalid_has_reason,
-        "check_valid_scored": _valid_scored,
-        "check_score_is_sum": _score_is_sum,
-        "check_timeout_zero": _timeout_zero,
+        "check_invalid_unscored": Check(
+            "coalesce(t.is_valid, false) or ({null:score} and {null:outcome})",
+            ("is_valid", "score", "outcome"),
+        ),
+        "check_invalid_has_reason": Check(
+            "coalesce(t.is_valid, false) or not {null:invalid_reason}", ("is_valid", "invalid_reason")
+        ),
+        "check_valid_scored": Check(
+            "not coalesce(t.is_valid, false) or (not {null:score} and not {null:outcome})",
+            ("is_valid", "score", "outcome"),
+        ),
+        "check_score_is_sum": Check(
+            "{null:score} or coalesce(abs(t.score::double - ("
+            + " + ".join(f"t.{c}::double" for c in _PARTS)
+            + f")) <= {_TOL}, false)",
+            ("score", *_PARTS),
+        ),
+        "check_timeout_zero": Check(
+            "coalesce(t.outcome <> 'timeout', true) or ("
+            + " and ".join(
+                f"abs(coalesce(nullif_nan(t.{c}::double), 0)) <= {_TOL}" for c in ("score", *_PARTS)
+            )
+            + ")",
+            ("outcome", "score", *_PARTS),
+        ),
     },
     "pair_sets": {
-        "check_scores_ordered": _scores_ordered,
-        "check_complete_is_three": _complete_is_three,
-        "check_unstable_is_spread": _unstable_is_spread,
+        "check_scores_ordered": Check(
+            "{null:low_score} or {null:middle_score} or {null:high_score} or ("
+            f"t.low_score::double <= t.middle_score::double + {_TOL} "
+            f"and t.middle_score::double <= t.high_score::double + {_TOL})",
+            ("low_score", "middle_score", "high_score"),
+        ),
+        "check_complete_is_three": Check(
+            "not coalesce(t.is_complete, false) or coalesce(t.valid_attempts, 0) = 3",
+            ("is_complete", "valid_attempts"),
+        ),
+        # The exact 30% comparison is dbt's (fractions); a float copy this close to 30 is not judged.
+        "check_unstable_is_spread": Check(
+            f"{{null:spread_pct}} or abs(t.spread_pct::double - 30) <= {_TOL} "
+            "or coalesce(t.is_unstable, false) = (t.spread_pct::double > 30)",
+            ("spread_pct", "is_unstable"),
+        ),
     },
     "project_verdicts": {
-        "check_pass_names_agent": _pass_names_agent,
-        "check_could_not_verify_two": _could_not_verify_two,
+        "check_pass_names_agent": Check(
+            "coalesce(t.verdict in ('runs', 'runs_with_mocks'), false) = (not {null:verified_by_agent})",
+            ("verdict", "verified_by_agent"),
+        ),
+        "check_could_not_verify_two": Check(
+            "coalesce(t.verdict <> 'could_not_verify', true) "
+            "or coalesce(nullif_nan(t.complete_attempts::double), 0) >= 2",
+            ("verdict", "complete_attempts"),
+        ),
     },
     "board": {
-        "check_rank_null_iff_no_score": _rank_null_iff_no_score,
-        "check_rank_follows_score": _rank_follows_score,
-        "check_rank_starts_at_one": _rank_starts_at_one,
+        "check_rank_null_iff_no_score": Check("{null:rank} = {null:board_score}", ("rank", "board_score")),
+        # Out of order: another agent of the cycle has a strictly higher score and a rank no better,
+        # or a strictly lower score and a rank no worse.
+        "check_rank_follows_score": Check(
+            "{null:board_score} or {null:rank} or t.cycle_id is null or not exists ("
+            "select 1 from {relation} as o where o.cycle_id = t.cycle_id "
+            "and not {null:o.board_score} and not {null:o.rank} and ("
+            f"(o.board_score::double > t.board_score::double + {_TOL} "
+            "and o.rank::double >= t.rank::double) "
+            f"or (o.board_score::double < t.board_score::double - {_TOL} "
+            "and o.rank::double <= t.rank::double)))",
+            ("cycle_id", "board_score", "rank"),
+        ),
+        "check_rank_starts_at_one": Check(
+            "t.cycle_id is null "
+            "or coalesce(min(nullif_nan(t.rank::double)) over (partition by t.cycle_id) = 1, true)",
+            ("cycle_id", "rank"),
+        ),
     },
+}
+
+# GX expectations whose result on a table is decided by its rows one at a time (or by groups of
+# equal values): such a suite can be run on only the rows that could break one of them (below).
+_ROW_LOCAL = {
+    "expect_column_values_to_not_be_null",
+    "expect_column_values_to_be_in_set",
+    "expect_column_values_to_be_between",
+    "expect_column_values_to_be_unique",
+    "expect_compound_columns_to_be_unique",
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -444,18 +437,126 @@ def _context() -> Any:
     return context
 
 
-def _with_checks(table: str, df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Add the pandas check columns; a check that cannot be computed is reported as an error."""
-    out = df.copy()
+def _sql_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _ident(column: str, alias: str = "t") -> str:
+    return f'{alias}."{column}"'
+
+
+def _render(sql: str, relation: str, floats: set[str]) -> str:
+    """Resolve ``{null:col}`` / ``{null:alias.col}`` (NaN counts as null) and ``{relation}``."""
+
+    def null(match: re.Match[str]) -> str:
+        alias, _, column = match.group(1).rpartition(".")
+        ref = _ident(column, alias or "t")
+        return f"({ref} is null or isnan({ref}))" if column in floats else f"({ref} is null)"
+
+    sql = re.sub(r"\{null:([\w.]+)\}", null, sql)
+    sql = sql.replace("nullif_nan(", "_argusic_nullif_nan(")
+    sql = re.sub(r"_argusic_nullif_nan\(([^()]*)\)", r"(case when isnan(\1) then null else \1 end)", sql)
+    return sql.replace("{relation}", relation)
+
+
+def _suspect(spec: dict[str, Any], columns: set[str], floats: set[str], windows: list[str]) -> str | None:
+    """SQL that is true for every row that could break the (row-local) expectation.
+
+    It may be true for more rows (GX judges them again), never for fewer. None: the column is
+    absent (GX reports it) or nothing to select.
+    """
+    kind, kwargs = spec["type"], spec["kwargs"]
+    if kind == "expect_compound_columns_to_be_unique":
+        cols = kwargs["column_list"]
+        if not set(cols) <= columns:
+            return None
+        windows.append(f"count(*) over (partition by {', '.join(_ident(c) for c in cols)}) > 1")
+        return f"_dup_{len(windows) - 1}"
+    column = kwargs.get("column")
+    if column not in columns:
+        return None
+    ref = _ident(column)
+    null = f"({ref} is null or isnan({ref}))" if column in floats else f"({ref} is null)"
+    if kind == "expect_column_values_to_not_be_null":
+        return null
+    if kind == "expect_column_values_to_be_unique":
+        windows.append(f"count(*) over (partition by {ref}) > 1")
+        return f"_dup_{len(windows) - 1}"
+    if kind == "expect_column_values_to_be_in_set":
+        values = ", ".join(_sql_literal(v) for v in kwargs["value_set"])
+        return f"not {null} and not coalesce({ref} in ({values}), false)"
+    if kind == "expect_column_values_to_be_between":
+        bounds = []
+        if kwargs.get("min_value") is not None:
+            bounds.append(f"{ref} >= {_sql_literal(kwargs['min_value'])}")
+        if kwargs.get("max_value") is not None:
+            bounds.append(f"{ref} <= {_sql_literal(kwargs['max_value'])}")
+        if not bounds:
+            return None
+        return f"not {null} and not coalesce({' and '.join(bounds)}, false)"
+    raise ValueError(f"{kind} is not row-local")  # pragma: no cover - guarded by _ROW_LOCAL
+
+
+def _table_frame(
+    con: Any, table: str, relation: str, specs: list[dict[str, Any]], columns: list[str], floats: set[str]
+) -> tuple[pd.DataFrame, int, dict[str, str], bool]:
+    """The frame GX validates for one mart: the columns the suite reads, the SQL check columns, and
+    (when every expectation is row-local) only the rows that could break one of them.
+
+    Returns (frame, rows in the mart, check errors, reduced?).
+    """
+    present = set(columns)
+    rows = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
     errors: dict[str, str] = {}
-    for name, fn in CHECKS.get(table, {}).items():
+    checks: list[str] = []
+    for name, check in CHECKS.get(table, {}).items():
+        missing = [c for c in check.columns if c not in present]
+        if missing:
+            errors[name] = f"column {missing[0]!r} is missing from marts.{table}"
+            continue
+        expr = f"coalesce(({_render(check.sql, relation, floats)}), false) AS {name}"
         try:
-            out[name] = fn(df).astype(bool).to_numpy()
-        except KeyError as err:
-            errors[name] = f"column {err.args[0]!r} is missing from marts.{table}"
+            con.execute(f"SELECT {expr} FROM {relation} AS t LIMIT 0")
         except Exception as err:  # noqa: BLE001 - reported as a failed expectation, never swallowed
             errors[name] = f"{type(err).__name__}: {err}"
-    return out, errors
+            continue
+        checks.append(expr)
+
+    wanted: list[str] = [k for k in KEYS.get(table, []) if k in present]
+    for spec in specs:
+        kw = spec["kwargs"]
+        for c in [kw.get("column"), *kw.get("column_list", [])]:
+            if c in present and c not in wanted:
+                wanted.append(c)
+    base = ", ".join([*(_ident(c) for c in wanted), *checks]) or "1 AS _row"
+    inner = f"SELECT {base} FROM {relation} AS t"
+    frame_cols = ", ".join([f'"{c}"' for c in wanted] + [e.rsplit(" AS ", 1)[1] for e in checks]) or "_row"
+
+    reduced = all(spec["type"] in _ROW_LOCAL for spec in specs)
+    if reduced:
+        windows: list[str] = []
+        predicates = []
+        for spec in specs:
+            column = spec["kwargs"].get("column")
+            if column in CHECKS.get(table, {}):
+                if column not in errors:
+                    predicates.append(f'not t."{column}"')
+                continue
+            pred = _suspect(spec, present, floats, windows)
+            if pred is not None:
+                predicates.append(pred)
+        dups = "".join(f", {w} AS _dup_{i}" for i, w in enumerate(windows))
+        where = " OR ".join(f"({p})" for p in predicates) or "false"
+        sql = f"SELECT {frame_cols} FROM (SELECT *{dups} FROM ({inner}) AS t) AS t WHERE {where}"
+        try:
+            return con.execute(sql).df(), rows, errors, True
+        except Exception:  # noqa: BLE001 - e.g. a value of the wrong type: GX judges every row
+            pass
+    return con.execute(f"SELECT {frame_cols} FROM ({inner}) AS t").df(), rows, errors, False
 
 
 def _json_safe(value: Any) -> Any:
@@ -492,20 +593,26 @@ def _observed(result: Any, kwargs: dict[str, Any], keys: list[str]) -> dict[str,
     return {"observed_value": _json_safe(res.get("observed_value"))}
 
 
-def _validate_table(context: Any, table: str, df: pd.DataFrame) -> TableResult:
+def _validate_relation(context: Any, con: Any, table: str, relation: str) -> TableResult:
+    """One mart's suite: SQL checks and row selection in DuckDB, every expectation judged by GX."""
     gx, gxe = _gx()
-    specs = SUITES[table]
-    keys = [k for k in KEYS.get(table, []) if k in df.columns]
-    frame, check_errors = _with_checks(table, df)
-    out = TableResult(table=table, present=True, rows=len(df))
-
-    suite = gx.ExpectationSuite(name=f"marts.{table}")
-    applied: list[dict[str, Any]] = []
-    for spec in specs:
-        absent = [c for c in spec["when_columns"] if c not in df.columns]
+    described = con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+    columns = [row[0] for row in described]
+    floats = {row[0] for row in described if str(row[1]).upper() in {"DOUBLE", "FLOAT", "REAL"}}
+    out = TableResult(table=table, present=True)
+    applicable: list[dict[str, Any]] = []
+    for spec in SUITES[table]:
+        absent = [c for c in spec["when_columns"] if c not in columns]
         if absent:
             out.skipped.append(f"{spec['type']}({spec['kwargs']}): column(s) {absent} not in marts.{table}")
             continue
+        applicable.append(spec)
+    frame, out.rows, check_errors, _ = _table_frame(con, table, relation, applicable, columns, floats)
+    keys = [k for k in KEYS.get(table, []) if k in frame.columns]
+
+    suite = gx.ExpectationSuite(name=f"marts.{table}")
+    applied: list[dict[str, Any]] = []
+    for spec in applicable:
         column = spec["kwargs"].get("column")
         if column in check_errors:
             out.failures.append(
@@ -546,18 +653,9 @@ def _validate_table(context: Any, table: str, df: pd.DataFrame) -> TableResult:
     return out
 
 
-def validate_frames(
-    frames: Mapping[str, pd.DataFrame | None], only: Iterable[str] | None = None
-) -> ValidationReport:
-    """Validate marts given as pandas frames (None or absent = the table does not exist).
-
-    A required mart that is absent fails; an optional one (speed bounds, editions) is skipped and the
-    skip is reported. ``only`` restricts the run to some marts (suites are per table, so a table's
-    result does not depend on the others).
-    """
+def _validate(con: Any, relations: Mapping[str, str], only: Iterable[str] | None) -> ValidationReport:
+    """Every suite (or ``only`` some) on the marts named in ``relations`` (table -> SQL relation)."""
     started = time.perf_counter()
-    context = _context()
-    tables: dict[str, TableResult] = {}
     wanted = [*REQUIRED_TABLES, *OPTIONAL_TABLES]
     if only is not None:
         only = list(only)
@@ -565,9 +663,11 @@ def validate_frames(
         if unknown:
             raise ValueError(f"no suite for {unknown}; marts with suites: {wanted}")
         wanted = [t for t in wanted if t in only]
+    context = _context()
+    tables: dict[str, TableResult] = {}
     for table in wanted:
-        df = frames.get(table)
-        if df is None:
+        relation = relations.get(table)
+        if relation is None:
             result = TableResult(table=table, present=False)
             if table in REQUIRED_TABLES:
                 result.note = f"required table marts.{table} does not exist"
@@ -584,23 +684,39 @@ def validate_frames(
                 result.note = f"optional table marts.{table} does not exist yet: not validated"
             tables[table] = result
             continue
-        tables[table] = _validate_table(context, table, df)
+        tables[table] = _validate_relation(context, con, table, relation)
     return ValidationReport(tables=tables, seconds=time.perf_counter() - started)
 
 
+def validate_frames(
+    frames: Mapping[str, pd.DataFrame | None], only: Iterable[str] | None = None
+) -> ValidationReport:
+    """Validate marts given as pandas frames (None or absent = the table does not exist).
+
+    A required mart that is absent fails; an optional one (speed bounds, editions) is skipped and the
+    skip is reported. ``only`` restricts the run to some marts (suites are per table, so a table's
+    result does not depend on the others). The frames go through the same DuckDB route as the
+    warehouse's tables (see ``validate_warehouse``).
+    """
+    import duckdb
+
+    with duckdb.connect() as con:
+        relations = {}
+        for table, df in frames.items():
+            if df is not None:
+                con.register(f"frame_{table}", df)
+                relations[table] = f'"frame_{table}"'
+        return _validate(con, relations, only)
+
+
 def read_marts(db_path: Path) -> dict[str, pd.DataFrame]:
-    """Every contract mart present in the warehouse, read through a read-only DuckDB connection."""
+    """Every contract mart present in the warehouse, read whole (for analysts; not used by the gate)."""
     import duckdb
 
     if not Path(db_path).exists():
         raise FileNotFoundError(f"warehouse {db_path} does not exist")
     with duckdb.connect(str(db_path), read_only=True) as con:
-        present = {
-            row[0]
-            for row in con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = ?", [SCHEMA]
-            ).fetchall()
-        }
+        present = _present_marts(con)
         return {
             table: con.execute(f'SELECT * FROM "{SCHEMA}"."{table}"').df()
             for table in [*REQUIRED_TABLES, *OPTIONAL_TABLES]
@@ -608,8 +724,32 @@ def read_marts(db_path: Path) -> dict[str, pd.DataFrame]:
         }
 
 
+def _present_marts(con: Any) -> set[str]:
+    return {
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ?", [SCHEMA]
+        ).fetchall()
+    }
+
+
 def validate_warehouse(db_path: Path | None = None) -> ValidationReport:
-    """Run every suite on the marts of the DuckDB warehouse (ARGUSIC_WAREHOUSE by default)."""
+    """Run every suite on the marts of the DuckDB warehouse (ARGUSIC_WAREHOUSE by default).
+
+    Read-only connection. Per mart, DuckDB computes the check columns and selects only the columns
+    the suite reads and, when every expectation of the suite is row-local (not null, in set,
+    between, unique), only the rows that could break one (all rows of a duplicated key); GX then
+    judges every expectation on that frame, so a pass or a failure, and its count of unexpected
+    rows, are those of the whole table.
+    """
+    import duckdb
+
     from argusic.settings import warehouse_path
 
-    return validate_frames(read_marts(Path(db_path) if db_path else warehouse_path()))
+    path = Path(db_path) if db_path else warehouse_path()
+    if not path.exists():
+        raise FileNotFoundError(f"warehouse {path} does not exist")
+    with duckdb.connect(str(path), read_only=True) as con:
+        present = _present_marts(con)
+        relations = {t: f'"{SCHEMA}"."{t}"' for t in [*REQUIRED_TABLES, *OPTIONAL_TABLES] if t in present}
+        return _validate(con, relations, None)

@@ -63,25 +63,24 @@ counted as (
 
 ),
 
--- exact order of the counted middle scores of an agent (ties by project_id)
+-- exact order of the counted middle scores of an agent (ties by project_id). The sort key
+-- floor(n * 10^25 / d) is exact for 0 < d < 2^31 and 0 <= n <= 100 d (guarded by the test
+-- assert_scores_fit_the_exact_order_key): two different scores differ by at least
+-- 1 / (d1 d2) > 2^-62, so their keys differ by more than 2; equal scores get equal keys; and
+-- n * 10^25 < 2^127 fits a HUGEINT. Same order as comparing n1 * d2 with n2 * d1, in one sort.
 positioned as (
 
     select
-        s.cycle_id,
-        s.agent_id,
-        s.project_id,
-        s.n,
-        s.d,
-        count(o.project_id) as position
-    from counted as s
-    left join counted as o
-        on o.cycle_id = s.cycle_id
-        and o.agent_id = s.agent_id
-        and (
-            o.n * s.d < s.n * o.d
-            or (o.n * s.d = s.n * o.d and o.project_id < s.project_id)
-        )
-    group by s.cycle_id, s.agent_id, s.project_id, s.n, s.d
+        cycle_id,
+        agent_id,
+        project_id,
+        n,
+        d,
+        row_number() over (
+            partition by cycle_id, agent_id
+            order by n * '10000000000000000000000000'::hugeint // d, project_id
+        ) - 1 as position
+    from counted
 
 ),
 

@@ -8,44 +8,11 @@ with board_attempts as (
 
 ),
 
-valid as (
-
-    select
-        cycle_id,
-        agent_id,
-        project_id,
-        attempt_id,
-        score_numerator as n,
-        score_denominator as d
-    from board_attempts
-    where is_valid
-
-),
-
--- position of each valid attempt inside its set, ordered by exact score (ties by attempt_id)
-positioned as (
-
-    select
-        s.cycle_id,
-        s.agent_id,
-        s.project_id,
-        s.attempt_id,
-        s.n,
-        s.d,
-        count(o.attempt_id) as position
-    from valid as s
-    left join valid as o
-        on o.cycle_id = s.cycle_id
-        and o.agent_id = s.agent_id
-        and o.project_id = s.project_id
-        and (
-            o.n * s.d < s.n * o.d
-            or (o.n * s.d = s.n * o.d and o.attempt_id < s.attempt_id)
-        )
-    group by s.cycle_id, s.agent_id, s.project_id, s.attempt_id, s.n, s.d
-
-),
-
+-- one pass per set: the counts, and its valid attempts as a list ordered by exact score (ties
+-- by attempt_id). The sort key floor(n * 10^25 / d) is exact for 0 < d < 2^31 and
+-- 0 <= n <= 100 d (guarded by the test assert_scores_fit_the_exact_order_key): two different
+-- scores differ by at least 1 / (d1 d2) > 2^-62, so their keys differ; equal scores get equal
+-- keys; n * 10^25 < 2^127 fits a HUGEINT. Same order as comparing n1 * d2 with n2 * d1.
 sets as (
 
     select
@@ -56,30 +23,30 @@ sets as (
         count(*) filter (where is_valid) as valid_attempts,
         count(*) filter (where not is_valid) as invalid_attempts,
         count(distinct attempt_no) filter (where is_valid) as valid_attempt_nos,
-        coalesce(bool_and(attempt_no between 1 and 3) filter (where is_valid), false) as attempt_nos_in_range
+        coalesce(bool_and(attempt_no between 1 and 3) filter (where is_valid), false) as attempt_nos_in_range,
+        list(
+            {'n': score_numerator, 'd': score_denominator}
+            order by score_numerator * '10000000000000000000000000'::hugeint // score_denominator, attempt_id
+        ) filter (where is_valid) as ordered
     from board_attempts
     group by cycle_id, agent_id, project_id
 
 ),
 
+-- low = position 0, middle = position 1 (complete sets only), high = last valid position
 picked as (
 
     select
-        sets.*,
+        * exclude (ordered),
         -- complete: exactly three valid attempts, one per attempt_no 1..3
-        (sets.valid_attempts = 3 and sets.valid_attempt_nos = 3 and sets.attempt_nos_in_range) as is_complete,
-        max(p.n) filter (where p.position = 0) as low_n,
-        max(p.d) filter (where p.position = 0) as low_d,
-        max(p.n) filter (where p.position = 1 and sets.valid_attempts = 3 and sets.valid_attempt_nos = 3 and sets.attempt_nos_in_range) as mid_n,
-        max(p.d) filter (where p.position = 1 and sets.valid_attempts = 3 and sets.valid_attempt_nos = 3 and sets.attempt_nos_in_range) as mid_d,
-        max(p.n) filter (where p.position = sets.valid_attempts - 1) as high_n,
-        max(p.d) filter (where p.position = sets.valid_attempts - 1) as high_d
+        (valid_attempts = 3 and valid_attempt_nos = 3 and attempt_nos_in_range) as is_complete,
+        ordered[1].n as low_n,
+        ordered[1].d as low_d,
+        case when valid_attempts = 3 and valid_attempt_nos = 3 and attempt_nos_in_range then ordered[2].n end as mid_n,
+        case when valid_attempts = 3 and valid_attempt_nos = 3 and attempt_nos_in_range then ordered[2].d end as mid_d,
+        ordered[valid_attempts].n as high_n,
+        ordered[valid_attempts].d as high_d
     from sets
-    left join positioned as p
-        on p.cycle_id = sets.cycle_id
-        and p.agent_id = sets.agent_id
-        and p.project_id = sets.project_id
-    group by all
 
 ),
 
