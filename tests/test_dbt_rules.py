@@ -223,7 +223,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
         rows = records()
         con.executemany(
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
-            [[row[c] for c in COLUMNS] for row in rows],
+            [[row.get(c) for c in COLUMNS] for row in rows],  # columns a rule does not read stay NULL
         )
     old = os.environ.get("ARGUSIC_WAREHOUSE")
     os.environ["ARGUSIC_WAREHOUSE"] = str(db)
