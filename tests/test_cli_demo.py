@@ -32,10 +32,26 @@ def test_ingest_refuses_unknown_agent(isolated, record_doc):
     assert result.exit_code == 2 and "unknown agent 'mystery-agent'" in result.output
 
 
-def test_board_without_warehouse_says_so(isolated):
+def test_board_and_build_without_warehouse_say_so(isolated):
     result = runner.invoke(app, ["board", "--cycle", "2026-12"])
-    assert result.exit_code != 0
-    assert "does not exist yet" in str(result.exception) or "does not exist yet" in result.output
+    assert result.exit_code == 2 and "does not exist yet" in result.output
+    result = runner.invoke(app, ["build"])
+    assert result.exit_code == 2 and "run `argusic ingest" in result.output
+
+
+def test_build_on_warehouse_without_run_records_says_so(isolated):
+    import duckdb
+
+    db = isolated / "warehouse" / "argusic.duckdb"
+    db.parent.mkdir(parents=True)
+    duckdb.connect(str(db)).close()
+    result = runner.invoke(app, ["build"])
+    assert result.exit_code == 2 and "holds no run records yet" in result.output
+
+
+def test_demo_with_unknown_executor_names_it(isolated):
+    result = runner.invoke(app, ["demo", "--executor", "podman"])
+    assert result.exit_code == 2 and "ARGUSIC_EXECUTOR='podman'" in result.output
 
 
 def test_pool_command_reports_bad_cycle(isolated, tmp_path):

@@ -48,6 +48,7 @@ def build() -> None:
     """Run dbt build, then the expectations on every mart; a failure blocks publication."""
     from argusic.build import PublicationBlocked, build_warehouse
 
+    _require_run_records()
     try:
         result = build_warehouse(quiet=True)
     except PublicationBlocked as err:
@@ -55,10 +56,28 @@ def build() -> None:
     console.print(f"build ok: {result.summary()}")
 
 
-def print_board(cycle_id: str) -> None:
+def _read_only():
     from argusic.warehouse import connect
 
-    with connect(read_only=True) as con:
+    try:
+        return connect(read_only=True)
+    except FileNotFoundError as err:
+        _fail(str(err))
+
+
+def _require_run_records() -> None:
+    """dbt needs the raw layer: say so plainly instead of a catalog error from deep inside dbt."""
+    with _read_only() as con:
+        found = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'raw' "
+            "AND table_name = 'run_records'"
+        ).fetchone()[0]
+    if not found:
+        _fail(f"{warehouse_path()} holds no run records yet: run `argusic ingest PATH` first")
+
+
+def print_board(cycle_id: str) -> None:
+    with _read_only() as con:
         rows = con.execute(
             """
             SELECT rank, agent_id, board_score, pass_rate, valid_attempts, sets_counted, sets_unstable,
@@ -87,9 +106,7 @@ def print_board(cycle_id: str) -> None:
 
 
 def print_attempts(cycle_id: str) -> None:
-    from argusic.warehouse import connect
-
-    with connect(read_only=True) as con:
+    with _read_only() as con:
         rows = con.execute(
             """
             SELECT agent_id, project_id, string_agg(coalesce(outcome, 'invalid') || ' ' ||
@@ -145,8 +162,11 @@ def demo(
     from argusic.warehouse import ingest as do_ingest
 
     started = time.monotonic()
+    try:
+        runner = get_executor(executor)
+    except (ValueError, RuntimeError) as err:
+        _fail(str(err))
     catalogue = build_forge(forge_dir())
-    runner = get_executor(executor)
     console.print(f"demo cycle {cycle}: executor {runner.name}, forge catalogue {catalogue}")
 
     def progress(spec, paths) -> None:
