@@ -371,7 +371,11 @@ PRISMA_MARKERS = (
 @pytest.fixture(scope="session")
 def litellm_proxy() -> Iterator[tuple[str, str]]:
     if not (ROOT / ".venv-litellm" / "bin" / "litellm").exists():
-        pytest.skip("LiteLLM proxy not installed: run scripts/start_litellm.sh install (venv .venv-litellm)")
+        pytest.skip(
+            "LiteLLM proxy not installed (scripts/start_litellm.sh install makes .venv-litellm); where the "
+            "registries are all there is, it cannot keep virtual keys anyway: Prisma's query engine is "
+            "only downloadable from outside them (docs/keys.md)"
+        )
     if not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
         pytest.skip("PostgreSQL server binaries missing: apt-get install postgresql")
     state = Path(tempfile.mkdtemp(prefix="argusic-litellm-test-", dir="/tmp"))
