@@ -105,6 +105,10 @@ def build_record(
         path = out_dir / filename
         evidence[name] = store.put_file(path).as_ref() if path.exists() else None
 
+    driver = driver_for(spec.agent_id)
+    if driver.external:
+        return _build_external_record(spec, result, out_dir, evidence, driver, key_record)
+
     report, report_problem = _read_report(out_dir / EVIDENCE_FILES["report"])
     if result.timed_out:
         end_reason = "timeout"
@@ -127,7 +131,6 @@ def build_record(
         missing = [n for n in ("log", "recording") if evidence[n] is None]
         invalid_reason = f"incomplete evidence: no {' and no '.join(missing)}"
 
-    driver = driver_for(spec.agent_id)
     doc = {
         "schema": SCHEMA_ID,
         "attempt_id": spec.attempt_id,
@@ -168,6 +171,118 @@ def build_record(
     return parse_record(doc, source=spec.attempt_id)
 
 
+def _base_doc(spec: AttemptSpec, result: ExecutionResult, evidence: dict) -> dict:
+    config = orchestrator_config()
+    budget = config.budget_seconds(spec.tier)
+    return {
+        "schema": SCHEMA_ID,
+        "attempt_id": spec.attempt_id,
+        "cycle_id": spec.cycle_id,
+        "purpose": spec.purpose,
+        "agent_id": spec.agent_id,
+        "project_id": spec.project_id,
+        "commit": spec.commit,
+        "tier": spec.tier,
+        "attempt_no": spec.attempt_no,
+        "methodology_version": config.methodology_version,
+        "started_at": utc_now_iso(result.started_at),
+        "ended_at": utc_now_iso(result.ended_at),
+        "budget_seconds": budget,
+        "evidence": evidence,
+        "executor": result.executor,
+        "demo": spec.demo,
+        "effective_budget_seconds": max(1, round(budget * spec.budget_scale)) if spec.demo else None,
+        "rerun_of": spec.rerun_of,
+        "image": result.image,
+    }
+
+
+def _model_answered(run) -> bool:
+    """Whether the session log shows the model ever answering (a closed turn, a model name, a tool
+    call or text of the agent's). Without it the agent never got to work."""
+    return bool(run.end_state == "completed" or run.model_responded or run.tool_calls or run.final_text)
+
+
+def external_outcome(result: ExecutionResult, run, evidence: dict) -> tuple[str, str | None, bool]:
+    """(end_reason, invalid_reason, keep_report) of an external harness's attempt.
+
+    Decided (RULES.md section 11: a complete attempt is one the agent worked until it stopped or hit
+    the time limit; one cut by the pipeline's own tooling is invalid, kept with its reason):
+
+    - executor error (daemon, fetch): harness_error, invalid;
+    - the session log never shows the model answering (gateway or key unusable, network down, CLI
+      failed to start): the agent never got to work, a failure of our tooling: invalid, whatever the
+      ending (harness_error, or timeout when it was still retrying at the budget);
+    - time limit hit after the agent worked: timeout, valid, no report (a timeout scores 0);
+    - the CLI ended in error or its log ends without the CLI's closing event (API failure mid-run,
+      a crash): harness_error, invalid (the harness, CLI included, is our measuring tool);
+    - the CLI closed its session normally: completed. Its report must be readable: a missing or
+      unreadable report is "the harness could not read the agent's report", invalid and rerun, even
+      when the agent stopped of its own accord;
+    - a log or recording missing: invalid (incomplete evidence).
+    """
+    if result.error is not None:
+        return "harness_error", f"executor error: {result.error}", False
+    if not _model_answered(run):
+        detail = run.end_detail or "no session events"
+        why = f"the agent never reached its model ({run.end_state}: {detail})"
+        return ("timeout" if result.timed_out else "harness_error"), why, False
+    if result.timed_out:
+        end_reason, invalid = "timeout", None
+    elif run.end_state == "error":
+        end_reason, invalid = "harness_error", f"agent CLI ended in error: {run.end_detail}"
+    elif run.end_state == "truncated":
+        end_reason = "harness_error"
+        invalid = (
+            f"session log ends without the CLI's closing event ({run.end_detail}); "
+            f"exit code {result.exit_code}"
+        )
+    elif result.exit_code != 0:
+        end_reason, invalid = "harness_error", f"agent CLI exited with code {result.exit_code}"
+    else:
+        end_reason, invalid = "completed", run.report_problem
+    if invalid is None and (evidence["log"] is None or evidence["recording"] is None):
+        missing = [n for n in ("log", "recording") if evidence[n] is None]
+        invalid = f"incomplete evidence: no {' and no '.join(missing)}"
+    return end_reason, invalid, end_reason == "completed"
+
+
+def _build_external_record(
+    spec: AttemptSpec,
+    result: ExecutionResult,
+    out_dir: Path,
+    evidence: dict,
+    driver,
+    key_record: dict | None,
+) -> RunRecord:
+    from argusic.external.collect import record_parts
+
+    run = driver.collect(out_dir)
+    end_reason, invalid_reason, keep_report = external_outcome(result, run, evidence)
+    key = key_record or {"kind": driver.key_kind, "limit_usd": None}
+    parts = record_parts(
+        run,
+        key_kind=key["kind"],
+        key_limit_usd=key["limit_usd"],
+        harness_version=run.harness_version or driver.harness_version(),
+        wall_seconds=(result.ended_at - result.started_at).total_seconds(),
+    )
+    doc = _base_doc(spec, result, evidence) | {
+        "end_reason": end_reason,
+        "invalid_reason": invalid_reason,
+        "report": parts["report"] if keep_report else None,
+        "usage": parts["usage"],
+        "harness": parts["harness"],
+        "model": parts["model"],
+        "key": key,
+    }
+    log.info(
+        "%s: %s session %s (%s), %d tool call(s)",
+        spec.attempt_id, driver.harness_name, run.end_state, run.end_detail or "-", len(run.tool_calls),
+    )  # fmt: skip
+    return parse_record(doc, source=spec.attempt_id)
+
+
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
@@ -175,10 +290,10 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _mask_outputs(out_dir: Path, key: IssuedKey) -> None:
-    """The key's value never lands in stored evidence: replace it in the harness output first."""
-    for filename in EVIDENCE_FILES.values():
-        path = out_dir / filename
-        if path.exists():
+    """The key's value never lands in stored evidence: replace it in the harness output first (every
+    file of the output folder: evidence, session log, last message, …)."""
+    for path in sorted(out_dir.rglob("*")):
+        if path.is_file() and not path.is_symlink():
             text = path.read_text(errors="surrogateescape")
             masked = key.mask(text)
             if masked != text:
@@ -229,6 +344,11 @@ def run_attempt(
         shared_env_var=driver.shared_env_var,
         ttl_seconds=int(effective) + 600,  # the gateway expires it even if every deletion path failed
     ) as key:
+        key_env = key.container_env(driver.key_env_var, driver.base_url_env_var)
+        run_kwargs: dict = {}
+        if driver.external:  # the key goes through the driver's own environment (build_env)
+            run_kwargs = {"launch": driver.launch(key_env), "image": driver.image()}
+            key_env = {}
         result = executor.run(
             attempt_id=spec.attempt_id,
             repo_path=Path(spec.repo_url),
@@ -236,7 +356,8 @@ def run_attempt(
             harness_args=list(driver.harness_args),
             out_dir=out_dir,
             budget_seconds=effective,
-            env=key.container_env(driver.key_env_var, driver.base_url_env_var),
+            env=key_env,
+            **run_kwargs,
         )
         _mask_outputs(out_dir, key)
         key_record = key.record()

@@ -4,6 +4,11 @@ Both executors do the same steps: fetch only the pinned commit (no history), run
 attempt's output folder, and kill everything at the time budget. The Docker executor adds isolation:
 networking off, CPU / memory / pids limits, the container removed afterwards. The local executor is
 for development where no engine can be had; the run record says which one ran.
+
+What runs after the fetch is a ``Launch`` made from the paths the harness sees (``HarnessPaths``):
+by default the reference harness (``readme_runner.py`` with the driver's arguments); an external
+agent's driver gives its own command (the agent CLI under the recorder), environment, read-only task
+files (the rendered instructions) and image.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -30,6 +36,9 @@ CONTAINER_HARNESS = "/opt/argusic/harness"
 CONTAINER_SOURCE = "/forge/source"
 CONTAINER_OUT = "/out"
 CONTAINER_PROJECT = "/workspace/project"
+CONTAINER_TASK = "/opt/argusic/task"  # read-only task files (the rendered instructions)
+# Agent config folders: fresh, outside /out, not under /tmp (Codex refuses helper binaries there).
+CONTAINER_SCRATCH = "/var/lib/argusic-agent"
 LABEL = "argusic.attempt_id"
 DEADLINE_LABEL = "argusic.deadline"  # epoch seconds after which the container has no business running
 ORPHAN_GRACE_SECONDS = 300
@@ -46,6 +55,41 @@ class ExecutionResult:
     image: str | None = None
 
 
+@dataclass(frozen=True)
+class HarnessPaths:
+    """Where things are as the harness sees them (container paths, or local ones)."""
+
+    harness: str  # the reference harness and recorder (read-only)
+    project: str  # the checkout of the pinned commit
+    out: str  # the attempt's output folder (evidence)
+    task: str  # read-only task files written from Launch.files
+    scratch: str  # a fresh folder outside `out` for agent configuration (never evidence)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to run after the fetch: its argv, extra environment and read-only task files."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # name -> text, written under HarnessPaths.task
+
+    def __repr__(self) -> str:  # the environment may carry a key: never shown
+        return f"Launch(argv={self.argv!r}, env=<{len(self.env)} variables>, files={sorted(self.files)})"
+
+
+LaunchBuilder = Callable[[HarnessPaths], Launch]
+
+
+def readme_runner_launch(harness_args: list[str]) -> LaunchBuilder:
+    """The default: the reference harness with the driver's arguments."""
+
+    def build(paths: HarnessPaths) -> Launch:
+        return Launch(_harness_command(paths.harness, paths.project, paths.out, harness_args))
+
+    return build
+
+
 class Executor(Protocol):
     name: str
 
@@ -59,6 +103,8 @@ class Executor(Protocol):
         out_dir: Path,
         budget_seconds: float,
         env: dict[str, str] | None = None,
+        launch: LaunchBuilder | None = None,
+        image: str | None = None,
     ) -> ExecutionResult: ...
 
 
@@ -68,6 +114,7 @@ def _bootstrap_script(source: str, project: str, commit: str, harness_cmd: list[
     return "\n".join(
         [
             "set -u",
+            'mkdir -p -- "${HOME:-/root}" 2>/dev/null',  # an agent's HOME may not exist yet
             "git config --global --add safe.directory '*'",
             f"mkdir -p {q(project)} && cd {q(project)} && git init -q . "
             f"&& git fetch -q --depth 1 {q('file://' + source)} {q(commit)} "
@@ -79,6 +126,14 @@ def _bootstrap_script(source: str, project: str, commit: str, harness_cmd: list[
 
 def _harness_command(harness_dir: str, project: str, out: str, harness_args: list[str]) -> list[str]:
     return ["python3", f"{harness_dir}/readme_runner.py", "--project", project, "--out", out, *harness_args]
+
+
+def _write_task_files(folder: Path, files: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"task file name must be a plain name: {name!r}")
+        (folder / name).write_text(text, encoding="utf-8")
 
 
 def _now() -> datetime:
@@ -110,18 +165,27 @@ class DockerExecutor:
         out_dir: Path,
         budget_seconds: float,
         env: dict[str, str] | None = None,
+        launch: LaunchBuilder | None = None,
+        image: str | None = None,
     ) -> ExecutionResult:
         config = orchestrator_config()
+        image = image or self.image
         out_dir.mkdir(parents=True, exist_ok=True)
-        harness_cmd = _harness_command(CONTAINER_HARNESS, CONTAINER_PROJECT, CONTAINER_OUT, harness_args)
-        script = _bootstrap_script(CONTAINER_SOURCE, CONTAINER_PROJECT, commit, harness_cmd)
+        paths = HarnessPaths(
+            CONTAINER_HARNESS, CONTAINER_PROJECT, CONTAINER_OUT, CONTAINER_TASK, CONTAINER_SCRATCH
+        )
+        how = (launch or readme_runner_launch(harness_args))(paths)
+        script = _bootstrap_script(CONTAINER_SOURCE, CONTAINER_PROJECT, commit, how.argv)
         name = container_name(attempt_id)
         self._remove_leftover(name)
+        task_dir = Path(tempfile.mkdtemp(prefix="argusic-task-"))
         started = _now()
         container = None
         try:
+            _write_task_files(task_dir, how.files)
+            task_dir.chmod(0o755)
             container = self.client.containers.run(
-                self.image,
+                image,
                 ["bash", "-c", script],
                 name=name,
                 detach=True,
@@ -136,9 +200,10 @@ class DockerExecutor:
                     str(HARNESS_DIR): {"bind": CONTAINER_HARNESS, "mode": "ro"},
                     str(Path(repo_path).resolve()): {"bind": CONTAINER_SOURCE, "mode": "ro"},
                     str(out_dir.resolve()): {"bind": CONTAINER_OUT, "mode": "rw"},
+                    str(task_dir): {"bind": CONTAINER_TASK, "mode": "ro"},
                 },
                 # The only way a model key reaches the agent: an environment variable.
-                environment={"ARGUSIC_ATTEMPT_ID": attempt_id, **(env or {})},
+                environment={"ARGUSIC_ATTEMPT_ID": attempt_id, **(env or {}), **how.env},
             )
             deadline = time.monotonic() + budget_seconds
             timed_out = False
@@ -157,13 +222,14 @@ class DockerExecutor:
             error = None
             if code == FETCH_FAILED:
                 error = f"could not fetch pinned commit {commit} from {repo_path}"
-            return ExecutionResult(self.name, started, ended, code, timed_out, error, self.image)
+            return ExecutionResult(self.name, started, ended, code, timed_out, error, image)
         except self._docker.errors.DockerException as err:
-            return ExecutionResult(self.name, started, _now(), None, False, f"docker: {err}", self.image)
+            return ExecutionResult(self.name, started, _now(), None, False, f"docker: {err}", image)
         finally:
             if container is not None:
                 with contextlib.suppress(self._docker.errors.DockerException):
                     container.remove(force=True)
+            shutil.rmtree(task_dir, ignore_errors=True)
 
     def _remove_leftover(self, name: str) -> None:
         """A container of the same name left by a crashed earlier try of this attempt."""
@@ -208,17 +274,21 @@ class LocalExecutor:
         out_dir: Path,
         budget_seconds: float,
         env: dict[str, str] | None = None,
+        launch: LaunchBuilder | None = None,
+        image: str | None = None,  # no images here: the host's tools run (development only)
     ) -> ExecutionResult:
         out_dir.mkdir(parents=True, exist_ok=True)
         extra_env = env or {}
         with tempfile.TemporaryDirectory(prefix="argusic-local-") as tmp:
             project = Path(tmp) / "project"
-            harness_cmd = _harness_command(
-                str(HARNESS_DIR), str(project), str(out_dir.resolve()), harness_args
+            paths = HarnessPaths(
+                str(HARNESS_DIR), str(project), str(out_dir.resolve()), f"{tmp}/task", f"{tmp}/agent-config"
             )
-            script = _bootstrap_script(str(Path(repo_path).resolve()), str(project), commit, harness_cmd)
+            how = (launch or readme_runner_launch(harness_args))(paths)
+            _write_task_files(Path(paths.task), how.files)
+            script = _bootstrap_script(str(Path(repo_path).resolve()), str(project), commit, how.argv)
             child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ARGUSIC_"))}
-            child_env |= {"HOME": tmp, "ARGUSIC_ATTEMPT_ID": attempt_id, **extra_env}
+            child_env |= {"HOME": tmp, "ARGUSIC_ATTEMPT_ID": attempt_id, **extra_env, **how.env}
             started = _now()
             proc = subprocess.Popen(
                 ["bash", "-c", script],

@@ -115,10 +115,14 @@ def build_command(project_dir: str, out_dir: str, instructions_path: str, model:
     return ["bash", "-c", script]
 
 
-def build_env(api_key_env: Mapping[str, str], config_dir: str = DEFAULT_CONFIG_DIR) -> dict[str, str]:
+def build_env(
+    api_key_env: Mapping[str, str], config_dir: str = DEFAULT_CONFIG_DIR, *, max_retries: int | None = None
+) -> dict[str, str]:
     """The whole environment of the agent process (nothing inherited): isolation settings plus the
     key variables. ``config_dir`` is a container path, fresh for the run, never under /out (it is
-    not evidence and may hold state the CLI derives from its environment)."""
+    not evidence and may hold state the CLI derives from its environment). ``max_retries``: API
+    retries before the CLI gives up (``CLAUDE_CODE_MAX_RETRIES``, read by 2.1.332; None: its
+    default of 10)."""
     unknown = sorted(set(api_key_env) - set(ALLOWED_KEY_ENV))
     if unknown:
         raise ValueError(f"{HARNESS_NAME}: unexpected key variables {unknown}; allowed: {ALLOWED_KEY_ENV}")
@@ -132,6 +136,7 @@ def build_env(api_key_env: Mapping[str, str], config_dir: str = DEFAULT_CONFIG_D
         "HOME": f"{base}/home",
         "CLAUDE_CONFIG_DIR": f"{base}/claude",
         **ISOLATION_ENV,
+        **({"CLAUDE_CODE_MAX_RETRIES": str(int(max_retries))} if max_retries is not None else {}),
         **{k: v for k, v in api_key_env.items() if v},
     }
 

@@ -75,8 +75,16 @@ LAST_MESSAGE_FILE = "last_message.txt"
 _REROUTED = re.compile(r"model rerouted: (?P<src>\S+) -> (?P<dst>\S+)")
 
 
-def agent_argv(project_dir: str, model: str, out_dir: str, gateway_url: str | None = None) -> list[str]:
-    """The CLI's own argument vector (the prompt comes on stdin: ``-``)."""
+def agent_argv(
+    project_dir: str,
+    model: str,
+    out_dir: str,
+    gateway_url: str | None = None,
+    max_retries: int | None = None,
+) -> list[str]:
+    """The CLI's own argument vector (the prompt comes on stdin: ``-``). ``max_retries``: the
+    gateway provider's ``request_max_retries`` and ``stream_max_retries`` (None: the CLI's
+    defaults; only with a gateway, the built-in provider is left as it is)."""
     argv = [
         EXECUTABLE,
         "exec",
@@ -96,9 +104,14 @@ def agent_argv(project_dir: str, model: str, out_dir: str, gateway_url: str | No
         f"{out_dir.rstrip('/')}/{LAST_MESSAGE_FILE}",
     ]
     if gateway_url:
+        retries = (
+            f", request_max_retries = {int(max_retries)}, stream_max_retries = {int(max_retries)}"
+            if max_retries is not None
+            else ""
+        )
         provider = (
             f'{{name = "argusic gateway", base_url = {json.dumps(gateway_url)}, '
-            f'env_key = "{KEY_ENV}", wire_api = "responses"}}'
+            f'env_key = "{KEY_ENV}", wire_api = "responses"{retries}}}'
         )
         argv += [
             "-c",
@@ -110,14 +123,20 @@ def agent_argv(project_dir: str, model: str, out_dir: str, gateway_url: str | No
 
 
 def build_command(
-    project_dir: str, out_dir: str, instructions_path: str, model: str, *, gateway_url: str | None = None
+    project_dir: str,
+    out_dir: str,
+    instructions_path: str,
+    model: str,
+    *,
+    gateway_url: str | None = None,
+    max_retries: int | None = None,
 ) -> list[str]:
     """The command run in the container: recreate the config folders named by the environment
     (``build_env``), start ``codex exec`` with the instructions on stdin, tee its JSONL events to
     ``<out_dir>/session.jsonl``. ``gateway_url``: route model calls through our gateway (the same
     URL as ``OPENAI_BASE_URL`` given to ``build_env``)."""
     log = f"{out_dir.rstrip('/')}/{SESSION_LOG}"
-    argv = agent_argv(project_dir, model, out_dir, gateway_url)
+    argv = agent_argv(project_dir, model, out_dir, gateway_url, max_retries)
     script = shell_script(
         [
             "set -o pipefail",

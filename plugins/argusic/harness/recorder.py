@@ -228,3 +228,40 @@ class Recorder:
 def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record one command: ``python3 recorder.py --out DIR [--title T] -- COMMAND [ARG...]``.
+
+    Writes DIR/recording.cast and DIR/log.txt (the command's terminal output, stdout and stderr
+    together) and exits with the command's status. Used to run an external agent CLI under the same
+    recorder as the reference harness; the command inherits this process's environment and folder.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="recorder.py", description=main.__doc__)
+    parser.add_argument("--out", required=True, help="folder for recording.cast and log.txt")
+    parser.add_argument("--title", default=None)
+    parser.add_argument("--timeout", type=float, default=float("inf"), help="seconds (default: none)")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given (after --)")
+    os.makedirs(args.out, exist_ok=True)
+    recorder = Recorder(
+        os.path.join(args.out, "recording.cast"), os.path.join(args.out, "log.txt"), title=args.title
+    )
+    try:
+        recorder.note(f"recorder: start {command[0]}")
+        code, timed_out, _, seconds = recorder.run(command, os.getcwd(), dict(os.environ), args.timeout)
+        recorder.note(f"recorder: exit {code}{' (timed out)' if timed_out else ''} after {seconds:.1f} s")
+    finally:
+        recorder.close()
+    sys.stdout.flush()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
