@@ -39,8 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CLOSED_GATEWAY = "http://127.0.0.1:9/v1"  # nothing listens there; the container has no network anyway
 BUDGETS = {"claude-code": 120, "codex": 20}  # demo budgets (s); Codex is killed at its budget
 
-pytestmark = [pytest.mark.slow, pytest.mark.docker]
-
 
 @pytest.fixture(scope="module")
 def agents_image() -> str:
@@ -76,6 +74,8 @@ def _gateway_broker():
     return GatewayBroker()
 
 
+@pytest.mark.slow
+@pytest.mark.docker
 @pytest.mark.parametrize(
     ("agent_id", "module", "session_marker", "end_reason"),
     [
@@ -161,3 +161,61 @@ def test_external_agent_attempt_in_the_agents_image(
     # Model requested and harness name / version recorded.
     assert record.model.requested == registered.model and record.model.responded is None
     assert record.harness.name == agent_id and record.harness.version == module.PINNED_VERSION
+
+
+# -- the validity decisions, without Docker ------------------------------------------------------------
+
+
+def _result(*, exit_code=0, timed_out=False, error=None):
+    from datetime import UTC, datetime
+
+    from argusic.executor import ExecutionResult
+
+    now = datetime.now(UTC)
+    return ExecutionResult("docker", now, now, exit_code, timed_out, error, "img")
+
+
+def _run(end_state, *, answered=True, report=True):
+    from argusic.external.collect import CollectedRun, unavailable
+
+    return CollectedRun(
+        harness="codex", harness_version=None,
+        usage={name: unavailable("test") for name in USAGE_FIELDS},
+        model_requested="m", model_responded=None, end_state=end_state, end_detail="detail",
+        final_text="done" if answered else None, tool_calls=[], lines_total=1, lines_unparsable=0,
+        truncated_tail=False, problems=[], report={"x": 1} if report else None,
+        report_problem=None if report else "report missing: report.json was not written",
+    )  # fmt: skip
+
+
+EVIDENCE = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "1" * 64}, "report": None}
+
+
+@pytest.mark.parametrize(
+    ("result", "run", "evidence", "expected"),
+    [
+        (_result(), _run("completed"), EVIDENCE, ("completed", None, True)),
+        # Worked until it stopped but wrote no report: the harness could not read it (section 11).
+        (_result(), _run("completed", report=False), EVIDENCE, ("completed", "report missing", False)),
+        (_result(timed_out=True, exit_code=None), _run("truncated"), EVIDENCE, ("timeout", None, False)),
+        (_result(exit_code=1), _run("error"), EVIDENCE, ("harness_error", "agent CLI ended in error", False)),
+        (_result(exit_code=137), _run("truncated"), EVIDENCE, ("harness_error", "session log ends", False)),
+        (_result(exit_code=1), _run("error", answered=False), EVIDENCE,
+         ("harness_error", "the agent never reached its model", False)),
+        (_result(timed_out=True, exit_code=None), _run("truncated", answered=False), EVIDENCE,
+         ("timeout", "the agent never reached its model", False)),
+        (_result(error="docker: gone"), _run("completed"), EVIDENCE,
+         ("harness_error", "executor error", False)),
+        # Kept like the reference harness's path does; the record is invalid anyway.
+        (_result(), _run("completed"), EVIDENCE | {"recording": None},
+         ("completed", "incomplete evidence: no recording", True)),
+    ],
+)  # fmt: skip
+def test_external_outcome_decisions(result, run, evidence, expected):
+    from argusic.attempt import external_outcome
+
+    end_reason, invalid, keep_report = external_outcome(result, run, evidence)
+    want_end, want_invalid, want_keep = expected
+    assert end_reason == want_end
+    assert (invalid is None) == (want_invalid is None) and (invalid or "").startswith(want_invalid or "")
+    assert keep_report == want_keep

@@ -244,7 +244,7 @@ def external_outcome(result: ExecutionResult, run, evidence: dict) -> tuple[str,
     if invalid is None and (evidence["log"] is None or evidence["recording"] is None):
         missing = [n for n in ("log", "recording") if evidence[n] is None]
         invalid = f"incomplete evidence: no {' and no '.join(missing)}"
-    return end_reason, invalid, end_reason == "completed"
+    return end_reason, invalid, end_reason == "completed" and run.report is not None
 
 
 def _build_external_record(
