@@ -23,6 +23,8 @@ docker:
 
 image: docker
 	bash scripts/build_runner_image.sh
+	command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null)
+	bash scripts/build_agents_image.sh
 
 demo: install image
 	$(BIN)/argusic demo

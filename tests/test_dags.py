@@ -398,19 +398,21 @@ print("@@RESULT@@" + json.dumps(doc["evidence"]))
     env_seed = dict(env, TESTS_DIR=str(Path(__file__).parent), BASE=str(tmp_path))
     out = run_python(env_seed, seed)
     evidence = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
-    run = {"dag_id": "argusic_maintenance", "logical_date": "2026-12-02T10:00:00+00:00"}
+    # A past date: the orphan sweep then treats every live container on the shared daemon as within
+    # its budget (a future date would remove other attempts' containers mid-run).
+    run = {"dag_id": "argusic_maintenance", "logical_date": "2026-01-02T10:00:00+00:00"}
     (clean,) = dag_test(env, [run])
     assert states(clean, "audit_evidence") == ["success"], clean
     assert states(clean, "remove_orphaned_containers") == ["success"], clean
     assert states(clean, "sweep_model_keys") == ["success"], clean
-    report = json.loads((tmp_path / "runs" / "audit" / "2026-12-02.json").read_text())
+    report = json.loads((tmp_path / "runs" / "audit" / "2026-01-02.json").read_text())
     assert report == {"checked": 3, "ok": True, "findings": []}
 
     uri = evidence["log"]["uri"]
     stored = Path(uri.removeprefix("file://"))
     stored.chmod(0o644)
     stored.write_bytes(b"tampered")
-    (tampered,) = dag_test(env, [dict(run, logical_date="2026-12-02T11:00:00+00:00")])
+    (tampered,) = dag_test(env, [dict(run, logical_date="2026-01-02T11:00:00+00:00")])
     assert states(tampered, "audit_evidence") == ["failed"], tampered
-    report = json.loads((tmp_path / "runs" / "audit" / "2026-12-02.json").read_text())
+    report = json.loads((tmp_path / "runs" / "audit" / "2026-01-02.json").read_text())
     assert [(f["kind"], f["problem"]) for f in report["findings"]] == [("log", "mismatch")]
