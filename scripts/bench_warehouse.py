@@ -38,6 +38,8 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+from argusic.warehouse import COLUMNS
+
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "dbt_project" / "seeds"
 DEFAULT_SIZES = [10_000, 100_000, 1_000_000]
@@ -64,15 +66,7 @@ def plan(size: int) -> tuple[list[int], int]:
 
 # The columns the generator fills, by name (raw.run_records gains columns over time: those not
 # listed here stay null, as in a warehouse ingested before they existed).
-GENERATED_COLUMNS = [
-    "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "commit_sha", "tier", "attempt_no",
-    "methodology_version", "started_at", "ended_at", "budget_seconds", "end_reason", "invalid_reason",
-    "executor", "is_demo", "rerun_of",
-    "log_sha256", "log_uri", "log_bytes", "recording_sha256", "recording_uri", "recording_bytes",
-    "report_sha256", "report_uri", "report_bytes", "has_report", "install_ok", "ran_ok",
-    "errors_encountered", "errors_fixed", "test_depth", "verified_how", "final_state",
-    "key_kind", "harness_name", "harness_version", "record_json",
-]  # fmt: skip
+GENERATED_COLUMNS = [c for c in COLUMNS if c not in ("masking_applied", "presentation_withheld")]
 
 
 def generate_sql(agents: list[int], projects: int) -> str:

@@ -98,8 +98,6 @@ def build_record(
     store: EvidenceStore,
     key_record: dict | None = None,
 ) -> RunRecord:
-    config = orchestrator_config()
-    budget = config.budget_seconds(spec.tier)
     evidence: dict[str, dict | None] = {}
     for name, filename in EVIDENCE_FILES.items():
         path = out_dir / filename
@@ -131,23 +129,9 @@ def build_record(
         missing = [n for n in ("log", "recording") if evidence[n] is None]
         invalid_reason = f"incomplete evidence: no {' and no '.join(missing)}"
 
-    doc = {
-        "schema": SCHEMA_ID,
-        "attempt_id": spec.attempt_id,
-        "cycle_id": spec.cycle_id,
-        "purpose": spec.purpose,
-        "agent_id": spec.agent_id,
-        "project_id": spec.project_id,
-        "commit": spec.commit,
-        "tier": spec.tier,
-        "attempt_no": spec.attempt_no,
-        "methodology_version": config.methodology_version,
-        "started_at": utc_now_iso(result.started_at),
-        "ended_at": utc_now_iso(result.ended_at),
-        "budget_seconds": budget,
+    doc = _base_doc(spec, result, evidence) | {
         "end_reason": end_reason,
         "invalid_reason": invalid_reason,
-        "evidence": evidence,
         "report": report,
         "usage": {
             "input_tokens": {"value": None, "status": "unavailable"},
@@ -162,11 +146,6 @@ def build_record(
         "harness": {"name": driver.harness_name, "version": _harness_version()},
         "model": {"requested": None, "responded": None},
         "key": key_record or {"kind": driver.key_kind, "limit_usd": None},
-        "executor": result.executor,
-        "demo": spec.demo,
-        "effective_budget_seconds": max(1, round(budget * spec.budget_scale)) if spec.demo else None,
-        "rerun_of": spec.rerun_of,
-        "image": result.image,
     }
     return parse_record(doc, source=spec.attempt_id)
 
