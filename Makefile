@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image demo test test-fast lint format airflow-ui clean
+.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui clean
 
 # One virtualenv for everything (Airflow, dbt, GX, the argusic package).
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
@@ -23,6 +23,9 @@ docker:
 
 image: docker
 	bash scripts/build_runner_image.sh
+
+# The runner image plus Node.js 22 and the pinned agent CLIs (Claude Code, Codex), all from npm.
+agents-image: image
 	command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null)
 	bash scripts/build_agents_image.sh
 
@@ -37,7 +40,7 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: install image lint
+test: install image agents-image lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
 	$(BIN)/pytest -q
