@@ -212,3 +212,23 @@ def test_served_copies_are_recorded(tmp_path, scripted):
     record = load_record_file(path)
     assert record.presentation is not None and not record.presentation.withheld
     assert store.read(record.presentation.log.uri) == store.read(record.evidence.log.uri)
+
+
+def test_cancelled_attempt_leaves_no_key_in_its_output(tmp_path, scripted, routed_agent):
+    from argusic.keys import AttemptCancelled
+    from test_keys import FakeBroker
+
+    class CancelledAfterOutput(LocalExecutor):
+        def run(self, **kwargs):
+            super().run(**kwargs)  # the agent ran and printed its key
+            raise AttemptCancelled("SIGTERM")
+
+    broker = FakeBroker()
+    repo, commit = make_repo(tmp_path, "printkey")
+    spec = _spec(repo, commit, "printkey", agent_id="routed-agent")
+    with pytest.raises(AttemptCancelled):
+        run_attempt(spec, CancelledAfterOutput(), EvidenceStore((tmp_path / "e").as_uri()), tmp_path / "runs",
+                    broker=broker)  # fmt: skip
+    assert broker.stats.created == 1 and broker.keys == {}
+    files = [f for f in (tmp_path / "runs").rglob("*") if f.is_file()]
+    assert files and all(b"sk-fake-" not in f.read_bytes() for f in files)

@@ -328,17 +328,19 @@ def run_attempt(
         if driver.external:  # the key goes through the driver's own environment (build_env)
             run_kwargs = {"launch": driver.launch(key_env), "image": driver.image()}
             key_env = {}
-        result = executor.run(
-            attempt_id=spec.attempt_id,
-            repo_path=Path(spec.repo_url),
-            commit=spec.commit,
-            harness_args=list(driver.harness_args),
-            out_dir=out_dir,
-            budget_seconds=effective,
-            env=key_env,
-            **run_kwargs,
-        )
-        _mask_outputs(out_dir, key)
+        try:
+            result = executor.run(
+                attempt_id=spec.attempt_id,
+                repo_path=Path(spec.repo_url),
+                commit=spec.commit,
+                harness_args=list(driver.harness_args),
+                out_dir=out_dir,
+                budget_seconds=effective,
+                env=key_env,
+                **run_kwargs,
+            )
+        finally:  # cancelled or crashed too: no file left behind holds the key's value
+            _mask_outputs(out_dir, key)
         key_record = key.record()
     record = with_presentation(build_record(spec, result, out_dir, store, key_record), store)
     _write_atomic(record_path, record.to_json() + "\n")
