@@ -17,7 +17,9 @@ agent_cycles as (
         agent_id,
         count(*) filter (where is_valid) as valid_attempts,
         count(*) filter (where not is_valid) as invalid_attempts,
-        count(*) filter (where outcome in ('pass_full', 'pass_mock')) as passes
+        count(*) filter (where outcome in ('pass_full', 'pass_mock')) as passes,
+        -- a demo cycle (budgets scaled down) is flagged so it is never mistaken for a real one
+        bool_or(is_demo) as is_demo_cycle
     from board_attempts
     group by cycle_id, agent_id
 
@@ -156,7 +158,8 @@ final as (
         coalesce(set_counts.sets_counted, 0) as sets_counted,
         coalesce(set_counts.sets_unstable, 0) as sets_unstable,
         coalesce(set_counts.sets_under_review, 0) as sets_under_review,
-        coalesce(set_counts.sets_incomplete, 0) as sets_incomplete
+        coalesce(set_counts.sets_incomplete, 0) as sets_incomplete,
+        agent_cycles.is_demo_cycle
     from agent_cycles
     left join set_counts
         on set_counts.cycle_id = agent_cycles.cycle_id
