@@ -96,9 +96,18 @@ def test_demo_cycle_end_to_end_twice(isolated, monkeypatch):
         for ref in (record.evidence.log, record.evidence.recording, record.evidence.report):
             if ref is not None:
                 assert hashlib.sha256(store.read(ref.uri)).hexdigest() == ref.sha256
-    assert (isolated / "published" / "2026-12-demo" / "board.json").exists()
+    published = isolated / "published" / "2026-12-demo"
+    board_bytes = (published / "board.json").read_bytes()
+    trace = json.loads((published / "attempts.json").read_text())["attempts"]
+    assert len(trace) == rows
+    # Every published number traces to a served log and recording and the raw fingerprints.
+    for attempt in trace:
+        assert attempt["served_log_uri"] and attempt["served_recording_uri"], attempt["attempt_id"]
+        assert len(attempt["log_sha256"]) == 64 and len(attempt["recording_sha256"]) == 64
+        assert store.read(attempt["served_recording_uri"]).startswith(b'{"version": 2')
     # The same cycle again adds no rows.
     second = runner.invoke(app, ["demo"])
     assert second.exit_code == 0, second.output
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0] == rows
+    assert (published / "board.json").read_bytes() == board_bytes  # same data, same publication

@@ -305,7 +305,10 @@ def test_columns_outside_the_contract_are_skipped_and_reported() -> None:
 
 
 def write_marts(db_path: Path, frames: dict[str, pd.DataFrame]) -> None:
+    from argusic.warehouse import RAW_DDL
+
     with duckdb.connect(str(db_path)) as con:
+        con.execute(RAW_DDL)  # marts never exist without the raw layer they are built from
         con.execute("CREATE SCHEMA IF NOT EXISTS marts")
         for name, df in frames.items():
             con.register("frame", df)
@@ -337,7 +340,9 @@ def test_publish_board_writes_json_atomically(tmp_path: Path) -> None:
     assert data["cycle_id"] == "c1"
     assert [r["agent_id"] for r in data["rows"]] == ["a1", "a2", "a4", "a3"]  # unranked last
     assert data["rows"][-1]["rank"] is None and data["rows"][-1]["board_score"] is None
-    assert [p.name for p in path.parent.iterdir()] == ["board.json"]  # no temporary left behind
+    # no temporary left behind; the per-attempt trace is published beside the board
+    assert sorted(p.name for p in path.parent.iterdir()) == ["attempts.json", "board.json"]
+    assert data["attempts_file"] == "attempts.json" and "published_at" not in data
 
 
 def test_publish_board_blocked_by_failed_expectation(tmp_path: Path) -> None:
@@ -440,7 +445,11 @@ def standin_project(root: Path, frames: dict[str, pd.DataFrame], board_sql: str 
 
 @pytest.mark.slow
 def test_build_warehouse_runs_dbt_and_publishes(tmp_path: Path) -> None:
+    from argusic.warehouse import RAW_DDL
+
     db = tmp_path / "w.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(RAW_DDL)  # what ingest leaves behind: publication traces attempts to it
     project = standin_project(tmp_path, good_frames())
     result = build_warehouse(db, project_dir=project, quiet=True)
     assert isinstance(result, BuildResult)

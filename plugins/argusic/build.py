@@ -30,6 +30,25 @@ from argusic.settings import dbt_project_dir, warehouse_path
 from argusic.warehouse import writer_lock
 
 BOARD_SCHEMA = "argusic.board/1"
+ATTEMPTS_SCHEMA = "argusic.cycle_attempts/1"
+
+# Every published number, traced to its evidence: the scores of each attempt next to the served
+# (masked) log and recording and the fingerprints of the raw originals. A withheld copy has no URI.
+ATTEMPTS_SQL = """
+SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_valid, s.invalid_reason,
+       s.outcome, s.score, s.install_points, s.run_points, s.recovery_points, s.depth_points,
+       r.commit_sha, r.tier, r.budget_seconds, r.end_reason, r.started_at, r.ended_at,
+       r.verified_how, r.final_state,
+       r.log_sha256, r.recording_sha256, r.report_sha256,
+       r.record_json ->> '$.presentation.log.uri' AS served_log_uri,
+       r.record_json ->> '$.presentation.recording.uri' AS served_recording_uri,
+       coalesce(r.masking_applied, false) AS masking_applied,
+       coalesce(r.presentation_withheld, false) AS served_copy_withheld
+FROM marts.attempt_scores AS s
+JOIN raw.run_records AS r USING (attempt_id)
+WHERE s.cycle_id = ?
+ORDER BY s.agent_id, s.project_id, s.attempt_no, s.attempt_id
+"""
 _FAILED = {"error", "fail", "runtime error"}
 
 
@@ -235,20 +254,33 @@ def publish_board(
                 + "\n".join(report.failure_messages())
             )
         with duckdb.connect(str(path), read_only=True) as con:
-            cur = con.execute(
-                "SELECT * FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id", [cycle_id]
+            rows = _rows(
+                con,
+                "SELECT * FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id",
+                cycle_id,
             )
-            columns = [d[0] for d in cur.description]
-            rows = [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in cur.fetchall()]
+            attempts = _rows(con, ATTEMPTS_SQL, cycle_id)
     if not rows:
         raise PublicationBlocked(f"no board rows for cycle {cycle_id!r} in marts.board")
-    document = {
+    # Dated by the data, not the clock: publishing the same warehouse twice gives the same bytes.
+    through = max((a["ended_at"] for a in attempts if a["ended_at"]), default=None)
+    folder = Path(out_dir) / cycle_id
+    board = {
         "schema": BOARD_SCHEMA,
         "cycle_id": cycle_id,
-        "published_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "attempts_through": through,
         "validation": {"tables": len(report.tables), "skipped_tables": report.skipped_tables},
+        "attempts_file": "attempts.json",
         "rows": rows,
     }
-    target = Path(out_dir) / cycle_id / "board.json"
-    _write_atomically(target, json.dumps(document, indent=2, allow_nan=False) + "\n")
+    trace = {"schema": ATTEMPTS_SCHEMA, "cycle_id": cycle_id, "attempts": attempts}
+    _write_atomically(folder / "attempts.json", json.dumps(trace, indent=2, allow_nan=False) + "\n")
+    target = folder / "board.json"
+    _write_atomically(target, json.dumps(board, indent=2, allow_nan=False) + "\n")
     return target
+
+
+def _rows(con, query: str, *params: Any) -> list[dict[str, Any]]:
+    cur = con.execute(query, list(params))
+    columns = [d[0] for d in cur.description]
+    return [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in cur.fetchall()]
