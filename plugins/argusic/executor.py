@@ -128,6 +128,11 @@ def _harness_command(harness_dir: str, project: str, out: str, harness_args: lis
     return ["python3", f"{harness_dir}/readme_runner.py", "--project", project, "--out", out, *harness_args]
 
 
+def _fetch_error(code: int | None, commit: str, repo_path: Path) -> str | None:
+    """The bootstrap's own exit code for a pinned commit it could not fetch: our tooling's failure."""
+    return f"could not fetch pinned commit {commit} from {repo_path}" if code == FETCH_FAILED else None
+
+
 def _write_task_files(folder: Path, files: dict[str, str]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -219,9 +224,7 @@ class DockerExecutor:
             result = container.wait(timeout=60)
             ended = _now()
             code = None if timed_out else int(result.get("StatusCode", -1))
-            error = None
-            if code == FETCH_FAILED:
-                error = f"could not fetch pinned commit {commit} from {repo_path}"
+            error = _fetch_error(code, commit, repo_path)
             return ExecutionResult(self.name, started, ended, code, timed_out, error, image)
         except self._docker.errors.DockerException as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"docker: {err}", image)
@@ -306,7 +309,7 @@ class LocalExecutor:
                 proc.wait()
                 code, timed_out = None, True
             ended = _now()
-        error = f"could not fetch pinned commit {commit} from {repo_path}" if code == FETCH_FAILED else None
+        error = _fetch_error(code, commit, repo_path)
         return ExecutionResult(self.name, started, ended, code, timed_out, error, None)
 
 
