@@ -26,7 +26,7 @@ bytes as (
 
 ),
 
-final as (
+gigabytes as (
 
     select
         tier,
@@ -38,12 +38,18 @@ final as (
         head_dim,
         weights_bytes / {{ var('bytes_per_gb') }} as weights_gb,
         context_bytes / {{ var('bytes_per_gb') }} as context_gb,
-        {{ var('runtime_overhead_gb') }}::double as overhead_gb,
-        weights_bytes / {{ var('bytes_per_gb') }} + context_bytes / {{ var('bytes_per_gb') }}
-            + {{ var('runtime_overhead_gb') }} as required_gb,
-        (weights_bytes / {{ var('bytes_per_gb') }} + context_bytes / {{ var('bytes_per_gb') }}
-            + {{ var('runtime_overhead_gb') }}) / {{ var('shared_memory_share') }} as required_unified_gb
+        {{ var('runtime_overhead_gb') }}::double as overhead_gb
     from bytes
+
+),
+
+final as (
+
+    select
+        *,
+        weights_gb + context_gb + overhead_gb as required_gb,
+        (weights_gb + context_gb + overhead_gb) / {{ var('shared_memory_share') }} as required_unified_gb
+    from gigabytes
 
 )
 
