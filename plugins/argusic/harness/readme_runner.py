@@ -657,12 +657,7 @@ def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorde
 
     try:
         # Install.
-        failed = None
-        for command in plan.install:
-            step = runner.step("install", command)
-            if not step.ok:
-                failed = step
-                break
+        failed = _first_failure(runner, "install", plan.install)
         if failed:
             report["final_state"] = (
                 f"The install command `{failed.command}` {_failure(failed, timeout)}, so nothing was run"
@@ -682,11 +677,7 @@ def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorde
             rec.note("the README names no run or test command")
             report["final_state"] = f"{installed}, and it names no run or test command, so nothing was run."
             return _finish(report, details, runner)
-        for command in plan.run:
-            step = runner.step("run", command)
-            if not step.ok:
-                failed = step
-                break
+        failed = _first_failure(runner, "run", plan.run)
         if failed:
             report["final_state"] = (
                 f"{installed}, but the run command `{failed.command}` {_failure(failed, timeout)}"
@@ -744,6 +735,15 @@ def _verify(
             return False, "", f"`{command}` returned: {returned or 'nothing'}"
         proofs.append(f"`{command}` returned: {returned}")
     return True, "; ".join(proofs), ""
+
+
+def _first_failure(runner, phase: str, commands: list[str]):
+    """Run a phase's commands in order; the first step that failed (after recovery), or None."""
+    for command in commands:
+        step = runner.step(phase, command)
+        if not step.ok:
+            return step
+    return None
 
 
 def _finish(report: dict, details: dict, runner: Runner) -> dict:
