@@ -165,14 +165,17 @@ def resolve_pool(
 
 
 def build_warehouse_summary() -> str:
-    """dbt build + expectations; raises PublicationBlocked (task fails, publish never runs)."""
-    from argusic.build import build_warehouse
+    """dbt build + expectations; raises PublicationBlocked (task fails, publish never runs).
 
-    return build_warehouse(quiet=True).summary()
+    Through the build worker (ARGUSIC_BUILD_WORKER) when one answers, else in the task's process.
+    """
+    from argusic.build_worker import build_or_delegate
+
+    return build_or_delegate()
 
 
 def publish_cycle_board(cycle_id: str) -> str:
     """The board of the cycle, re-validated under the writer lock; returns the published path."""
-    from argusic.build import publish_board
+    from argusic.build_worker import publish_or_delegate
 
-    return str(publish_board(cycle_id, publish_dir()))
+    return str(publish_or_delegate(cycle_id, publish_dir()))

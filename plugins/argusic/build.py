@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import hashlib
 import json
 import math
 import os
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,8 +127,31 @@ def dbt_threads() -> int:
     return max(2, 2 * (os.cpu_count() or 1))
 
 
+def _dbt_args(project_dir: Path, command: str) -> list[str]:
+    """dbt's global flags and ``command`` on the project (its own profiles.yml).
+
+    No up-front relation cache (dbt fills it as nodes need it) and an info-level file log (each node's
+    start, end and status; not every SQL statement): both are per-build costs that show at scale.
+    """
+    return [
+        "--no-send-anonymous-usage-stats",
+        "--no-populate-cache",
+        "--log-level-file",
+        "info",
+        command,
+        "--project-dir",
+        str(project_dir),
+        "--profiles-dir",
+        str(project_dir),
+    ]
+
+
 def _run_dbt(
-    project_dir: Path, db_path: Path, quiet: bool, include_unit_tests: bool = False
+    project_dir: Path,
+    db_path: Path,
+    quiet: bool,
+    include_unit_tests: bool = False,
+    manifest: Any = None,
 ) -> list[NodeResult]:
     """``dbt build`` in-process; raises PublicationBlocked naming the failed nodes.
 
@@ -134,27 +159,19 @@ def _run_dbt(
     fixed inputs, not the data, and run in development and CI (``make test``,
     tests/test_dbt_rules.py), as dbt recommends. Every data test still runs. dbt keeps its target
     folder (the project's ``target/`` or ``DBT_TARGET_PATH``) between builds, so an unchanged
-    project is parsed partially (``partial_parse.msgpack``).
+    project is parsed partially (``partial_parse.msgpack``). ``manifest``: a manifest parsed for this
+    project and warehouse (``BuildSession``), so that dbt does not parse at all.
     """
     from dbt.cli.main import dbtRunner
 
-    args = [
-        "--no-send-anonymous-usage-stats",
-        "build",
-        "--project-dir",
-        str(project_dir),
-        "--profiles-dir",
-        str(project_dir),
-        "--threads",
-        str(dbt_threads()),
-    ]
+    args = [*_dbt_args(project_dir, "build"), "--threads", str(dbt_threads())]
     if not include_unit_tests:
         args += ["--exclude-resource-type", "unit_test"]
     if quiet:
         args.insert(0, "--quiet")
     with _env("ARGUSIC_WAREHOUSE", str(db_path)):
         try:
-            res = dbtRunner().invoke(args)
+            res = dbtRunner(manifest=manifest).invoke(args)
         finally:
             _release_dbt_duckdb()
 
@@ -188,13 +205,26 @@ def build_warehouse(
     runs all of them). Every data test and every expectation runs either way.
 
     Raises PublicationBlocked when a dbt node fails (naming it) or an expectation fails (naming the
-    table and the expectation, with the rows that broke it).
+    table and the expectation, with the rows that broke it). One process, one build: a long-lived
+    process builds through ``BuildSession`` instead (dbt and GX imported once, no re-parse).
     """
     path = Path(db_path) if db_path else warehouse_path()
     project = Path(project_dir) if project_dir else dbt_project_dir()
+    return _build(path, project, quiet=quiet, include_unit_tests=include_unit_tests)
+
+
+def _build(
+    path: Path,
+    project: Path,
+    *,
+    quiet: bool,
+    include_unit_tests: bool,
+    manifest_for: Callable[[Path], Any] | None = None,
+) -> BuildResult:
     with writer_lock(path):
         started = time.perf_counter()
-        nodes = _run_dbt(project, path, quiet, include_unit_tests=include_unit_tests)
+        manifest = manifest_for(path) if manifest_for else None
+        nodes = _run_dbt(project, path, quiet, include_unit_tests=include_unit_tests, manifest=manifest)
         dbt_seconds = time.perf_counter() - started
         report = validate_warehouse(path)
     if not report.success:
@@ -202,6 +232,88 @@ def build_warehouse(
             "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
         )
     return BuildResult(path, nodes, report, dbt_seconds, report.seconds)
+
+
+# Folders of a dbt project that dbt writes (or installs) rather than parses.
+_GENERATED = {"target", "logs", "dbt_packages", "dbt_modules"}
+
+
+def project_fingerprint(project_dir: Path) -> str:
+    """sha256 over every file dbt reads in the project (names and bytes; not target/, logs/, packages)."""
+    digest = hashlib.sha256()
+    for path in sorted(project_dir.rglob("*")):
+        relative = path.relative_to(project_dir)
+        if relative.parts[0] in _GENERATED or not path.is_file():
+            continue
+        digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class BuildSession:
+    """Builds from one long-lived process: dbt and GX are imported once, and dbt's manifest is parsed
+    once per (project state, warehouse file) and handed to every later build.
+
+    A cold ``build_warehouse`` spends most of its time before any SQL runs: importing GX (~5 s),
+    importing dbt and parsing the project. A session pays that once. The project's files are
+    fingerprinted at every build, so a changed model, seed (a review decision) or macro is re-parsed
+    before it is built: a session never builds stale SQL. The manifest is also keyed by the
+    warehouse file (dbt-duckdb names the catalog after it). Builds run one at a time (dbt does not
+    support concurrent invocations in one process); the writer lock still serialises them with
+    ingest in other processes.
+    """
+
+    def __init__(self, project_dir: Path | None = None) -> None:
+        self.project_dir = Path(project_dir) if project_dir else dbt_project_dir()
+        self.parses = 0
+        self.builds = 0
+        self._manifest: Any = None
+        self._manifest_key: tuple[str, str] | None = None
+        self._lock = threading.Lock()
+
+    def warm(self) -> float:
+        """Import dbt, dbt-duckdb and GX now (seconds taken), rather than in the first build."""
+        started = time.perf_counter()
+        import dbt.adapters.duckdb  # noqa: F401
+        from dbt.cli.main import dbtRunner  # noqa: F401
+
+        from argusic.expectations import load_gx
+
+        load_gx()
+        return time.perf_counter() - started
+
+    def _manifest_for(self, db_path: Path) -> Any:
+        from dbt.cli.main import dbtRunner
+
+        key = (project_fingerprint(self.project_dir), str(db_path.resolve()))
+        if key != self._manifest_key:
+            args = _dbt_args(self.project_dir, "parse")
+            with _env("ARGUSIC_WAREHOUSE", str(db_path)):
+                try:
+                    res = dbtRunner().invoke(["--quiet", *args])
+                finally:
+                    _release_dbt_duckdb()
+            if not res.success or res.result is None:
+                reason = res.exception or "dbt parse reported failure"
+                raise PublicationBlocked(f"dbt parse failed: {reason}")
+            self._manifest, self._manifest_key = res.result, key
+            self.parses += 1
+        return self._manifest
+
+    def build(
+        self, db_path: Path | None = None, *, quiet: bool = True, include_unit_tests: bool = False
+    ) -> BuildResult:
+        """``build_warehouse`` without the per-process costs: same lock, dbt build and expectations."""
+        path = Path(db_path) if db_path else warehouse_path()
+        with self._lock:
+            result = _build(
+                path,
+                self.project_dir,
+                quiet=quiet,
+                include_unit_tests=include_unit_tests,
+                manifest_for=self._manifest_for,
+            )
+            self.builds += 1
+            return result
 
 
 def _jsonable(value: Any) -> Any:

@@ -45,15 +45,43 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or
 
 @app.command()
 def build() -> None:
-    """Run dbt build, then the expectations on every mart; a failure blocks publication."""
-    from argusic.build import PublicationBlocked, build_warehouse
+    """Run dbt build, then the expectations on every mart; a failure blocks publication.
+
+    Through the build worker when ARGUSIC_BUILD_WORKER names one that answers, else in this process.
+    """
+    from argusic.build import PublicationBlocked
+    from argusic.build_worker import BuildWorkerError, build_or_delegate
 
     _require_run_records()
     try:
-        result = build_warehouse(quiet=True)
+        summary = build_or_delegate()
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
-    console.print(f"build ok: {result.summary()}")
+    except BuildWorkerError as err:
+        _fail(str(err))
+    console.print(f"build ok: {summary}")
+
+
+@app.command("build-worker")
+def build_worker(
+    socket_path: Annotated[
+        Path | None, typer.Option("--socket", help="Unix socket (default: $ARGUSIC_BUILD_WORKER)")
+    ] = None,
+) -> None:
+    """Serve builds and publications from one warm process (dbt and GX imported once) until stopped."""
+    from argusic.build_worker import SOCKET_ENV, BuildWorkerError, serve, worker_socket
+
+    path = socket_path or worker_socket()
+    if path is None:
+        _fail(f"no socket: pass --socket PATH or set {SOCKET_ENV}")
+
+    def ready(seconds: float) -> None:
+        console.print(f"build worker ready on {path} (dbt and GX loaded in {seconds:.1f} s)")
+
+    try:
+        serve(path, on_ready=ready)
+    except BuildWorkerError as err:
+        _fail(str(err))
 
 
 def _read_only():

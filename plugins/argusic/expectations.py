@@ -423,6 +423,11 @@ def _gx() -> tuple[Any, Any]:
     return gx, gxe
 
 
+def load_gx() -> None:
+    """Import GX now (once per process), e.g. when a long-lived build worker starts."""
+    _gx()
+
+
 def _gx_class(gxe: Any, kind: str) -> Any:
     return getattr(gxe, "".join(part.capitalize() for part in kind.split("_")))
 

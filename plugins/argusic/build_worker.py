@@ -1,0 +1,214 @@
+"""A long-lived build worker: builds and publications served from one warm ``BuildSession``.
+
+Why: a cold ``argusic build`` process spends ~10 s importing GX and dbt and parsing the project
+before any SQL runs; the SQL itself takes a few seconds even at a million attempts. The worker pays
+the imports once and keeps dbt's manifest while the project is unchanged (``BuildSession``).
+
+Protocol: one Unix socket (``ARGUSIC_BUILD_WORKER``), stdlib ``multiprocessing.connection``, one JSON
+object per message (never pickle: nothing a client sends is executed). The socket's folder is made
+private (0700), so only the worker's own user can connect. Requests are served one at a time:
+
+    {"op": "build", "db_path": "...", "include_unit_tests": false}
+        -> {"ok": true, "summary": "...", "nodes": 131, "dbt_seconds": 2.1, "validation_seconds": 0.4,
+            "seconds": 2.6}
+    {"op": "publish", "cycle_id": "2026-12", "out_dir": "...", "db_path": "..."}
+        -> {"ok": true, "path": ".../2026-12/board.json"}
+    {"op": "ping"} -> {"ok": true, "builds": 3, "parses": 1}
+
+A failure answers {"ok": false, "error": "<exception class>", "message": "..."}; the client raises
+``PublicationBlocked`` for a blocked build or publication (same message as in-process) and
+``BuildWorkerError`` otherwise. Callers that find no worker build in-process (``build_or_delegate``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import stat
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+from typing import Any
+
+from argusic.build import BuildSession, PublicationBlocked, build_warehouse, publish_board
+from argusic.settings import warehouse_path
+
+log = logging.getLogger(__name__)
+
+SOCKET_ENV = "ARGUSIC_BUILD_WORKER"
+OPS = ("build", "publish", "ping")
+
+
+class BuildWorkerError(RuntimeError):
+    """The worker could not be reached, or failed for a reason other than a blocked publication."""
+
+
+def worker_socket() -> Path | None:
+    """ARGUSIC_BUILD_WORKER: the worker's socket path, or None when builds run in-process."""
+    value = os.environ.get(SOCKET_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def _answers(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def _prepare_socket(path: Path) -> None:
+    """Private folder; a stale socket file (no worker behind it) is removed, a live one refused."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise BuildWorkerError(f"{path} exists and is not a socket: refusing to replace it")
+        if _answers(path):
+            raise BuildWorkerError(f"a build worker already answers on {path}")
+        path.unlink()
+
+
+def _handle(session: BuildSession, request: Any) -> dict[str, Any]:
+    if not isinstance(request, dict) or request.get("op") not in OPS:
+        raise ValueError(f"unknown request {request!r}: expected an object whose op is one of {list(OPS)}")
+    op = request["op"]
+    db_path = Path(request["db_path"]) if request.get("db_path") else None
+    if op == "ping":
+        return {"builds": session.builds, "parses": session.parses, "pid": os.getpid()}
+    if op == "build":
+        started = time.perf_counter()
+        result = session.build(db_path, include_unit_tests=bool(request.get("include_unit_tests", False)))
+        return {
+            "summary": result.summary(),
+            "db_path": str(result.db_path),
+            "nodes": len(result.nodes),
+            "dbt_seconds": result.dbt_seconds,
+            "validation_seconds": result.validation_seconds,
+            "seconds": time.perf_counter() - started,
+        }
+    for field in ("cycle_id", "out_dir"):
+        if not request.get(field):
+            raise ValueError(f"publish needs {field!r}")
+    return {"path": str(publish_board(str(request["cycle_id"]), Path(request["out_dir"]), db_path))}
+
+
+def _serve_one(conn: Connection, session: BuildSession) -> None:
+    try:
+        request = json.loads(conn.recv_bytes())
+        answer: dict[str, Any] = {"ok": True, **_handle(session, request)}
+    except (EOFError, ConnectionError):
+        return
+    except Exception as err:  # noqa: BLE001 - every failure is answered, the worker keeps serving
+        answer = {"ok": False, "error": type(err).__name__, "message": str(err)}
+        log.warning("build worker request failed: %s: %s", type(err).__name__, err)
+    try:
+        conn.send_bytes(json.dumps(answer).encode())
+    except (OSError, ConnectionError):
+        log.warning("build worker: the client left before its answer")
+
+
+def serve(
+    path: Path,
+    session: BuildSession | None = None,
+    *,
+    on_ready: Callable[[float], None] | None = None,
+    max_requests: int | None = None,
+) -> None:
+    """Serve requests on the Unix socket ``path`` until SIGTERM/SIGINT (or ``max_requests``).
+
+    ``on_ready`` gets the seconds spent importing dbt and GX, once the socket accepts connections.
+    The socket file is removed on the way out.
+    """
+    session = session or BuildSession()
+    _prepare_socket(path)
+    warmed = session.warm()
+    listener = Listener(str(path), family="AF_UNIX")
+    os.chmod(path, 0o600)
+    stopping = False
+
+    def stop(signum: int, _frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        listener.close()  # unblocks accept()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    served = 0
+    try:
+        if on_ready:
+            on_ready(warmed)
+        while not stopping and (max_requests is None or served < max_requests):
+            try:
+                conn = listener.accept()
+            except OSError:
+                if stopping:
+                    break
+                raise
+            with conn:
+                _serve_one(conn, session)
+            served += 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if not stopping:
+            listener.close()
+        path.unlink(missing_ok=True)
+
+
+def request(path: Path, op: str, **params: Any) -> dict[str, Any]:
+    """One request to the worker on ``path``; its answer, or the worker's failure raised here."""
+    try:
+        conn = Client(str(path), family="AF_UNIX")
+    except OSError as err:
+        raise BuildWorkerError(f"no build worker answers on {path}: {err}") from err
+    with conn:
+        conn.send_bytes(json.dumps({"op": op, **params}).encode())
+        try:
+            answer = json.loads(conn.recv_bytes())
+        except EOFError as err:
+            raise BuildWorkerError(f"the build worker on {path} closed without answering {op!r}") from err
+    if answer.get("ok"):
+        return answer
+    if answer.get("error") == PublicationBlocked.__name__:
+        raise PublicationBlocked(answer["message"])
+    raise BuildWorkerError(f"build worker on {path}: {answer.get('error')}: {answer.get('message')}")
+
+
+def _delegate(op: str, **params: Any) -> dict[str, Any] | None:
+    """The worker's answer, or None when no worker is configured or none answers (build in-process)."""
+    path = worker_socket()
+    if path is None:
+        return None
+    if not _answers(path):
+        log.warning("%s=%s but no build worker answers there: running in this process", SOCKET_ENV, path)
+        return None
+    return request(path, op, **params)
+
+
+def _absolute(path: Path) -> str:
+    # the worker has its own working folder and environment: send what this process means
+    return str(Path(path).resolve())
+
+
+def build_or_delegate(db_path: Path | None = None) -> str:
+    """Build the warehouse through the worker when one answers, else in this process; the summary."""
+    answer = _delegate("build", db_path=_absolute(db_path or warehouse_path()))
+    if answer is not None:
+        return f"{answer['summary']}\n(built by the build worker in {answer['seconds']:.1f} s)"
+    return build_warehouse(db_path, quiet=True).summary()
+
+
+def publish_or_delegate(cycle_id: str, out_dir: Path, db_path: Path | None = None) -> Path:
+    """Publish a cycle's board through the worker when one answers, else in this process."""
+    db = _absolute(db_path or warehouse_path())
+    answer = _delegate("publish", cycle_id=cycle_id, out_dir=_absolute(out_dir), db_path=db)
+    if answer is not None:
+        return Path(answer["path"])
+    return publish_board(cycle_id, out_dir, db_path)

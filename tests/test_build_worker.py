@@ -1,0 +1,159 @@
+"""The build worker: one warm process serving builds and publications over a Unix socket.
+
+Fast tests cover the protocol's edges (bad requests, stale or foreign socket files, no worker). The
+slow test starts a real `argusic build-worker` on the stand-in dbt project and checks that builds
+run through it, that a changed project is re-parsed (never built stale), that a blocked build is
+raised in the client with the in-process message, that publication works, and that SIGTERM leaves
+no socket behind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from argusic import build_worker
+from argusic.build import BuildSession, PublicationBlocked, project_fingerprint
+from argusic.build_worker import BuildWorkerError, request
+from test_expectations import good_frames, standin_project
+
+# ---------------------------------------------------------------------------------------------------
+# Fast: protocol edges
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_unknown_and_incomplete_requests_are_refused_by_name(tmp_path: Path) -> None:
+    session = BuildSession(tmp_path)
+    with pytest.raises(ValueError, match=r"unknown request \{'op': 'drop'\}.*'build', 'publish', 'ping'"):
+        build_worker._handle(session, {"op": "drop"})
+    with pytest.raises(ValueError, match="unknown request"):
+        build_worker._handle(session, ["build"])
+    with pytest.raises(ValueError, match="publish needs 'cycle_id'"):
+        build_worker._handle(session, {"op": "publish", "out_dir": str(tmp_path)})
+    assert build_worker._handle(session, {"op": "ping"})["builds"] == 0
+
+
+def test_socket_preparation_refuses_files_and_live_workers_and_clears_stale_sockets(tmp_path: Path) -> None:
+    plain = tmp_path / "run" / "plain"
+    plain.parent.mkdir()
+    plain.write_text("not a socket")
+    with pytest.raises(BuildWorkerError, match="exists and is not a socket"):
+        build_worker._prepare_socket(plain)
+    assert plain.read_text() == "not a socket"
+
+    live = tmp_path / "run" / "live.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(live))
+    server.listen(1)
+    try:
+        with pytest.raises(BuildWorkerError, match="a build worker already answers"):
+            build_worker._prepare_socket(live)
+    finally:
+        server.close()
+    # the same file with nobody behind it is stale: removed, and the folder is private
+    build_worker._prepare_socket(live)
+    assert not live.exists()
+    assert (live.parent.stat().st_mode & 0o777) == 0o700
+
+
+def test_request_without_a_worker_names_the_socket(tmp_path: Path) -> None:
+    with pytest.raises(BuildWorkerError, match=r"no build worker answers on .*nobody\.sock"):
+        request(tmp_path / "nobody.sock", "ping")
+
+
+def test_without_an_answering_worker_builds_run_in_process(tmp_path: Path, monkeypatch, caplog) -> None:
+    calls = []
+    monkeypatch.setattr(build_worker, "build_warehouse", lambda db, quiet: calls.append(db) or _Summary())
+    monkeypatch.delenv(build_worker.SOCKET_ENV, raising=False)
+    assert build_worker.build_or_delegate(tmp_path / "w.duckdb") == "in-process summary"
+    monkeypatch.setenv(build_worker.SOCKET_ENV, str(tmp_path / "dead.sock"))
+    with caplog.at_level(logging.WARNING, logger="argusic.build_worker"):
+        assert build_worker.build_or_delegate(tmp_path / "w.duckdb") == "in-process summary"
+    assert "no build worker answers there" in caplog.text
+    assert calls == [tmp_path / "w.duckdb"] * 2
+
+
+class _Summary:
+    def summary(self) -> str:
+        return "in-process summary"
+
+
+def test_project_fingerprint_follows_project_files_but_not_dbt_output(tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "a.sql").write_text("select 1")
+    before = project_fingerprint(tmp_path)
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "manifest.json").write_text("{}")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "dbt.log").write_text("x")
+    assert project_fingerprint(tmp_path) == before
+    (tmp_path / "models" / "a.sql").write_text("select 2")
+    assert project_fingerprint(tmp_path) != before
+
+
+# ---------------------------------------------------------------------------------------------------
+# Slow: a real worker process on the stand-in project
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path: Path) -> None:
+    from argusic.warehouse import RAW_DDL
+
+    db = tmp_path / "w.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(RAW_DDL)
+    project = standin_project(tmp_path, good_frames())
+    sock = tmp_path / "worker" / "build.sock"
+    env = {
+        **os.environ,
+        "ARGUSIC_DBT_PROJECT": str(project),
+        "DBT_TARGET_PATH": str(tmp_path / "target"),
+        "DBT_LOG_PATH": str(tmp_path / "target" / "logs"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from argusic.cli import app; app()", "build-worker", "--socket", str(sock)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        ready = proc.stdout.readline()
+        assert "build worker ready on" in ready, ready + proc.stderr.read()
+        assert (sock.stat().st_mode & 0o777) == 0o600
+
+        first = request(sock, "build", db_path=str(db))
+        assert first["ok"] and first["nodes"] >= 1 and "marts.board: ok" in first["summary"]
+        request(sock, "build", db_path=str(db))
+        assert request(sock, "ping")["parses"] == 1  # the second build reused the manifest
+
+        # A changed model is re-parsed before it is built: its duplicate key blocks publication.
+        (project / "models" / "board.sql").write_text(
+            "select * from {{ ref('board_seed') }} union all select * from {{ ref('board_seed') }}"
+        )
+        with pytest.raises(PublicationBlocked, match=r"marts\.board: expect_compound_columns_to_be_unique"):
+            request(sock, "build", db_path=str(db))
+        assert request(sock, "ping")["parses"] == 2
+
+        (project / "models" / "board.sql").write_text("select * from {{ ref('board_seed') }}")
+        request(sock, "build", db_path=str(db))
+        published = request(sock, "publish", cycle_id="c1", out_dir=str(tmp_path / "out"), db_path=str(db))
+        assert json.loads(Path(published["path"]).read_text())["rows"][0]["agent_id"] == "a1"
+
+        with pytest.raises(BuildWorkerError, match="FileNotFoundError: warehouse .*x.db"):
+            request(sock, "publish", cycle_id="c1", out_dir=str(tmp_path), db_path=str(tmp_path / "x.db"))
+        assert request(sock, "ping")["ok"]  # a failed request leaves the worker serving
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    assert code == 0, proc.stderr.read()
+    assert not sock.exists()
