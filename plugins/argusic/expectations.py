@@ -2,8 +2,11 @@
 
 The suites are data: ``SUITES`` maps each mart of the contract (DESIGN.md, schema ``marts``) to a list
 of expectation specs, each a dict with the GX expectation type, its keyword arguments and the rule it
-guards (``why``). Rules that involve several columns or rows (ranks ordered by score, null exactly
-when…) are computed in pandas as boolean check columns (``CHECKS``) and expected to be true.
+guards (``why``). They are the one place where the marts' column checks live (unique keys, not null,
+allowed values, ranges): dbt's data tests guard the inputs (source, staging, seeds) and the exact-
+fraction invariants, and neither repeats the other. Rules that involve several columns or rows (ranks
+ordered by score, null exactly when…) are computed as boolean check columns (``CHECKS``) and expected
+to be true.
 
 GX has no DuckDB datasource: each mart is read with a read-only DuckDB connection into pandas and
 validated through GX's pandas route (ephemeral context → pandas data source → dataframe asset →
@@ -72,6 +75,15 @@ def _in_set(column: str, values: list[Any], why: str) -> dict[str, Any]:
     return _e("expect_column_values_to_be_in_set", why, column=column, value_set=values)
 
 
+def _if_present(*specs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Expectations on a column our marts add beyond the contract (DESIGN.md): applied whenever the
+    column is there (always, in a build of dbt_project/), reported as not applicable otherwise."""
+    for spec in specs:
+        kwargs = spec["kwargs"]
+        spec["when_columns"] = tuple(kwargs.get("column_list") or [kwargs["column"]])
+    return list(specs)
+
+
 def _check(column: str, why: str) -> dict[str, Any]:
     """Expect a boolean check column computed in pandas (see CHECKS) to be true on every row."""
     return _e("expect_column_values_to_be_in_set", why, column=column, value_set=[True])
@@ -113,6 +125,14 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         _in_set(
             "decision", ["project_at_fault", "environment_at_fault"], "a person's decision (or none yet)"
         ),
+        *_if_present(
+            *_not_null("review_status", "excluded_from_board"),
+            _in_set(
+                "review_status",
+                ["not_under_review", "awaiting_decision", "project_at_fault", "environment_at_fault"],
+                "review status is one of the four states of a review",
+            ),
+        ),
     ],
     "project_verdicts": [
         _unique("project_id", "commit_sha"),
@@ -137,11 +157,18 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         _check("check_rank_null_iff_no_score", "rank is null exactly when board_score is null"),
         _check("check_rank_follows_score", "a higher board score never gets a worse rank (same cycle)"),
         _check("check_rank_starts_at_one", "each cycle with a score has a rank 1"),
+        *_if_present(
+            *_not_null("display_position", "is_demo_cycle"), _unique("cycle_id", "display_position")
+        ),
     ],
     "hardware_tiers": [
         _e("expect_table_row_count_to_equal", "five model-size tiers (7-8B … 120B+)", value=5),
         _unique("tier"),
         *_not_null("tier"),
+        *_if_present(
+            _unique("tier_order"),
+            *_not_null("tier_order", "weights_gb", "context_gb", "required_gb", "required_unified_gb"),
+        ),
     ],
     "hardware_estimates": [
         _e("expect_table_row_count_to_be_between", "estimates exist", min_value=1),
@@ -153,6 +180,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             when_columns=("machine_id",),
             column="machine_id",
         ),
+        *_if_present(*_not_null("machine_id")),
     ],
     "hardware_speed_bounds": [
         _e("expect_table_row_count_to_be_between", "bounds exist", min_value=1),
@@ -176,6 +204,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             column="tokens_per_s_max",
             min_value=0,
         ),
+        *_if_present(*_not_null("machine_id", "tier", "status")),
     ],
     "methodology_editions": [
         _e("expect_table_row_count_to_be_between", "editions v0.2 … v1.5 (nine)", min_value=9),
@@ -191,6 +220,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             when_columns=("version",),
             column="version",
         ),
+        *_if_present(*_not_null("written_on", "effective_before_written")),
     ],
 }
 
@@ -755,6 +785,11 @@ def validate_warehouse(db_path: Path | None = None) -> ValidationReport:
     if not path.exists():
         raise FileNotFoundError(f"warehouse {path} does not exist")
     with duckdb.connect(str(path), read_only=True) as con:
-        present = _present_marts(con)
-        relations = {t: f'"{SCHEMA}"."{t}"' for t in [*REQUIRED_TABLES, *OPTIONAL_TABLES] if t in present}
-        return _validate(con, relations, None)
+        return validate_connection(con)
+
+
+def validate_connection(con: Any) -> ValidationReport:
+    """Every suite on the marts seen by an open DuckDB connection (see ``validate_warehouse``)."""
+    present = _present_marts(con)
+    relations = {t: f'"{SCHEMA}"."{t}"' for t in [*REQUIRED_TABLES, *OPTIONAL_TABLES] if t in present}
+    return _validate(con, relations, None)
