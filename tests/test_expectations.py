@@ -226,6 +226,8 @@ BREAKAGES = [
      ["check_unstable_is_spread"]),
     ("negative-spread", _set("pair_sets", 0, "spread_pct", -1.0), "pair_sets", BETWEEN,
      ["spread_pct"]),
+    ("dup-set-null-in-key", _many(_set("pair_sets", 1, "project_id", None), _dup("pair_sets", 1)),
+     "pair_sets", COMPOUND, ["cycle_id", "agent_id", "project_id", "2 unexpected"]),
     ("dup-review", _dup("project_review", 0), "project_review", COMPOUND,
      ["project_id"]),
     ("bad-verdict", _set("project_verdicts", 0, "verdict", "broken"), "project_verdicts",

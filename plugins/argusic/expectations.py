@@ -498,7 +498,19 @@ def _render(sql: str, relation: str, floats: set[str]) -> str:
     return sql.replace("{relation}", relation)
 
 
-def _suspect(spec: dict[str, Any], columns: set[str], floats: set[str], windows: list[str]) -> str | None:
+def _duplicated(key: list[str], duplicates: list[list[str]]) -> str:
+    """True for every row whose key (NULLs equal, as GROUP BY has them) occurs more than once.
+
+    The duplicated keys are grouped once (a CTE ``_dup_<n>``) and rows are matched against them: a
+    window count over the whole mart would have to hold every selected column of every row."""
+    duplicates.append(key)
+    match = " and ".join(f"{_ident(c, 'd')} is not distinct from {_ident(c)}" for c in key)
+    return f"exists (select 1 from _dup_{len(duplicates) - 1} as d where {match})"
+
+
+def _suspect(
+    spec: dict[str, Any], columns: set[str], floats: set[str], duplicates: list[list[str]]
+) -> str | None:
     """SQL that is true for every row that could break the (row-local) expectation.
 
     It may be true for more rows (GX judges them again), never for fewer. None: the column is
@@ -509,8 +521,7 @@ def _suspect(spec: dict[str, Any], columns: set[str], floats: set[str], windows:
         cols = kwargs["column_list"]
         if not set(cols) <= columns:
             return None
-        windows.append(f"count(*) over (partition by {', '.join(_ident(c) for c in cols)}) > 1")
-        return f"_dup_{len(windows) - 1}"
+        return _duplicated(list(cols), duplicates)
     column = kwargs.get("column")
     if column not in columns:
         return None
@@ -519,8 +530,7 @@ def _suspect(spec: dict[str, Any], columns: set[str], floats: set[str], windows:
     if kind == "expect_column_values_to_not_be_null":
         return null
     if kind == "expect_column_values_to_be_unique":
-        windows.append(f"count(*) over (partition by {ref}) > 1")
-        return f"_dup_{len(windows) - 1}"
+        return _duplicated([column], duplicates)
     if kind == "expect_column_values_to_be_in_set":
         values = ", ".join(_sql_literal(v) for v in kwargs["value_set"])
         return f"not {null} and not coalesce({ref} in ({values}), false)"
@@ -573,7 +583,7 @@ def _table_frame(
 
     reduced = all(spec["type"] in _ROW_LOCAL for spec in specs)
     if reduced:
-        windows: list[str] = []
+        duplicates: list[list[str]] = []
         predicates = []
         for spec in specs:
             column = spec["kwargs"].get("column")
@@ -581,12 +591,16 @@ def _table_frame(
                 if column not in errors:
                     predicates.append(f'not t."{column}"')
                 continue
-            pred = _suspect(spec, present, floats, windows)
+            pred = _suspect(spec, present, floats, duplicates)
             if pred is not None:
                 predicates.append(pred)
-        dups = "".join(f", {w} AS _dup_{i}" for i, w in enumerate(windows))
+        ctes = ", ".join(
+            f"_dup_{i} AS (SELECT {', '.join(_ident(c) for c in key)} FROM {relation} AS t "
+            "GROUP BY ALL HAVING count(*) > 1)"
+            for i, key in enumerate(duplicates)
+        )
         where = " OR ".join(f"({p})" for p in predicates) or "false"
-        sql = f"SELECT {frame_cols} FROM (SELECT *{dups} FROM ({inner}) AS t) AS t WHERE {where}"
+        sql = f"{'WITH ' + ctes + ' ' if ctes else ''}SELECT {frame_cols} FROM ({inner}) AS t WHERE {where}"
         try:
             return con.execute(sql).df(), rows, errors, True
         except Exception:  # noqa: BLE001 - e.g. a value of the wrong type: GX judges every row
