@@ -590,3 +590,22 @@ def test_table_level_expectations_see_every_row(monkeypatch) -> None:
     report = validate_frames(good_frames(), only=["hardware_tiers"])
     assert report.success
     assert seen == [(5, False)]  # the row count is judged on the whole table
+
+
+def test_gx_objects_are_reused_then_renewed(monkeypatch) -> None:
+    """A long-lived process reuses GX's context and definitions, and starts afresh every
+    RENEW_AFTER validations (GX keeps each run's result in its in-memory store)."""
+    monkeypatch.setattr(expectations, "_GX_OBJECTS", expectations._GXObjects())
+    monkeypatch.setattr(expectations._GXObjects, "RENEW_AFTER", 2)
+    objects = expectations._GX_OBJECTS
+    frames = {"board": good_frames()["board"]}
+    seen = []
+    for _ in range(3):
+        assert validate_frames(frames, only=["board"]).success
+        seen.append((objects._context, dict(objects._definitions)))
+    assert seen[0][0] is seen[1][0] and seen[0][1] == seen[1][1]  # reused
+    assert seen[2][0] is not seen[1][0]  # renewed after two validations
+    broken = good_frames()["board"]
+    broken.loc[0, "rank"] = 0
+    report = validate_frames({"board": broken}, only=["board"])  # a reused definition still judges
+    assert not report.success and "expect_column_values_to_be_between(column='rank'" in report.summary()

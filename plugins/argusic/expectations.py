@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -642,9 +643,57 @@ def _observed(result: Any, kwargs: dict[str, Any], keys: list[str]) -> dict[str,
     return {"observed_value": _json_safe(res.get("observed_value"))}
 
 
+class _GXObjects:
+    """GX objects kept across validations in one process (a build worker validates every build).
+
+    Building a context, suites, data sources and validation definitions is a good part of GX's time
+    on small frames: they are built once per (table, expectations applied) and reused. GX keeps each
+    run's result in the context's in-memory store, so everything starts afresh every
+    ``RENEW_AFTER`` validations: a long-lived process does not grow without bound.
+    """
+
+    RENEW_AFTER = 50
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._context: Any = None
+        self._definitions: dict[tuple[str, tuple[int, ...]], Any] = {}
+        self._validations = 0
+
+    def context(self) -> Any:
+        """The context for one validation (of every table); call with ``lock`` held."""
+        if self._context is None or self._validations >= self.RENEW_AFTER:
+            self._context, self._definitions, self._validations = _context(), {}, 0
+        self._validations += 1
+        return self._context
+
+    def definition(self, context: Any, table: str, applied: list[dict[str, Any]]) -> Any:
+        """The validation definition of ``table`` with exactly the ``applied`` specs (in that order)."""
+        gx, gxe = _gx()
+        key = (table, tuple(next(i for i, s in enumerate(SUITES[table]) if s is spec) for spec in applied))
+        found = self._definitions.get(key)
+        if found is not None:
+            return found
+        name = f"{table}_{len(self._definitions)}"
+        suite = gx.ExpectationSuite(name=f"marts.{name}")
+        for number, spec in enumerate(applied):
+            kind = _gx_class(gxe, spec["type"])
+            suite.add_expectation(kind(**spec["kwargs"], meta={"argusic_spec": number}))
+        suite = context.suites.add(suite)  # one store write for the whole suite
+        asset = context.data_sources.add_pandas(f"marts_{name}").add_dataframe_asset(table)
+        batch = asset.add_batch_definition_whole_dataframe("whole")
+        found = context.validation_definitions.add(
+            gx.ValidationDefinition(name=f"validate_{name}", data=batch, suite=suite)
+        )
+        self._definitions[key] = found
+        return found
+
+
+_GX_OBJECTS = _GXObjects()
+
+
 def _validate_relation(context: Any, con: Any, table: str, relation: str) -> TableResult:
     """One mart's suite: SQL checks and row selection in DuckDB, every expectation judged by GX."""
-    gx, gxe = _gx()
     described = con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
     columns = [row[0] for row in described]
     floats = {row[0] for row in described if str(row[1]).upper() in {"DOUBLE", "FLOAT", "REAL"}}
@@ -659,7 +708,6 @@ def _validate_relation(context: Any, con: Any, table: str, relation: str) -> Tab
     frame, out.rows, check_errors, _ = _table_frame(con, table, relation, applicable, columns, floats)
     keys = [k for k in KEYS.get(table, []) if k in frame.columns]
 
-    suite = gx.ExpectationSuite(name=f"marts.{table}")
     applied: list[dict[str, Any]] = []
     for spec in applicable:
         column = spec["kwargs"].get("column")
@@ -675,14 +723,7 @@ def _validate_relation(context: Any, con: Any, table: str, relation: str) -> Tab
     if not applied:
         return out
 
-    for number, spec in enumerate(applied):
-        suite.add_expectation(_gx_class(gxe, spec["type"])(**spec["kwargs"], meta={"argusic_spec": number}))
-    suite = context.suites.add(suite)  # one store write for the whole suite
-    asset = context.data_sources.add_pandas(f"marts_{table}").add_dataframe_asset(table)
-    batch = asset.add_batch_definition_whole_dataframe("whole")
-    definition = context.validation_definitions.add(
-        gx.ValidationDefinition(name=f"validate_{table}", data=batch, suite=suite)
-    )
+    definition = _GX_OBJECTS.definition(context, table, applied)
     result_format: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
     if keys:
         result_format["unexpected_index_column_names"] = keys
@@ -712,28 +753,29 @@ def _validate(con: Any, relations: Mapping[str, str], only: Iterable[str] | None
         if unknown:
             raise ValueError(f"no suite for {unknown}; marts with suites: {wanted}")
         wanted = [t for t in wanted if t in only]
-    context = _context()
     tables: dict[str, TableResult] = {}
-    for table in wanted:
-        relation = relations.get(table)
-        if relation is None:
-            result = TableResult(table=table, present=False)
-            if table in REQUIRED_TABLES:
-                result.note = f"required table marts.{table} does not exist"
-                result.failures.append(
-                    FailedExpectation(
-                        table,
-                        "table_exists",
-                        {},
-                        "every mart of the contract is built",
-                        {"error": f"marts.{table} does not exist"},
+    with _GX_OBJECTS.lock:
+        context = _GX_OBJECTS.context()
+        for table in wanted:
+            relation = relations.get(table)
+            if relation is None:
+                result = TableResult(table=table, present=False)
+                if table in REQUIRED_TABLES:
+                    result.note = f"required table marts.{table} does not exist"
+                    result.failures.append(
+                        FailedExpectation(
+                            table,
+                            "table_exists",
+                            {},
+                            "every mart of the contract is built",
+                            {"error": f"marts.{table} does not exist"},
+                        )
                     )
-                )
-            else:
-                result.note = f"optional table marts.{table} does not exist yet: not validated"
-            tables[table] = result
-            continue
-        tables[table] = _validate_relation(context, con, table, relation)
+                else:
+                    result.note = f"optional table marts.{table} does not exist yet: not validated"
+                tables[table] = result
+                continue
+            tables[table] = _validate_relation(context, con, table, relation)
     return ValidationReport(tables=tables, seconds=time.perf_counter() - started)
 
 
