@@ -65,43 +65,37 @@ counted as (
 
 ),
 
--- exact order of the counted middle scores of an agent (ties by project_id). The sort key
--- floor(n * 10^25 / d) is exact for 0 < d < 2^31 and 0 <= n <= 100 d (guarded by the test
--- assert_scores_fit_the_exact_order_key): two different scores differ by at least
--- 1 / (d1 d2) > 2^-62, so their keys differ by more than 2; equal scores get equal keys; and
--- n * 10^25 < 2^127 fits a HUGEINT. Same order as comparing n1 * d2 with n2 * d1, in one sort.
-positioned as (
+-- the counted middle scores of an agent as a list in exact order (ties by project_id), and its
+-- lower and upper middle elements (the same element for an odd count). The order key is the one
+-- of pair_sets: k = floor(n * 2^56 / d) by long division in base 2^28, a BIGINT exact for
+-- reduced n / d with 0 < d < 2^28 and 0 <= n <= 100 d (guarded by the test
+-- assert_scores_fit_the_exact_order_key; middle scores are attempt scores): r * 2^28 < 2^56 and
+-- k <= 100 * 2^56 < 2^63; two different scores differ by at least 1 / (d1 d2) > 2^-56, so their
+-- keys differ; equal scores get equal keys. Same order as comparing n1 * d2 with n2 * d1.
+median_parts as (
 
     select
         cycle_id,
         agent_id,
-        project_id,
-        n,
-        d,
-        row_number() over (
-            partition by cycle_id, agent_id
-            order by n * '10000000000000000000000000'::hugeint // d, project_id
-        ) - 1 as position
-    from counted
-
-),
-
-median_parts as (
-
-    select
-        positioned.cycle_id,
-        positioned.agent_id,
-        max(positioned.n) filter (where positioned.position = (sizes.k - 1) // 2) as lo_n,
-        max(positioned.d) filter (where positioned.position = (sizes.k - 1) // 2) as lo_d,
-        max(positioned.n) filter (where positioned.position = sizes.k // 2) as hi_n,
-        max(positioned.d) filter (where positioned.position = sizes.k // 2) as hi_d
-    from positioned
-    inner join (
-        select cycle_id, agent_id, count(*) as k from counted group by cycle_id, agent_id
-    ) as sizes
-        on sizes.cycle_id = positioned.cycle_id
-        and sizes.agent_id = positioned.agent_id
-    group by positioned.cycle_id, positioned.agent_id
+        ordered[(len(ordered) - 1) // 2 + 1].n as lo_n,
+        ordered[(len(ordered) - 1) // 2 + 1].d as lo_d,
+        ordered[len(ordered) // 2 + 1].n as hi_n,
+        ordered[len(ordered) // 2 + 1].d as hi_d
+    from (
+        select
+            cycle_id,
+            agent_id,
+            list({'n': n, 'd': d} order by k, project_id) as ordered
+        from (
+            select
+                *,
+                (n::bigint // d::bigint) * 72057594037927936
+                    + ((n::bigint % d::bigint) * 268435456 // d::bigint) * 268435456
+                    + ((n::bigint % d::bigint) * 268435456 % d::bigint) * 268435456 // d::bigint as k
+            from counted
+        )
+        group by cycle_id, agent_id
+    )
 
 ),
 

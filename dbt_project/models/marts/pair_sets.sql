@@ -1,6 +1,7 @@
 -- One row per (cycle_id, agent_id, project_id) of board-purpose attempts (RULES.md sections 9-10).
--- low / middle / high are chosen and the 30% line is tested on exact fractions (cross-multiplied
--- HUGEINTs), never on floats: spread > 30%  <=>  (high - low) * 100 > 30 * middle.
+-- low / middle / high are chosen on an exact integer order key and the 30% line is tested on
+-- exact fractions (cross-multiplied HUGEINTs), never on floats:
+-- spread > 30%  <=>  (high - low) * 100 > 30 * middle.
 with board_attempts as (
 
     select * from {{ ref('attempt_scores') }}
@@ -8,11 +9,41 @@ with board_attempts as (
 
 ),
 
--- one pass per set: the counts, and its valid attempts as a list ordered by exact score (ties
--- by attempt_id). The sort key floor(n * 10^25 / d) is exact for 0 < d < 2^31 and
--- 0 <= n <= 100 d (guarded by the test assert_scores_fit_the_exact_order_key): two different
--- scores differ by at least 1 / (d1 d2) > 2^-62, so their keys differ; equal scores get equal
--- keys; n * 10^25 < 2^127 fits a HUGEINT. Same order as comparing n1 * d2 with n2 * d1.
+-- Two BIGINTs per scored attempt, exact for reduced scores n / d with 0 < d < 2^28 and
+-- 0 <= n <= 100 d (all guarded by the test assert_scores_fit_the_exact_order_key):
+--   k = floor(n * 2^56 / d), the order key, by long division in base 2^28 so nothing overflows:
+--       q0 = n // d, r0 = n % d;  q1 = r0 * 2^28 // d, r1 = r0 * 2^28 % d;  q2 = r1 * 2^28 // d;
+--       k = q0 * 2^56 + q1 * 2^28 + q2  (r0, r1 < d < 2^28, so r * 2^28 < 2^56; k <= 100 * 2^56 < 2^63).
+--       Two different scores differ by at least 1 / (d1 d2) > 2^-56, so 2^56 times them differ
+--       by more than 1 and their floors differ; equal scores get equal keys (floor is monotone):
+--       k orders exactly as comparing n1 * d2 with n2 * d1 does.
+--   p = n * 2^28 + d, the score packed (n < 2^35, so p < 2^63); n = p // 2^28, d = p % 2^28.
+-- A reduced fraction is the only (n, d) of its value, so equal k <=> equal score <=> equal p.
+-- The casts to BIGINT are exact under the same bounds (and fail loudly outside them).
+keyed as (
+
+    select
+        cycle_id,
+        agent_id,
+        project_id,
+        attempt_no,
+        is_valid,
+        n * 268435456 + d as p,
+        (n // d) * 72057594037927936
+            + ((n % d) * 268435456 // d) * 268435456
+            + ((n % d) * 268435456 % d) * 268435456 // d as k
+    from (
+        select
+            *,
+            score_numerator::bigint as n,
+            score_denominator::bigint as d
+        from board_attempts
+    )
+
+),
+
+-- one pass per set: the counts, the lowest and highest valid score (the p of least / greatest k)
+-- and the sum of the valid p. The ties arg_min / arg_max may break arbitrarily share one p.
 sets as (
 
     select
@@ -22,31 +53,43 @@ sets as (
         count(*) as recorded_attempts,
         count(*) filter (where is_valid) as valid_attempts,
         count(*) filter (where not is_valid) as invalid_attempts,
-        count(distinct attempt_no) filter (where is_valid) as valid_attempt_nos,
-        coalesce(bool_and(attempt_no between 1 and 3) filter (where is_valid), false) as attempt_nos_in_range,
-        list(
-            {'n': score_numerator, 'd': score_denominator}
-            order by score_numerator * '10000000000000000000000000'::hugeint // score_denominator, attempt_id
-        ) filter (where is_valid) as ordered
-    from board_attempts
+        -- complete: exactly three valid attempts, one per attempt_no 1..3. Three values with
+        -- min 1, max 3 and sum 6 can only be {1, 2, 3}; were one of them null, the other two
+        -- would have min 1, max 3 and sum 4 (min, max and sum skip nulls).
+        coalesce(
+            count(*) filter (where is_valid) = 3
+            and min(attempt_no) filter (where is_valid) = 1
+            and max(attempt_no) filter (where is_valid) = 3
+            and sum(attempt_no) filter (where is_valid) = 6,
+            false
+        ) as is_complete,
+        arg_min(p, k) filter (where is_valid) as low_p,
+        arg_max(p, k) filter (where is_valid) as high_p,
+        sum(p) filter (where is_valid) as sum_p
+    from keyed
     group by cycle_id, agent_id, project_id
 
 ),
 
--- low = position 0, middle = position 1 (complete sets only), high = last valid position
+-- low = least valid score, high = greatest; middle (complete sets only: exactly three valid
+-- scores a <= b <= c, so low = a and high = c) = b = sum - low - high, exact integer arithmetic
+-- on the packed scores
 picked as (
 
     select
-        * exclude (ordered),
-        -- complete: exactly three valid attempts, one per attempt_no 1..3
-        (valid_attempts = 3 and valid_attempt_nos = 3 and attempt_nos_in_range) as is_complete,
-        ordered[1].n as low_n,
-        ordered[1].d as low_d,
-        case when valid_attempts = 3 and valid_attempt_nos = 3 and attempt_nos_in_range then ordered[2].n end as mid_n,
-        case when valid_attempts = 3 and valid_attempt_nos = 3 and attempt_nos_in_range then ordered[2].d end as mid_d,
-        ordered[valid_attempts].n as high_n,
-        ordered[valid_attempts].d as high_d
-    from sets
+        * exclude (low_p, high_p, sum_p, mid_p),
+        (low_p // 268435456)::hugeint as low_n,
+        (low_p % 268435456)::hugeint as low_d,
+        (mid_p // 268435456)::hugeint as mid_n,
+        (mid_p % 268435456)::hugeint as mid_d,
+        (high_p // 268435456)::hugeint as high_n,
+        (high_p % 268435456)::hugeint as high_d
+    from (
+        select
+            *,
+            case when is_complete then (sum_p - low_p - high_p)::bigint end as mid_p
+        from sets
+    )
 
 ),
 
