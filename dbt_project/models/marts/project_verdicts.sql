@@ -24,27 +24,16 @@ projects as (
             where is_valid and by_standard_agent and end_reason in ('completed', 'timeout')
         ) as complete_attempts,
         count(*) filter (where outcome = 'pass_full') as full_passes,
-        count(*) filter (where outcome = 'pass_mock') as mock_passes
+        count(*) filter (where outcome = 'pass_mock') as mock_passes,
+        -- the attempt that proves the verdict: earliest (ended_at) pass of the best kind, ties by
+        -- attempt_id (unique). Structs compare field by field with nulls last, the order of
+        -- `order by best, ended_at, attempt_id`.
+        arg_min(
+            {'agent_id': agent_id, 'attempt_id': attempt_id, 'ended_at': ended_at},
+            {'best': case outcome when 'pass_full' then 0 else 1 end, 'ended_at': ended_at, 'attempt_id': attempt_id}
+        ) filter (where outcome in ('pass_full', 'pass_mock')) as first_pass
     from attempts
     group by project_id, commit_sha
-
-),
-
--- the attempt that proves the verdict: earliest (ended_at) pass of the best kind
-first_pass as (
-
-    select
-        project_id,
-        commit_sha,
-        agent_id,
-        attempt_id,
-        ended_at
-    from attempts
-    where outcome in ('pass_full', 'pass_mock')
-    qualify row_number() over (
-        partition by project_id, commit_sha
-        order by case outcome when 'pass_full' then 0 else 1 end, ended_at, attempt_id
-    ) = 1
 
 ),
 
@@ -66,9 +55,6 @@ final as (
         projects.valid_attempts,
         projects.recorded_attempts
     from projects
-    left join first_pass
-        on first_pass.project_id = projects.project_id
-        and first_pass.commit_sha = projects.commit_sha
 
 )
 
