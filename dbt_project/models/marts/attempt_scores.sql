@@ -2,6 +2,9 @@
 -- Scores are exact fractions score_numerator / score_denominator (recovery = 20 * fixed /
 -- encountered, so the denominator divides errors_encountered); `score` is the same value as a
 -- DOUBLE for display only. Invalid attempts keep their reason and get no points, score or outcome.
+-- The fraction is computed in BIGINT, which cannot overflow: errors_encountered and errors_fixed
+-- are INTEGERs (|x| < 2^31), so |raw numerator| <= 80 * 2^31 + 20 * 2^31 < 2^38; the reduced
+-- numerator and denominator are published as HUGEINT (the contract type).
 with attempts as (
 
     select * from {{ ref('int_attempts_validated') }}
@@ -41,14 +44,14 @@ points as (
         -- recovery as an exact fraction: 20 * fixed / encountered, the full 20 when none encountered
         case
             when not is_valid then null
-            when is_timeout then 0::hugeint
-            when n_encountered = 0 then 20::hugeint
-            else 20::hugeint * n_fixed
+            when is_timeout then 0::bigint
+            when n_encountered = 0 then 20::bigint
+            else 20::bigint * n_fixed
         end as recovery_numerator,
         case
             when not is_valid then null
-            when is_timeout or n_encountered = 0 then 1::hugeint
-            else n_encountered::hugeint
+            when is_timeout or n_encountered = 0 then 1::bigint
+            else n_encountered::bigint
         end as recovery_denominator,
         -- depth points need a successful run
         case
@@ -66,7 +69,7 @@ fractions as (
 
     select
         *,
-        (install_points + run_points + depth_points)::hugeint * recovery_denominator
+        (install_points + run_points + depth_points)::bigint * recovery_denominator
             + recovery_numerator as raw_numerator,
         recovery_denominator as raw_denominator
     from points
@@ -96,8 +99,8 @@ final as (
         run_points,
         recovery_numerator::double / recovery_denominator::double as recovery_points,
         depth_points,
-        (raw_numerator // gcd(raw_numerator, raw_denominator)) as score_numerator,
-        (raw_denominator // gcd(raw_numerator, raw_denominator)) as score_denominator,
+        (raw_numerator // gcd(raw_numerator, raw_denominator))::hugeint as score_numerator,
+        (raw_denominator // gcd(raw_numerator, raw_denominator))::hugeint as score_denominator,
         raw_numerator::double / raw_denominator::double as score,
         case
             when not is_valid then null
