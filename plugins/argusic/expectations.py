@@ -26,9 +26,10 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -692,8 +693,18 @@ class _GXObjects:
 _GX_OBJECTS = _GXObjects()
 
 
-def _validate_relation(context: Any, con: Any, table: str, relation: str) -> TableResult:
-    """One mart's suite: SQL checks and row selection in DuckDB, every expectation judged by GX."""
+@dataclass
+class _Prepared:
+    """One mart's share of the work done in DuckDB: what GX is then given to judge."""
+
+    out: TableResult
+    applied: list[dict[str, Any]]
+    frame: pd.DataFrame
+    keys: list[str]
+
+
+def _prepare(con: Any, table: str, relation: str) -> _Prepared:
+    """SQL checks and row selection in DuckDB for one mart's suite (no GX: may run in a thread)."""
     described = con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
     columns = [row[0] for row in described]
     floats = {row[0] for row in described if str(row[1]).upper() in {"DOUBLE", "FLOAT", "REAL"}}
@@ -720,9 +731,14 @@ def _validate_relation(context: Any, con: Any, table: str, relation: str) -> Tab
             continue
         applied.append(spec)
     out.evaluated = len(applied) + len(out.failures)
+    return _Prepared(out, applied, frame, keys)
+
+
+def _judge(context: Any, table: str, prepared: _Prepared) -> TableResult:
+    """Every applicable expectation of one mart judged by GX on its prepared frame."""
+    out, applied, frame, keys = prepared.out, prepared.applied, prepared.frame, prepared.keys
     if not applied:
         return out
-
     definition = _GX_OBJECTS.definition(context, table, applied)
     result_format: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
     if keys:
@@ -743,8 +759,15 @@ def _validate_relation(context: Any, con: Any, table: str, relation: str) -> Tab
     return out
 
 
-def _validate(con: Any, relations: Mapping[str, str], only: Iterable[str] | None) -> ValidationReport:
-    """Every suite (or ``only`` some) on the marts named in ``relations`` (table -> SQL relation)."""
+def _validate(
+    con: Any, relations: Mapping[str, str], only: Iterable[str] | None, *, overlap: bool = False
+) -> ValidationReport:
+    """Every suite (or ``only`` some) on the marts named in ``relations`` (table -> SQL relation).
+
+    ``overlap``: DuckDB prepares the next marts' frames (each on its own cursor, in a thread; DuckDB
+    releases the GIL) while GX judges the previous ones. Only for relations every cursor of ``con``
+    sees (tables, not frames registered on ``con``).
+    """
     started = time.perf_counter()
     wanted = [*REQUIRED_TABLES, *OPTIONAL_TABLES]
     if only is not None:
@@ -754,29 +777,47 @@ def _validate(con: Any, relations: Mapping[str, str], only: Iterable[str] | None
             raise ValueError(f"no suite for {unknown}; marts with suites: {wanted}")
         wanted = [t for t in wanted if t in only]
     tables: dict[str, TableResult] = {}
-    with _GX_OBJECTS.lock:
-        context = _GX_OBJECTS.context()
-        for table in wanted:
-            relation = relations.get(table)
-            if relation is None:
-                result = TableResult(table=table, present=False)
-                if table in REQUIRED_TABLES:
-                    result.note = f"required table marts.{table} does not exist"
-                    result.failures.append(
-                        FailedExpectation(
-                            table,
-                            "table_exists",
-                            {},
-                            "every mart of the contract is built",
-                            {"error": f"marts.{table} does not exist"},
-                        )
-                    )
-                else:
-                    result.note = f"optional table marts.{table} does not exist yet: not validated"
-                tables[table] = result
-                continue
-            tables[table] = _validate_relation(context, con, table, relation)
+    present = [t for t in wanted if relations.get(t) is not None]
+    with contextlib.ExitStack() as stack:
+        if overlap and len(present) > 1:
+            pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="marts-sql"))
+            cursors = {t: stack.enter_context(con.cursor()) for t in present}
+            pending = {t: pool.submit(_prepare, cursors[t], t, relations[t]) for t in present}
+            prepared = {t: pending[t].result for t in present}
+        else:
+            prepared = {t: partial(_prepare, con, t, relations[t]) for t in present}
+        with _GX_OBJECTS.lock:
+            context = _GX_OBJECTS.context()
+            tables.update(_judge_each(context, wanted, prepared))
     return ValidationReport(tables=tables, seconds=time.perf_counter() - started)
+
+
+def _judge_each(
+    context: Any, wanted: list[str], prepared: Mapping[str, Callable[[], _Prepared]]
+) -> dict[str, TableResult]:
+    """Each wanted mart judged in order; a missing required mart fails, a missing optional one is
+    reported as skipped."""
+    tables: dict[str, TableResult] = {}
+    for table in wanted:
+        if table in prepared:
+            tables[table] = _judge(context, table, prepared[table]())
+            continue
+        result = TableResult(table=table, present=False)
+        if table in REQUIRED_TABLES:
+            result.note = f"required table marts.{table} does not exist"
+            result.failures.append(
+                FailedExpectation(
+                    table,
+                    "table_exists",
+                    {},
+                    "every mart of the contract is built",
+                    {"error": f"marts.{table} does not exist"},
+                )
+            )
+        else:
+            result.note = f"optional table marts.{table} does not exist yet: not validated"
+        tables[table] = result
+    return tables
 
 
 def validate_frames(
@@ -848,4 +889,4 @@ def validate_connection(con: Any) -> ValidationReport:
     """Every suite on the marts seen by an open DuckDB connection (see ``validate_warehouse``)."""
     present = _present_marts(con)
     relations = {t: f'"{SCHEMA}"."{t}"' for t in [*REQUIRED_TABLES, *OPTIONAL_TABLES] if t in present}
-    return _validate(con, relations, None)
+    return _validate(con, relations, None, overlap=True)
