@@ -530,3 +530,26 @@ def test_hardware_estimates_and_speed_bounds(built):
         built, "select * from marts.hardware_speed_bounds where machine_id = 'framework-desktop-395-128gb'"
     )
     assert nulls and all(r["tokens_per_s_max"] is None and r["fits"] is None for r in nulls)
+
+
+def test_raw_run_records_without_its_primary_key_fails_the_source_test(tmp_path: Path):
+    """attempt_id's uniqueness rests on the raw table's PRIMARY KEY: a raw table without it fails."""
+    from argusic.build import _release_dbt_duckdb
+    from dbt.cli.main import dbtRunner
+
+    db = tmp_path / "warehouse.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(RAW_DDL.replace("PRIMARY KEY", ""))
+    os.environ["ARGUSIC_WAREHOUSE"], old = str(db), os.environ.get("ARGUSIC_WAREHOUSE")
+    try:
+        project = ["--project-dir", str(DBT_PROJECT), "--profiles-dir", str(DBT_PROJECT)]
+        paths = ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
+        res = dbtRunner().invoke(["--quiet", "test", "--select", "source:raw", *project, *paths])
+    finally:
+        _release_dbt_duckdb()
+        if old is None:
+            os.environ.pop("ARGUSIC_WAREHOUSE", None)
+        else:
+            os.environ["ARGUSIC_WAREHOUSE"] = old
+    failed = [r.node.name for r in res.result.results if str(r.status) == "fail"]
+    assert failed == ["source_enforced_primary_key_raw_run_records_attempt_id"], res.result.results
