@@ -10,18 +10,23 @@ its own:
 * floor: ONE hand-written SQL statement computing the board from the raw records (validity, exact
   scores, middle of three, the exact 30% line, review exclusion, median per agent, rank, pass rate)
   on a read-only connection;
-* build: ``argusic.build.build_warehouse`` (dbt build: seeds, models and data tests — unit tests
-  are excluded from production builds and run by tests/test_dbt_rules.py; then the GX
-  expectations), into the same file;
-* check: marts.board compared with the floor's board, value for value (exact fractions).
+* build (cold): ``argusic.build.build_warehouse`` in a fresh process, as a one-off ``argusic build``
+  does it: GX and dbt imports, parse, dbt build (seeds, models and data tests — unit tests are
+  excluded from production builds and run by tests/test_dbt_rules.py), then the GX expectations;
+* build worker: a real ``argusic build-worker`` process (dbt and GX imported once, the parsed
+  project kept) asked over its socket to build the same file ``--repeats`` more times after its first
+  build; the median of those is the worker's figure;
+* check: marts.board (as the worker last built it) compared with the floor's board, value for value
+  (exact fractions).
 
 The target (issue "The whole methodology as tested SQL", Speed): full build + expectations within
-5x the floor at 1M attempts, under 2 GB peak memory. The figures are printed as measured. dbt writes
-its target/ and logs into the bench's temporary folder (DBT_TARGET_PATH, DBT_LOG_PATH), never into
-dbt_project/target, and the slowest dbt nodes are listed from that run_results.json.
+5x the floor at 1M attempts, under 2 GB peak memory. It is judged on the build worker, the shape
+production uses for repeated builds; the cold process is printed next to it. The figures are printed
+as measured. dbt writes its target/ and logs into the bench's temporary folder (DBT_TARGET_PATH,
+DBT_LOG_PATH), never into dbt_project/target; the slowest dbt nodes come from the worker's answer.
 
 Usage: .venv/bin/python scripts/bench_warehouse.py [--sizes 10000,100000,1000000] [--quick]
-       [--keep DIR] [--top 8]
+       [--keep DIR] [--top 8] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -517,6 +522,7 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
                         "dbt_seconds": answer["dbt_seconds"],
                         "validation_seconds": answer["validation_seconds"],
                         "nodes": answer["nodes"],
+                        "slowest_nodes": answer["slowest_nodes"],
                     }
                 )
             parses = request(socket_path, "ping")["parses"]
@@ -534,18 +540,10 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
         "dbt_seconds": steady["dbt_seconds"],
         "validation_seconds": steady["validation_seconds"],
         "nodes": steady["nodes"],
+        "slowest_nodes": steady["slowest_nodes"],
         "parses": parses,
         "peak_mb": usage.ru_maxrss / 1024,
     }
-
-
-def slowest_nodes(target: Path, top: int) -> list[tuple[str, float]]:
-    path = target / "run_results.json"
-    if not path.exists():
-        return []
-    results = json.loads(path.read_text()).get("results", [])
-    timed = [(r["unique_id"], float(r.get("execution_time") or 0.0)) for r in results]
-    return sorted(timed, key=lambda t: -t[1])[:top]
 
 
 def bench(size: int, work: Path, top: int, repeats: int = 3) -> dict:
@@ -583,9 +581,9 @@ def bench(size: int, work: Path, top: int, repeats: int = 3) -> dict:
         f"{worker['validation_seconds']:.2f} s); {worker['parses']} parse(s); worker peak "
         f"{worker['peak_mb']:.0f} MB"
     )
-    nodes = slowest_nodes(work / "dbt_target_worker", top)
+    nodes = worker["slowest_nodes"][:top]
     if nodes:
-        print("slowest dbt nodes (last worker build): " + ", ".join(
+        print("slowest dbt nodes (median worker build): " + ", ".join(
             f"{uid.split('.', 2)[-1]} {t:.2f} s" for uid, t in nodes
         ))  # fmt: skip
     check = run_phase(["--phase", "check", "--db", str(db), "--out", str(floor_out)])

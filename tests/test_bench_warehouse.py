@@ -28,7 +28,10 @@ def test_quick_bench_prints_ratio_and_agrees(tmp_path: Path):
     assert proc.returncode == 0, out + proc.stderr
     ratio = [line for line in out.splitlines() if line.startswith("ratio build/floor at ")]
     assert len(ratio) == 1, out
-    assert "x (" in ratio[0] and "MB" in ratio[0]
+    assert "x through the build worker (" in ratio[0] and "x as a cold process" in ratio[0], ratio[0]
+    assert "MB" in ratio[0]
+    # the worker's builds after the first reused the parsed project
+    assert "; 1 parse(s); worker peak" in out, out
     agreement = [line for line in out.splitlines() if line.startswith("agreement (10,000): ")]
     assert len(agreement) == 1, out
     assert agreement[0].startswith("agreement (10,000): agree:"), agreement[0]
@@ -37,3 +40,4 @@ def test_quick_bench_prints_ratio_and_agrees(tmp_path: Path):
     assert "verdict attempts" in out and "reruns" in out and "timeouts" in out
     # dbt wrote its target/ into the bench folder, not into dbt_project/target
     assert (tmp_path / "bench" / "n10000" / "dbt_target" / "run_results.json").exists()
+    assert "slowest dbt nodes (median worker build): " in out

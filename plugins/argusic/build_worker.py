@@ -9,8 +9,8 @@ object per message (never pickle: nothing a client sends is executed). The socke
 private (0700), so only the worker's own user can connect. Requests are served one at a time:
 
     {"op": "build", "db_path": "...", "include_unit_tests": false}
-        -> {"ok": true, "summary": "...", "nodes": 131, "dbt_seconds": 2.1, "validation_seconds": 0.4,
-            "seconds": 2.6}
+        -> {"ok": true, "summary": "...", "nodes": 72, "dbt_seconds": 2.1, "validation_seconds": 0.4,
+            "seconds": 2.6, "slowest_nodes": [["model.argusic.attempt_scores", 0.9], ...]}
     {"op": "publish", "cycle_id": "2026-12", "out_dir": "...", "db_path": "..."}
         -> {"ok": true, "path": ".../2026-12/board.json"}
     {"op": "ping"} -> {"ok": true, "builds": 3, "parses": 1}
@@ -22,6 +22,7 @@ A failure answers {"ok": false, "error": "<exception class>", "message": "..."};
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -93,6 +94,7 @@ def _handle(session: BuildSession, request: Any) -> dict[str, Any]:
             "dbt_seconds": result.dbt_seconds,
             "validation_seconds": result.validation_seconds,
             "seconds": time.perf_counter() - started,
+            "slowest_nodes": result.slowest(),
         }
     for field in ("cycle_id", "out_dir"):
         if not request.get(field):
@@ -115,6 +117,15 @@ def _serve_one(conn: Connection, session: BuildSession) -> None:
         log.warning("build worker: the client left before its answer")
 
 
+def _freeze_long_lived() -> None:
+    """Keep what lives as long as the worker (dbt, GX, the parsed manifest: ~400k objects) out of
+    Python's cyclic collections, which would otherwise walk it again and again during every build.
+    A replaced manifest is unfrozen first, so that it can be freed."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 def serve(
     path: Path,
     session: BuildSession | None = None,
@@ -130,6 +141,7 @@ def serve(
     session = session or BuildSession()
     _prepare_socket(path)
     warmed = session.warm()
+    _freeze_long_lived()
     listener = Listener(str(path), family="AF_UNIX")
     os.chmod(path, 0o600)
     stopping = False
@@ -151,8 +163,17 @@ def serve(
                 if stopping:
                     break
                 raise
-            with conn:
-                _serve_one(conn, session)
+            parses = session.parses
+            gc.disable()  # a build makes much short-lived garbage: collected once, after the answer
+            try:
+                with conn:
+                    _serve_one(conn, session)
+            finally:
+                gc.enable()
+            if session.parses != parses:
+                _freeze_long_lived()  # the new manifest lives until the project changes again
+            else:
+                gc.collect()
             served += 1
     finally:
         for sig, handler in previous.items():
