@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from argusic import build_worker
-from argusic.build import BuildSession, PublicationBlocked, project_fingerprint
+from argusic.build import BuildSession, PublicationBlocked, project_fingerprint, seed_only_tests
 from argusic.build_worker import BuildWorkerError, request
 from test_expectations import good_frames, standin_project
 
@@ -86,6 +86,25 @@ class _Summary:
         return "in-process summary"
 
 
+def test_seed_only_tests_are_the_tests_whose_every_input_is_a_seed() -> None:
+    from types import SimpleNamespace as N
+
+    def node(name: str, kind: str, *parents: str) -> N:
+        return N(name=name, resource_type=kind, depends_on=N(nodes=list(parents)))
+
+    manifest = N(
+        nodes={
+            "a": node("not_null_chips_chip_id", "test", "seed.p.chips"),
+            "b": node("relationships_machines_chip", "test", "seed.p.machines", "seed.p.chips"),
+            "c": node("relationships_stg_edition", "test", "model.p.stg", "seed.p.editions"),
+            "d": node("unique_stg_attempt_id", "test", "model.p.stg"),
+            "e": node("chips", "seed"),
+            "f": node("no_parents", "test"),
+        }
+    )
+    assert seed_only_tests(manifest) == ("not_null_chips_chip_id", "relationships_machines_chip")
+
+
 def test_project_fingerprint_follows_project_files_but_not_dbt_output(tmp_path: Path) -> None:
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "a.sql").write_text("select 1")
@@ -112,6 +131,10 @@ def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path:
     with duckdb.connect(str(db)) as con:
         con.execute(RAW_DDL)
     project = standin_project(tmp_path, good_frames())
+    (project / "seeds" / "_seeds.yml").write_text(
+        "version: 2\nseeds:\n  - name: board_seed\n    columns:\n      - name: agent_id\n"
+        "        data_tests: [not_null]\n"
+    )
     sock = tmp_path / "worker" / "build.sock"
     env = {
         **os.environ,
@@ -133,8 +156,20 @@ def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path:
 
         first = request(sock, "build", db_path=str(db))
         assert first["ok"] and first["nodes"] >= 1 and "marts.board: ok" in first["summary"]
-        request(sock, "build", db_path=str(db))
+        assert "data tests of unchanged seeds" not in first["summary"]
+        second = request(sock, "build", db_path=str(db))
         assert request(sock, "ping")["parses"] == 1  # the second build reused the manifest
+        # the seed's test passed for this project state: not re-run, and said so
+        assert "1 data tests of unchanged seeds passed earlier" in second["summary"]
+        assert second["nodes"] == first["nodes"] - 1
+
+        # An edited seed changes the project state: its tests run again, and a null fails the build.
+        seed = project / "seeds" / "board_seed.csv"
+        good_seed = seed.read_text()
+        seed.write_text(good_seed.replace("\nc1,a2,", "\nc1,,", 1))
+        with pytest.raises(PublicationBlocked, match=r"not_null_board_seed_agent_id\S* \(fail\)"):
+            request(sock, "build", db_path=str(db))
+        seed.write_text(good_seed)
 
         # A changed model is re-parsed before it is built: its duplicate key blocks publication.
         (project / "models" / "board.sql").write_text(
@@ -142,7 +177,7 @@ def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path:
         )
         with pytest.raises(PublicationBlocked, match=r"marts\.board: expect_compound_columns_to_be_unique"):
             request(sock, "build", db_path=str(db))
-        assert request(sock, "ping")["parses"] == 2
+        assert request(sock, "ping")["parses"] == 3  # first state, edited seed, changed model
 
         (project / "models" / "board.sql").write_text("select * from {{ ref('board_seed') }}")
         request(sock, "build", db_path=str(db))

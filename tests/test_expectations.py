@@ -399,7 +399,12 @@ def test_build_holds_writer_lock_and_blocks_on_expectations(tmp_path: Path, monk
     seen = {}
 
     def fake_dbt(
-        project_dir: Path, db_path: Path, quiet: bool, include_unit_tests: bool = False, manifest=None
+        project_dir: Path,
+        db_path: Path,
+        quiet: bool,
+        include_unit_tests: bool = False,
+        manifest=None,
+        exclude=(),
     ) -> list[build.NodeResult]:
         with open(db_path.with_suffix(db_path.suffix + ".lock"), "w") as lock:
             try:

@@ -73,10 +73,13 @@ class BuildResult:
     validation: ValidationReport
     dbt_seconds: float
     validation_seconds: float
+    note: str = ""  # e.g. which data tests a session did not re-run, and why
 
     def summary(self) -> str:
+        note = f" ({self.note})" if self.note else ""
         return (
-            f"dbt build: {len(self.nodes)} nodes ok in {self.dbt_seconds:.1f} s\n{self.validation.summary()}"
+            f"dbt build: {len(self.nodes)} nodes ok in {self.dbt_seconds:.1f} s{note}\n"
+            f"{self.validation.summary()}"
         )
 
     def slowest(self, count: int = 8) -> list[tuple[str, float]]:
@@ -151,6 +154,7 @@ def _run_dbt(
     quiet: bool,
     include_unit_tests: bool = False,
     manifest: Any = None,
+    exclude: tuple[str, ...] = (),
 ) -> list[NodeResult]:
     """``dbt build`` in-process; raises PublicationBlocked naming the failed nodes.
 
@@ -166,6 +170,8 @@ def _run_dbt(
     args = [*_dbt_args(project_dir, "build", lean=manifest is not None), "--threads", str(dbt_threads())]
     if not include_unit_tests:
         args += ["--exclude-resource-type", "unit_test"]
+    if exclude:
+        args += ["--exclude", *exclude]
     if quiet:
         args.insert(0, "--quiet")
     with _env("ARGUSIC_WAREHOUSE", str(db_path)):
@@ -213,25 +219,44 @@ def build_warehouse(
     return _build(path, project, quiet=quiet, include_unit_tests=include_unit_tests)
 
 
+@dataclass(frozen=True)
+class DbtPlan:
+    """What a session hands to one build: the parsed manifest, and data tests not to re-run."""
+
+    manifest: Any
+    reused_tests: tuple[str, ...] = ()
+    note: str = ""
+
+
 def _build(
     path: Path,
     project: Path,
     *,
     quiet: bool,
     include_unit_tests: bool,
-    manifest_for: Callable[[Path], Any] | None = None,
+    plan_for: Callable[[Path], DbtPlan] | None = None,
+    after_dbt: Callable[[DbtPlan], None] | None = None,
 ) -> BuildResult:
     with writer_lock(path):
         started = time.perf_counter()
-        manifest = manifest_for(path) if manifest_for else None
-        nodes = _run_dbt(project, path, quiet, include_unit_tests=include_unit_tests, manifest=manifest)
+        plan = plan_for(path) if plan_for else DbtPlan(None)
+        nodes = _run_dbt(
+            project,
+            path,
+            quiet,
+            include_unit_tests=include_unit_tests,
+            manifest=plan.manifest,
+            exclude=plan.reused_tests,
+        )
         dbt_seconds = time.perf_counter() - started
+        if after_dbt:
+            after_dbt(plan)
         report = validate_warehouse(path)
     if not report.success:
         raise PublicationBlocked(
             "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
         )
-    return BuildResult(path, nodes, report, dbt_seconds, report.seconds)
+    return BuildResult(path, nodes, report, dbt_seconds, report.seconds, plan.note)
 
 
 # Folders of a dbt project that dbt writes (or installs) rather than parses.
@@ -268,6 +293,7 @@ class BuildSession:
         self.builds = 0
         self._manifest: Any = None
         self._manifest_key: tuple[str, str] | None = None
+        self._seed_tests_passed: tuple[str, str] | None = None
         self._lock = threading.Lock()
 
     def warm(self) -> float:
@@ -281,7 +307,14 @@ class BuildSession:
         load_gx()
         return time.perf_counter() - started
 
-    def _manifest_for(self, db_path: Path) -> Any:
+    def _plan(self, db_path: Path) -> DbtPlan:
+        """The manifest for this project state and warehouse (parsed when either changed), and the
+        data tests of seeds when they already passed for this very project state.
+
+        A seed is a file of the project, reloaded whole by every build: a data test whose only
+        inputs are seeds gives the same answer as long as the project's files are unchanged, so
+        once it passed for a fingerprint it is not re-run for that fingerprint (any edit to a seed,
+        a test or the configuration changes the fingerprint and runs them all again)."""
         from dbt.cli.main import dbtRunner
 
         key = (project_fingerprint(self.project_dir), str(db_path.resolve()))
@@ -297,7 +330,16 @@ class BuildSession:
                 raise PublicationBlocked(f"dbt parse failed: {reason}")
             self._manifest, self._manifest_key = res.result, key
             self.parses += 1
-        return self._manifest
+        if self._seed_tests_passed != key:
+            return DbtPlan(self._manifest)
+        reused = seed_only_tests(self._manifest)
+        note = f"{len(reused)} data tests of unchanged seeds passed earlier for project state {key[0][:12]}"
+        return DbtPlan(self._manifest, reused, note)
+
+    def _passed(self, plan: DbtPlan) -> None:
+        """dbt's build passed: if it ran the seeds' tests, they passed for this project state."""
+        if not plan.reused_tests and self._manifest_key is not None:
+            self._seed_tests_passed = self._manifest_key
 
     def build(
         self, db_path: Path | None = None, *, quiet: bool = True, include_unit_tests: bool = False
@@ -310,10 +352,21 @@ class BuildSession:
                 self.project_dir,
                 quiet=quiet,
                 include_unit_tests=include_unit_tests,
-                manifest_for=self._manifest_for,
+                plan_for=self._plan,
+                after_dbt=self._passed,
             )
             self.builds += 1
             return result
+
+
+def seed_only_tests(manifest: Any) -> tuple[str, ...]:
+    """Names of the data tests whose every input is a seed (their result depends on project files)."""
+    names = []
+    for node in manifest.nodes.values():
+        parents = list(getattr(node.depends_on, "nodes", []) or [])
+        if node.resource_type == "test" and parents and all(p.startswith("seed.") for p in parents):
+            names.append(node.name)
+    return tuple(sorted(names))
 
 
 def _jsonable(value: Any) -> Any:
