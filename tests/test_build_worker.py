@@ -180,9 +180,16 @@ def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path:
         assert request(sock, "ping")["parses"] == 3  # first state, edited seed, changed model
 
         (project / "models" / "board.sql").write_text("select * from {{ ref('board_seed') }}")
-        request(sock, "build", db_path=str(db))
-        published = request(sock, "publish", cycle_id="c1", out_dir=str(tmp_path / "out"), db_path=str(db))
-        assert json.loads(Path(published["path"]).read_text())["rows"][0]["agent_id"] == "a1"
+        # what `argusic build` and the Airflow tasks call: delegated because the worker answers
+        os.environ[build_worker.SOCKET_ENV] = str(sock)
+        try:
+            summary = build_worker.build_or_delegate(db)
+            published = build_worker.publish_or_delegate("c1", tmp_path / "out", db)
+        finally:
+            del os.environ[build_worker.SOCKET_ENV]
+        assert "(built by the build worker in " in summary and "marts.board: ok" in summary
+        assert json.loads(published.read_text())["rows"][0]["agent_id"] == "a1"
+        assert request(sock, "ping")["builds"] == 3  # successful builds: two, then the delegated one
 
         with pytest.raises(BuildWorkerError, match="FileNotFoundError: warehouse .*x.db"):
             request(sock, "publish", cycle_id="c1", out_dir=str(tmp_path), db_path=str(tmp_path / "x.db"))
