@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui clean
+.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui build-worker clean
 
 # One virtualenv for everything (Airflow, dbt, GX, the argusic package).
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
@@ -50,6 +50,11 @@ test-fast: install
 
 airflow-ui: install
 	bash scripts/airflow_ui.sh
+
+# One warm process for builds and publications (dbt and GX imported once); export the same
+# ARGUSIC_BUILD_WORKER to `argusic build` and Airflow so that they use it.
+build-worker: install
+	$(BIN)/argusic build-worker --socket "$${ARGUSIC_BUILD_WORKER:-.run/build.sock}"
 
 clean:
 	rm -rf runs warehouse dbt_project/target dbt_project/logs
