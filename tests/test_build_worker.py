@@ -16,6 +16,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+from multiprocessing import Pipe
 from pathlib import Path
 
 import duckdb
@@ -79,6 +81,40 @@ def test_without_an_answering_worker_builds_run_in_process(tmp_path: Path, monke
         assert build_worker.build_or_delegate(tmp_path / "w.duckdb") == "in-process summary"
     assert "no build worker answers there" in caplog.text
     assert calls == [tmp_path / "w.duckdb"] * 2
+
+
+class _ColdSession:
+    """A session with nothing to import: enough for the serving loop (ping only)."""
+
+    builds = parses = 0
+
+    def warm(self) -> float:
+        return 0.0
+
+
+def test_serving_stops_after_max_requests_and_removes_its_socket(tmp_path: Path) -> None:
+    sock = tmp_path / "run" / "w.sock"
+    answers = []
+
+    def client(_seconds: float) -> None:
+        def ask() -> None:
+            answers.extend(request(sock, "ping")["ok"] for _ in range(2))
+
+        threading.Thread(target=ask, daemon=True).start()
+
+    build_worker.serve(sock, _ColdSession(), on_ready=client, max_requests=2)  # returns after two
+    assert answers == [True, True]
+    assert not sock.exists()
+
+
+def test_a_client_that_says_nothing_is_dropped(monkeypatch) -> None:
+    monkeypatch.setattr(build_worker, "REQUEST_WAIT_SECONDS", 0.1)
+    ours, theirs = Pipe()
+    build_worker._serve_one(theirs, _ColdSession())  # nothing was sent: returns, answers nothing
+    assert not ours.poll(0.1)
+    ours.send_bytes(json.dumps({"op": "ping"}).encode())
+    build_worker._serve_one(theirs, _ColdSession())
+    assert json.loads(ours.recv_bytes())["ok"] is True
 
 
 class _Summary:

@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 SOCKET_ENV = "ARGUSIC_BUILD_WORKER"
 OPS = ("build", "publish", "ping")
+REQUEST_WAIT_SECONDS = 30.0
 
 
 class BuildWorkerError(RuntimeError):
@@ -103,6 +104,9 @@ def _handle(session: BuildSession, request: Any) -> dict[str, Any]:
 
 
 def _serve_one(conn: Connection, session: BuildSession) -> None:
+    if not conn.poll(REQUEST_WAIT_SECONDS):  # a client that connects and says nothing holds no one up
+        log.warning("build worker: no request within %s s, connection dropped", REQUEST_WAIT_SECONDS)
+        return
     try:
         request = json.loads(conn.recv_bytes())
         answer: dict[str, Any] = {"ok": True, **_handle(session, request)}

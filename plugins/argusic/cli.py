@@ -67,6 +67,11 @@ def build_worker(
     socket_path: Annotated[
         Path | None, typer.Option("--socket", help="Unix socket (default: $ARGUSIC_BUILD_WORKER)")
     ] = None,
+    # The worker's memory grows slowly with builds (measured: ~0.15 MB a build at 10k attempts,
+    # ~0.6 MB at 100k): it exits cleanly after this many requests and its supervisor starts a new one.
+    max_requests: Annotated[
+        int, typer.Option(min=0, help="Exit cleanly after this many requests (0: never)")
+    ] = 500,
 ) -> None:
     """Serve builds and publications from one warm process (dbt and GX imported once) until stopped."""
     from argusic.build_worker import SOCKET_ENV, BuildWorkerError, serve, worker_socket
@@ -79,7 +84,7 @@ def build_worker(
         console.print(f"build worker ready on {path} (dbt and GX loaded in {seconds:.1f} s)")
 
     try:
-        serve(path, on_ready=ready)
+        serve(path, on_ready=ready, max_requests=max_requests or None)
     except BuildWorkerError as err:
         _fail(str(err))
 
