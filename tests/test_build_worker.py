@@ -115,6 +115,18 @@ def test_a_client_that_says_nothing_is_dropped(monkeypatch) -> None:
     ours.send_bytes(json.dumps({"op": "ping"}).encode())
     build_worker._serve_one(theirs, _ColdSession())
     assert json.loads(ours.recv_bytes())["ok"] is True
+    ours.send_bytes(b"not json")
+    build_worker._serve_one(theirs, _ColdSession())
+    assert json.loads(ours.recv_bytes())["error"] == "JSONDecodeError"
+
+
+def test_an_oversized_request_is_refused_unread(monkeypatch) -> None:
+    monkeypatch.setattr(build_worker, "MAX_REQUEST_BYTES", 64)
+    ours, theirs = Pipe()
+    ours.send_bytes(json.dumps({"op": "ping", "padding": "x" * 100}).encode())
+    build_worker._serve_one(theirs, _ColdSession())
+    answer = json.loads(ours.recv_bytes())
+    assert answer["ok"] is False and "at most 64 bytes: this one was refused unread" in answer["message"]
 
 
 class _Summary:

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 SOCKET_ENV = "ARGUSIC_BUILD_WORKER"
 OPS = ("build", "publish", "ping")
 REQUEST_WAIT_SECONDS = 30.0
+MAX_REQUEST_BYTES = 1 << 20  # a request is a few paths: anything longer is refused unread
 
 
 class BuildWorkerError(RuntimeError):
@@ -103,12 +104,22 @@ def _handle(session: BuildSession, request: Any) -> dict[str, Any]:
     return {"path": str(publish_board(str(request["cycle_id"]), Path(request["out_dir"]), db_path))}
 
 
+def _receive(conn: Connection) -> bytes:
+    try:
+        return conn.recv_bytes(maxlength=MAX_REQUEST_BYTES)
+    except ConnectionError:
+        raise
+    except OSError as err:  # the stdlib's "bad message length": longer than maxlength, left unread
+        limit = f"a request is at most {MAX_REQUEST_BYTES} bytes"
+        raise ValueError(f"{limit}: this one was refused unread") from err
+
+
 def _serve_one(conn: Connection, session: BuildSession) -> None:
     if not conn.poll(REQUEST_WAIT_SECONDS):  # a client that connects and says nothing holds no one up
         log.warning("build worker: no request within %s s, connection dropped", REQUEST_WAIT_SECONDS)
         return
     try:
-        request = json.loads(conn.recv_bytes())
+        request = json.loads(_receive(conn))
         answer: dict[str, Any] = {"ok": True, **_handle(session, request)}
     except (EOFError, ConnectionError):
         return
