@@ -94,15 +94,19 @@ class _ColdSession:
 
 def test_serving_stops_after_max_requests_and_removes_its_socket(tmp_path: Path) -> None:
     sock = tmp_path / "run" / "w.sock"
-    answers = []
+    answers: list[bool] = []
+    clients: list[threading.Thread] = []
 
-    def client(_seconds: float) -> None:
-        def ask() -> None:
-            answers.extend(request(sock, "ping")["ok"] for _ in range(2))
+    def ask() -> None:
+        for _ in range(2):
+            answers.append(request(sock, "ping")["ok"])
 
-        threading.Thread(target=ask, daemon=True).start()
+    def start_client(_seconds: float) -> None:
+        clients.append(threading.Thread(target=ask, daemon=True))
+        clients[0].start()
 
-    build_worker.serve(sock, _ColdSession(), on_ready=client, max_requests=2)  # returns after two
+    build_worker.serve(sock, _ColdSession(), on_ready=start_client, max_requests=2)  # returns after two
+    clients[0].join(timeout=30)  # the server may return before the client has read its last answer
     assert answers == [True, True]
     assert not sock.exists()
 

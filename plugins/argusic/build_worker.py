@@ -196,6 +196,7 @@ def serve(
         if not stopping:
             listener.close()
         path.unlink(missing_ok=True)
+        gc.unfreeze()  # leave the process's collector as it was
 
 
 def request(path: Path, op: str, **params: Any) -> dict[str, Any]:
