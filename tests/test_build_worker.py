@@ -111,6 +111,25 @@ def test_serving_stops_after_max_requests_and_removes_its_socket(tmp_path: Path)
     assert not sock.exists()
 
 
+def test_a_delegated_request_is_one_request_to_the_worker(tmp_path: Path, monkeypatch) -> None:
+    """Delegation connects once: no probe that the worker would serve (and count) as a request."""
+    sock = tmp_path / "run" / "w.sock"
+    monkeypatch.setenv(build_worker.SOCKET_ENV, str(sock))
+    answers: list[dict | None] = []
+    clients: list[threading.Thread] = []
+
+    def ask() -> None:
+        answers.extend(build_worker._delegate("ping") for _ in range(2))
+
+    def start_client(_seconds: float) -> None:
+        clients.append(threading.Thread(target=ask, daemon=True))
+        clients[0].start()
+
+    build_worker.serve(sock, _ColdSession(), on_ready=start_client, max_requests=2)
+    clients[0].join(timeout=30)
+    assert [a and a["ok"] for a in answers] == [True, True]
+
+
 def test_a_client_that_says_nothing_is_dropped(monkeypatch) -> None:
     monkeypatch.setattr(build_worker, "REQUEST_WAIT_SECONDS", 0.1)
     ours, theirs = Pipe()

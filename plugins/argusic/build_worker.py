@@ -50,6 +50,10 @@ class BuildWorkerError(RuntimeError):
     """The worker could not be reached, or failed for a reason other than a blocked publication."""
 
 
+class NoWorkerAnswers(BuildWorkerError):
+    """Nothing accepts connections on the socket: the caller may build in its own process."""
+
+
 def worker_socket() -> Path | None:
     """ARGUSIC_BUILD_WORKER: the worker's socket path, or None when builds run in-process."""
     value = os.environ.get(SOCKET_ENV, "").strip()
@@ -204,7 +208,7 @@ def request(path: Path, op: str, **params: Any) -> dict[str, Any]:
     try:
         conn = Client(str(path), family="AF_UNIX")
     except OSError as err:
-        raise BuildWorkerError(f"no build worker answers on {path}: {err}") from err
+        raise NoWorkerAnswers(f"no build worker answers on {path}: {err}") from err
     with conn:
         conn.send_bytes(json.dumps({"op": op, **params}).encode())
         try:
@@ -223,10 +227,11 @@ def _delegate(op: str, **params: Any) -> dict[str, Any] | None:
     path = worker_socket()
     if path is None:
         return None
-    if not _answers(path):
+    try:  # no probe first: the worker would accept it, and count it, as a request
+        return request(path, op, **params)
+    except NoWorkerAnswers:
         log.warning("%s=%s but no build worker answers there: running in this process", SOCKET_ENV, path)
         return None
-    return request(path, op, **params)
 
 
 def _absolute(path: Path) -> str:
