@@ -148,6 +148,17 @@ def _dbt_args(project_dir: Path, command: str, *, lean: bool = False) -> list[st
     return [*flags, command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
 
 
+def _invoke_dbt(args: list[str], db_path: Path, manifest: Any = None) -> Any:
+    """One dbt invocation in this process on the warehouse ``db_path``; the file is released after."""
+    from dbt.cli.main import dbtRunner
+
+    with _env("ARGUSIC_WAREHOUSE", str(db_path)):
+        try:
+            return dbtRunner(manifest=manifest).invoke(args)
+        finally:
+            _release_dbt_duckdb()
+
+
 def _run_dbt(
     project_dir: Path,
     db_path: Path,
@@ -165,8 +176,6 @@ def _run_dbt(
     project is parsed partially (``partial_parse.msgpack``). ``manifest``: a manifest parsed for this
     project and warehouse (``BuildSession``), so that dbt does not parse at all.
     """
-    from dbt.cli.main import dbtRunner
-
     args = [*_dbt_args(project_dir, "build", lean=manifest is not None), "--threads", str(dbt_threads())]
     if not include_unit_tests:
         args += ["--exclude-resource-type", "unit_test"]
@@ -174,11 +183,7 @@ def _run_dbt(
         args += ["--exclude", *exclude]
     if quiet:
         args.insert(0, "--quiet")
-    with _env("ARGUSIC_WAREHOUSE", str(db_path)):
-        try:
-            res = dbtRunner(manifest=manifest).invoke(args)
-        finally:
-            _release_dbt_duckdb()
+    res = _invoke_dbt(args, db_path, manifest)
 
     nodes: list[NodeResult] = []
     for r in getattr(res.result, "results", None) or []:
@@ -226,6 +231,7 @@ class DbtPlan:
     manifest: Any
     reused_tests: tuple[str, ...] = ()
     note: str = ""
+    state: tuple[str, str] | None = None  # (project fingerprint, warehouse file) it was made for
 
 
 def _build(
@@ -315,31 +321,24 @@ class BuildSession:
         inputs are seeds gives the same answer as long as the project's files are unchanged, so
         once it passed for a fingerprint it is not re-run for that fingerprint (any edit to a seed,
         a test or the configuration changes the fingerprint and runs them all again)."""
-        from dbt.cli.main import dbtRunner
-
         key = (project_fingerprint(self.project_dir), str(db_path.resolve()))
         if key != self._manifest_key:
-            args = _dbt_args(self.project_dir, "parse")
-            with _env("ARGUSIC_WAREHOUSE", str(db_path)):
-                try:
-                    res = dbtRunner().invoke(["--quiet", *args])
-                finally:
-                    _release_dbt_duckdb()
+            res = _invoke_dbt(["--quiet", *_dbt_args(self.project_dir, "parse")], db_path)
             if not res.success or res.result is None:
                 reason = res.exception or "dbt parse reported failure"
                 raise PublicationBlocked(f"dbt parse failed: {reason}")
             self._manifest, self._manifest_key = res.result, key
             self.parses += 1
         if self._seed_tests_passed != key:
-            return DbtPlan(self._manifest)
+            return DbtPlan(self._manifest, state=key)
         reused = seed_only_tests(self._manifest)
         note = f"{len(reused)} data tests of unchanged seeds passed earlier for project state {key[0][:12]}"
-        return DbtPlan(self._manifest, reused, note)
+        return DbtPlan(self._manifest, reused, note, key)
 
     def _passed(self, plan: DbtPlan) -> None:
         """dbt's build passed: if it ran the seeds' tests, they passed for this project state."""
-        if not plan.reused_tests and self._manifest_key is not None:
-            self._seed_tests_passed = self._manifest_key
+        if not plan.reused_tests:
+            self._seed_tests_passed = plan.state
 
     def build(
         self, db_path: Path | None = None, *, quiet: bool = True, include_unit_tests: bool = False
