@@ -55,3 +55,31 @@ def test_s3_store_same_code_path_against_real_s3_protocol_server(s3_bucket, s3_s
     s3.put_object(Bucket=s3_bucket, Key=f"argusic/sha256/{obj.sha256[:2]}/{obj.sha256}", Body=b"tampered")
     store.fs.invalidate_cache()
     assert not store.verify(obj.as_ref())
+
+
+def test_put_file_streams_under_a_given_key_and_copies_back(tmp_path):
+    store = EvidenceStore((tmp_path / "ev").as_uri())
+    data = bytes(range(256)) * 9000  # larger than one chunk
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    obj = store.put_file(path, key=f"served/x/{sha}/log.txt")
+    assert obj.uri.endswith(f"served/x/{sha}/log.txt") and obj.sha256 == sha and obj.bytes == len(data)
+    assert store.copy_to_file(obj.uri, tmp_path / "back.bin") == (sha, len(data))
+    assert (tmp_path / "back.bin").read_bytes() == data
+    assert not any((tmp_path / "ev" / ".partial").iterdir())  # no partial object left behind
+
+
+def test_installation_id_is_derived_from_locations_or_set(monkeypatch, tmp_path):
+    from argusic.settings import installation_id
+
+    monkeypatch.delenv("ARGUSIC_INSTALLATION", raising=False)
+    monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(tmp_path / "a" / "w.duckdb"))
+    first = installation_id()
+    monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(tmp_path / "b" / "w.duckdb"))
+    assert installation_id() != first and first.startswith("i") and len(first) == 12
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", "ops-east")
+    assert installation_id() == "ops-east"
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", "../Bad Name")
+    with pytest.raises(ValueError, match="ARGUSIC_INSTALLATION"):
+        installation_id()

@@ -8,6 +8,8 @@ through fsspec. S3 endpoints and credentials come from the standard AWS variable
 from __future__ import annotations
 
 import hashlib
+import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,11 +97,55 @@ class EvidenceStore:
             Path(path).chmod(0o444)
         return StoredObject(sha, self.uri_for(key), len(data))
 
-    def put_file(self, path: Path) -> StoredObject:
-        """Land one evidence file, fingerprinted on arrival, under its content address."""
-        data = Path(path).read_bytes()
-        sha = hashlib.sha256(data).hexdigest()
-        return self.put_bytes(self.key_for(sha), data)
+    def put_file(self, path: Path, key: str | None = None) -> StoredObject:
+        """Land one evidence file, fingerprinted on arrival, under its content address (or `key`).
+
+        Streams: memory stays at one chunk whatever the file's size. On the local root the bytes are
+        hashed while they are copied into a partial object that is renamed into place; on S3 the file
+        is hashed first, then uploaded."""
+        path = Path(path)
+        if self.protocol != "file":
+            sha, size = sha256_of_file(path)
+            key = key or self.key_for(sha)
+            if self._already_holds(key, sha):
+                return StoredObject(sha, self.uri_for(key), size)
+            self.fs.makedirs(self._path(key).rsplit("/", 1)[0], exist_ok=True)
+            self.fs.put_file(str(path), self._path(key))
+            return StoredObject(sha, self.uri_for(key), size)
+        partial_dir = Path(self.root) / ".partial"
+        partial_dir.mkdir(parents=True, exist_ok=True)
+        partial = partial_dir / f"{os.getpid()}-{uuid.uuid4().hex}"
+        try:
+            digest, size = hashlib.sha256(), 0
+            with open(path, "rb") as src, open(partial, "wb") as dst:
+                while chunk := src.read(CHUNK):
+                    digest.update(chunk)
+                    dst.write(chunk)
+                    size += len(chunk)
+            sha = digest.hexdigest()
+            key = key or self.key_for(sha)
+            if self._already_holds(key, sha):
+                return StoredObject(sha, self.uri_for(key), size)
+            final = Path(self._path(key))
+            final.parent.mkdir(parents=True, exist_ok=True)
+            partial.chmod(0o444)
+            partial.replace(final)  # atomic: a reader never sees half an object
+            return StoredObject(sha, self.uri_for(key), size)
+        finally:
+            partial.unlink(missing_ok=True)
+
+    def _already_holds(self, key: str, sha: str) -> bool:
+        """True when `key` holds these bytes already; EvidenceConflict when it holds others."""
+        path = self._path(key)
+        if not self.fs.exists(path):
+            return False
+        stored = self._sha256_at(path)
+        if stored != sha:
+            raise EvidenceConflict(
+                f"{self.uri_for(key)} already holds different bytes (sha256 {stored}); refusing to "
+                f"overwrite with sha256 {sha}"
+            )
+        return True
 
     # -- reads and audit ----------------------------------------------------------------------
     def read(self, uri: str) -> bytes:
@@ -108,6 +154,19 @@ class EvidenceStore:
             raise EvidenceMissing(f"{uri}: no such evidence object")
         with self.fs.open(path, "rb") as handle:
             return handle.read()
+
+    def copy_to_file(self, uri: str, dest: Path) -> tuple[str, int]:
+        """Stream one stored object into a local file; returns (sha256, bytes) of what was copied."""
+        path = self._path(self.key_of_uri(uri))
+        if not self.fs.exists(path):
+            raise EvidenceMissing(f"{uri}: no such evidence object")
+        digest, size = hashlib.sha256(), 0
+        with self.fs.open(path, "rb") as src, open(dest, "wb") as dst:
+            while chunk := src.read(CHUNK):
+                digest.update(chunk)
+                dst.write(chunk)
+                size += len(chunk)
+        return digest.hexdigest(), size
 
     def _sha256_at(self, path: str) -> str:
         digest = hashlib.sha256()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -85,3 +87,30 @@ def dbt_project_dir() -> Path:
 def forge_dir() -> Path:
     """ARGUSIC_FORGE_DIR: where the demo forge (fixture git repos + catalogue) is built."""
     return Path(os.environ.get("ARGUSIC_FORGE_DIR", project_root() / "forge"))
+
+
+INSTALLATION_ENV = "ARGUSIC_INSTALLATION"
+_INSTALLATION_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
+
+
+def installation_id() -> str:
+    """ARGUSIC_INSTALLATION, or a short digest of where this installation keeps its warehouse and
+    evidence. Every container, temp folder and model key carries it, and clean-up touches only objects
+    that carry ours: two installations on one Docker daemon or one gateway never touch each other."""
+    if explicit := os.environ.get(INSTALLATION_ENV):
+        if not _INSTALLATION_ID.match(explicit):
+            raise ValueError(
+                f"{INSTALLATION_ENV}={explicit!r}: expected 1-24 characters of a-z, 0-9 and '-', "
+                "starting with a letter or digit"
+            )
+        return explicit
+    where = f"{warehouse_path().resolve()}\n{evidence_url()}"
+    return "i" + hashlib.sha256(where.encode()).hexdigest()[:11]
+
+
+def scratch_root() -> Path:
+    """ARGUSIC_SCRATCH_DIR: this installation's temporary folders (default: <runs>/.scratch).
+
+    Kept beside the runs rather than in /tmp so that a process killed with SIGKILL leaves nothing in
+    shared places; a later run of the same installation sweeps folders whose owner process is gone."""
+    return Path(os.environ.get("ARGUSIC_SCRATCH_DIR", runs_dir() / ".scratch"))
