@@ -29,7 +29,8 @@ from typing import Any
 
 from argusic.expectations import ValidationReport, validate_warehouse
 from argusic.settings import dbt_project_dir, warehouse_path
-from argusic.warehouse import writer_lock
+from argusic.warehouse import connect, writer_lock
+from argusic.warehouse_lock import WarehouseBusy
 
 BOARD_SCHEMA = "argusic.board/1"
 ATTEMPTS_SCHEMA = "argusic.cycle_attempts/1"
@@ -191,6 +192,10 @@ def _run_dbt(
         seconds = float(getattr(r, "execution_time", 0.0) or 0.0)
         nodes.append(NodeResult(r.node.unique_id, status, (r.message or "").strip(), seconds))
     failed = [n for n in nodes if n.status in _FAILED]
+    if not res.success and res.exception is not None and "Could not set lock" in str(res.exception):
+        raise WarehouseBusy(  # another process opened the file between our wait and dbt's open
+            f"dbt could not open the warehouse {db_path}: {_first_lines(str(res.exception))}"
+        )
     if failed:
         details = "; ".join(f"{n.unique_id} ({n.status}): {_first_lines(n.message)}" for n in failed)
         raise PublicationBlocked(f"dbt build failed: {details}")
@@ -244,6 +249,9 @@ def _build(
     after_dbt: Callable[[DbtPlan], None] | None = None,
 ) -> BuildResult:
     with writer_lock(path):
+        # dbt opens the file read-write: first wait (saying for whom) until no other process has it
+        # open, e.g. an analyst's connection, rather than letting dbt fail on DuckDB's lock.
+        connect(path).close()
         started = time.perf_counter()
         plan = plan_for(path) if plan_for else DbtPlan(None)
         nodes = _run_dbt(
