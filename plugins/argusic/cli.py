@@ -265,7 +265,8 @@ def demo(
 def audit(
     out: Annotated[Path | None, typer.Option(help="Write the audit report JSON here")] = None,
 ) -> None:
-    """Re-hash every stored evidence object; exit 1 when any no longer matches its record."""
+    """Re-hash every stored evidence object, raw and served; exit 1 when any is not where its record
+    says or no longer matches it (every problem is reported; the audit goes on past each)."""
     from argusic.audit import audit_warehouse
 
     try:
@@ -274,7 +275,12 @@ def audit(
     except FileNotFoundError as err:
         _fail(str(err))
     for finding in report.findings:
-        err_console.print(f"[red]{finding.problem}[/] {finding.attempt_id} {finding.kind} {finding.uri}")
+        detail = f" ({finding.detail})" if finding.detail else ""
+        err_console.print(
+            f"[red]{finding.problem}[/] {finding.attempt_id} {finding.kind} {finding.uri}{detail}",
+            markup=True,
+            highlight=False,
+        )
     console.print(f"audited {report.checked} evidence object(s): {len(report.findings)} problem(s)")
     if not report.ok:
         raise typer.Exit(code=1)
