@@ -205,3 +205,40 @@ def test_cli_ingest_on_a_folder_without_records_says_so(isolated):
     output = " ".join(result.output.split())  # rich wraps long lines
     assert result.exit_code == 2 and f"{isolated / 'empty'}: no run records found" in output
     assert "nothing of this batch was loaded" in output and "Traceback" not in output
+
+
+@pytest.mark.slow
+def test_a_200_mb_record_is_refused_with_bounded_memory(isolated, record_doc):
+    """The issue's case: a valid 200 MB run record ingested with 2.2 GB peak. `argusic ingest` now
+    refuses it before reading it: the command's peak memory stays below the record's own size."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    big = isolated / "batch" / "run_record.json"
+    big.parent.mkdir()
+    head, tail = json.dumps(record_doc).split('"final_state": "', 1)
+    with open(big, "w") as handle:  # valid JSON and a valid record, but for its size
+        handle.write(head + '"final_state": "')
+        for _ in range(200):
+            handle.write("x" * (1 << 20))
+        handle.write(tail)
+    size = big.stat().st_size
+    argusic = Path(sys.executable).parent / "argusic"
+    measure = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
+        "print(done.returncode, peak, repr(done.stderr))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", measure, str(argusic), "ingest", str(big.parent)],
+        capture_output=True, text=True, check=True, timeout=300, env=dict(os.environ, COLUMNS="500"),
+    ).stdout  # fmt: skip
+    code, peak, stderr = out.split(" ", 2)
+    mib = 2**20
+    print(f"argusic ingest on a {size / mib:.0f} MiB record: exit {code}, peak RSS {int(peak) / mib:.1f} MiB")
+    assert code == "2" and "refused unread" in stderr and "nothing of this batch was loaded" in stderr
+    assert int(peak) < size  # never read whole (the loader before this held ~11x the record's size)
+    assert not (isolated / "warehouse" / "argusic.duckdb").exists()
