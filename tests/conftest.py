@@ -29,6 +29,16 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def evidence_refs(store_url: str) -> dict:
+    """The fixture record's evidence, addressed by content in the store at `store_url` (ingest refuses
+    URIs outside the configured store or under another key)."""
+    refs = {}
+    for kind, text in (("log", "log"), ("recording", "rec"), ("report", "rep")):
+        sha = _sha(text)
+        refs[kind] = {"sha256": sha, "uri": f"{store_url.rstrip('/')}/sha256/{sha[:2]}/{sha}", "bytes": 3}
+    return refs
+
+
 VALID_RECORD = {
     "schema": "argusic.run_record/1",
     "attempt_id": "2026-12.board.readme-runner.wavgen.a1",
@@ -45,11 +55,7 @@ VALID_RECORD = {
     "budget_seconds": 5400,
     "end_reason": "completed",
     "invalid_reason": None,
-    "evidence": {
-        "log": {"sha256": _sha("log"), "uri": "file:///e/log", "bytes": 3},
-        "recording": {"sha256": _sha("rec"), "uri": "file:///e/rec", "bytes": 3},
-        "report": {"sha256": _sha("rep"), "uri": "file:///e/rep", "bytes": 3},
-    },
+    "evidence": evidence_refs("file:///e"),  # rebased on the test's own store by `record_doc`
     "report": {
         "install_ok": True,
         "ran_ok": True,
@@ -63,8 +69,13 @@ VALID_RECORD = {
 
 
 @pytest.fixture
-def record_doc() -> dict:
-    return copy.deepcopy(VALID_RECORD)
+def record_doc(isolated: Path) -> dict:
+    """A valid record whose evidence URIs are in the test's (isolated) evidence store."""
+    from argusic.settings import evidence_url
+
+    doc = copy.deepcopy(VALID_RECORD)
+    doc["evidence"] = evidence_refs(evidence_url())
+    return doc
 
 
 def write_record(folder: Path, doc: dict, name: str = "run_record.json") -> Path:

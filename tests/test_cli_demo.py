@@ -27,7 +27,8 @@ def test_ingest_refuses_bad_batch_with_field_and_loads_nothing(isolated, record_
 
 
 def test_ingest_refuses_unknown_agent(isolated, record_doc):
-    write_record(isolated / "batch", dict(record_doc, agent_id="mystery-agent"))
+    unknown = dict(record_doc, agent_id="mystery-agent", attempt_id="2026-12.board.mystery-agent.wavgen.a1")
+    write_record(isolated / "batch", unknown)
     result = runner.invoke(app, ["ingest", str(isolated / "batch")])
     assert result.exit_code == 2 and "unknown agent 'mystery-agent'" in result.output
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import boto3
 import pytest
@@ -83,3 +84,148 @@ def test_installation_id_is_derived_from_locations_or_set(monkeypatch, tmp_path)
     monkeypatch.setenv("ARGUSIC_INSTALLATION", "../Bad Name")
     with pytest.raises(ValueError, match="ARGUSIC_INSTALLATION"):
         installation_id()
+
+
+# -- keys are content hashes inside the root ---------------------------------------------------------
+SHA_OF_LOG = hashlib.sha256(b"log").hexdigest()
+OTHER_SHA = hashlib.sha256(b"other").hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        ("/etc/passwd", "absolute key"),
+        ("../outside", "'..' segment"),
+        ("sha256/../../etc/passwd", "'..' segment"),
+        ("sha256/./aa", "'.' segment"),
+        ("sha256//aa", "empty segment"),
+        ("sha256/aa/", "empty segment"),
+        ("", "empty key"),
+        ("sha256\\..\\x", "backslash"),
+        ("sha256/aa/b\nc", "control character"),
+        ("sha256/aa/b\x00c", "control character"),
+        ("sha256/aa/b\x7fc", "control character"),
+        ("served/a b/x/log.txt", "character ' ' not allowed"),
+        ("served/a?x=1/x/log.txt", "character '?' not allowed"),
+        ("x" * 1025, "longer than 1024"),
+    ],
+)
+def test_store_refuses_keys_that_escape_its_root(tmp_path, key, problem):
+    from argusic.evidence import EvidenceKeyError
+
+    store = EvidenceStore((tmp_path / "ev").as_uri())
+    source = tmp_path / "log.txt"
+    source.write_bytes(b"log")
+    for attempt in (
+        lambda: store.put_bytes(key, b"log"),
+        lambda: store.put_file(source, key=key),
+        lambda: store.read(f"{store.url}/{key}"),
+        lambda: store.copy_to_file(f"{store.url}/{key}", tmp_path / "copy"),
+        lambda: store.fingerprint(f"{store.url}/{key}"),
+    ):
+        with pytest.raises(EvidenceKeyError, match=re.escape(problem)):
+            attempt()
+    assert not (tmp_path / "copy").exists()
+    assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == [".partial"]  # nothing stored
+    assert not any((tmp_path / "ev" / ".partial").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        (f"sha256/{OTHER_SHA[:2]}/{OTHER_SHA}", "a raw key must be 'sha256/"),
+        (f"sha256/aa/{SHA_OF_LOG}", "a raw key must be"),
+        (f"served/a.board.x.y.a1/{OTHER_SHA}/log.txt", "must carry the sha256 of its bytes"),
+        ("served/a.board.x.y.a1/log.txt", "a served key is served/<attempt id>"),
+        (f"served/a.board.x.y.a1/{SHA_OF_LOG}/secrets.txt", "a served key is served/<attempt id>"),
+        (f"elsewhere/{SHA_OF_LOG}", "not a key of this store"),
+    ],
+)
+def test_store_refuses_keys_that_do_not_name_their_content(tmp_path, key, problem):
+    from argusic.evidence import EvidenceKeyError
+
+    store = EvidenceStore((tmp_path / "ev").as_uri())
+    source = tmp_path / "log.txt"
+    source.write_bytes(b"log")
+    with pytest.raises(EvidenceKeyError, match=re.escape(problem)):
+        store.put_bytes(key, b"log")
+    with pytest.raises(EvidenceKeyError, match=re.escape(problem)):
+        store.put_file(source, key=key)
+    assert not [p for p in (tmp_path / "ev").rglob("*") if p.is_file()]
+    # the same bytes under their own keys are accepted
+    assert store.put_bytes(f"served/a.board.x.y.a1/{SHA_OF_LOG}/log.txt", b"log").sha256 == SHA_OF_LOG
+    assert store.put_file(source).uri == f"{store.url}/sha256/{SHA_OF_LOG[:2]}/{SHA_OF_LOG}"
+
+
+def test_store_reads_no_link_and_no_fifo(tmp_path):
+    import os
+
+    from argusic.evidence import EvidenceMissing, EvidenceUnreadable
+
+    store = EvidenceStore((tmp_path / "ev").as_uri())
+    secret = tmp_path / "host-secret"
+    secret.write_bytes(b"log")
+    link_key = f"sha256/{SHA_OF_LOG[:2]}/{SHA_OF_LOG}"
+    (tmp_path / "ev" / "sha256" / SHA_OF_LOG[:2]).mkdir(parents=True)
+    (tmp_path / "ev" / link_key).symlink_to(secret)
+    with pytest.raises(EvidenceUnreadable):
+        store.read(store.uri_for(link_key))
+    assert not store.verify({"uri": store.uri_for(link_key), "sha256": SHA_OF_LOG})
+    fifo_key = f"sha256/{OTHER_SHA[:2]}/{OTHER_SHA}"
+    (tmp_path / "ev" / "sha256" / OTHER_SHA[:2]).mkdir()
+    os.mkfifo(tmp_path / "ev" / fifo_key)
+    with pytest.raises(EvidenceUnreadable, match="not a regular file"):
+        store.fingerprint(store.uri_for(fifo_key))
+    with pytest.raises(EvidenceMissing, match="no such evidence object"):
+        store.fingerprint(store.uri_for(f"sha256/00/{'0' * 64}"))
+
+
+def test_served_keys_follow_presentations_rule():
+    from argusic.evidence import served_key_for
+    from argusic.presentation import served_key
+
+    for attempt_id in ("2026-12.board.readme-runner.wavgen.a1.r2", "legacy id/with:odd@chars+"):
+        for kind in ("log", "recording"):
+            data = f"{attempt_id}{kind}".encode()
+            assert served_key(attempt_id, kind, data) == served_key_for(
+                attempt_id, kind, hashlib.sha256(data).hexdigest()
+            )
+
+
+@pytest.mark.parametrize(
+    ("where", "uri", "problem"),
+    [
+        ("evidence.log.uri", "file:///etc/passwd", "outside the evidence store"),
+        ("evidence.log.uri", "https://example.com/sha256/aa/x", "outside the evidence store"),
+        ("evidence.recording.uri", "{store}/../../etc/passwd", "'..' segment"),
+        ("evidence.report.uri", "{store}/sha256/{o2}/{other}", "is not 'sha256/"),
+        ("evidence.log.uri", "{store}_evil/sha256/{s2}/{sha}", "outside the evidence store"),
+        ("evidence.log.uri", "{store}//sha256/{s2}/{sha}", "absolute key"),
+        ("presentation.log.uri", "{store}/sha256/{s2}/{sha}", "is not 'served/"),
+        ("presentation.log.uri", "{store}/served/2026-12.board.codex.wavgen.a1/{sha}/log.txt", "is not"),
+        ("presentation.recording.uri", "{store}/served/{aid}/{sha}/log.txt", "is not"),
+    ],
+)
+def test_record_evidence_problems_name_the_field(isolated, record_doc, where, uri, problem):
+    from argusic.evidence import record_evidence_problems, served_key_for
+    from argusic.record import parse_record
+    from argusic.settings import evidence_url
+
+    store = evidence_url()
+    section, kind, _ = where.split(".")
+    ref = record_doc["evidence"][kind if kind != "recording" or section == "evidence" else "recording"]
+    sha = ref["sha256"]
+    record_doc["presentation"] = {
+        "masking_applied": False, "withheld": False, "withheld_reason": None, "private_key_sha256": [],
+        "log": {"sha256": sha, "bytes": 3,
+                "uri": f"{store}/{served_key_for(record_doc['attempt_id'], 'log', sha)}"},
+        "recording": {"sha256": sha, "bytes": 3,
+                      "uri": f"{store}/{served_key_for(record_doc['attempt_id'], 'recording', sha)}"},
+    }  # fmt: skip
+    assert record_evidence_problems(parse_record(record_doc)) == []
+    target = record_doc[section][kind]
+    target["uri"] = uri.format(
+        store=store, sha=sha, s2=sha[:2], other=OTHER_SHA, o2=OTHER_SHA[:2], aid=record_doc["attempt_id"]
+    )
+    problems = record_evidence_problems(parse_record(record_doc))
+    assert len(problems) == 1 and problems[0][0] == where and problem in problems[0][1], problems

@@ -12,7 +12,7 @@ import copy
 from pathlib import Path
 
 import pytest
-from conftest import VALID_RECORD, write_record
+from conftest import VALID_RECORD, evidence_refs, write_record
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,10 @@ CYCLE = "2026-12"
 
 
 def _record(agent: str, project: str, attempt_no: int, purpose: str = "board", **report) -> dict:
+    from argusic.settings import evidence_url
+
     doc = copy.deepcopy(VALID_RECORD)
+    doc["evidence"] = evidence_refs(evidence_url())  # ingest checks URIs against the configured store
     doc.update(
         attempt_id=f"{CYCLE}.{purpose}.{agent}.{project}.a{attempt_no}",
         cycle_id=CYCLE,

@@ -20,7 +20,15 @@ from argusic.agents import driver_for
 from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
 from argusic.keys import IssuedKey, KeyBroker, key_for_attempt
-from argusic.record import SCHEMA_ID, RecordError, RunRecord, load_record_file, parse_record, utc_now_iso
+from argusic.record import (
+    SCHEMA_ID,
+    IdPart,
+    RecordError,
+    RunRecord,
+    load_record_file,
+    parse_record,
+    utc_now_iso,
+)
 from argusic.settings import orchestrator_config, runs_dir
 
 log = logging.getLogger(__name__)
@@ -33,10 +41,11 @@ class AttemptSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    cycle_id: str
+    # The attempt id's parts (run record contract): they name folders and containers too.
+    cycle_id: IdPart
     purpose: Literal["board", "verdict"] = "board"
-    agent_id: str
-    project_id: str
+    agent_id: IdPart
+    project_id: IdPart
     repo_url: str
     commit: str
     tier: Literal["standard", "heavy", "gpu"]

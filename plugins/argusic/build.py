@@ -6,8 +6,9 @@ that fails, raises ``PublicationBlocked`` naming the node, or the table and expe
 
 ``publish_board`` re-validates the warehouse under the same lock before it reads the board, so a
 board is only ever written from a warehouse whose expectations pass at that moment (no stale
-"last build passed" token to trust). Callers must not already hold ``writer_lock`` (flock is not
-re-entrant across open files: it would wait for itself).
+"last build passed" token to trust), and audits the evidence of every attempt of the cycle (raw and
+served copies, re-hashed) before it writes anything: an attempt whose evidence fails the audit blocks
+the publication. Callers must not already hold ``writer_lock`` (it is not re-entrant).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from typing import Any
 
 from argusic.expectations import ValidationReport, validate_warehouse
 from argusic.settings import dbt_project_dir, warehouse_path
-from argusic.warehouse import writer_lock
+from argusic.warehouse import connect, writer_lock
+from argusic.warehouse_lock import WarehouseBusy
 
 BOARD_SCHEMA = "argusic.board/1"
 ATTEMPTS_SCHEMA = "argusic.cycle_attempts/1"
@@ -55,7 +57,11 @@ _FAILED = {"error", "fail", "runtime error"}
 
 
 class PublicationBlocked(RuntimeError):
-    """dbt or an expectation failed: nothing is published."""
+    """dbt or an expectation failed, or evidence failed the audit: nothing is published."""
+
+
+# How many audit problems a refusal lists by name (the count is always given).
+LISTED_PROBLEMS = 20
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,10 @@ def _run_dbt(
         seconds = float(getattr(r, "execution_time", 0.0) or 0.0)
         nodes.append(NodeResult(r.node.unique_id, status, (r.message or "").strip(), seconds))
     failed = [n for n in nodes if n.status in _FAILED]
+    if not res.success and res.exception is not None and "Could not set lock" in str(res.exception):
+        raise WarehouseBusy(  # another process opened the file between our wait and dbt's open
+            f"dbt could not open the warehouse {db_path}: {_first_lines(str(res.exception))}"
+        )
     if failed:
         details = "; ".join(f"{n.unique_id} ({n.status}): {_first_lines(n.message)}" for n in failed)
         raise PublicationBlocked(f"dbt build failed: {details}")
@@ -244,6 +254,9 @@ def _build(
     after_dbt: Callable[[DbtPlan], None] | None = None,
 ) -> BuildResult:
     with writer_lock(path):
+        # dbt opens the file read-write: first wait (saying for whom) until no other process has it
+        # open, e.g. an analyst's connection, rather than letting dbt fail on DuckDB's lock.
+        connect(path).close()
         started = time.perf_counter()
         plan = plan_for(path) if plan_for else DbtPlan(None)
         nodes = _run_dbt(
@@ -395,12 +408,18 @@ def _write_atomically(path: Path, text: str) -> None:
 def publish_board(
     cycle_id: str, out_dir: Path, db_path: Path | None = None, build_result: BuildResult | None = None
 ) -> Path:
-    """Write ``out_dir/<cycle_id>/board.json`` from marts.board, only if every expectation passes now.
+    """Write ``out_dir/<cycle_id>/board.json`` from marts.board, only if every expectation passes now
+    and the evidence of every attempt of the cycle passes the audit.
 
     The warehouse is always re-validated under the writer lock (a build result could be stale);
-    ``build_result``, when given, must be a passed build of the same warehouse file.
+    ``build_result``, when given, must be a passed build of the same warehouse file. The audit
+    re-hashes each attempt's raw log, recording and report and its served log and recording (the
+    references read under the lock, the objects hashed after it is released, streamed) and checks
+    that every URI is where its sha256 puts it in the store; any problem raises PublicationBlocked
+    naming the attempts and problems, and nothing is written.
     """
-    import duckdb
+    from argusic.audit import audit_refs, refs_of_connection
+    from argusic.evidence import EvidenceStore
 
     path = Path(db_path) if db_path else (build_result.db_path if build_result else warehouse_path())
     if build_result is not None:
@@ -417,15 +436,26 @@ def publish_board(
                 f"board of cycle {cycle_id!r} not published, expectations failed:\n"
                 + "\n".join(report.failure_messages())
             )
-        with duckdb.connect(str(path), read_only=True) as con:
+        with connect(path, read_only=True) as con:
             rows = _rows(
                 con,
                 "SELECT * FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id",
                 cycle_id,
             )
             attempts = _rows(con, ATTEMPTS_SQL, cycle_id)
+            refs = refs_of_connection(con, cycle_id) if rows else []
     if not rows:
         raise PublicationBlocked(f"no board rows for cycle {cycle_id!r} in marts.board")
+    audit = audit_refs(refs, EvidenceStore())
+    if not audit.ok:
+        bad = sorted({f.attempt_id for f in audit.findings})
+        listed = "; ".join(f.describe() for f in audit.findings[:LISTED_PROBLEMS])
+        more = len(audit.findings) - LISTED_PROBLEMS
+        raise PublicationBlocked(
+            f"board of cycle {cycle_id!r} not published: the evidence of {len(bad)} attempt(s) fails the "
+            f"audit ({len(audit.findings)} problem(s) in {audit.checked} object(s)): {listed}"
+            + (f"; and {more} more" if more > 0 else "")
+        )
     # Dated by the data, not the clock: publishing the same warehouse twice gives the same bytes.
     through = max((a["ended_at"] for a in attempts if a["ended_at"]), default=None)
     folder = Path(out_dir) / cycle_id

@@ -16,8 +16,9 @@ private (0700), so only the worker's own user can connect. Requests are served o
     {"op": "ping"} -> {"ok": true, "builds": 3, "parses": 1}
 
 A failure answers {"ok": false, "error": "<exception class>", "message": "..."}; the client raises
-``PublicationBlocked`` for a blocked build or publication (same message as in-process) and
-``BuildWorkerError`` otherwise. Callers that find no worker build in-process (``build_or_delegate``).
+``PublicationBlocked`` for a blocked build or publication (same message as in-process),
+``WarehouseBusy`` when the worker gave up waiting for the warehouse, and ``BuildWorkerError``
+otherwise. Callers that find no worker build in-process (``build_or_delegate``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 
 from argusic.build import BuildSession, PublicationBlocked, build_warehouse, publish_board
 from argusic.settings import warehouse_path
+from argusic.warehouse_lock import WarehouseBusy
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +221,8 @@ def request(path: Path, op: str, **params: Any) -> dict[str, Any]:
         return answer
     if answer.get("error") == PublicationBlocked.__name__:
         raise PublicationBlocked(answer["message"])
+    if answer.get("error") == WarehouseBusy.__name__:
+        raise WarehouseBusy(f"build worker on {path}: {answer['message']}")
     raise BuildWorkerError(f"build worker on {path}: {answer.get('error')}: {answer.get('message')}")
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +29,34 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
+class _NoticeHandler(logging.Handler):
+    """Notices of waiting for the warehouse ("waiting for the warehouse writer: pid …"), on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err_console.print(record.getMessage(), style="yellow", markup=False, highlight=False)
+
+
+@contextmanager
+def _warehouse_errors() -> Iterator[None]:
+    """Say while we wait for the warehouse; a wait given up, or DuckDB refusing the file, is a clear
+    error rather than a traceback."""
+    import duckdb
+
+    from argusic.warehouse_lock import WarehouseBusy
+
+    notices = logging.getLogger("argusic.warehouse_lock")
+    if not any(isinstance(h, _NoticeHandler) for h in notices.handlers):
+        notices.addHandler(_NoticeHandler())
+        notices.setLevel(logging.INFO)
+        notices.propagate = False
+    try:
+        yield
+    except WarehouseBusy as err:
+        _fail(str(err))
+    except duckdb.Error as err:
+        _fail(f"warehouse {warehouse_path()}: {str(err).splitlines()[0]}")
+
+
 @app.command()
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or folders")]) -> None:
     """Load run records into the warehouse (idempotent by attempt_id; a bad batch loads nothing)."""
@@ -34,7 +65,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or
     from argusic.warehouse import ingest as do_ingest
 
     try:
-        result = do_ingest(paths, known_agents=known_agents())
+        with _warehouse_errors():
+            result = do_ingest(paths, known_agents=known_agents())
     except IngestError as err:
         _fail(f"{err}\nnothing of this batch was loaded")
     console.print(
@@ -52,9 +84,10 @@ def build() -> None:
     from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError, build_or_delegate
 
-    _require_run_records()
     try:
-        summary = build_or_delegate()
+        with _warehouse_errors():
+            _require_run_records()
+            summary = build_or_delegate()
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
     except BuildWorkerError as err:
@@ -93,7 +126,8 @@ def _read_only():
     from argusic.warehouse import connect
 
     try:
-        return connect(read_only=True)
+        with _warehouse_errors():
+            return connect(read_only=True)
     except FileNotFoundError as err:
         _fail(str(err))
 
@@ -158,8 +192,9 @@ def print_attempts(cycle_id: str) -> None:
 
 @app.command()
 def board(cycle: Annotated[str, typer.Option(help="Cycle id")] = DEMO_CYCLE) -> None:
-    """Print a cycle's board from the warehouse (read-only)."""
-    print_board(cycle)
+    """Print a cycle's board from the warehouse (read-only; waits for a writer)."""
+    with _warehouse_errors():
+        print_board(cycle)
 
 
 @app.command()
@@ -192,6 +227,7 @@ def demo(
     from argusic.cycle import publish_dir, run_cycle
     from argusic.executor import get_executor
     from argusic.forge import build_forge
+    from argusic.warehouse import IngestError
     from argusic.warehouse import ingest as do_ingest
 
     started = time.monotonic()
@@ -208,15 +244,20 @@ def demo(
     run = run_cycle(
         cycle, catalogue, DEMO_AGENTS, demo=True, workers=workers, executor=runner, on_done=progress
     )
-    result = do_ingest([p.parent for p in run.record_paths], known_agents=known_agents())
-    console.print(f"warehouse: {result.inserted} new record(s), {result.already_present} already present")
     try:
-        build_result = build_warehouse(quiet=True)
-        published = publish_board(cycle, publish_dir(), build_result=build_result)
+        with _warehouse_errors():
+            result = do_ingest([p.parent for p in run.record_paths], known_agents=known_agents())
+            console.print(
+                f"warehouse: {result.inserted} new record(s), {result.already_present} already present"
+            )
+            build_result = build_warehouse(quiet=True)
+            published = publish_board(cycle, publish_dir(), build_result=build_result)
+            print_attempts(cycle)
+            print_board(cycle)
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
-    print_attempts(cycle)
-    print_board(cycle)
+    except IngestError as err:
+        _fail(f"{err}\nnothing of this batch was loaded")
     console.print(f"published {published} in {time.monotonic() - started:.1f} s")
 
 
@@ -224,12 +265,22 @@ def demo(
 def audit(
     out: Annotated[Path | None, typer.Option(help="Write the audit report JSON here")] = None,
 ) -> None:
-    """Re-hash every stored evidence object; exit 1 when any no longer matches its record."""
+    """Re-hash every stored evidence object, raw and served; exit 1 when any is not where its record
+    says or no longer matches it (every problem is reported; the audit goes on past each)."""
     from argusic.audit import audit_warehouse
 
-    report = audit_warehouse(out=out)
+    try:
+        with _warehouse_errors():
+            report = audit_warehouse(out=out)
+    except FileNotFoundError as err:
+        _fail(str(err))
     for finding in report.findings:
-        err_console.print(f"[red]{finding.problem}[/] {finding.attempt_id} {finding.kind} {finding.uri}")
+        detail = f" ({finding.detail})" if finding.detail else ""
+        err_console.print(
+            f"[red]{finding.problem}[/] {finding.attempt_id} {finding.kind} {finding.uri}{detail}",
+            markup=True,
+            highlight=False,
+        )
     console.print(f"audited {report.checked} evidence object(s): {len(report.findings)} problem(s)")
     if not report.ok:
         raise typer.Exit(code=1)

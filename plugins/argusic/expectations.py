@@ -843,11 +843,11 @@ def validate_frames(
 
 def read_marts(db_path: Path) -> dict[str, pd.DataFrame]:
     """Every contract mart present in the warehouse, read whole (for analysts; not used by the gate)."""
-    import duckdb
+    from argusic.warehouse import connect
 
     if not Path(db_path).exists():
         raise FileNotFoundError(f"warehouse {db_path} does not exist")
-    with duckdb.connect(str(db_path), read_only=True) as con:
+    with connect(Path(db_path), read_only=True) as con:  # waits for a writer rather than failing
         present = _present_marts(con)
         return {
             table: con.execute(f'SELECT * FROM "{SCHEMA}"."{table}"').df()
@@ -874,14 +874,13 @@ def validate_warehouse(db_path: Path | None = None) -> ValidationReport:
     judges every expectation on that frame, so a pass or a failure, and its count of unexpected
     rows, are those of the whole table.
     """
-    import duckdb
-
     from argusic.settings import warehouse_path
+    from argusic.warehouse import connect
 
     path = Path(db_path) if db_path else warehouse_path()
     if not path.exists():
         raise FileNotFoundError(f"warehouse {path} does not exist")
-    with duckdb.connect(str(path), read_only=True) as con:
+    with connect(path, read_only=True) as con:  # waits for a writer (or an analyst's) rather than failing
         return validate_connection(con)
 
 

@@ -26,13 +26,15 @@ PERMISSIVE_LICENCES = frozenset(
 )
 PRIVATE_SHARE = 0.2
 POPULARITY_WINDOW_DAYS = 30
-CYCLE_ID = re.compile(r"^(?P<year>\d{4})-(?P<month>\d{2})(?:[-.][A-Za-z0-9._-]+)?$")
+# A cycle id is one part of an attempt id (run record contract): A-Z a-z 0-9 _ - only, no dots.
+CYCLE_ID = re.compile(r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})(?:-[A-Za-z0-9_-]{1,120})?")
 
 
 class Candidate(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    project_id: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    # One part of an attempt id (run record contract): no dots, no slashes.
+    project_id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")
     repo_url: str
     commit: str = Field(pattern=r"^[0-9a-f]{40}$")
     language: str
@@ -84,9 +86,12 @@ class CatalogueError(ValueError):
 
 def cycle_window(cycle_id: str) -> tuple[date, date]:
     """A cycle is a calendar month: `2026-12` (optionally suffixed, e.g. `2026-12-demo`)."""
-    match = CYCLE_ID.match(cycle_id)
+    match = CYCLE_ID.fullmatch(cycle_id)
     if not match:
-        raise ValueError(f"cycle id {cycle_id!r} must start with YYYY-MM (e.g. 2026-12 or 2026-12-demo)")
+        raise ValueError(
+            f"cycle id {cycle_id!r} must be YYYY-MM, optionally suffixed with '-' and A-Z a-z 0-9 _ - "
+            "(e.g. 2026-12 or 2026-12-demo)"
+        )
     year, month = int(match["year"]), int(match["month"])
     if not 1 <= month <= 12:
         raise ValueError(f"cycle id {cycle_id!r}: month {month} is not 01..12")

@@ -3,16 +3,27 @@
 Facts only: what ran, how it ended, where the evidence is and what the agent reported. Scores and
 verdicts are derived later, in dbt. A record that breaks the schema is refused with a message that
 names the field.
+
+A record is hostile input until checked: its ids follow one grammar (every id part from
+`[A-Za-z0-9_-]`; the attempt id is `<cycle_id>.<purpose>.<agent_id>.<project_id>.a<attempt_no>`,
+`.r<n>` for the n-th rerun, and agrees with those fields and with `rerun_of`), and a record file is
+read with a size cap (`MAX_RECORD_BYTES`), as strict UTF-8 JSON. Where its evidence may live is
+checked against the store by `argusic.evidence.record_evidence_problems`.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -24,8 +35,61 @@ from pydantic import (
 
 SCHEMA_ID = "argusic.run_record/1"
 
+# Records are a few KB; anything above this is refused before it is read (a record is loaded whole).
+MAX_RECORD_BYTES = 1 << 20
+
+ID_PART = r"[A-Za-z0-9_-]{1,128}"
+ID_PART_RE = re.compile(rf"^{ID_PART}$")
+ATTEMPT_ID_GRAMMAR = "<cycle_id>.<purpose>.<agent_id>.<project_id>.a<attempt_no>[.r<rerun>]"
+ATTEMPT_ID_RE = re.compile(
+    rf"^(?P<cycle_id>{ID_PART})\.(?P<purpose>{ID_PART})\.(?P<agent_id>{ID_PART})"
+    rf"\.(?P<project_id>{ID_PART})\.a(?P<attempt_no>[1-9][0-9]{{0,8}})(?:\.r(?P<rerun_no>[1-9][0-9]{{0,8}}))?$"
+)
+
+
+def _id_part(value: str) -> str:
+    if not ID_PART_RE.fullmatch(value):
+        raise ValueError(f"{_shown(value)} is not an id part: 1-128 characters of A-Z a-z 0-9 _ -")
+    return value
+
+
+def _attempt_id(value: str) -> str:
+    if not ATTEMPT_ID_RE.fullmatch(value):
+        raise ValueError(
+            f"{_shown(value)} does not follow {ATTEMPT_ID_GRAMMAR} (each part 1-128 characters of "
+            "A-Z a-z 0-9 _ -; attempt and rerun numbers from 1)"
+        )
+    return value
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """A hostile value, quoted and cut short enough to print in a message."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"... ({len(value)} characters)"
+
+
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-Identifier = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:@/+-]+$")]
+IdPart = Annotated[str, AfterValidator(_id_part)]
+AttemptId = Annotated[str, AfterValidator(_attempt_id)]
+
+
+def parse_attempt_id(attempt_id: str) -> dict[str, str | int]:
+    """The parts of an attempt id (ValueError when it does not follow the grammar); rerun_no 0 when
+    the id has no `.r<n>` suffix."""
+    match = ATTEMPT_ID_RE.fullmatch(_attempt_id(attempt_id))
+    assert match is not None
+    parts: dict[str, str | int] = dict(match.groupdict())
+    parts["attempt_no"] = int(parts["attempt_no"])
+    parts["rerun_no"] = int(parts["rerun_no"] or 0)
+    return parts
+
+
+def make_attempt_id(
+    cycle_id: str, purpose: str, agent_id: str, project_id: str, attempt_no: int, rerun_no: int = 0
+) -> str:
+    base = f"{cycle_id}.{purpose}.{agent_id}.{project_id}.a{attempt_no}"
+    return base if rerun_no == 0 else f"{base}.r{rerun_no}"
+
+
 Tier = Literal["standard", "heavy", "gpu"]
 EndReason = Literal["completed", "timeout", "cancelled", "harness_error"]
 TestDepth = Literal["tier1_real", "tier2_mock", "tier3_none"]
@@ -108,11 +172,11 @@ class Presentation(_Strict):
 
 class RunRecord(_Strict):
     schema_: Literal["argusic.run_record/1"] = Field(alias="schema")
-    attempt_id: Identifier
-    cycle_id: Identifier
+    attempt_id: AttemptId
+    cycle_id: IdPart
     purpose: Literal["board", "verdict"]
-    agent_id: Identifier
-    project_id: Identifier
+    agent_id: IdPart
+    project_id: IdPart
     commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
     tier: Tier
     attempt_no: int = Field(ge=1)
@@ -134,7 +198,7 @@ class RunRecord(_Strict):
     executor: Literal["docker", "local"] | None = None
     demo: bool = False
     effective_budget_seconds: int | None = Field(default=None, gt=0)
-    rerun_of: Identifier | None = None
+    rerun_of: AttemptId | None = None
     image: str | None = None
     presentation: Presentation | None = None
 
@@ -151,6 +215,27 @@ class RunRecord(_Strict):
     def _consistent(self) -> RunRecord:
         if self.ended_at < self.started_at:
             raise ValueError("ended_at is before started_at")
+        parts = parse_attempt_id(self.attempt_id)
+        for name in ("cycle_id", "purpose", "agent_id", "project_id", "attempt_no"):
+            if parts[name] != getattr(self, name):
+                raise ValueError(
+                    f"attempt_id: {self.attempt_id!r} says {name} {parts[name]!r} but the record's "
+                    f"{name} is {getattr(self, name)!r}"
+                )
+        rerun_no = int(parts["rerun_no"])
+        if self.rerun_of is not None:
+            if rerun_no == 0:
+                raise ValueError(
+                    f"rerun_of: {self.rerun_of!r} but attempt_id {self.attempt_id!r} has no .r<n> suffix"
+                )
+            rerun_of = make_attempt_id(
+                self.cycle_id, self.purpose, self.agent_id, self.project_id, self.attempt_no, rerun_no - 1
+            )
+            if self.rerun_of != rerun_of:
+                raise ValueError(
+                    f"rerun_of: {self.rerun_of!r} disagrees with attempt_id {self.attempt_id!r}: "
+                    f"rerun {rerun_no} reruns {rerun_of!r}"
+                )
         return self
 
     def to_json(self) -> str:
@@ -164,8 +249,11 @@ class RecordError(ValueError):
 def _describe(err: ValidationError, source: str) -> str:
     parts = []
     for e in err.errors():
-        field = ".".join(str(p) for p in e["loc"]) or "(document)"
-        parts.append(f"{field}: {e['msg']}")
+        message = e["msg"].removeprefix("Value error, ")
+        if e["loc"]:
+            parts.append(".".join(str(p) for p in e["loc"]) + f": {message}")
+        else:  # a check across fields: its message names them
+            parts.append(message)
     return f"{source}: invalid run record: " + "; ".join(parts)
 
 
@@ -179,12 +267,48 @@ def parse_record(data: dict | str | bytes, source: str = "<record>") -> RunRecor
         raise RecordError(_describe(err, source)) from None
 
 
-def load_record_file(path: Path) -> RunRecord:
-    text = path.read_text()
+def read_record_bytes(path: Path, limit: int = MAX_RECORD_BYTES) -> bytes:
+    """A record file's bytes, refused (RecordError naming the file) when it is not a regular file,
+    is a symbolic link, or is larger than `limit`: the size is checked before anything is read, and
+    the read itself stops at `limit` + 1 bytes (a file that grows meanwhile is refused too)."""
     try:
-        json.loads(text)
+        # O_NOFOLLOW: never a link; O_NONBLOCK: a FIFO cannot hang the open.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise RecordError(
+                f"{path}: is a symbolic link; run records are read without following links"
+            ) from None
+        raise RecordError(f"{path}: cannot be read: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RecordError(f"{path}: not a regular file")
+        too_big = f"{path}: a run record is at most {limit} bytes"
+        if info.st_size > limit:
+            raise RecordError(f"{too_big}; this file has {info.st_size}: refused unread")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise RecordError(f"{too_big}; this file grew past it while read: refused")
+    return data
+
+
+def load_record_file(path: Path) -> RunRecord:
+    """Read (size-capped), decode (strict UTF-8), parse (JSON) and validate one record file; every
+    refusal is a RecordError that names the file and what is wrong."""
+    data = read_record_bytes(Path(path))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RecordError(f"{path}: not UTF-8 (byte {err.start} is {data[err.start]:#04x})") from None
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise RecordError(f"{path}: not JSON: {err}") from None
+    except RecursionError:
+        raise RecordError(f"{path}: not JSON this pipeline reads: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise RecordError(f"{path}: invalid run record: (document): a JSON object is expected")
     return parse_record(text, source=str(path))
 
 

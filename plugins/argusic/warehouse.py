@@ -2,22 +2,34 @@
 
 The raw layer is the only thing this module writes; every number is computed by dbt from it.
 DuckDB has one writer: callers serialise ingest and build (the cycle DAG runs them as single tasks
-in a one-slot pool; the CLI holds an exclusive file lock).
+in a one-slot pool; every writer holds `writer_lock`, and readers wait for it: see
+`argusic.warehouse_lock`).
+
+Run records are hostile input: each file is read with a size cap as strict UTF-8 JSON, validated
+against the contract (ids follow the attempt id grammar and agree with the fields), and its evidence
+URIs must be where their sha256 puts them in the configured store. A refusal names the file and the
+field, and loads nothing of the batch.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
+from argusic.evidence import record_evidence_problems
 from argusic.record import RecordError, RunRecord, load_record_file
-from argusic.settings import warehouse_path
+from argusic.settings import evidence_url, warehouse_path
+from argusic.warehouse_lock import WarehouseBusy, open_duckdb, writer_lock
+
+# Folders never searched for run records: a harness's output (`out/`, written by the project and the
+# agent under test: a record found there would be forged) and hidden working folders (`.scratch`).
+SKIPPED_FOLDERS = frozenset({"out"})
+RECORD_NAMES = "run_record.json or *.record.json"
 
 RAW_DDL = """
 CREATE SCHEMA IF NOT EXISTS raw;
@@ -120,28 +132,37 @@ class IngestError(ValueError):
     """The batch was refused; nothing of it was loaded."""
 
 
-@contextmanager
-def writer_lock(db_path: Path) -> Iterator[None]:
-    """One writer at a time on the DuckDB file (loads and builds are serialised)."""
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(db_path.with_suffix(db_path.suffix + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def record_files(paths: Iterable[Path]) -> list[Path]:
-    """Expand files and folders (recursively: every *.json named run_record.json or *.record.json)."""
-    found: list[Path] = []
+    """Expand files and folders into record files, each once.
+
+    A folder is searched recursively, without following links, for files named run_record.json or
+    *.record.json, skipping harness output folders (`out/`) and hidden folders; a folder holding
+    none is refused (never a silent 0). A file given by name must be named like a record."""
+    found: dict[Path, None] = {}
     for path in paths:
+        path = Path(path)
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.json") if _is_record_name(p)))
-        elif path.is_file():
-            found.append(path)
+            inside = _records_under(path)
+            if not inside:
+                raise IngestError(
+                    f"{path}: no run records found (looked for {RECORD_NAMES}, not inside out/ or "
+                    "hidden folders)"
+                )
+            found.update(dict.fromkeys(inside))
+        elif path.is_file() or path.is_symlink():
+            if not _is_record_name(path):
+                raise IngestError(f"{path}: not a run record file name (expected {RECORD_NAMES})")
+            found[path] = None
         else:
             raise IngestError(f"{path}: no such file or folder")
+    return list(found)
+
+
+def _records_under(folder: Path) -> list[Path]:
+    found = []
+    for root, dirs, files in os.walk(folder):  # links to folders are not followed
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and not d.startswith("."))
+        found.extend(Path(root) / name for name in sorted(files) if _is_record_name(Path(name)))
     return found
 
 
@@ -149,15 +170,25 @@ def _is_record_name(path: Path) -> bool:
     return path.name == "run_record.json" or path.name.endswith(".record.json")
 
 
-def validate_batch(files: list[Path], known_agents: set[str] | None = None) -> list[RunRecord]:
-    """Parse every file; refuse the whole batch on the first bad record."""
+def validate_batch(
+    files: list[Path], known_agents: set[str] | None = None, store_url: str | None = None
+) -> list[RunRecord]:
+    """Parse every file; refuse the whole batch on the first bad record.
+
+    Checked for each: size, encoding, JSON, the contract (ids and their agreement), the agent, the
+    evidence URIs (inside the store at `store_url`, ARGUSIC_EVIDENCE_URL by default, under the key
+    of their sha256), and that no attempt id comes twice."""
     records: list[RunRecord] = []
     seen: dict[str, Path] = {}
+    url = store_url or evidence_url()
     for path in files:
         try:
             record = load_record_file(path)
         except RecordError as err:
             raise IngestError(str(err)) from None
+        if problems := record_evidence_problems(record, url):
+            details = "; ".join(f"{field}: {problem}" for field, problem in problems)
+            raise IngestError(f"{path}: invalid run record: {details}")
         if known_agents is not None and record.agent_id not in known_agents:
             raise IngestError(
                 f"{path}: invalid run record: agent_id: unknown agent {record.agent_id!r} "
@@ -171,26 +202,35 @@ def validate_batch(files: list[Path], known_agents: set[str] | None = None) -> l
 
 
 def connect(db_path: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    path = db_path or warehouse_path()
+    """A connection to the warehouse that waits rather than fails when another process holds it.
+
+    Read-only: waits for the writer (unless this thread is the writer) and for any connection open
+    for writing elsewhere. Read-write: callers hold `writer_lock`; waits for connections open
+    elsewhere (an analyst's). WarehouseBusy after ARGUSIC_LOCK_TIMEOUT seconds of waiting."""
+    path = Path(db_path or warehouse_path())
     if read_only:
         if not path.exists():
             raise FileNotFoundError(f"warehouse {path} does not exist yet: run `argusic ingest` first")
-        return duckdb.connect(str(path), read_only=True)
+        return open_duckdb(path, read_only=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return duckdb.connect(str(path))
+    return open_duckdb(path)
 
 
 def ingest(
-    paths: Iterable[Path], db_path: Path | None = None, known_agents: set[str] | None = None
+    paths: Iterable[Path],
+    db_path: Path | None = None,
+    known_agents: set[str] | None = None,
+    store_url: str | None = None,
 ) -> IngestResult:
     """Load run records, keyed by attempt_id: a record already present is left as it is.
 
     A record that reuses a known attempt_id with different content is refused: evidence and records
-    are write-once. The batch is one transaction; a refusal loads nothing.
+    are write-once. The batch is one transaction; a refusal loads nothing. Evidence URIs must lie in
+    the store at `store_url` (ARGUSIC_EVIDENCE_URL by default).
     """
     path = db_path or warehouse_path()
     files = record_files([Path(p) for p in paths])
-    records = validate_batch(files, known_agents)
+    records = validate_batch(files, known_agents, store_url)
     with writer_lock(path), connect(path) as con:
         con.execute(RAW_DDL)
         con.execute("BEGIN")
@@ -219,3 +259,17 @@ def ingest(
             con.execute("ROLLBACK")
             raise
     return IngestResult(files=len(files), inserted=inserted, already_present=already)
+
+
+__all__ = [
+    "COLUMNS",
+    "RAW_DDL",
+    "IngestError",
+    "IngestResult",
+    "WarehouseBusy",
+    "connect",
+    "ingest",
+    "record_files",
+    "validate_batch",
+    "writer_lock",
+]
