@@ -176,7 +176,7 @@ def normalise_licence(raw: str) -> tuple[str, str | None]:
         return canonical, notice
     cleaned = _cleaned(text)
     tries = [LICENCE_ALIASES.get(cleaned), cleaned.replace(" ", "-"), cleaned.replace(" ", "")]
-    base = re.sub(r"\s*(new|revised|modified|simplified)$", "", cleaned)
+    base = re.sub(r"(\s+(new|revised|modified|simplified|or|and))+$", "", cleaned)
     tries += [LICENCE_ALIASES.get(base), base.replace(" ", "-")]
     for attempt in tries:
         if attempt and (canonical := _parse_spdx(attempt)):
@@ -366,8 +366,9 @@ def load_catalogue(path: Path) -> Catalogue:
         if candidate is not None:
             candidates.append(candidate)
     seen: dict[str, int] = {}
-    for candidate in candidates:
-        seen[candidate.project_id] = seen.get(candidate.project_id, 0) + 1
+    for item in items:  # every item that names an id, valid or not
+        if isinstance(item, dict) and isinstance(item.get("project_id"), str):
+            seen[item["project_id"]] = seen.get(item["project_id"], 0) + 1
     for dupe in sorted(k for k, n in seen.items() if n > 1):
         problems.append(f"candidate {dupe}: project_id: used by {seen[dupe]} candidates; ids must be unique")
     if problems:

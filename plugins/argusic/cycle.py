@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 
 from argusic.attempt import AttemptSpec, run_with_reruns
@@ -74,6 +75,22 @@ def rotate_pool(
     tmp.write_text(selection.to_json() + "\n")
     tmp.replace(report)
     return paths | {"selection": str(report)}
+
+
+def latest_cycle_of(rows: Iterable[tuple[str, datetime | None]]) -> str:
+    """The latest of (cycle_id, end of its latest attempt) rows: by the cycle's month first, then by
+    that time, never by the name (`2026-12-demo` sorts after `2026-12` by name, not by date)."""
+    from argusic.pool import cycle_window
+
+    def when(row: tuple[str, datetime | None]) -> tuple:
+        try:
+            start = cycle_window(row[0])[0]
+        except ValueError:
+            start = date.min
+        moment = row[1].timestamp() if row[1] is not None else float("-inf")
+        return (start, moment)
+
+    return max(rows, key=when)[0]
 
 
 def read_selection(pool_path: Path) -> dict | None:

@@ -101,14 +101,13 @@ def parse_source(text: str) -> Source:
     """Check a repo_url's grammar; SourceError says what is wrong and what is accepted."""
     if not isinstance(text, str) or not text.strip():
         raise SourceError(f"empty; {ACCEPTED}")
-    text = text.strip()
     if len(text) > MAX_URL_CHARS:
         raise SourceError(f"{len(text)} characters, over the {MAX_URL_CHARS} limit")
     if any(ord(c) < 0x21 or ord(c) > 0x7E for c in text):
         raise SourceError(f"{text!r}: spaces, control or non-ASCII characters are not allowed")
     if text.startswith("-"):
         raise SourceError(f"{text!r}: starts with '-' (git would read it as an option)")
-    if "::" in text:
+    if re.match(r"^[A-Za-z0-9+._-]+::", text):
         raise SourceError(
             f"{text!r}: git transport helpers (<transport>::<address>) are not allowed; {ACCEPTED}"
         )
@@ -319,7 +318,9 @@ def _run_git(
             if time.monotonic() > deadline:
                 why_killed = f"timed out after {policy.timeout_seconds:g} s"
             elif watch_size and _size_of(git_dir) > policy.max_bytes:
-                why_killed = f"over the mirror size limit of {policy.max_bytes // 1_000_000} MB"
+                why_killed = (
+                    f"over the mirror size limit of {policy.max_bytes / 1e6:g} MB (ARGUSIC_MIRROR_MAX_MB)"
+                )
             if why_killed:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -495,8 +496,16 @@ def ensure_remote(
                     raise SourceUnavailable(
                         f"commit {commit} is not in {source.url} ({err.detail})"
                     ) from None
+                if err.detail.startswith("over the mirror size limit"):
+                    shutil.rmtree(final, ignore_errors=True)
                 tries = f" after {policy.tries} tries" if err.transient and policy.tries > 1 else ""
                 raise SourceUnavailable(f"could not fetch {source.url}{tries}: {err.detail}") from None
+            if _size_of(final) > policy.max_bytes:  # a fetch too quick for the watch is caught here
+                shutil.rmtree(final, ignore_errors=True)
+                raise SourceUnavailable(
+                    f"could not mirror {source.url}: over the mirror size limit of "
+                    f"{policy.max_bytes / 1e6:g} MB (ARGUSIC_MIRROR_MAX_MB)"
+                )
             if not has_commit(final, commit):
                 raise SourceUnavailable(f"commit {commit} is not in {source.url} (in no branch or tag)")
         with contextlib.suppress(_GitFailed):  # keep it safe from gc, whichever way it came
