@@ -16,7 +16,7 @@ from argusic.settings import forge_dir, warehouse_path
 
 app = typer.Typer(help="Argusic pipeline: a public referee for AI coding agents.", no_args_is_help=True)
 console = Console(width=120) if not sys.stdout.isatty() else Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, width=120) if not sys.stderr.isatty() else Console(stderr=True)
 
 DEMO_CYCLE = "2026-12-demo"
 DEMO_AGENTS = ["readme-runner", "readme-runner-norecover"]

@@ -108,9 +108,7 @@ def parse_source(text: str) -> Source:
     if text.startswith("-"):
         raise SourceError(f"{text!r}: starts with '-' (git would read it as an option)")
     if re.match(r"^[A-Za-z0-9+._-]+::", text):
-        raise SourceError(
-            f"{text!r}: git transport helpers (<transport>::<address>) are not allowed; {ACCEPTED}"
-        )
+        raise SourceError(f"{text!r}: git transport helpers (<transport>::<address>) are not allowed")
     if text.startswith("/"):
         return _local(text, text)
     if "://" in text:
