@@ -210,6 +210,7 @@ def test_accepted_repository_addresses(url, kind):
         ("https://github.com", "no repository path"),
         ("file://otherhost/srv/repo.git", "local path"),
         ("repos/x.git", "relative paths"),
+        ("/srv/a:b.git", "not allowed in a local path"),
         ("~/repo.git", "not a repository address"),
         ("https://exämple.org/r", "non-ASCII"),
         ("https://example.org/r\n", "control"),

@@ -16,7 +16,7 @@ from argusic.settings import forge_dir, warehouse_path
 
 app = typer.Typer(help="Argusic pipeline: a public referee for AI coding agents.", no_args_is_help=True)
 console = Console(width=120) if not sys.stdout.isatty() else Console()
-err_console = Console(stderr=True, width=120) if not sys.stderr.isatty() else Console(stderr=True)
+err_console = Console(stderr=True)
 
 DEMO_CYCLE = "2026-12-demo"
 DEMO_AGENTS = ["readme-runner", "readme-runner-norecover"]
@@ -327,7 +327,7 @@ app.add_typer(cycle_app, name="cycle")
 
 
 def _cycle_failed(message: str) -> None:
-    err_console.print(f"[bold red]cycle failed:[/] {message}")
+    err_console.print(f"[bold red]cycle failed:[/] {message}", soft_wrap=True)  # whole lines in logs
     raise typer.Exit(code=1)
 
 

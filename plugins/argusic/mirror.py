@@ -153,8 +153,10 @@ def parse_source(text: str) -> Source:
 def _local(path: str, text: str) -> Source:
     if not path.startswith("/"):
         raise SourceError(f"{text!r}: a local repository must be an absolute path")
-    if "\\" in path:
-        raise SourceError(f"{text!r}: backslashes are not allowed in a path")
+    if "\\" in path or ":" in path or "," in path:
+        raise SourceError(
+            f"{text!r}: ':', ',' and backslashes are not allowed in a local path (Docker mounts it)"
+        )
     return Source("local", os.path.normpath(path))
 
 
