@@ -204,12 +204,49 @@ def test_env_script_binds_loopback_and_raises_map_length(tmp_path: Path) -> None
 # --- sharding (no Airflow) ---------------------------------------------------------------------------
 
 
+def _one_commit_repo(folder: Path) -> tuple[Path, str]:
+    """A real bare repository with one commit: every synthetic candidate pins it (the pool checks
+    that each candidate's repository and commit exist before drawing)."""
+    repo = folder / "synthetic.git"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(folder),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    env |= {f"GIT_{who}_{what}": "t" for who in ("AUTHOR", "COMMITTER") for what in ("NAME", "EMAIL")}
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], env=env, check=True)
+    tree = (
+        subprocess.run(
+            ["git", "--git-dir", str(repo), "mktree"], input=b"", env=env, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    commit = (
+        subprocess.run(
+            ["git", "--git-dir", str(repo), "commit-tree", tree, "-m", "synthetic"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    subprocess.run(
+        ["git", "--git-dir", str(repo), "update-ref", "refs/heads/main", commit], env=env, check=True
+    )
+    return repo, commit
+
+
 def _synthetic_catalogue(path: Path, established: int, recent: int) -> Path:
+    """A catalogue of many candidates on one real repository, under the folder passed as a repo root."""
+    repo, commit = _one_commit_repo(path.parent)
+
     def cand(i: int, popular_since: str) -> dict:
         return {
             "project_id": f"p{i:05d}",
-            "repo_url": f"/nonexistent/p{i:05d}.git",
-            "commit": f"{i:040x}",
+            "repo_url": str(repo),
+            "commit": commit,
             "language": ["python", "go", "rust", "js"][i % 4],
             "licence": "MIT",
             "has_readme": True,
@@ -220,13 +257,14 @@ def _synthetic_catalogue(path: Path, established: int, recent: int) -> Path:
 
     items = [cand(i, "2025-01-01") for i in range(established)]
     items += [cand(established + i, "2026-11-15") for i in range(recent)]
-    path.write_text(json.dumps({"candidates": items}))
+    path.write_text(json.dumps({"schema": "argusic.catalogue/1", "candidates": items}))
     return path
 
 
 def test_shards_partition_the_plan_and_keep_pairs_together(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(tmp_path / "published"))
+    monkeypatch.setenv("ARGUSIC_REPO_ROOTS", str(tmp_path))
     from argusic.airflow_tasks import PlanTooLarge, read_spec, resolve_pool, write_plan
 
     catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=40, recent=10)
@@ -256,7 +294,7 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_pool_rotation_dag_publishes_then_reveals_after_the_cycle(airflow_db, forge, tmp_path) -> None:
-    env = env_for(airflow_db, tmp_path)
+    env = env_for(airflow_db, tmp_path, ARGUSIC_REPO_ROOTS=str(forge.parent))
     december, january = dag_test(
         env,
         [
@@ -298,7 +336,7 @@ def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_pat
 
     if not docker_available():
         pytest.skip("no Docker daemon")
-    env = env_for(airflow_db, tmp_path, ARGUSIC_EXECUTOR="docker")
+    env = env_for(airflow_db, tmp_path, ARGUSIC_EXECUTOR="docker", ARGUSIC_REPO_ROOTS=str(forge.parent))
     conf = {
         "cycle_id": "2026-12-demo",
         "catalogue": str(forge),
@@ -363,13 +401,16 @@ def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
         "mark_success_pattern": "run_attempt|ingest|build|publish",
     }
 
-    (ours,) = dag_test(env_for(airflow_db, tmp_path / "ours"), [run], timeout=300)
+    roots = str(tmp_path)
+    (ours,) = dag_test(env_for(airflow_db, tmp_path / "ours", ARGUSIC_REPO_ROOTS=roots), [run], timeout=300)
     assert ours["state"] == "success", [t for t in ours["tis"] if t["state"] != "success"][:5]
     mapped = [t for t in ours["tis"] if t["task_id"] == "run_attempt"]
     assert len(mapped) == 1200 and sorted(t["map_index"] for t in mapped) == list(range(1200))
     assert all(t["state"] == "success" for t in mapped)
 
-    default_env = env_for(airflow_db, tmp_path / "default", AIRFLOW__CORE__MAX_MAP_LENGTH="1024")
+    default_env = env_for(
+        airflow_db, tmp_path / "default", AIRFLOW__CORE__MAX_MAP_LENGTH="1024", ARGUSIC_REPO_ROOTS=roots
+    )
     (capped,) = dag_test(default_env, [run])
     assert capped["state"] == "failed"
     assert states(capped, "plan") == ["failed"]

@@ -20,6 +20,10 @@ class PlanTooLarge(ValueError):
     """The plan has more attempts than one mapped task may expand to ([core] max_map_length)."""
 
 
+class NothingPlanned(ValueError):
+    """The plan of this run is empty: a cycle that planned nothing fails loudly."""
+
+
 def cycle_id_for(day: date) -> str:
     """The cycle a date belongs to: a calendar month, `YYYY-MM`."""
     return f"{day.year:04d}-{day.month:02d}"
@@ -78,6 +82,7 @@ def write_plan(
     shard_index: int = 0,
     shard_count: int = 1,
     max_specs: int | None = None,
+    budget_scale: float | None = None,
 ) -> list[str]:
     """Write one spec file per attempt of this shard and return their paths, in plan order.
 
@@ -92,8 +97,15 @@ def write_plan(
     project_ids = [entry.project_id for entry in pool.entries]
     mine = {pid for i, pid in enumerate(project_ids) if i % shard_count == shard_index}
     specs = [
-        s for s in plan_attempts(Path(pool_path), agents, attempts_per_pair, demo) if s.project_id in mine
+        s
+        for s in plan_attempts(Path(pool_path), agents, attempts_per_pair, demo, budget_scale)
+        if s.project_id in mine
     ]
+    if not specs:
+        raise NothingPlanned(
+            f"cycle {pool.cycle_id}: nothing to plan: {len(project_ids)} project(s) in the pool, "
+            f"{len(mine)} in shard {shard_index} of {shard_count}"
+        )
     if max_specs is not None and len(specs) > max_specs:
         raise PlanTooLarge(
             f"{len(specs)} attempts in one run exceed [core] max_map_length={max_specs}: raise it "
@@ -120,12 +132,13 @@ def attempt_label(spec_path: str | Path) -> str:
         return Path(str(spec_path)).stem
 
 
-def run_planned_attempt(spec_path: str | Path) -> list[str]:
+def run_planned_attempt(spec_path: str | Path, executor=None) -> list[str]:
     """Run one planned attempt (with its bounded reruns); returns every run record path it made.
 
     Idempotent by attempt_id: a retry of the task finds the record and does not measure again.
+    `executor`: the CLI's choice; the DAG leaves it to ARGUSIC_EXECUTOR (default docker when up).
     """
-    return [str(p) for p in run_with_reruns(read_spec(spec_path))]
+    return [str(p) for p in run_with_reruns(read_spec(spec_path), executor)]
 
 
 def flatten_paths(groups) -> list[str]:
@@ -138,6 +151,15 @@ def flatten_paths(groups) -> list[str]:
     return out
 
 
+def ingest_cycle_records(cycle_id: str, record_paths: list[str]) -> dict[str, int]:
+    """The cycle's ingest step: refuse a run that planned nothing or whose attempts are all invalid
+    (CycleFailed: nothing loaded, so nothing can be published), else load its records."""
+    from argusic.cycle import require_valid_attempts
+
+    require_valid_attempts(cycle_id, record_paths)
+    return ingest_records(record_paths)
+
+
 def ingest_records(record_paths: list[str]) -> dict[str, int]:
     from argusic.agents import known_agents
     from argusic.warehouse import ingest
@@ -147,10 +169,16 @@ def ingest_records(record_paths: list[str]) -> dict[str, int]:
 
 
 def resolve_pool(
-    cycle_id: str, pool: str | None = None, catalogue: str | None = None, size: int | None = None
+    cycle_id: str,
+    pool: str | None = None,
+    catalogue: str | None = None,
+    size: int | None = None,
+    repo_roots: list[str] | None = None,
 ) -> str:
     """The pool a cycle run uses: an explicit pool file; else the one the rotation DAG recorded for the
-    cycle; else draw it now from the catalogue (same rules, idempotent: a different pool is refused)."""
+    cycle; else draw it now from the catalogue (same rules, idempotent: a different pool is refused).
+    Drawing mirrors every candidate's repository and verifies its pinned commit first; a candidate
+    that fails is left out with its reason (runs/pools/<cycle>/selection.json)."""
     if pool:
         path = Path(pool)
         if load_pool(path).cycle_id != cycle_id:
@@ -158,10 +186,22 @@ def resolve_pool(
         return str(path)
     recorded = pool_path_for(cycle_id)
     if size is None and recorded.exists():
+        if catalogue:
+            import hashlib
+
+            digest = hashlib.sha256(Path(catalogue).read_bytes()).hexdigest()
+            drawn_from = load_pool(recorded).catalogue_sha256
+            if digest != drawn_from:
+                raise CatalogueError(
+                    f"cycle {cycle_id} already has a pool ({recorded}) drawn from another catalogue "
+                    f"(sha256 {drawn_from[:12]}…, this one is {digest[:12]}…): a cycle's pool never "
+                    "changes once drawn; use a new cycle id for this catalogue"
+                )
         return str(recorded)
     from argusic.cycle import rotate_pool
 
-    return rotate_pool(cycle_id, Path(catalogue) if catalogue else default_catalogue(), size)["pool"]
+    chosen = Path(catalogue) if catalogue else default_catalogue()
+    return rotate_pool(cycle_id, chosen, size, repo_roots or ())["pool"]
 
 
 def build_warehouse_summary() -> str:

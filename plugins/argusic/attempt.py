@@ -20,6 +20,7 @@ from argusic.agents import driver_for
 from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
 from argusic.keys import IssuedKey, KeyBroker, key_for_attempt
+from argusic.mirror import attempt_source
 from argusic.record import (
     SCHEMA_ID,
     IdPart,
@@ -316,6 +317,9 @@ def run_attempt(
             return record_path
         except RecordError:
             record_path.unlink()  # a damaged record from a crashed try: measure again
+    # The local bare repository the container fetches the pinned commit from: the host's mirror of
+    # a remote URL, or the local repository. SourceUnavailable: the attempt does not start (retried).
+    repo_path = attempt_source(spec.repo_url, spec.commit)
     out_dir = folder / "out"
     if out_dir.exists():
         shutil.rmtree(out_dir)  # partial output of a crashed try never mixes with a new one
@@ -340,7 +344,7 @@ def run_attempt(
         try:
             result = executor.run(
                 attempt_id=spec.attempt_id,
-                repo_path=Path(spec.repo_url),
+                repo_path=repo_path,
                 commit=spec.commit,
                 harness_args=list(driver.harness_args),
                 out_dir=out_dir,

@@ -1,4 +1,5 @@
-"""The `argusic` command line (typer): ingest, build, board, pool, demo."""
+"""The `argusic` command line (typer): ingest, build, board, attempts, pool, catalogue check, cycle run,
+demo, audit."""
 
 from __future__ import annotations
 
@@ -143,22 +144,43 @@ def _require_run_records() -> None:
         _fail(f"{warehouse_path()} holds no run records yet: run `argusic ingest PATH` first")
 
 
+def latest_cycle() -> str:
+    """The latest cycle in the warehouse: by the cycle's month, then the end of its latest attempt
+    (never by sorting names: `2026-12-demo` is not later than `2027-01`)."""
+    from argusic.cycle import latest_cycle_of
+
+    with _read_only() as con:
+        try:
+            rows = con.execute(
+                "SELECT b.cycle_id, max(a.ended_at) FROM (SELECT DISTINCT cycle_id FROM marts.board) b "
+                "LEFT JOIN marts.attempt_scores a USING (cycle_id) GROUP BY b.cycle_id"
+            ).fetchall()
+        except Exception:  # no marts yet (nothing built)
+            rows = []
+    if not rows:
+        _fail(f"no cycle has a board in {warehouse_path()} yet: run `argusic cycle run` (or `argusic demo`)")
+    return latest_cycle_of(rows)
+
+
 def print_board(cycle_id: str) -> None:
     with _read_only() as con:
         rows = con.execute(
             """
             SELECT rank, agent_id, board_score, pass_rate, valid_attempts, sets_counted, sets_unstable,
-                   sets_under_review
+                   sets_under_review, sets_incomplete, sets_total, is_demo_cycle
             FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id
             """,
             [cycle_id],
         ).fetchall()
     if not rows:
         _fail(f"no board for cycle {cycle_id!r} in {warehouse_path()}")
-    table = Table(title=f"Argusic board — cycle {cycle_id}")
+    demo = any(r[-1] for r in rows)
+    title = f"Argusic board — cycle {cycle_id}" + (" (scaled budgets: not a real cycle)" if demo else "")
+    table = Table(title=title)
     for column in ("rank", "agent", "score", "pass rate", "attempts", "sets", "unstable", "in review"):
         table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
-    for rank, agent, score, pass_rate, attempts, counted, unstable, review in rows:
+    notes = []
+    for rank, agent, score, pass_rate, attempts, counted, unstable, review, incomplete, total, _ in rows:
         table.add_row(
             "—" if rank is None else str(rank),
             agent,
@@ -169,32 +191,107 @@ def print_board(cycle_id: str) -> None:
             str(unstable),
             str(review),
         )
+        if score is None:
+            notes.append(
+                f"{agent}: no score because none of its {total} set(s) counts: {review} under review "
+                f"(a project that failed for every agent waits for a person's review), {unstable} unstable "
+                f"(spread over 30%), {incomplete} incomplete (fewer than three valid runs)"
+            )
     console.print(table)
+    for note in notes:
+        console.print(f"  {note}")
 
 
 def print_attempts(cycle_id: str) -> None:
+    """One row per attempt (reruns included): outcome, points, score, and why an attempt is invalid."""
     with _read_only() as con:
         rows = con.execute(
             """
-            SELECT agent_id, project_id, string_agg(coalesce(outcome, 'invalid') || ' ' ||
-                   coalesce(printf('%.1f', score), '-'), ', ' ORDER BY attempt_no, attempt_id)
-            FROM marts.attempt_scores WHERE cycle_id = ? GROUP BY ALL ORDER BY agent_id, project_id
+            SELECT agent_id, project_id, attempt_no, attempt_id, outcome, install_points, run_points,
+                   recovery_points, depth_points, score, end_reason, invalid_reason,
+                   round(epoch(ended_at) - epoch(started_at), 1)
+            FROM marts.attempt_scores WHERE cycle_id = ?
+            ORDER BY agent_id, project_id, attempt_no, attempt_id
             """,
             [cycle_id],
         ).fetchall()
-    table = Table(title="attempts (outcome score, in attempt order)")
-    for column in ("agent", "project", "attempts"):
-        table.add_column(column, no_wrap=column != "attempts")
-    for row in rows:
-        table.add_row(*row)
+    if not rows:
+        _fail(f"no attempts for cycle {cycle_id!r} in {warehouse_path()}")
+    table = Table(title=f"attempts — cycle {cycle_id} (points: install + run + recovery + depth)")
+    for column in ("agent", "project", "#", "outcome", "points", "score", "ended", "seconds", "note"):
+        table.add_column(column, no_wrap=column != "note", justify="right" if column == "seconds" else "left")
+    for agent, project, no, attempt_id, outcome, ins, run, rec, depth, score, end, why, secs in rows:
+        rerun = attempt_id.rsplit(".", 1)[-1] if attempt_id.rsplit(".", 1)[-1].startswith("r") else ""
+        points = "—" if ins is None else f"{ins}+{run}+{rec:g}+{depth}"
+        table.add_row(
+            agent,
+            project,
+            f"{no}{' ' + rerun if rerun else ''}",
+            outcome or "invalid",
+            points,
+            "—" if score is None else f"{score:.1f}",
+            end,
+            str(secs),
+            why or "",
+        )
     console.print(table)
 
 
 @app.command()
-def board(cycle: Annotated[str, typer.Option(help="Cycle id")] = DEMO_CYCLE) -> None:
+def board(
+    cycle: Annotated[str | None, typer.Option(help="Cycle id (default: the latest cycle)")] = None,
+) -> None:
     """Print a cycle's board from the warehouse (read-only; waits for a writer)."""
     with _warehouse_errors():
-        print_board(cycle)
+        print_board(cycle or latest_cycle())
+
+
+@app.command()
+def attempts(
+    cycle: Annotated[str | None, typer.Option(help="Cycle id (default: the latest cycle)")] = None,
+) -> None:
+    """Print every attempt of a cycle: outcome, points, score, and the reason of an invalid one."""
+    with _warehouse_errors():
+        print_attempts(cycle or latest_cycle())
+
+
+def print_selection(pool_path: Path) -> None:
+    """How a pool was drawn: counts, a shortfall, every exclusion with its reason."""
+    from argusic.cycle import read_selection
+    from argusic.pool import load_pool
+
+    report = read_selection(pool_path)
+    pool = load_pool(pool_path)
+    if report is None:
+        console.print(
+            f"pool {pool_path}: {len(pool.entries)} project(s) (drawn elsewhere: no selection report)"
+        )
+        return
+    first, last = report["popularity_window"]
+    console.print(
+        f"pool of {pool.cycle_id}: {report['size']} project(s), {len(pool.public)} public and "
+        f"{len(pool.private)} private, from {report['candidates']} candidate(s): "
+        f"{report['public_available']} public and {report['recent_available']} recently popular "
+        f"(popular_since {first}..{last}) usable"
+    )
+    if report.get("shortfall"):
+        console.print(f"[yellow]{report['shortfall']}[/]")
+    for pid, reason in report["excluded"].items():
+        console.print(f"  [red]excluded[/] {pid}: {reason}")
+    if report["not_drawn"]:
+        console.print("  eligible, not drawn this cycle: " + ", ".join(report["not_drawn"]))
+    for notice in report["notices"]:
+        console.print(f"  note: {notice}")
+
+
+RepoRoots = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--repo-root",
+        help="A folder whose local bare repositories a catalogue may name (repeatable; also "
+        "ARGUSIC_REPO_ROOTS). Remote URLs need none.",
+    ),
+]
 
 
 @app.command()
@@ -202,17 +299,245 @@ def pool(
     cycle: Annotated[str, typer.Option(help="Cycle id, YYYY-MM")],
     catalogue: Annotated[Path, typer.Option(exists=True, dir_okay=False)],
     size: Annotated[int | None, typer.Option(help="Pool size (default: largest 80/20 pool)")] = None,
+    repo_root: RepoRoots = None,
 ) -> None:
-    """Select a cycle's pool from a candidate catalogue and publish its public list."""
+    """Select a cycle's pool from a candidate catalogue and publish its public list.
+
+    Every candidate's repository is mirrored (remote) or checked (local) and its pinned commit
+    verified first; a candidate that fails is left out with its reason."""
     from argusic.cycle import rotate_pool
     from argusic.pool import CatalogueError
 
     try:
-        paths = rotate_pool(cycle, catalogue, size)
+        paths = rotate_pool(cycle, catalogue, size, repo_root or ())
     except (CatalogueError, ValueError) as err:
         _fail(str(err))
+    print_selection(Path(paths["pool"]))
     for name, path in paths.items():
         console.print(f"{name}: {path}")
+
+
+catalogue_app = typer.Typer(help="Candidate catalogues (argusic.catalogue/1, docs/catalogue.md).")
+app.add_typer(catalogue_app, name="catalogue")
+
+
+@catalogue_app.command("check")
+def catalogue_check(
+    path: Annotated[Path, typer.Argument(help="The catalogue JSON file")],
+    mirror: Annotated[
+        bool, typer.Option("--mirror/--no-mirror", help="Also mirror every repository and verify its commit")
+    ] = False,
+    repo_root: RepoRoots = None,
+) -> None:
+    """Check a catalogue: every problem at once (exit 2), how licences were read, and with --mirror
+    whether each candidate's repository and pinned commit can be had (exit 1 if any cannot)."""
+    from argusic.catalogue import CatalogueError, load_catalogue
+    from argusic.cycle import source_check
+
+    try:
+        loaded = load_catalogue(path)
+    except CatalogueError as err:
+        _fail(str(err))
+    for notice in loaded.notices:
+        console.print(f"note: {notice}")
+    console.print(f"{path}: {len(loaded.candidates)} candidate(s), schema ok (sha256 {loaded.sha256[:12]}…)")
+    if not mirror:
+        return
+    started = time.monotonic()
+    reasons = source_check(repo_root or ())(loaded.candidates)
+    for cand in loaded.candidates:
+        if cand.project_id in reasons:
+            console.print(f"  [red]unavailable[/] {cand.project_id}: {reasons[cand.project_id]}")
+        else:
+            console.print(f"  [green]ok[/] {cand.project_id} {cand.commit[:12]} ({cand.repo_url})")
+    console.print(
+        f"{len(loaded.candidates) - len(reasons)} of {len(loaded.candidates)} repositories usable "
+        f"({time.monotonic() - started:.1f} s)"
+    )
+    if reasons:
+        raise typer.Exit(code=1)
+
+
+cycle_app = typer.Typer(help="Benchmark cycles: the same steps as the argusic_cycle DAG, in one process.")
+app.add_typer(cycle_app, name="cycle")
+
+
+def _cycle_failed(message: str) -> None:
+    err_console.print(f"[bold red]cycle failed:[/] {message}", soft_wrap=True)  # whole lines in logs
+    raise typer.Exit(code=1)
+
+
+def _progress():
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(
+            "passes {task.fields[passes]} · invalid {task.fields[invalid]} · "
+            "not started {task.fields[failed]}"
+        ),
+        TextColumn("elapsed"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+@cycle_app.command("run")
+def cycle_run(
+    catalogue: Annotated[
+        Path | None, typer.Option(dir_okay=False, help="Candidate catalogue (argusic.catalogue/1)")
+    ] = None,
+    cycle: Annotated[
+        str, typer.Option(help="Cycle id, YYYY-MM[-suffix] (e.g. 2027-01 or 2027-01-trial)")
+    ] = "",
+    agents: Annotated[str, typer.Option(help="Comma-separated agent ids, e.g. readme-runner,codex")] = "",
+    executor: Annotated[
+        str | None, typer.Option(help="docker | local (default: ARGUSIC_EXECUTOR, else docker if up)")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Attempts run side by side")] = 2,
+    budget_scale: Annotated[
+        float,
+        typer.Option(
+            min=0.0001,
+            max=1.0,
+            help="Multiply every time budget by this for a dry run (e.g. 0.01: 90 min → 54 s); "
+            "a scaled cycle is recorded as demo and flagged on its board. Default 1: real budgets.",
+        ),
+    ] = 1.0,
+    pool_size: Annotated[
+        int | None, typer.Option(min=1, help="Projects (default: largest 80/20 pool)")
+    ] = None,
+    attempts_per_pair: Annotated[
+        int | None, typer.Option(min=1, help="Attempts per agent × project (default 3, the methodology's)")
+    ] = None,
+    pool: Annotated[Path | None, typer.Option(dir_okay=False, help="Use this pool.json as is")] = None,
+    repo_root: RepoRoots = None,
+) -> None:
+    """Run a whole cycle: pool (mirror + checks) → plan → attempts → ingest → build → publish → board.
+
+    Resumable: run the same command again and finished attempts are not measured again (keyed by
+    attempt_id). Exit 1 when the cycle fails (nothing planned, nothing valid, an attempt that could
+    not start); exit 2 for a bad catalogue or option. Same functions as the argusic_cycle DAG."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from argusic import airflow_tasks as steps
+    from argusic.agents import known_agents
+    from argusic.attempt import attempt_dir
+    from argusic.build import PublicationBlocked
+    from argusic.build_worker import BuildWorkerError
+    from argusic.cycle import CycleFailed, tally_records
+    from argusic.executor import get_executor
+    from argusic.pool import CatalogueError
+
+    started = time.monotonic()
+    if not cycle:
+        _fail("--cycle is required (e.g. --cycle 2027-01)")
+    if catalogue is None and pool is None:
+        _fail("--catalogue PATH is required (or --pool PATH for a pool drawn before)")
+    if catalogue is not None and not catalogue.is_file():
+        _fail(f"--catalogue {catalogue}: no such file")
+    agent_ids = [a.strip() for a in agents.split(",") if a.strip()]
+    if not agent_ids:
+        _fail("--agents is required: comma-separated agent ids, e.g. --agents readme-runner")
+    known = known_agents()
+    if unknown := [a for a in agent_ids if a not in known]:
+        _fail(f"unknown agent(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    try:
+        runner = get_executor(executor)
+    except (ValueError, RuntimeError) as err:
+        _fail(str(err))
+
+    try:
+        pool_path = steps.resolve_pool(
+            cycle,
+            str(pool) if pool else None,
+            str(catalogue) if catalogue else None,
+            pool_size,
+            [str(r) for r in repo_root or []],
+        )
+    except (CatalogueError, ValueError) as err:
+        _fail(str(err))
+    print_selection(Path(pool_path))
+    try:
+        spec_paths = steps.write_plan(
+            Path(pool_path),
+            agent_ids,
+            attempts_per_pair=attempts_per_pair,
+            budget_scale=budget_scale if budget_scale < 1 else None,
+        )
+    except steps.NothingPlanned as err:
+        _cycle_failed(f"{err}: nothing to run, nothing published")
+    specs = {path: steps.read_spec(path) for path in spec_paths}
+    done_before = sum((attempt_dir(s) / "run_record.json").exists() for s in specs.values())
+    budgets = "real budgets" if budget_scale >= 1 else f"budgets scaled ×{budget_scale:g} (recorded as demo)"
+    console.print(
+        f"cycle {cycle}: {len(specs)} attempt(s) ({len(agent_ids)} agent(s) × "
+        f"{len({s.project_id for s in specs.values()})} project(s) × attempts), executor {runner.name}, "
+        f"{budgets}, {workers} worker(s)"
+        + (f"; {done_before} already measured (resumed: not measured again)" if done_before else "")
+    )
+
+    records: list[str] = []
+    not_started: list[str] = []
+    counts = {"passes": 0, "invalid": 0, "failed": 0}
+    with _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
+        bar = progress.add_task(f"cycle {cycle}", total=len(specs), **counts)
+        futures = {
+            pool_exec.submit(steps.run_planned_attempt, path, runner): spec for path, spec in specs.items()
+        }
+        for future in as_completed(futures):
+            spec = futures[future]
+            try:
+                paths = future.result()
+            except Exception as err:  # the attempt did not start (source, key, engine): reported, not run
+                not_started.append(f"{spec.label}: {type(err).__name__}: {err}")
+                counts["failed"] += 1
+                progress.console.print(f"  [red]not started[/] {spec.label}: {err}")
+            else:
+                records.extend(paths)
+                tally = tally_records(paths)
+                counts["passes"] += tally.passes
+                counts["invalid"] += tally.invalid
+                what = "pass" if tally.passes else ("invalid" if tally.invalid else "measured")
+                reruns = f", {len(paths) - 1} rerun(s)" if len(paths) > 1 else ""
+                progress.console.print(f"  {what:8} {spec.label}{reruns}")
+            progress.update(bar, advance=1, **counts)
+
+    if not_started:
+        _cycle_failed(
+            f"{len(not_started)} attempt(s) could not start, so nothing was loaded or published:\n  "
+            + "\n  ".join(not_started)
+            + "\nFix the cause and run the same command again: finished attempts are not measured twice."
+        )
+    try:
+        result = steps.ingest_cycle_records(cycle, records)
+    except CycleFailed as err:
+        _cycle_failed(str(err))
+    console.print(
+        f"warehouse: {result['inserted']} new record(s), {result['already_present']} already present"
+    )
+    try:
+        steps.build_warehouse_summary()
+        published = steps.publish_cycle_board(cycle)
+    except PublicationBlocked as err:
+        _fail(f"publication blocked: {err}")
+    except BuildWorkerError as err:
+        _fail(str(err))
+    print_attempts(cycle)
+    print_board(cycle)
+    console.print(f"published {published} in {time.monotonic() - started:.1f} s")
 
 
 @app.command()

@@ -13,39 +13,31 @@ import json
 import os
 import re
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from argusic.catalogue import (  # noqa: F401 - re-exported: the pool's callers import them from here
+    PERMISSIVE_LICENCES,
+    Candidate,
+    Catalogue,
+    CatalogueError,
+    licence_is_permissive,
+    load_catalogue,
+)
 from argusic.settings import orchestrator_config
 
-PERMISSIVE_LICENCES = frozenset(
-    {"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "Zlib", "0BSD", "Unlicense", "MIT-0"}
-)
+# Checks candidates' repositories; returns {project_id: reason} for those that cannot be used.
+SourceCheck = Callable[[list[Candidate]], dict[str, str]]
+
 PRIVATE_SHARE = 0.2
 POPULARITY_WINDOW_DAYS = 30
 # A cycle id is one part of an attempt id (run record contract): A-Z a-z 0-9 _ - only, no dots.
 CYCLE_ID = re.compile(r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})(?:-[A-Za-z0-9_-]{1,120})?")
-
-
-class Candidate(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    # One part of an attempt id (run record contract): no dots, no slashes.
-    project_id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")
-    repo_url: str
-    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
-    language: str
-    licence: str
-    has_readme: bool
-    difficulty: Literal["easy", "medium", "hard"]
-    size_mb: float = Field(ge=0)
-    owner_marked_heavy: bool = False
-    needs_gpu: bool = False
-    popular_since: date
-    paid_account_required: bool = False
 
 
 class PoolEntry(BaseModel):
@@ -80,10 +72,6 @@ class Pool(BaseModel):
         return [e for e in self.entries if e.visibility == "private"]
 
 
-class CatalogueError(ValueError):
-    pass
-
-
 def cycle_window(cycle_id: str) -> tuple[date, date]:
     """A cycle is a calendar month: `2026-12` (optionally suffixed, e.g. `2026-12-demo`)."""
     match = CYCLE_ID.fullmatch(cycle_id)
@@ -108,32 +96,8 @@ def tier_of(candidate: Candidate) -> Literal["standard", "heavy", "gpu"]:
     return "standard"
 
 
-def load_catalogue(path: Path) -> tuple[list[Candidate], str]:
-    raw = Path(path).read_bytes()
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise CatalogueError(f"{path}: not JSON: {err}") from None
-    items = doc.get("candidates") if isinstance(doc, dict) else None
-    if not isinstance(items, list):
-        raise CatalogueError(f"{path}: expected an object with a 'candidates' list")
-    candidates = []
-    for index, item in enumerate(items):
-        try:
-            candidates.append(Candidate.model_validate(item))
-        except ValidationError as err:
-            first = err.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            name = item.get("project_id", f"#{index}") if isinstance(item, dict) else f"#{index}"
-            raise CatalogueError(f"{path}: candidate {name}: {field}: {first['msg']}") from None
-    ids = [c.project_id for c in candidates]
-    if dupes := sorted({i for i in ids if ids.count(i) > 1}):
-        raise CatalogueError(f"{path}: duplicate project_id {', '.join(dupes)}")
-    return candidates, hashlib.sha256(raw).hexdigest()
-
-
 def _ineligible_reason(candidate: Candidate) -> str | None:
-    if candidate.licence not in PERMISSIVE_LICENCES:
+    if not licence_is_permissive(candidate.licence):
         return f"licence {candidate.licence} is not permissive"
     if not candidate.has_readme:
         return "no README"
@@ -167,39 +131,179 @@ def _seeded_order(cycle_id: str, candidates: list[Candidate]) -> list[Candidate]
     return _round_robin(spread, seeded)
 
 
-def select_pool(catalogue: Path, cycle_id: str, size: int | None = None) -> Pool:
-    """Pick the pool: `size` projects (default: as many as the 80/20 split allows)."""
-    candidates, digest = load_catalogue(catalogue)
+@dataclass(frozen=True)
+class PoolSelection:
+    """A drawn pool and how it was drawn: counts, every exclusion with its reason, any shortfall."""
+
+    pool: Pool
+    candidates: int
+    public_available: int  # eligible, popular before the window, repository checked (when checked)
+    recent_available: int  # eligible, popular within the 30 days before the cycle starts
+    largest: int  # the largest pool an 80/20 split allows from them
+    popularity_window: tuple[date, date]
+    notices: list[str] = field(default_factory=list)
+    not_drawn: list[str] = field(default_factory=list)  # eligible and available, not in this pool
+
+    @property
+    def shortfall(self) -> str | None:
+        return shortfall_message(
+            self.public_available, self.recent_available, self.largest, self.popularity_window
+        )
+
+    def lines(self) -> list[str]:
+        """What an operator reads: counts, the shortfall, every exclusion with its reason."""
+        pool = self.pool
+        first, last = self.popularity_window
+        out = [
+            f"pool of {pool.cycle_id}: {len(pool.entries)} project(s), {len(pool.public)} public and "
+            f"{len(pool.private)} private, from {self.candidates} candidate(s): {self.public_available} "
+            f"public and {self.recent_available} recently popular (popular_since {first}..{last}) usable, "
+            f"{len(pool.excluded)} excluded, {len(self.not_drawn)} eligible not drawn"
+        ]
+        if shortfall := self.shortfall:
+            out.append(shortfall)
+        out += [f"excluded {pid}: {reason}" for pid, reason in sorted(pool.excluded.items())]
+        if self.not_drawn:
+            out.append("eligible, not drawn this cycle: " + ", ".join(self.not_drawn))
+        out += [f"note: {n}" for n in self.notices]
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "schema": "argusic.pool_selection/1",
+                "cycle_id": self.pool.cycle_id,
+                "catalogue_sha256": self.pool.catalogue_sha256,
+                "candidates": self.candidates,
+                "public_available": self.public_available,
+                "recent_available": self.recent_available,
+                "largest": self.largest,
+                "size": len(self.pool.entries),
+                "popularity_window": [d.isoformat() for d in self.popularity_window],
+                "shortfall": self.shortfall,
+                "excluded": dict(sorted(self.pool.excluded.items())),
+                "not_drawn": self.not_drawn,
+                "notices": self.notices,
+            },
+            indent=2,
+        )
+
+
+def largest_split(public: int, recent: int) -> int:
+    """The largest pool whose private share is exactly 20% (rounded) and fillable from both groups."""
+    largest = 0
+    for n in range(1, public + recent + 1):
+        n_private = round(n * PRIVATE_SHARE)
+        if n_private <= recent and n - n_private <= public:
+            largest = n
+    return largest
+
+
+def shortfall_message(public: int, recent: int, largest: int, window: tuple[date, date]) -> str | None:
+    """Say why usable candidates are left out by the 80/20 split, and how many more would use them."""
+    if largest >= public + recent:
+        return None
+    n_private = round(largest * PRIVATE_SHARE)
+    n_public = largest - n_private
+    first, last = window
+    if n_public < public:  # too few recently popular candidates
+        total = public
+        while total - round(total * PRIVATE_SHARE) < public:
+            total += 1
+        need = round(total * PRIVATE_SHARE) - recent
+        return (
+            f"pool shortfall: {recent} recently popular candidate(s) (popular_since {first}..{last}) allow "
+            f"{n_private} private and so only {n_public} of the {public} usable public candidates at an "
+            f"80/20 split; {public - n_public} public candidate(s) are left out. Add {need} more recently "
+            "popular candidate(s) to use them all."
+        )
+    total = recent
+    while round(total * PRIVATE_SHARE) < recent:
+        total += 1
+    need = total - round(total * PRIVATE_SHARE) - public
+    return (
+        f"pool shortfall: {public} public candidate(s) allow only {n_private} of the {recent} usable "
+        f"recently popular candidates at an 80/20 split; {recent - n_private} are left out. Add {need} "
+        "more public candidate(s) (popular before the window) to use them all."
+    )
+
+
+def _refusal(head: str, excluded: dict[str, str]) -> CatalogueError:
+    lines = [head]
+    if excluded:
+        lines.append("excluded candidates:")
+        lines += [f"  - {pid}: {reason}" for pid, reason in sorted(excluded.items())]
+    return CatalogueError("\n".join(lines))
+
+
+def _take(
+    order: list[Candidate], n: int, check: SourceCheck | None, excluded: dict[str, str]
+) -> list[Candidate]:
+    """The first `n` candidates of `order` whose repositories pass `check` (checked batch by batch)."""
+    chosen: list[Candidate] = []
+    index = 0
+    while len(chosen) < n and index < len(order):
+        batch = order[index : index + n - len(chosen)]
+        index += len(batch)
+        reasons = check(batch) if check else {}
+        for cand in batch:
+            if cand.project_id in reasons:
+                excluded[cand.project_id] = reasons[cand.project_id]
+            else:
+                chosen.append(cand)
+    return chosen
+
+
+def draw_pool(
+    catalogue: Path, cycle_id: str, size: int | None = None, check_sources: SourceCheck | None = None
+) -> PoolSelection:
+    """Pick the pool: `size` projects (default: as many as the 80/20 split allows).
+
+    With `check_sources`, candidates whose repository cannot be fetched or lacks its pinned commit are
+    excluded with their reason (the default size checks every eligible candidate; an explicit size
+    checks them in draw order until the pool is full)."""
     starts, ends = cycle_window(cycle_id)
-    window_start = starts - timedelta(days=POPULARITY_WINDOW_DAYS)
+    loaded = load_catalogue(catalogue)
+    window = (starts - timedelta(days=POPULARITY_WINDOW_DAYS), starts - timedelta(days=1))
     excluded: dict[str, str] = {}
     recent, established = [], []
-    for cand in candidates:
+    for cand in loaded.candidates:
         if reason := _ineligible_reason(cand):
             excluded[cand.project_id] = reason
-        elif window_start <= cand.popular_since < starts:
+        elif window[0] <= cand.popular_since < starts:
             recent.append(cand)
         elif cand.popular_since >= starts:
             excluded[cand.project_id] = "gained popularity after the cycle starts"
         else:
             established.append(cand)
-
-    # Largest pool whose private share is exactly 20% (rounded) and fillable from both groups.
-    largest = 0
-    for n in range(1, len(recent) + len(established) + 1):
-        n_private = round(n * PRIVATE_SHARE)
-        if n_private <= len(recent) and n - n_private <= len(established):
-            largest = n
+    recent_order = _seeded_order(cycle_id, recent)
+    public_order = _seeded_order(cycle_id, established)
     if size is None:
-        size = largest
+        if check_sources:
+            reasons = check_sources(recent_order + public_order)
+            excluded.update(reasons)
+            recent_order = [c for c in recent_order if c.project_id not in reasons]
+            public_order = [c for c in public_order if c.project_id not in reasons]
+        size = largest_split(len(public_order), len(recent_order))
+    largest = largest_split(len(public_order), len(recent_order))
     if size < 1 or size > largest:
-        raise CatalogueError(
-            f"cannot draw a pool of {size} for {cycle_id}: {len(established)} public and {len(recent)} "
-            f"recently popular eligible candidates allow at most {largest} at an 80/20 split"
+        raise _refusal(
+            f"cannot draw a pool of {size} for {cycle_id}: {len(public_order)} public and "
+            f"{len(recent_order)} recently popular (popular_since {window[0]}..{window[1]}) eligible "
+            f"candidates of {len(loaded.candidates)} allow at most {largest} at an 80/20 split",
+            excluded,
         )
     n_private = round(size * PRIVATE_SHARE)
-    chosen = [(c, "private") for c in _seeded_order(cycle_id, recent)[:n_private]]
-    chosen += [(c, "public") for c in _seeded_order(cycle_id, established)[: size - n_private]]
+    private = _take(recent_order, n_private, check_sources, excluded)
+    public = _take(public_order, size - n_private, check_sources, excluded)
+    if len(private) < n_private or len(public) < size - n_private:
+        raise _refusal(
+            f"cannot draw a pool of {size} for {cycle_id}: only {len(public)} public and {len(private)} "
+            f"recently popular candidates have a usable repository "
+            f"({size - n_private} and {n_private} needed)",
+            excluded,
+        )
+    chosen = [(c, "private") for c in private] + [(c, "public") for c in public]
     entries = [
         PoolEntry(
             project_id=c.project_id,
@@ -212,14 +316,35 @@ def select_pool(catalogue: Path, cycle_id: str, size: int | None = None) -> Pool
         )
         for c, vis in sorted(chosen, key=lambda cv: cv[0].project_id)
     ]
-    return Pool(
+    pool = Pool(
         cycle_id=cycle_id,
         cycle_starts=starts,
         cycle_ends=ends,
-        catalogue_sha256=digest,
+        catalogue_sha256=loaded.sha256,
         entries=entries,
         excluded=excluded,
     )
+    drawn = {e.project_id for e in entries}
+    not_drawn = sorted(
+        c.project_id for c in recent_order + public_order if c.project_id not in drawn | set(excluded)
+    )
+    return PoolSelection(
+        pool=pool,
+        candidates=len(loaded.candidates),
+        public_available=len([c for c in public_order if c.project_id not in excluded]),
+        recent_available=len([c for c in recent_order if c.project_id not in excluded]),
+        largest=largest,
+        popularity_window=window,
+        notices=loaded.notices,
+        not_drawn=not_drawn,
+    )
+
+
+def select_pool(
+    catalogue: Path, cycle_id: str, size: int | None = None, check_sources: SourceCheck | None = None
+) -> Pool:
+    """The pool alone (see draw_pool)."""
+    return draw_pool(catalogue, cycle_id, size, check_sources).pool
 
 
 def _write_atomic(path: Path, text: str) -> None:
