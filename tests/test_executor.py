@@ -161,26 +161,36 @@ def test_docker_isolation_limits_and_cleanup(tmp_path, probe_harness):
 @pytest.mark.docker
 @pytest.mark.slow
 @needs_docker
-def test_orphaned_containers_are_removed(tmp_path):
+def test_orphaned_containers_are_removed_ours_only(tmp_path):
+    from argusic.settings import installation_id
+
     runner = DockerExecutor()
-    labels = {"argusic.attempt_id": "t.orphan", "argusic.deadline": "1000"}
-    orphan = runner.client.containers.run(
-        runner.image, ["sleep", "300"], detach=True, labels=labels, network_mode="none"
-    )
-    live = runner.client.containers.run(
-        runner.image, ["sleep", "300"], detach=True, network_mode="none",
-        labels={"argusic.attempt_id": "t.live", "argusic.deadline": "5000"},
-    )  # fmt: skip
+    ours, theirs = installation_id(), "someone-else"
+
+    def start(attempt: str, deadline: str, installation: str):
+        labels = {
+            "argusic.attempt_id": attempt,
+            "argusic.deadline": deadline,
+            "argusic.installation": installation,
+        }
+        return runner.client.containers.run(
+            runner.image, ["sleep", "300"], detach=True, labels=labels, network_mode="none"
+        )
+
+    orphan, live = start("t.orphan", "1000", ours), start("t.live", "5000", ours)
+    foreign = start("t.orphan", "1000", theirs)  # same attempt id, another installation's
     try:
         # Past its deadline + grace: removed; within its budget: kept.
         assert runner.remove_orphans(now_epoch=1400, attempt_prefix="t.") == [orphan.name]
         assert runner.client.containers.get(live.name).status == "running"
         # A crashed worker's attempt that is no longer running: removed whatever its deadline.
         assert runner.remove_orphans(running_attempt_ids={"t.other"}, attempt_prefix="t.") == [live.name]
+        # Another installation's container on the same daemon is never touched.
+        assert runner.client.containers.get(foreign.name).status == "running"
     finally:
         import contextlib
 
-        for container in (orphan, live):
+        for container in (orphan, live, foreign):
             with contextlib.suppress(Exception):
                 container.remove(force=True)
 
