@@ -196,15 +196,19 @@ class AttemptScratch:
         self.installation = installation
 
     @classmethod
-    def create(cls, attempt_id: str, root: Path | None = None) -> AttemptScratch:
+    def new(cls, attempt_id: str, root: Path | None = None) -> AttemptScratch:
+        """Choose the folder (nothing on disk yet): the reaper starts before anything is made, so
+        that a kill at any point leaves nothing it does not know about."""
         installation = installation_id()
         root = root or scratch_root()
-        root.mkdir(parents=True, exist_ok=True)
         path = root / f"{installation}--{secrets.token_hex(4)}--{_safe(attempt_id)}"
-        path.mkdir(mode=0o700)
-        scratch = cls(path, attempt_id, installation)
-        scratch.write_owner()
-        return scratch
+        return cls(path, attempt_id, installation)
+
+    def create(self, container: str | None = None, reaper: Reaper | None = None) -> AttemptScratch:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.mkdir(mode=0o700)
+        self.write_owner(container, reaper.pid if reaper else None)
+        return self
 
     def write_owner(self, container: str | None = None, reaper_pid: int | None = None) -> None:
         doc = {
@@ -287,8 +291,13 @@ class Reaper:
     def __init__(self, proc: subprocess.Popen | None) -> None:
         self._proc = proc
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
     @classmethod
     def start(cls, scratch: AttemptScratch, container: str | None) -> Reaper:
+        """Start the reaper of `scratch` (before the folder exists) and of `container` (by name)."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), env.get("PYTHONPATH")]))
         proc = subprocess.Popen(
@@ -301,7 +310,6 @@ class Reaper:
             env=env,
             start_new_session=True,
         )  # fmt: skip
-        scratch.write_owner(container=container, reaper_pid=proc.pid)
         return cls(proc)
 
     def _say(self, line: str) -> None:
@@ -358,14 +366,19 @@ def _reap(folder: str, container: str, installation: str) -> int:
     if pgid:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
-    if container != "-":
-        for _ in range(3):  # the daemon may be busy; the container's own watchdog ends it anyway
-            try:
-                remove_container(container, installation)
-                break
-            except Exception:  # noqa: BLE001 - nobody to tell; the sweep retries
-                time.sleep(2)
-    destroy_scratch(Path(folder))
+    # Twice: a request the orchestrator had in flight (a container being started, an area being
+    # mounted by its mount(8) child) may complete just after the first round.
+    for round_ in range(2):
+        if container != "-":
+            for _ in range(3):  # the daemon may be busy; the container's own watchdog ends it anyway
+                try:
+                    remove_container(container, installation)
+                    break
+                except Exception:  # noqa: BLE001 - nobody to tell; the sweep retries
+                    time.sleep(1)
+        destroy_scratch(Path(folder))
+        if round_ == 0:
+            time.sleep(2)
     return 0
 
 

@@ -260,8 +260,9 @@ class DockerExecutor:
         container = scratch = reaper = None
         try:
             self._remove_leftover(name, installation)
-            scratch = AttemptScratch.create(attempt_id)
+            scratch = AttemptScratch.new(attempt_id)
             reaper = Reaper.start(scratch, container=name)
+            scratch.create(container=name, reaper=reaper)
             task_dir = scratch.task_dir(how.files)
             work_dirs = {sub: mode for sub, (_, mode) in WORK_MOUNTS.items()}
             areas = {
@@ -384,9 +385,10 @@ class LocalExecutor:
     ) -> ExecutionResult:
         out_dir.mkdir(parents=True, exist_ok=True)
         extra_env = env or {}
-        scratch = AttemptScratch.create(attempt_id)
+        scratch = AttemptScratch.new(attempt_id)
         reaper = Reaper.start(scratch, container=None)
         try:
+            scratch.create(reaper=reaper)
             tmp = scratch.path
             project = tmp / "project"
             raw_out = scratch.plain_dir("out")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -62,34 +63,43 @@ class LandingReport:
 
 
 class StreamRedactor:
-    """Replace byte strings in a stream fed in chunks, including occurrences cut by a chunk edge:
-    the last len(longest value) - 1 bytes are held back until the next chunk or the end."""
+    """Replace byte strings in a stream fed in chunks, exactly as one ``re.sub`` over the whole
+    stream would (leftmost match, longest value first), including occurrences cut by a chunk edge:
+    a match is only taken when it starts far enough from the end of what has arrived to be whole,
+    and the rest is held back (at most len(longest value) - 1 bytes) until more comes."""
 
     def __init__(self, pairs: Sequence[tuple[bytes, bytes]]) -> None:
-        self.pairs = [(value, replacement) for value, replacement in pairs if value]
-        self.keep = max((len(value) for value, _ in self.pairs), default=1) - 1
+        self.replacements = {value: replacement for value, replacement in pairs if value}
+        values = sorted(self.replacements, key=len, reverse=True)
+        self.pattern = re.compile(b"|".join(re.escape(v) for v in values)) if values else None
+        self.keep = max((len(v) for v in values), default=1) - 1
         self.carry = b""
         self.count = 0
 
+    def _replace(self, buf: bytes, final: bool) -> bytes:
+        assert self.pattern is not None
+        cut = len(buf) if final else len(buf) - self.keep
+        out, done = [], 0
+        for match in self.pattern.finditer(buf):
+            if match.start() >= cut:
+                break
+            out += [buf[done : match.start()], self.replacements[match.group()]]
+            done = match.end()
+            self.count += 1
+        emit_to = max(cut, done)
+        out.append(buf[done:emit_to])
+        self.carry = buf[emit_to:]
+        return b"".join(out)
+
     def feed(self, chunk: bytes) -> bytes:
-        if not self.pairs:
+        if self.pattern is None:
             return chunk
-        buf = self.carry + chunk
-        for value, replacement in self.pairs:
-            found = buf.count(value)
-            if found:
-                self.count += found
-                buf = buf.replace(value, replacement)
-        cut = len(buf) - self.keep
-        if cut <= 0:
-            self.carry = buf
-            return b""
-        self.carry = buf[cut:]
-        return buf[:cut]
+        return self._replace(self.carry + chunk, final=False)
 
     def flush(self) -> bytes:
-        out, self.carry = self.carry, b""
-        return out
+        if self.pattern is None or not self.carry:
+            return b""
+        return self._replace(self.carry, final=True)
 
 
 def _shown(rel: str) -> str:
