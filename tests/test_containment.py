@@ -307,6 +307,17 @@ facts["read_init_environ"] = attempt(lambda: open("/proc/1/environ").read())
 facts["read_init_mem"] = attempt(lambda: open("/proc/1/mem", "rb").read(1))
 facts["kill_init"] = run("kill -KILL 1; kill -TERM 1; kill -STOP 1; sleep 1; grep State /proc/1/status")
 facts["network"] = attempt(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))
+# What an install or a mock service needs still works, without any capability:
+facts["bind_port_80"] = attempt(lambda: socket.create_server(("127.0.0.1", 80)).close())
+def exec_from(folder):
+    path = os.path.join(folder, "tool.sh")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\necho ran from " + folder + "\n")
+    os.chmod(path, 0o755)
+    return run(path)
+facts["exec_home"] = exec_from(os.path.expanduser("~"))
+facts["exec_tmp"] = exec_from("/tmp")
+facts["exec_out"] = exec_from("/out")
 facts["mountinfo"] = [l.split(" - ")[0].split()[4] + " " + l.split(" - ")[0].split()[5]
                       for l in open("/proc/self/mountinfo") if " /out " in l or " /workspace " in l]
 with open("/out/probe.json", "w") as f:
@@ -329,6 +340,9 @@ def test_privilege_probes_find_nothing(env, tmp_path):
         assert facts[key][0] == "refused", (key, facts[key])
     for key in ("write_root", "write_etc", "write_usr", "write_harness"):
         assert facts[key][0] == "refused" and "Read-only file system" in facts[key][1], (key, facts[key])
+    assert facts["bind_port_80"][0] == "done"  # Docker sets ip_unprivileged_port_start=0 in the netns
+    assert facts["exec_home"] == [0, "ran from /home/agent"] and facts["exec_tmp"] == [0, "ran from /tmp"]
+    assert facts["exec_out"][0] != 0 and "Permission denied" in facts["exec_out"][1]  # /out is noexec
     assert "State:\tS" in facts["kill_init"][1] or "State:\tR" in facts["kill_init"][1]  # still there
     assert sorted(facts["mountinfo"]) == [
         "/out rw,nosuid,nodev,noexec,noatime",

@@ -1,7 +1,8 @@
 """One attempt as a transaction: execute → land evidence (fingerprinted, write-once) → run record.
 
-Per-attempt folder `runs/<cycle_id>/<attempt_id>/` holds the harness output (`out/`) and the run
-record (`run_record.json`). An attempt whose record already exists is not run again (resumable,
+Per-attempt folder `runs/<cycle_id>/<attempt_id>/` holds the landed harness output (`out/`: what the
+container left in /out, regular files only, capped, the attempt's key redacted; ``argusic.landing``)
+and the run record (`run_record.json`). An attempt whose record already exists is not run again (resumable,
 keyed by attempt_id), so retrying a task never adds a second measurement.
 """
 
