@@ -109,16 +109,8 @@ def attempt(env: Path, bare: Path, commit: str, name: str, budget: float = 60, *
 
 
 def assert_no_debris(env: Path, installation: str) -> None:
-    import docker
-
-    scratch = env / "scratch"
-    assert mounts_under(scratch) == []
-    assert loops_backed_by(str(scratch)) == {}
-    assert not scratch.exists() or [p.name for p in scratch.iterdir()] == []
-    left = docker.from_env().containers.list(
-        all=True, filters={"label": f"{INSTALLATION_LABEL}={installation}"}
-    )
-    assert left == []
+    """Nothing of the installation is left once its reaper (handed the clean-up) has finished."""
+    assert wait_for(lambda: _clean(env, installation), 20), _debris(env, installation)
 
 
 def every_stored_byte(env: Path) -> bytes:

@@ -133,7 +133,7 @@ def test_unfetchable_commit_is_our_tooling_error(name, tmp_path, probe_harness):
         attempt_id="t.bad", repo_path=repo, commit="f" * 40, harness_args=[], out_dir=tmp_path / "out",
         budget_seconds=60,
     )  # fmt: skip
-    assert result.error and "could not fetch pinned commit" in result.error
+    assert result.error and "could not fetch pinned commit" in result.error, result
 
 
 @pytest.mark.docker

@@ -320,11 +320,9 @@ class DockerExecutor:
             if container is not None:
                 with contextlib.suppress(self._docker.errors.DockerException):
                     container.remove(force=True)
-            if scratch is not None:
+            if scratch is not None and not (reaper is not None and reaper.hand_over()):
                 for problem in scratch.destroy():
                     log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
-            if reaper is not None:
-                reaper.done()
 
     def _remove_leftover(self, name: str, installation: str) -> None:
         """A container of the same name left by a crashed earlier try of this attempt, ours only."""
@@ -423,9 +421,12 @@ class LocalExecutor:
             landing = land_outputs(raw_out, out_dir, self.landing or LandingLimits.from_config(), redactions)
             _log_landing(attempt_id, landing)
         finally:
-            for problem in scratch.destroy():
-                log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
-            reaper.done()
+            with contextlib.suppress(ProcessLookupError):  # an exception while it ran: it goes too
+                if reaper.watching:
+                    os.killpg(reaper.watching, signal.SIGKILL)
+            if not reaper.hand_over():
+                for problem in scratch.destroy():
+                    log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
         error = _fetch_error(code, commit, repo_path)
         return ExecutionResult(self.name, started, ended, code, timed_out, error, None, landing.refusal)
 
