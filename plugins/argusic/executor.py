@@ -28,6 +28,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -265,10 +266,10 @@ class DockerExecutor:
             scratch.create(container=name, reaper=reaper)
             task_dir = scratch.task_dir(how.files)
             work_dirs = {sub: mode for sub, (_, mode) in WORK_MOUNTS.items()}
-            areas = {
-                "out": scratch.area("out", c.out_bytes, noexec=True),
-                "work": scratch.area("work", c.work_bytes, subdirs=work_dirs),
-            }
+            with ThreadPoolExecutor(2) as pool:  # mkfs and mount of both areas side by side
+                out_area = pool.submit(scratch.area, "out", c.out_bytes, noexec=True)
+                work_area = pool.submit(scratch.area, "work", c.work_bytes, subdirs=work_dirs)
+                areas = {"out": out_area.result(), "work": work_area.result()}
             now = time.time()
             labels = {
                 LABEL: attempt_id,
