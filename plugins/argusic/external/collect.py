@@ -106,11 +106,12 @@ class JsonlRead:
 
 
 def _skip_rest_of_line(handle) -> int:
+    """Read past the rest of an over-long line; its length without the newline."""
     skipped = 0
     while piece := handle.readline(1 << 20):
-        skipped += len(piece)
         if piece.endswith(b"\n"):
-            break
+            return skipped + len(piece) - 1
+        skipped += len(piece)
     return skipped
 
 
