@@ -290,7 +290,7 @@ class DockerExecutor:
                     "ARGUSIC_ATTEMPT_ID": attempt_id,
                     **(env or {}),
                     **how.env,
-                },  # fmt: skip
+                },
                 **self.host_config(name, labels, areas, task_dir, repo_path),
             )
             deadline = time.monotonic() + budget_seconds
