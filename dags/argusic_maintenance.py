@@ -1,5 +1,6 @@
-"""Hourly upkeep: remove attempt containers orphaned by crashed workers and audit stored evidence
-against the fingerprints in the run records. Thin: logic lives in argusic.maintenance."""
+"""Hourly upkeep: remove attempt containers orphaned by crashed workers and the debris of killed
+runs, and audit stored evidence against the fingerprints in the run records. Thin: logic lives in
+argusic.maintenance."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from airflow.sdk import dag, get_current_context, task
 DOC_MD = """
 ### Argusic maintenance (hourly)
 
-* **remove_orphaned_containers** — removes every Argusic attempt container that outlived its time
-  budget by more than the grace period at the end of this run's data interval (its worker crashed).
-  XCom: the names removed.
+* **remove_orphaned_containers** — removes every attempt container of this installation that
+  outlived its time budget by more than the grace period at the end of this run's data interval (its
+  worker crashed). XCom: the names removed.
+* **sweep_debris** — removes the scratch folders of this installation's attempts whose orchestrator
+  and reaper were both killed: their size-capped areas are unmounted, loop devices detached, images
+  and containers removed. XCom: the folders removed.
 * **sweep_model_keys** — deletes every per-run model key at the gateway that belongs to no running
   attempt (a worker killed before its clean-up ran). Does nothing when no gateway is configured.
 * **audit_evidence** — re-hashes every evidence object referenced by `raw.run_records` and fails,
@@ -46,6 +50,12 @@ def argusic_maintenance():
         return remove(_interval_end())
 
     @task
+    def sweep_debris() -> list[str]:
+        from argusic.maintenance import sweep_debris as sweep
+
+        return sweep()
+
+    @task
     def sweep_model_keys() -> dict:
         from argusic.maintenance import sweep_model_keys as sweep
 
@@ -57,7 +67,7 @@ def argusic_maintenance():
 
         return audit(_interval_end().date().isoformat())
 
-    remove_orphaned_containers() >> sweep_model_keys()
+    remove_orphaned_containers() >> sweep_debris() >> sweep_model_keys()
     audit_evidence()
 
 

@@ -22,15 +22,17 @@ from argusic.external import claude_code, codex
 print(claude_code.PINNED_VERSION, codex.PINNED_VERSION)')
 read -r CLAUDE_VERSION CODEX_VERSION <<<"$pins"
 
+LAYOUT=2  # argusic.runner.layout of the runner image (the `agent` user): inherited by this image
 label() { docker image inspect -f "{{ index .Config.Labels \"$1\" }}" "$TAG" 2>/dev/null || true; }
 if docker image inspect "$TAG" >/dev/null 2>&1 \
+  && [ "$(label argusic.runner.layout)" = "$LAYOUT" ] \
   && [ "$(label argusic.agents.claude_code)" = "$CLAUDE_VERSION" ] \
   && [ "$(label argusic.agents.codex)" = "$CODEX_VERSION" ]; then
   echo "build_agents_image: $TAG already present (claude-code $CLAUDE_VERSION, codex $CODEX_VERSION)" >&2
   exit 0
 fi
 
-docker image inspect "$BASE" >/dev/null 2>&1 || "$ROOT/scripts/build_runner_image.sh"
+"$ROOT/scripts/build_runner_image.sh"  # present with the current layout, or (re)built
 command -v npm >/dev/null || { echo "build_agents_image: npm is needed on the host" >&2; exit 1; }
 
 stage=$(mktemp -d /tmp/argusic-agents.XXXXXX)

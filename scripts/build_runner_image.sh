@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Build the attempt runner image. Cached by tag: does nothing when the tag already exists.
+# Build the attempt runner image. Cached by tag: does nothing when the tag already exists with the
+# current layout (label argusic.runner.layout; an older image under the tag is rebuilt).
 # Where a registry answers, `docker build` of the Dockerfile makes the same image; here there is
 # none, so the root filesystem comes from Debian's mirror through debootstrap and `docker import`.
+# Attempts run as the unprivileged user `agent` (uid/gid 10001, home /home/agent) made here; the
+# values must match argusic.containment (AGENT_UID, AGENT_GID, AGENT_HOME, RUNNER_LAYOUT).
 set -euo pipefail
 
 TAG="${ARGUSIC_RUNNER_IMAGE:-argusic-runner:bookworm}"
 SUITE="${ARGUSIC_RUNNER_SUITE:-bookworm}"
 PACKAGES="python3,git,ca-certificates"
+LAYOUT=2
+AGENT_UID=10001
 
-if docker image inspect "$TAG" >/dev/null 2>&1; then
+layout=$(docker image inspect -f '{{ index .Config.Labels "argusic.runner.layout" }}' "$TAG" 2>/dev/null || true)
+if [ "$layout" = "$LAYOUT" ]; then
   echo "build_runner_image: $TAG already present" >&2
   exit 0
 fi
@@ -32,9 +38,13 @@ echo "build_runner_image: debootstrap $SUITE from $mirror" >&2
 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$mirror" >/tmp/argusic-debootstrap.log 2>&1 \
   || { tail -30 /tmp/argusic-debootstrap.log >&2; exit 1; }
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+chroot "$rootfs" groupadd --gid "$AGENT_UID" agent
+chroot "$rootfs" useradd --uid "$AGENT_UID" --gid "$AGENT_UID" --create-home --home-dir /home/agent \
+  --shell /bin/bash agent
 tar -C "$rootfs" -c . | docker import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV LANG=C.UTF-8' \
+  --change "LABEL argusic.runner.layout=$LAYOUT" \
   --change 'WORKDIR /workspace' \
   --change 'CMD ["/bin/bash"]' \
   - "$TAG" >/dev/null

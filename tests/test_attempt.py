@@ -55,6 +55,8 @@ def scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     harness.mkdir()
     (harness / "readme_runner.py").write_text(SCRIPTED)
     monkeypatch.setattr(executor_mod, "HARNESS_DIR", harness)
+    # The harness's output folder is <scratch>/<attempt>/out: "flaky" keeps its marker two levels up.
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
 
 
 def _spec(repo: Path, commit: str, project: str = "p", **over) -> AttemptSpec:

@@ -133,7 +133,7 @@ def test_unfetchable_commit_is_our_tooling_error(name, tmp_path, probe_harness):
         attempt_id="t.bad", repo_path=repo, commit="f" * 40, harness_args=[], out_dir=tmp_path / "out",
         budget_seconds=60,
     )  # fmt: skip
-    assert result.error and "could not fetch pinned commit" in result.error
+    assert result.error and "could not fetch pinned commit" in result.error, result
 
 
 @pytest.mark.docker
@@ -161,26 +161,36 @@ def test_docker_isolation_limits_and_cleanup(tmp_path, probe_harness):
 @pytest.mark.docker
 @pytest.mark.slow
 @needs_docker
-def test_orphaned_containers_are_removed(tmp_path):
+def test_orphaned_containers_are_removed_ours_only(tmp_path):
+    from argusic.settings import installation_id
+
     runner = DockerExecutor()
-    labels = {"argusic.attempt_id": "t.orphan", "argusic.deadline": "1000"}
-    orphan = runner.client.containers.run(
-        runner.image, ["sleep", "300"], detach=True, labels=labels, network_mode="none"
-    )
-    live = runner.client.containers.run(
-        runner.image, ["sleep", "300"], detach=True, network_mode="none",
-        labels={"argusic.attempt_id": "t.live", "argusic.deadline": "5000"},
-    )  # fmt: skip
+    ours, theirs = installation_id(), "someone-else"
+
+    def start(attempt: str, deadline: str, installation: str):
+        labels = {
+            "argusic.attempt_id": attempt,
+            "argusic.deadline": deadline,
+            "argusic.installation": installation,
+        }
+        return runner.client.containers.run(
+            runner.image, ["sleep", "300"], detach=True, labels=labels, network_mode="none"
+        )
+
+    orphan, live = start("t.orphan", "1000", ours), start("t.live", "5000", ours)
+    foreign = start("t.orphan", "1000", theirs)  # same attempt id, another installation's
     try:
         # Past its deadline + grace: removed; within its budget: kept.
         assert runner.remove_orphans(now_epoch=1400, attempt_prefix="t.") == [orphan.name]
         assert runner.client.containers.get(live.name).status == "running"
         # A crashed worker's attempt that is no longer running: removed whatever its deadline.
         assert runner.remove_orphans(running_attempt_ids={"t.other"}, attempt_prefix="t.") == [live.name]
+        # Another installation's container on the same daemon is never touched.
+        assert runner.client.containers.get(foreign.name).status == "running"
     finally:
         import contextlib
 
-        for container in (orphan, live):
+        for container in (orphan, live, foreign):
             with contextlib.suppress(Exception):
                 container.remove(force=True)
 
@@ -188,3 +198,55 @@ def test_orphaned_containers_are_removed(tmp_path):
 def test_unknown_executor_name_is_refused():
     with pytest.raises(ValueError, match="ARGUSIC_EXECUTOR='podman'"):
         executor_mod.get_executor("podman")
+
+
+LOCAL_DRIVER = r"""
+import sys
+from pathlib import Path
+from argusic import executor as executor_mod
+from argusic.executor import LocalExecutor
+executor_mod.HARNESS_DIR = Path(sys.argv[1])
+LocalExecutor().run(attempt_id="t.killed", repo_path=Path(sys.argv[2]), commit=sys.argv[3], harness_args=[],
+                    out_dir=Path(sys.argv[4]), budget_seconds=600)
+"""
+
+
+def test_local_executor_killed_with_sigkill_leaves_no_process_or_folder(tmp_path, probe_harness, monkeypatch):
+    """The local harness runs in its own session: when the orchestrator dies, its reaper kills the
+    harness's process group and deletes the scratch folder."""
+    import os
+    import signal
+    import sys
+    import time
+
+    repo, commit = make_repo(tmp_path, "hang")
+    scratch = tmp_path / "scratch"
+    driver = tmp_path / "driver.py"
+    driver.write_text(LOCAL_DRIVER)
+    env = dict(os.environ, ARGUSIC_SCRATCH_DIR=str(scratch))
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(probe_harness), str(repo), commit, str(tmp_path / "out")], env=env
+    )
+
+    def harness_processes() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmdline = (entry / "cmdline").read_bytes()
+                    if str(scratch).encode() in cmdline and b"argusic.containment" not in cmdline:
+                        found.append(int(entry.name))  # the harness (bash, python), not the reaper
+                except OSError:
+                    pass
+        return found
+
+    end = time.monotonic() + 30
+    while not harness_processes() and time.monotonic() < end:
+        time.sleep(0.1)
+    assert harness_processes(), "the harness never started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    end = time.monotonic() + 15
+    while (harness_processes() or any(scratch.iterdir())) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert harness_processes() == [] and list(scratch.iterdir()) == []

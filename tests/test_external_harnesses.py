@@ -573,3 +573,18 @@ def test_categories() -> None:
     assert [
         categorize(n) for n in ("Read", "Grep", "Glob", "Edit", "Write", "Bash", "Task", "mcp__x__y")
     ] == ["read", "search", "search", "edit", "edit", "exec", "other", "other"]
+
+
+def test_session_logs_are_streamed_and_over_long_lines_are_skipped(tmp_path: Path, monkeypatch) -> None:
+    from argusic.external import collect
+
+    monkeypatch.setattr(collect, "MAX_LINE_BYTES", 64)
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(b'{"type":"a"}\n{"type":"big","x":"' + b"y" * 500 + b'"}\n{"type":"c"}\n')
+    read = collect.JsonlRead()
+    assert [e["type"] for e in collect.iter_jsonl(log, read)] == ["a", "c"]
+    assert read.lines_total == 3 and read.lines_unparsable == 1 and not read.truncated_tail
+    assert read.problems == ["line 2: 521 bytes, over 64: not parsed"]
+    report = tmp_path / "report.json"
+    report.write_bytes(b" " * (collect.REPORT_MAX_BYTES + 1))
+    assert collect.read_report(report) == (None, f"report unreadable: report.json is over {2**20} bytes")

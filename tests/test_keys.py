@@ -245,6 +245,20 @@ def test_alias_carries_the_attempt() -> None:
     assert attempt_of_alias("someone-else") is None
 
 
+def test_keys_carry_the_installation_and_the_sweep_keeps_to_its_own(monkeypatch) -> None:
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", "ours")
+    broker = FakeBroker()
+    mine = broker.create("2026-12.board.agent.proj.a1", LIMIT)
+    assert mine.alias.startswith("argusic-attempt:ours:2026-12.board.agent.proj.a1:")
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", "theirs")  # another installation, same gateway
+    theirs = broker.create("2026-12.board.agent.proj.a1", LIMIT)
+    assert attempt_of_alias(mine.alias) is None  # not ours, seen from theirs
+    broker.keys[token_id("sk-legacy")] = {"alias": "argusic-attempt:2026-12.x.a1:0000", "attempt_id": "x"}
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", "ours")
+    assert [ref.alias for ref in broker.sweep(running_attempt_ids=[])] == [mine.alias]
+    assert {k["alias"] for k in broker.keys.values()} == {theirs.alias, "argusic-attempt:2026-12.x.a1:0000"}
+
+
 # ---------------------------------------------------------------------------------------------------
 # Stand-in of LiteLLM's key endpoints (for the HTTP client; the real proxy is tested below)
 

@@ -1,7 +1,8 @@
 """One attempt as a transaction: execute → land evidence (fingerprinted, write-once) → run record.
 
-Per-attempt folder `runs/<cycle_id>/<attempt_id>/` holds the harness output (`out/`) and the run
-record (`run_record.json`). An attempt whose record already exists is not run again (resumable,
+Per-attempt folder `runs/<cycle_id>/<attempt_id>/` holds the landed harness output (`out/`: what the
+container left in /out, regular files only, capped, the attempt's key redacted; ``argusic.landing``)
+and the run record (`run_record.json`). An attempt whose record already exists is not run again (resumable,
 keyed by attempt_id), so retrying a task never adds a second measurement.
 """
 
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from argusic.agents import driver_for
 from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
-from argusic.keys import IssuedKey, KeyBroker, key_for_attempt
+from argusic.keys import KeyBroker, key_for_attempt
 from argusic.mirror import attempt_source
 from argusic.record import (
     SCHEMA_ID,
@@ -89,11 +90,18 @@ def _harness_version() -> str:
         return "unknown"
 
 
+REPORT_MAX_BYTES = 1024**2  # a report is seven short fields; anything bigger is not read
+
+
 def _read_report(path: Path) -> tuple[dict | None, str | None]:
     if not path.exists():
         return None, None
     try:
-        data = json.loads(path.read_text())
+        with open(path, "rb") as handle:
+            raw = handle.read(REPORT_MAX_BYTES + 1)
+        if len(raw) > REPORT_MAX_BYTES:
+            return None, f"report unreadable: {path.name} is over {REPORT_MAX_BYTES} bytes"
+        data = json.loads(raw)
         from argusic.record import Report
 
         return Report.model_validate(data).model_dump(), None
@@ -129,6 +137,8 @@ def build_record(
     invalid_reason = None
     if result.error is not None:
         invalid_reason = f"executor error: {result.error}"
+    elif result.refused is not None:
+        invalid_reason = result.refused
     elif end_reason == "harness_error":
         invalid_reason = f"harness exited with code {result.exit_code}"
     elif end_reason == "completed" and report_problem:
@@ -248,6 +258,8 @@ def _build_external_record(
 
     run = driver.collect(out_dir)
     end_reason, invalid_reason, keep_report = external_outcome(result, run, evidence)
+    if result.error is None and result.refused is not None:
+        invalid_reason = result.refused
     key = key_record or {"kind": driver.key_kind, "limit_usd": None}
     parts = record_parts(
         run,
@@ -276,17 +288,6 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
-
-
-def _mask_outputs(out_dir: Path, key: IssuedKey) -> None:
-    """The key's value never lands in stored evidence: replace it in the harness output first (every
-    file of the output folder: evidence, session log, last message, …)."""
-    for path in sorted(out_dir.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            text = path.read_text(errors="surrogateescape")
-            masked = key.mask(text)
-            if masked != text:
-                path.write_text(masked, errors="surrogateescape")
 
 
 def _broker_for(key_kind: str, broker: KeyBroker | None) -> KeyBroker | None:
@@ -341,19 +342,19 @@ def run_attempt(
         if driver.external:  # the key goes through the driver's own environment (build_env)
             run_kwargs = {"launch": driver.launch(key_env), "image": driver.image()}
             key_env = {}
-        try:
-            result = executor.run(
-                attempt_id=spec.attempt_id,
-                repo_path=repo_path,
-                commit=spec.commit,
-                harness_args=list(driver.harness_args),
-                out_dir=out_dir,
-                budget_seconds=effective,
-                env=key_env,
-                **run_kwargs,
-            )
-        finally:  # cancelled or crashed too: no file left behind holds the key's value
-            _mask_outputs(out_dir, key)
+        # The key's value is replaced in every file while the output is landed (streaming); a
+        # cancelled or crashed attempt lands nothing, and its raw output area is deleted unread.
+        result = executor.run(
+            attempt_id=spec.attempt_id,
+            repo_path=repo_path,
+            commit=spec.commit,
+            harness_args=list(driver.harness_args),
+            out_dir=out_dir,
+            budget_seconds=effective,
+            env=key_env,
+            redactions=key.redactions(),
+            **run_kwargs,
+        )
         key_record = key.record()
     record = with_presentation(build_record(spec, result, out_dir, store, key_record), store)
     _write_atomic(record_path, record.to_json() + "\n")

@@ -1,9 +1,14 @@
 """Run one attempt's agent harness: in a Docker container (default) or a local temporary folder.
 
-Both executors do the same steps: fetch only the pinned commit (no history), run the harness with the
-attempt's output folder, and kill everything at the time budget. The Docker executor adds isolation:
-networking off, CPU / memory / pids limits, the container removed afterwards. The local executor is
-for development where no engine can be had; the run record says which one ran.
+Both executors do the same steps: fetch only the pinned commit (no history), run the harness with an
+output folder of its own, kill everything at the time budget, then land what it left (regular files
+only, capped, links never followed: ``argusic.landing``) into the attempt's ``out`` folder, with the
+values to redact replaced on the way. The Docker executor adds containment (README "Threat model"):
+an unprivileged user, no capabilities, no-new-privileges, a read-only root filesystem whose writable
+places are size-capped areas (``argusic.containment``), networking off unless configured, CPU /
+memory / pids limits, a watchdog as PID 1 that ends the container at budget + grace, a reaper that
+cleans up if we are killed, and names and labels that carry the installation id. The local executor
+is for development where no engine can be had (no isolation, no caps); the record says which ran.
 
 What runs after the fetch is a ``Launch`` made from the paths the harness sees (``HarnessPaths``):
 by default the reference harness (``readme_runner.py`` with the driver's arguments); an external
@@ -14,31 +19,58 @@ files (the rendered instructions) and image.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shlex
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from argusic.settings import PACKAGE_DIR, orchestrator_config, runner_image
+from argusic.containment import (
+    AGENT_GID,
+    AGENT_HOME,
+    AGENT_UID,
+    AGENT_USER,
+    INSTALLATION_LABEL,
+    AttemptScratch,
+    Containment,
+    ContainmentError,
+    Reaper,
+    sweep_once,
+)
+from argusic.landing import LandingLimits, LandingReport, land_outputs
+from argusic.settings import PACKAGE_DIR, installation_id, runner_image
+
+log = logging.getLogger(__name__)
 
 HARNESS_DIR = PACKAGE_DIR / "harness"
+INIT_SCRIPT = PACKAGE_DIR / "harness" / "init.py"  # PID 1 of every attempt container (the watchdog)
 FETCH_FAILED = 97  # exit code of the bootstrap when the pinned commit cannot be fetched
 CONTAINER_HARNESS = "/opt/argusic/harness"
+CONTAINER_INIT = "/opt/argusic/init.py"
 CONTAINER_SOURCE = "/forge/source"
 CONTAINER_OUT = "/out"
+CONTAINER_WORKSPACE = "/workspace"
 CONTAINER_PROJECT = "/workspace/project"
 CONTAINER_TASK = "/opt/argusic/task"  # read-only task files (the rendered instructions)
 # Agent config folders: fresh, outside /out, not under /tmp (Codex refuses helper binaries there).
 CONTAINER_SCRATCH = "/var/lib/argusic-agent"
+# The writable places of the read-only root: folders of the work area (one size cap for all).
+WORK_MOUNTS = {
+    "workspace": (CONTAINER_WORKSPACE, 0o755),
+    "home": (AGENT_HOME, 0o755),
+    "tmp": ("/tmp", 0o1777),
+    "var-tmp": ("/var/tmp", 0o1777),
+    "agent": (CONTAINER_SCRATCH, 0o755),
+}
 LABEL = "argusic.attempt_id"
 DEADLINE_LABEL = "argusic.deadline"  # epoch seconds after which the container has no business running
 ORPHAN_GRACE_SECONDS = 300
@@ -53,6 +85,7 @@ class ExecutionResult:
     timed_out: bool
     error: str | None  # our tooling failed (daemon lost, fetch failed, …): the attempt is invalid
     image: str | None = None
+    refused: str | None = None  # "evidence refused: log.txt is a symbolic link": the attempt is invalid
 
 
 @dataclass(frozen=True)
@@ -105,6 +138,7 @@ class Executor(Protocol):
         env: dict[str, str] | None = None,
         launch: LaunchBuilder | None = None,
         image: str | None = None,
+        redactions: Sequence[tuple[bytes, bytes]] = (),
     ) -> ExecutionResult: ...
 
 
@@ -133,32 +167,71 @@ def _fetch_error(code: int | None, commit: str, repo_path: Path) -> str | None:
     return f"could not fetch pinned commit {commit} from {repo_path}" if code == FETCH_FAILED else None
 
 
-def _write_task_files(folder: Path, files: dict[str, str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        if "/" in name or name in ("", ".", ".."):
-            raise ValueError(f"task file name must be a plain name: {name!r}")
-        (folder / name).write_text(text, encoding="utf-8")
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def container_name(attempt_id: str) -> str:
-    return "argusic-" + re.sub(r"[^A-Za-z0-9_.-]", "-", attempt_id)[:200]
+def container_name(attempt_id: str, installation: str | None = None) -> str:
+    """argusic-<installation>-<attempt>: two installations on one daemon never share a name."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", attempt_id)
+    return f"argusic-{installation or installation_id()}-{safe}"[:200]
+
+
+def _log_landing(attempt_id: str, landing: LandingReport) -> None:
+    log.info(
+        "%s: landed %d file(s), %d bytes%s%s",
+        attempt_id, len(landing.files), landing.bytes,
+        f", {landing.redacted} redaction(s)" if landing.redacted else "",
+        f"; {landing.refusal}" if landing.refusal else "",
+    )  # fmt: skip
 
 
 class DockerExecutor:
     name = "docker"
 
-    def __init__(self, image: str | None = None, network: bool = False) -> None:
+    def __init__(
+        self, image: str | None = None, network: str | None = None, containment: Containment | None = None
+    ) -> None:
         import docker  # imported here: no daemon connection at module import
 
         self.client = docker.from_env()
         self.image = image or runner_image()
-        self.network = network
+        self.containment = containment or Containment.from_config()
+        self.network = network or self.containment.network  # "none", or a Docker network's name
         self._docker = docker
+        sweep_once()  # what killed runs of this installation left behind
+
+    def host_config(
+        self, name: str, labels: dict[str, str], areas: dict[str, Path], task_dir: Path, repo_path: Path
+    ) -> dict:
+        """Every setting of an attempt container (README "Threat model" explains each)."""
+        c = self.containment
+        volumes = {
+            str(HARNESS_DIR): {"bind": CONTAINER_HARNESS, "mode": "ro"},
+            str(INIT_SCRIPT): {"bind": CONTAINER_INIT, "mode": "ro"},
+            str(Path(repo_path).resolve()): {"bind": CONTAINER_SOURCE, "mode": "ro"},
+            str(task_dir): {"bind": CONTAINER_TASK, "mode": "ro"},
+            str(areas["out"]): {"bind": CONTAINER_OUT, "mode": "rw"},
+        }
+        for sub, (target, _mode) in WORK_MOUNTS.items():
+            volumes[str(areas["work"] / sub)] = {"bind": target, "mode": "rw"}
+        return {
+            "name": name,
+            "labels": labels,
+            "user": f"{AGENT_UID}:{AGENT_GID}",
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "read_only": True,
+            "volumes": volumes,
+            "shm_size": c.shm_bytes,
+            "network_disabled": self.network == "none",
+            "network_mode": self.network,
+            "nano_cpus": int(c.cpus * 1e9),
+            "mem_limit": c.memory,
+            "memswap_limit": c.memory,
+            "pids_limit": c.pids_limit,
+            "working_dir": CONTAINER_WORKSPACE,
+        }
 
     def run(
         self,
@@ -172,8 +245,9 @@ class DockerExecutor:
         env: dict[str, str] | None = None,
         launch: LaunchBuilder | None = None,
         image: str | None = None,
+        redactions: Sequence[tuple[bytes, bytes]] = (),
     ) -> ExecutionResult:
-        config = orchestrator_config()
+        c = self.containment
         image = image or self.image
         out_dir.mkdir(parents=True, exist_ok=True)
         paths = HarnessPaths(
@@ -181,34 +255,43 @@ class DockerExecutor:
         )
         how = (launch or readme_runner_launch(harness_args))(paths)
         script = _bootstrap_script(CONTAINER_SOURCE, CONTAINER_PROJECT, commit, how.argv)
-        name = container_name(attempt_id)
-        self._remove_leftover(name)
-        task_dir = Path(tempfile.mkdtemp(prefix="argusic-task-"))
+        installation = installation_id()
+        name = container_name(attempt_id, installation)
         started = _now()
-        container = None
+        container = scratch = reaper = None
         try:
-            _write_task_files(task_dir, how.files)
-            task_dir.chmod(0o755)
+            self._remove_leftover(name, installation)
+            scratch = AttemptScratch.new(attempt_id)
+            reaper = Reaper.start(scratch, container=name)
+            scratch.create(container=name, reaper=reaper)
+            task_dir = scratch.task_dir(how.files)
+            work_dirs = {sub: mode for sub, (_, mode) in WORK_MOUNTS.items()}
+            with ThreadPoolExecutor(2) as pool:  # mkfs and mount of both areas side by side
+                out_area = pool.submit(scratch.area, "out", c.out_bytes, noexec=True)
+                work_area = pool.submit(scratch.area, "work", c.work_bytes, subdirs=work_dirs)
+                areas = {"out": out_area.result(), "work": work_area.result()}
+            now = time.time()
+            labels = {
+                LABEL: attempt_id,
+                INSTALLATION_LABEL: installation,
+                DEADLINE_LABEL: str(int(now + budget_seconds)),
+            }
+            watchdog_at = f"{now + budget_seconds + c.watchdog_grace_seconds:.3f}"
+            command = ["python3", "-I", "-S", CONTAINER_INIT, watchdog_at, "--", "bash", "-c", script]
             container = self.client.containers.run(
                 image,
-                ["bash", "-c", script],
-                name=name,
+                command,
                 detach=True,
-                network_disabled=not self.network,
-                network_mode=None if self.network else "none",
-                nano_cpus=int(config.container_cpus * 1e9),
-                mem_limit=config.container_memory,
-                memswap_limit=config.container_memory,
-                pids_limit=config.container_pids_limit,
-                labels={LABEL: attempt_id, DEADLINE_LABEL: str(int(started.timestamp() + budget_seconds))},
-                volumes={
-                    str(HARNESS_DIR): {"bind": CONTAINER_HARNESS, "mode": "ro"},
-                    str(Path(repo_path).resolve()): {"bind": CONTAINER_SOURCE, "mode": "ro"},
-                    str(out_dir.resolve()): {"bind": CONTAINER_OUT, "mode": "rw"},
-                    str(task_dir): {"bind": CONTAINER_TASK, "mode": "ro"},
-                },
                 # The only way a model key reaches the agent: an environment variable.
-                environment={"ARGUSIC_ATTEMPT_ID": attempt_id, **(env or {}), **how.env},
+                environment={
+                    "HOME": AGENT_HOME,
+                    "USER": AGENT_USER,
+                    "TMPDIR": "/tmp",
+                    "ARGUSIC_ATTEMPT_ID": attempt_id,
+                    **(env or {}),
+                    **how.env,
+                },
+                **self.host_config(name, labels, areas, task_dir, repo_path),
             )
             deadline = time.monotonic() + budget_seconds
             timed_out = False
@@ -223,21 +306,31 @@ class DockerExecutor:
                 time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
             result = container.wait(timeout=60)
             ended = _now()
+            container.remove(force=True)  # every process of the attempt is gone before we read /out
+            container = None
+            landing = land_outputs(areas["out"], out_dir, c.landing, redactions)
+            _log_landing(attempt_id, landing)
             code = None if timed_out else int(result.get("StatusCode", -1))
             error = _fetch_error(code, commit, repo_path)
-            return ExecutionResult(self.name, started, ended, code, timed_out, error, image)
+            return ExecutionResult(self.name, started, ended, code, timed_out, error, image, landing.refusal)
+        except ContainmentError as err:
+            return ExecutionResult(self.name, started, _now(), None, False, f"containment: {err}", image)
         except self._docker.errors.DockerException as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"docker: {err}", image)
         finally:
             if container is not None:
                 with contextlib.suppress(self._docker.errors.DockerException):
                     container.remove(force=True)
-            shutil.rmtree(task_dir, ignore_errors=True)
+            if scratch is not None and not (reaper is not None and reaper.hand_over()):
+                for problem in scratch.destroy():
+                    log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
 
-    def _remove_leftover(self, name: str) -> None:
-        """A container of the same name left by a crashed earlier try of this attempt."""
+    def _remove_leftover(self, name: str, installation: str) -> None:
+        """A container of the same name left by a crashed earlier try of this attempt, ours only."""
         with contextlib.suppress(self._docker.errors.NotFound):
-            self.client.containers.get(name).remove(force=True)
+            container = self.client.containers.get(name)
+            if container.labels.get(INSTALLATION_LABEL) == installation:
+                container.remove(force=True)
 
     def remove_orphans(
         self,
@@ -245,11 +338,13 @@ class DockerExecutor:
         now_epoch: float | None = None,
         attempt_prefix: str = "",
     ) -> list[str]:
-        """Remove Argusic containers left by crashed workers: those whose attempt is not among the
-        running ones (when that set is known), or that outlived their budget by the grace period.
-        Only attempts whose id starts with `attempt_prefix` (e.g. a cycle id) are considered."""
+        """Remove this installation's containers left by crashed workers: those whose attempt is not
+        among the running ones (when that set is known), or that outlived their budget by the grace
+        period. Only attempts whose id starts with `attempt_prefix` (e.g. a cycle id) are considered;
+        containers of other installations are never touched."""
         removed = []
-        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
+        mine = {"label": [LABEL, f"{INSTALLATION_LABEL}={installation_id()}"]}
+        for container in self.client.containers.list(all=True, filters=mine):
             attempt_id = container.labels.get(LABEL, "")
             if not attempt_id.startswith(attempt_prefix):
                 continue
@@ -257,15 +352,21 @@ class DockerExecutor:
             not_running = running_attempt_ids is not None and attempt_id not in running_attempt_ids
             expired = now_epoch is not None and now_epoch > deadline + ORPHAN_GRACE_SECONDS
             if not_running or expired:
-                container.remove(force=True)
+                with contextlib.suppress(self._docker.errors.NotFound):
+                    container.remove(force=True)
                 removed.append(container.name)
         return removed
 
 
 class LocalExecutor:
-    """No isolation: development only, where no Docker engine can be had."""
+    """No isolation: development only, where no Docker engine can be had. The harness works in the
+    attempt's scratch folder (never /tmp); what it leaves is landed like the Docker executor's."""
 
     name = "local"
+
+    def __init__(self, landing: LandingLimits | None = None) -> None:
+        self.landing = landing
+        sweep_once()
 
     def run(
         self,
@@ -279,19 +380,25 @@ class LocalExecutor:
         env: dict[str, str] | None = None,
         launch: LaunchBuilder | None = None,
         image: str | None = None,  # no images here: the host's tools run (development only)
+        redactions: Sequence[tuple[bytes, bytes]] = (),
     ) -> ExecutionResult:
         out_dir.mkdir(parents=True, exist_ok=True)
         extra_env = env or {}
-        with tempfile.TemporaryDirectory(prefix="argusic-local-") as tmp:
-            project = Path(tmp) / "project"
-            paths = HarnessPaths(
-                str(HARNESS_DIR), str(project), str(out_dir.resolve()), f"{tmp}/task", f"{tmp}/agent-config"
-            )
+        scratch = AttemptScratch.new(attempt_id)
+        reaper = Reaper.start(scratch, container=None)
+        try:
+            scratch.create(reaper=reaper)
+            tmp = scratch.path
+            project = tmp / "project"
+            raw_out = scratch.plain_dir("out")
+            paths = HarnessPaths(str(HARNESS_DIR), str(project), str(raw_out), f"{tmp}/task", f"{tmp}/agent")
             how = (launch or readme_runner_launch(harness_args))(paths)
-            _write_task_files(Path(paths.task), how.files)
+            scratch.task_dir(how.files)
+            home, tmpdir = scratch.plain_dir("home"), scratch.plain_dir("tmp")
             script = _bootstrap_script(str(Path(repo_path).resolve()), str(project), commit, how.argv)
             child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ARGUSIC_"))}
-            child_env |= {"HOME": tmp, "ARGUSIC_ATTEMPT_ID": attempt_id, **extra_env, **how.env}
+            child_env |= {"HOME": str(home), "TMPDIR": str(tmpdir), "ARGUSIC_ATTEMPT_ID": attempt_id}
+            child_env |= {**extra_env, **how.env}
             started = _now()
             proc = subprocess.Popen(
                 ["bash", "-c", script],
@@ -301,16 +408,28 @@ class LocalExecutor:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
+            reaper.watch_group(proc.pid)
             timed_out = False
             try:
                 code: int | None = proc.wait(timeout=budget_seconds)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
                 code, timed_out = None, True
+            with contextlib.suppress(ProcessLookupError):  # what the harness left running goes too
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            reaper.forget_group()
             ended = _now()
+            landing = land_outputs(raw_out, out_dir, self.landing or LandingLimits.from_config(), redactions)
+            _log_landing(attempt_id, landing)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # an exception while it ran: it goes too
+                if reaper.watching:
+                    os.killpg(reaper.watching, signal.SIGKILL)
+            if not reaper.hand_over():
+                for problem in scratch.destroy():
+                    log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
         error = _fetch_error(code, commit, repo_path)
-        return ExecutionResult(self.name, started, ended, code, timed_out, error, None)
+        return ExecutionResult(self.name, started, ended, code, timed_out, error, None, landing.refusal)
 
 
 def docker_available() -> bool:

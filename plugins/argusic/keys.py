@@ -6,7 +6,10 @@ Rules (methodology section 7, RULES.md "Model keys"):
   (``orchestrator_config().per_run_key_limit_usd``, 3 USD), deleted when the attempt ends, fails, is
   cancelled or times out. ``attempt_key()`` guarantees the deletion for every ending the process
   lives through (return, exception, KeyboardInterrupt, SIGTERM); ``sweep()`` removes what a killed
-  worker left behind (every key of the gateway that belongs to no running attempt).
+  worker left behind (every key of this installation that belongs to no running attempt).
+- Every key carries the installation id (``argusic.settings.installation_id()``) in its alias
+  (``argusic-attempt:<installation>:<attempt>:<random>``) and metadata; listing and the sweep see
+  only this installation's keys, so two installations sharing one gateway never delete each other's.
 - A key that cannot be created raises ``KeyUnavailable``: the attempt must not start and is retried.
   There is no fallback to a shared key anywhere in this module.
 - Agents on their vendor's own service use the shared key (``shared_key()``), recorded as
@@ -140,7 +143,18 @@ class IssuedKey:
         """Replace every occurrence of the value in text (for logs and recordings before storing)."""
         if not self._value:
             return text
-        return text.replace(self._value, replacement or f"[key {self.fingerprint} masked]")
+        return text.replace(self._value, replacement or self._replacement)
+
+    @property
+    def _replacement(self) -> str:
+        return f"[key {self.fingerprint} masked]"
+
+    def redactions(self) -> list[tuple[bytes, bytes]]:
+        """(value, replacement) as bytes, for the streaming redaction of an attempt's output while it
+        is landed (``argusic.landing``): the value never reaches a stored file."""
+        if not self._value:
+            return []
+        return [(self._value.encode(), self._replacement.encode())]
 
     def record(self) -> dict[str, Any]:
         """The run record's ``key`` field (argusic.run_record/1): kind and limit, never the value."""
@@ -204,24 +218,41 @@ class KeyBroker(Protocol):
         ...
 
 
-def new_alias(attempt_id: str) -> str:
-    """Alias of an attempt's key: unique per creation (a retried attempt gets a new key)."""
-    return f"{ALIAS_PREFIX}{attempt_id}:{secrets.token_hex(4)}"
+def _installation(installation: str | None) -> str:
+    if installation:
+        return installation
+    from argusic.settings import installation_id
+
+    return installation_id()
 
 
-def attempt_of_alias(alias: str | None) -> str | None:
-    if not alias or not alias.startswith(ALIAS_PREFIX):
+def alias_prefix(installation: str | None = None) -> str:
+    """What every key alias of this installation starts with."""
+    return f"{ALIAS_PREFIX}{_installation(installation)}:"
+
+
+def new_alias(attempt_id: str, installation: str | None = None) -> str:
+    """Alias of an attempt's key: the installation and the attempt, unique per creation (a retried
+    attempt gets a new key)."""
+    return f"{alias_prefix(installation)}{attempt_id}:{secrets.token_hex(4)}"
+
+
+def attempt_of_alias(alias: str | None, installation: str | None = None) -> str | None:
+    """The attempt id in an alias of this installation's; None for anyone else's."""
+    prefix = alias_prefix(installation)
+    if not alias or not alias.startswith(prefix):
         return None
-    rest = alias[len(ALIAS_PREFIX) :]
+    rest = alias[len(prefix) :]
     return rest.rsplit(":", 1)[0] if ":" in rest else rest
 
 
 def sweep_keys(broker: KeyBroker, running_attempt_ids: Iterable[str]) -> list[KeyRef]:
-    """The scheduled clean-up: delete every attempt key that belongs to no running attempt."""
+    """The scheduled clean-up: delete every key of this installation that belongs to no running
+    attempt. Keys of other installations (or of no installation) are never touched."""
     running = set(running_attempt_ids)
     deleted: list[KeyRef] = []
     for ref in broker.list_attempt_keys():
-        if ref.attempt_id in running:
+        if attempt_of_alias(ref.alias) is None or ref.attempt_id in running:
             continue
         try:
             if broker.delete(ref):
@@ -318,11 +349,16 @@ class LiteLLMKeyBroker:
             raise ValueError("attempt_id is required")
         if not limit_usd or limit_usd <= 0:
             raise ValueError(f"a per-attempt key needs a positive spend limit, got {limit_usd!r}")
-        alias = new_alias(attempt_id)
+        installation = _installation(None)
+        alias = new_alias(attempt_id, installation)
         body: dict[str, Any] = {
             "key_alias": alias,
             "max_budget": float(limit_usd),
-            "metadata": {"argusic_attempt_id": attempt_id, "argusic": "per_run"},
+            "metadata": {
+                "argusic_attempt_id": attempt_id,
+                "argusic_installation": installation,
+                "argusic": "per_run",
+            },
         }
         if ttl_seconds:
             body["duration"] = f"{int(ttl_seconds)}s"  # a safety net should delete and sweep both fail
@@ -374,6 +410,9 @@ class LiteLLMKeyBroker:
         return True
 
     def list_attempt_keys(self) -> list[KeyRef]:
+        """This installation's attempt keys (alias prefix and, where present, metadata agree)."""
+        installation = _installation(None)
+        prefix = alias_prefix(installation)
         refs: list[KeyRef] = []
         page, pages = 1, 1
         while page <= pages:
@@ -381,7 +420,7 @@ class LiteLLMKeyBroker:
                 "page": page,
                 "size": 100,
                 "return_full_object": "true",
-                "key_alias": ALIAS_PREFIX,
+                "key_alias": prefix,
                 "substring_matching": "true",
             }
             try:
@@ -392,14 +431,21 @@ class LiteLLMKeyBroker:
                 if not isinstance(item, dict):
                     continue
                 alias = item.get("key_alias")
-                if not (alias or "").startswith(ALIAS_PREFIX):
+                if not (alias or "").startswith(prefix):
                     continue
                 meta = item.get("metadata") or {}
-                attempt = meta.get("argusic_attempt_id") if isinstance(meta, dict) else None
+                meta = meta if isinstance(meta, dict) else {}
+                if meta.get("argusic_installation", installation) != installation:
+                    continue
+                attempt = meta.get("argusic_attempt_id")
                 tid = item.get("token") or item.get("token_id")
                 if tid:
                     refs.append(
-                        KeyRef(token_id=tid, alias=alias, attempt_id=attempt or attempt_of_alias(alias))
+                        KeyRef(
+                            token_id=tid,
+                            alias=alias,
+                            attempt_id=attempt or attempt_of_alias(alias, installation),
+                        )
                     )
             pages = int(data.get("total_pages") or 1)
             page += 1

@@ -1,5 +1,7 @@
-"""Scheduled upkeep, called by the `argusic_maintenance` DAG: orphaned attempt containers, the
-evidence audit (and, with a key broker configured, the sweep of keys of no running attempt)."""
+"""Scheduled upkeep, called by the `argusic_maintenance` DAG: orphaned attempt containers, debris of
+killed runs (scratch folders, mounts, loop devices), the evidence audit (and, with a key broker
+configured, the sweep of keys of no running attempt). Every step touches only this installation's
+objects (``argusic.settings.installation_id()``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from argusic.settings import runs_dir, warehouse_path
 
 
 def remove_orphaned_containers(at: datetime) -> list[str]:
-    """Containers that outlived their budget (plus grace) at `at`: their worker is gone."""
+    """This installation's containers that outlived their budget (plus grace) at `at`: their worker
+    is gone."""
     from argusic.executor import DockerExecutor, docker_available
 
     if not docker_available():
@@ -19,16 +22,28 @@ def remove_orphaned_containers(at: datetime) -> list[str]:
     return DockerExecutor().remove_orphans(now_epoch=at.timestamp())
 
 
+def sweep_debris() -> list[str]:
+    """Scratch folders (mounts, loop devices, images, their containers) of this installation's runs
+    whose orchestrator and reaper are both gone."""
+    from argusic.containment import sweep_debris as sweep
+
+    return sweep()
+
+
 def running_attempt_ids() -> set[str]:
-    """Attempts that may still hold a key: a live container, or a folder without its run record yet
-    (starting, or its worker died before writing it — those keys expire at the gateway anyway)."""
+    """Attempts that may still hold a key: a live container of this installation, or a folder
+    without its run record yet (starting, or its worker died before writing it — those keys expire
+    at the gateway anyway)."""
+    from argusic.containment import INSTALLATION_LABEL
     from argusic.executor import LABEL, docker_available
+    from argusic.settings import installation_id
 
     running: set[str] = set()
     if docker_available():
         import docker
 
-        for container in docker.from_env().containers.list(filters={"label": LABEL}):
+        mine = {"label": [LABEL, f"{INSTALLATION_LABEL}={installation_id()}"]}
+        for container in docker.from_env().containers.list(filters=mine):
             running.add(container.labels[LABEL])
     for folder in runs_dir().glob("*/*"):
         if (folder / "out").is_dir() and not (folder / "run_record.json").exists():

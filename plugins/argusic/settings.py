@@ -31,6 +31,16 @@ class OrchestratorConfig:
     container_cpus: float
     container_memory: str
     container_pids_limit: int
+    # Containment (README "Threat model"): size caps of the writable places, network, watchdog grace.
+    container_out_bytes: int = 3 * 1024**3
+    container_work_bytes: int = 16 * 1024**3
+    container_shm_bytes: int = 64 * 1024**2
+    container_network: str = "none"
+    watchdog_grace_seconds: int = 10
+    # Landing /out: caps on what the orchestrator copies out of a finished container.
+    landing_max_file_bytes: int = 1536 * 1024**2
+    landing_max_total_bytes: int = 3 * 1024**3
+    landing_max_entries: int = 4096
 
     def budget_seconds(self, tier: str) -> int:
         if tier not in self.budgets_minutes:
@@ -53,7 +63,28 @@ def orchestrator_config(path: str | None = None) -> OrchestratorConfig:
         container_cpus=float(data["container"]["cpus"]),
         container_memory=str(data["container"]["memory"]),
         container_pids_limit=int(data["container"]["pids_limit"]),
+        container_out_bytes=parse_size(data["container"]["out_size"]),
+        container_work_bytes=parse_size(data["container"]["work_size"]),
+        container_shm_bytes=parse_size(data["container"]["shm_size"]),
+        container_network=str(data["container"]["network"]),
+        watchdog_grace_seconds=int(data["container"]["watchdog_grace_seconds"]),
+        landing_max_file_bytes=parse_size(data["landing"]["max_file_size"]),
+        landing_max_total_bytes=parse_size(data["landing"]["max_total_size"]),
+        landing_max_entries=int(data["landing"]["max_entries"]),
     )
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from "512", "64m", "3g", "1536MiB" (binary multiples, as Docker reads "2g")."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    match = _SIZE.match(str(text))
+    if not match:
+        raise ValueError(f"size {text!r}: expected a number of bytes with an optional k, m, g or t suffix")
+    return int(match.group(1)) * 1024 ** "_kmgt".index((match.group(2) or "_").lower())
 
 
 def warehouse_path() -> Path:

@@ -44,14 +44,15 @@ from typing import Any
 from argusic.external import DEFAULT_CONFIG_DIR, SESSION_LOG
 from argusic.external.collect import (
     CollectedRun,
+    JsonlRead,
     Measure,
     ToolCall,
     categorize,
     count_measure,
     derived,
+    iter_jsonl,
     measured,
     most_common,
-    read_jsonl,
     read_report,
     shell_script,
     total_of,
@@ -171,8 +172,7 @@ def collect(
     session_log: Path, report_path: Path | None, *, requested_model: str | None = None
 ) -> CollectedRun:
     """Turn a Claude Code stream-json log into a CollectedRun (never raises on log content)."""
-    read = read_jsonl(session_log)
-    problems = list(read.problems)
+    read = JsonlRead()
     init: dict | None = None
     result: dict | None = None
     retries = 0
@@ -182,7 +182,7 @@ def collect(
     last_text: str | None = None
     api_errors: list[str] = []
 
-    for event in read.events:
+    for event in iter_jsonl(session_log, read):  # streamed: bounded memory
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             init = init or event
@@ -214,7 +214,7 @@ def collect(
 
     if result is None:
         end_state = "truncated"
-        end_detail = f"no result event after {len(read.events)} events"
+        end_detail = f"no result event after {read.events_seen} events"
         if retries:
             end_detail += f" ({retries} API retries logged)"
     elif result.get("is_error") is True or result.get("subtype") not in (None, "success"):
@@ -260,7 +260,7 @@ def collect(
         lines_total=read.lines_total,
         lines_unparsable=read.lines_unparsable,
         truncated_tail=read.truncated_tail,
-        problems=problems,
+        problems=list(read.problems),  # filled while the log was streamed
         report=report,
         report_problem=report_problem,
         details={

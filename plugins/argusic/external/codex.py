@@ -52,11 +52,12 @@ from typing import Any
 from argusic.external import DEFAULT_CONFIG_DIR, SESSION_LOG
 from argusic.external.collect import (
     CollectedRun,
+    JsonlRead,
     Measure,
     ToolCall,
     categorize,
+    iter_jsonl,
     measured,
-    read_jsonl,
     read_report,
     shell_script,
     unavailable,
@@ -222,7 +223,7 @@ def collect(
     session_log: Path, report_path: Path | None, *, requested_model: str | None = None
 ) -> CollectedRun:
     """Turn a ``codex exec --json`` log into a CollectedRun (never raises on log content)."""
-    read = read_jsonl(session_log)
+    read = JsonlRead()
     thread_id = None
     turns_started = 0
     terminal: dict | None = None  # the last turn.completed / turn.failed
@@ -236,7 +237,7 @@ def collect(
     rerouted_to: str | None = None
     agent_activity = 0
 
-    for event in read.events:
+    for event in iter_jsonl(session_log, read):  # streamed: bounded memory
         kind = event.get("type")
         if kind == "thread.started":
             thread_id = event.get("thread_id")
@@ -274,7 +275,7 @@ def collect(
 
     if terminal is None:
         end_state = "truncated"
-        end_detail = f"no turn.completed or turn.failed after {len(read.events)} events"
+        end_detail = f"no turn.completed or turn.failed after {read.events_seen} events"
         if stream_errors:
             end_detail += f"; last error event: {stream_errors[-1]}"
     elif terminal.get("type") == "turn.failed":

@@ -14,7 +14,7 @@ marked partial; a count of 0 from a cut log says nothing and is ``unavailable`` 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -91,53 +91,77 @@ class ToolCall:
     call_id: str | None = None
 
 
+MAX_LINE_BYTES = 16 * 1024**2  # a session line longer than this is counted and named, never held
+REPORT_MAX_BYTES = 1024**2  # the agent's report is seven short fields
+
+
 @dataclass
 class JsonlRead:
-    events: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)  # filled by read_jsonl only (iter_jsonl streams)
     lines_total: int = 0
     lines_unparsable: int = 0
     truncated_tail: bool = False  # the last line has no newline and does not parse: cut mid-line
     problems: list[str] = field(default_factory=list)
+    events_seen: int = 0
+
+
+def _skip_rest_of_line(handle) -> int:
+    """Read past the rest of an over-long line; its length without the newline."""
+    skipped = 0
+    while piece := handle.readline(1 << 20):
+        if piece.endswith(b"\n"):
+            return skipped + len(piece) - 1
+        skipped += len(piece)
+    return skipped
+
+
+def iter_jsonl(path: Path, out: JsonlRead) -> Iterator[dict]:
+    """Stream a JSON Lines session log line by line, in bounded memory (a line over MAX_LINE_BYTES is
+    skipped, counted and named); never raises on content. Lines that are not a JSON object are
+    counted and named (line number and first characters) in `out`; objects are yielded in order."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except FileNotFoundError:
+        out.problems.append(f"session log missing: {path}")
+        return
+    with handle:
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            newline = raw.endswith(b"\n")
+            if not newline and len(raw) > MAX_LINE_BYTES:
+                size = len(raw) + _skip_rest_of_line(handle)
+                out.lines_total += 1
+                out.lines_unparsable += 1
+                out.problems.append(f"line {number}: {size} bytes, over {MAX_LINE_BYTES}: not parsed")
+                continue
+            line = (raw[:-1] if newline else raw).decode("utf-8", errors="replace")
+            if not line.strip():
+                continue  # blank lines are not events and not damage
+            out.lines_total += 1
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError as err:
+                event = None
+                reason = f"not JSON ({err.msg})"
+            else:
+                reason = "not a JSON object"
+            if isinstance(event, dict):
+                out.events_seen += 1
+                yield event
+                continue
+            out.lines_unparsable += 1
+            if not newline:  # only the last line can lack its newline
+                out.truncated_tail = True
+                out.problems.append(f"line {number}: cut mid-line ({len(line)} characters, no newline)")
+            else:
+                out.problems.append(f"line {number}: {reason}: {line[:60]!r}")
 
 
 def read_jsonl(path: Path) -> JsonlRead:
-    """Read a JSON Lines session log; never raises on content. Lines that are not a JSON object are
-    counted and named (line number and first characters), the rest are returned in order."""
+    """The whole log at once (small logs, tests); collectors stream with ``iter_jsonl``."""
     out = JsonlRead()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        out.problems.append(f"session log missing: {path}")
-        return out
-    text = raw.decode("utf-8", errors="replace")
-    if not text:
-        return out
-    lines = text.split("\n")
-    ends_with_newline = lines[-1] == ""
-    if ends_with_newline:
-        lines.pop()
-    for number, line in enumerate(lines, start=1):
-        out.lines_total += 1
-        if not line.strip():
-            out.lines_total -= 1  # blank lines are not events and not damage
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as err:
-            event = None
-            reason = f"not JSON ({err.msg})"
-        else:
-            reason = "not a JSON object"
-        if isinstance(event, dict):
-            out.events.append(event)
-            continue
-        out.lines_unparsable += 1
-        is_last = number == len(lines)
-        if is_last and not ends_with_newline:
-            out.truncated_tail = True
-            out.problems.append(f"line {number}: cut mid-line ({len(line)} characters, no newline)")
-        else:
-            out.problems.append(f"line {number}: {reason}: {line[:60]!r}")
+    out.events = list(iter_jsonl(path, out))
     return out
 
 
@@ -146,10 +170,17 @@ def read_report(path: Path | None) -> tuple[dict | None, str | None]:
     if path is None:
         return None, "no report path given"
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            raw = handle.read(REPORT_MAX_BYTES + 1)
     except FileNotFoundError:
         return None, f"report missing: {path.name} was not written"
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
+        return None, f"report unreadable: {err}"
+    if len(raw) > REPORT_MAX_BYTES:
+        return None, f"report unreadable: {path.name} is over {REPORT_MAX_BYTES} bytes"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
         return None, f"report unreadable: {err}"
     try:
         data = json.loads(text)

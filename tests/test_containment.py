@@ -1,0 +1,512 @@
+"""Hostile projects against the real containment (Docker, the reference harness, run_attempt).
+
+Each fixture is a git repo made here whose README's run block does the hostile thing; the attempt
+runs under a containment with small caps. What they try and what must happen:
+
+- links out of /out (symbolic and hard, to a planted 0600 host file): the attempt is invalid with a
+  reason naming the file, and the host file's bytes appear in no evidence, record or served copy;
+- devices (mknod must fail), FIFOs and sockets in /out: refused by name, the landing never blocks;
+- filling /workspace, /tmp, HOME and /out: writes stop at the caps with ENOSPC; the orchestrator's
+  memory stays bounded while it lands what is there;
+- fork bombs: bounded by the pids limit;
+- privilege probes: uid 10001, no capability, no-new-privileges, setuid and sudo fail, the root
+  filesystem is read-only, the watchdog (PID 1) cannot be killed or read;
+- two installations on one daemon running the same attempt at the same time: neither touches the
+  other's container;
+- SIGKILL of the orchestrator at random points: nothing runs past budget + grace, and then no
+  container, mount, loop device, image or scratch folder of ours remains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+import uuid
+from pathlib import Path
+
+import pytest
+from argusic.attempt import AttemptSpec, attempt_dir, run_attempt
+from argusic.containment import (
+    INSTALLATION_LABEL,
+    Containment,
+    loops_backed_by,
+    mounts_under,
+    sweep_debris,
+)
+from argusic.evidence import EvidenceStore
+from argusic.executor import LABEL, DockerExecutor, container_name, docker_available
+from argusic.landing import LandingLimits
+from argusic.record import load_record_file
+from test_executor import _git
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.slow,
+    pytest.mark.skipif(not docker_available(), reason="no Docker daemon answers"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="size-capped areas are loop mounts: root only"),
+]
+
+MiB = 1024**2
+GRACE = 3  # watchdog grace of these tests (orchestrator.toml's is 10 s)
+
+
+def small_containment(**over) -> Containment:
+    base = dataclasses.replace(
+        Containment.from_config(),
+        out_bytes=32 * MiB,
+        work_bytes=64 * MiB,
+        pids_limit=64,
+        watchdog_grace_seconds=GRACE,
+        landing=LandingLimits(max_file_bytes=64 * MiB, max_total_bytes=64 * MiB, max_entries=200),
+    )
+    return dataclasses.replace(base, **over)
+
+
+def hostile_repo(tmp_path: Path, name: str, usage: list[str], files: dict[str, str] | None = None):
+    """A bare repo whose README's run block is `usage`; returns (bare path, commit)."""
+    work = tmp_path / f"src-{name}"
+    work.mkdir()
+    readme = f"# {name}\n\nA hostile fixture.\n\n## Usage\n\n```sh\n" + "\n".join(usage) + "\n```\n"
+    (work / "README.md").write_text(readme)
+    for rel, text in (files or {}).items():
+        (work / rel).write_text(text)
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", ".")
+    _git(work, "commit", "-qm", "hostile")
+    bare = tmp_path / f"{name}.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    return bare, _git(work, "rev-parse", "HEAD").strip()
+
+
+def spec_for(bare: Path, commit: str, name: str, budget: float) -> AttemptSpec:
+    return AttemptSpec(
+        cycle_id="hostile", agent_id="readme-runner", project_id=name, repo_url=str(bare), commit=commit,
+        tier="standard", attempt_no=1, demo=True, budget_scale=budget / 5400,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def env(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Isolated settings and an installation of this test's own (its sweeps touch only its objects)."""
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", f"t-{uuid.uuid4().hex[:10]}")
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(isolated / "scratch"))
+    return isolated
+
+
+def attempt(env: Path, bare: Path, commit: str, name: str, budget: float = 60, **over):
+    store = EvidenceStore((env / "evidence").as_uri())
+    spec = spec_for(bare, commit, name, budget)
+    path = run_attempt(spec, DockerExecutor(containment=small_containment(**over)), store, env / "runs")
+    return load_record_file(path), attempt_dir(spec, env / "runs") / "out", store
+
+
+def assert_no_debris(env: Path, installation: str) -> None:
+    """Nothing of the installation is left once its reaper (handed the clean-up) has finished."""
+    assert wait_for(lambda: _clean(env, installation), 20), _debris(env, installation)
+
+
+def every_stored_byte(env: Path) -> bytes:
+    roots = [env / "evidence", env / "runs", env / "scratch"]
+    return b"".join(p.read_bytes() for r in roots if r.exists() for p in r.rglob("*") if p.is_file())
+
+
+def recording_text(store: EvidenceStore, record) -> str:
+    return store.read(record.evidence.recording.uri).decode("utf-8", "replace")
+
+
+# -- links, devices, FIFOs ---------------------------------------------------------------------------
+
+
+def test_links_out_of_out_never_bring_a_host_file_into_evidence(env, tmp_path):
+    secret = tmp_path / "host-only" / "credentials.txt"
+    secret.parent.mkdir()
+    planted = f"HOST-SECRET-{uuid.uuid4().hex}"
+    secret.write_text(planted + "\n")
+    secret.chmod(0o600)
+    bare, commit = hostile_repo(
+        tmp_path,
+        "links",
+        [
+            f"ln -sf {secret} /out/log.txt",  # the issue's attack: the raw log becomes a host file
+            f"ln -s {secret} /out/planted.txt",
+            f"ln -s ../../../../../..{secret} /out/relative.txt",
+            f"ln -s {secret.parent} /out/folder",
+            f"ln {secret} /out/hard.txt || echo 'hard link to a host path: refused'",
+            "ln /etc/passwd /out/passwd.txt || echo 'hard link across file systems: refused'",
+            "echo mine > /out/mine.txt && ln /out/mine.txt /out/mine-again.txt",
+            f"cat {secret} || echo 'host file not visible'",
+        ],
+    )
+    record, landed, store = attempt(env, bare, commit, "links")
+    assert record.invalid_reason == (
+        "evidence refused: folder is a symbolic link; log.txt is a symbolic link; "
+        "mine-again.txt has 2 hard links (and 3 more)"  # mine.txt, planted.txt, relative.txt
+    )
+    assert record.evidence.log is None  # the refused log is never read, let alone stored
+    shown = recording_text(store, record)
+    assert "hard link across file systems: refused" in shown and "host file not visible" in shown
+    assert sorted(p.name for p in landed.iterdir()) == ["harness.json", "recording.cast", "report.json"]
+    assert planted.encode() not in every_stored_byte(env)
+
+
+def test_devices_fifos_and_sockets_in_out_are_refused_by_name(env, tmp_path):
+    bare, commit = hostile_repo(
+        tmp_path,
+        "specials",
+        [
+            "mknod /out/null c 1 3 || echo 'mknod in /out: refused'",
+            "mknod /workspace/null c 1 3 || echo 'mknod in /workspace: refused'",
+            "mkfifo /out/pipe",
+            "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('/out/sock')\"",
+        ],
+    )
+    record, _, store = attempt(env, bare, commit, "specials")
+    assert record.invalid_reason == "evidence refused: pipe is a FIFO; sock is a socket"
+    shown = recording_text(store, record)
+    assert "Operation not permitted" in shown
+    assert "mknod in /out: refused" in shown and "mknod in /workspace: refused" in shown
+    assert record.evidence.log is not None  # the rest landed
+
+
+# -- disk, processes, privileges ---------------------------------------------------------------------
+
+FILL = r"""
+import json, os, sys
+path, keep = sys.argv[1], sys.argv[2] == "keep"
+written, error = 0, None
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+block = b"\xa5" * (1 << 20)
+try:
+    while written < (1 << 30):
+        written += os.write(fd, block)
+except OSError as err:
+    error = err.strerror
+os.close(fd)
+if keep:  # leave it nearly full, with room for the harness to finish its log
+    os.truncate(path, max(0, written - (4 << 20)))
+else:
+    os.unlink(path)
+print("FILL " + json.dumps({"path": path, "written": written, "error": error}))
+"""
+
+
+def test_disk_filling_stops_at_the_caps_and_landing_memory_stays_bounded(env, tmp_path):
+    bare, commit = hostile_repo(
+        tmp_path,
+        "filler",
+        [
+            "python3 fill.py /workspace/fill.bin drop",
+            "python3 fill.py /tmp/fill.bin drop",
+            "python3 fill.py /home/agent/fill.bin drop",
+            "python3 fill.py /var/tmp/fill.bin drop",
+            "python3 fill.py /out/fill.bin keep",
+            "python3 fill.py /fill.bin drop || echo 'root filesystem: refused'",
+        ],
+        {"fill.py": FILL},
+    )
+    tracemalloc.start()
+    try:
+        record, landed, _ = attempt(env, bare, commit, "filler")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    log = (landed / "log.txt").read_text()
+    fills = {
+        f["path"]: f for f in (json.loads(x.split("FILL ", 1)[1]) for x in log.splitlines() if "FILL {" in x)
+    }
+    for place in ("/workspace/fill.bin", "/tmp/fill.bin", "/home/agent/fill.bin", "/var/tmp/fill.bin"):
+        assert fills[place]["error"] == "No space left on device" and fills[place]["written"] <= 64 * MiB
+    assert fills["/out/fill.bin"]["error"] == "No space left on device"
+    assert 16 * MiB < fills["/out/fill.bin"]["written"] <= 32 * MiB
+    assert "Read-only file system" in log
+    # What /out held was landed (a ~28 MiB file) with a bounded peak of Python allocations.
+    assert (landed / "fill.bin").stat().st_size > 16 * MiB
+    assert peak < 16 * MiB, f"peak {peak / MiB:.1f} MiB"
+    assert record.invalid_reason is None, record.invalid_reason
+    assert_no_debris(env, os.environ["ARGUSIC_INSTALLATION"])
+
+
+FORKS = r"""
+import json, os, signal, time
+children, error = [], None
+for _ in range(1000):
+    try:
+        pid = os.fork()
+    except OSError as err:
+        error = err.strerror
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.kill(pid, signal.SIGKILL)
+for pid in children:
+    os.waitpid(pid, 0)
+print("FORKS " + json.dumps({"forked": len(children), "error": error}))
+"""
+
+
+def test_fork_bombs_are_bounded_by_the_pids_limit(env, tmp_path):
+    bare, commit = hostile_repo(
+        tmp_path,
+        "forker",
+        ["python3 forks.py", "timeout 5 bash -c ':(){ :|:& };:' || true", "echo after the bomb"],
+        {"forks.py": FORKS},
+    )
+    record, landed, _ = attempt(env, bare, commit, "forker", budget=45)
+    log = (landed / "log.txt").read_text()
+    forks = json.loads(log.split("FORKS ", 1)[1].splitlines()[0])
+    assert forks["error"] == "Resource temporarily unavailable" and forks["forked"] < 64
+    assert record.attempt_id == spec_for(bare, commit, "forker", 45).attempt_id  # recorded, whatever the end
+    assert_no_debris(env, os.environ["ARGUSIC_INSTALLATION"])
+
+
+PROBE = r"""
+import json, os, socket, subprocess
+facts = {"ids": [os.getuid(), os.geteuid(), os.getgid(), os.getegid()], "groups": os.getgroups()}
+status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
+    facts[key] = status[key].strip()
+def run(cmd):
+    p = subprocess.run(cmd, shell=True, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=20)
+    return [p.returncode, (p.stdout + p.stderr).strip()[-300:]]
+def attempt(fn):
+    try:
+        return ["done", repr(fn())]
+    except Exception as err:
+        return ["refused", f"{type(err).__name__}: {err}"]
+facts["su"] = run("su -c id root")
+facts["sudo"] = run("sudo id")
+facts["setuid_mount"] = run("mount -t tmpfs none /mnt")
+facts["unshare_user_ns"] = run("unshare --user --map-root-user id")
+facts["mknod"] = run("mknod /tmp/null c 1 3")
+facts["setuid0"] = attempt(lambda: os.setuid(0))
+facts["chown_to_root"] = attempt(lambda: (open("/tmp/mine", "w").close(), os.chown("/tmp/mine", 0, 0)))
+facts["write_root"] = attempt(lambda: open("/probe", "w"))
+facts["write_etc"] = attempt(lambda: open("/etc/probe", "w"))
+facts["write_usr"] = attempt(lambda: open("/usr/local/bin/probe", "w"))
+facts["write_harness"] = attempt(lambda: open("/opt/argusic/harness/probe", "w"))
+facts["read_init_environ"] = attempt(lambda: open("/proc/1/environ").read())
+facts["read_init_mem"] = attempt(lambda: open("/proc/1/mem", "rb").read(1))
+facts["kill_init"] = run("kill -KILL 1; kill -TERM 1; kill -STOP 1; sleep 1; grep State /proc/1/status")
+facts["network"] = attempt(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))
+# What an install or a mock service needs still works, without any capability:
+facts["bind_port_80"] = attempt(lambda: socket.create_server(("127.0.0.1", 80)).close())
+def exec_from(folder):
+    path = os.path.join(folder, "tool.sh")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\necho ran from " + folder + "\n")
+    os.chmod(path, 0o755)
+    return run(path)
+facts["exec_home"] = exec_from(os.path.expanduser("~"))
+facts["exec_tmp"] = exec_from("/tmp")
+facts["exec_out"] = exec_from("/out")
+facts["mountinfo"] = [l.split(" - ")[0].split()[4] + " " + l.split(" - ")[0].split()[5]
+                      for l in open("/proc/self/mountinfo") if " /out " in l or " /workspace " in l]
+with open("/out/probe.json", "w") as f:
+    json.dump(facts, f)
+"""
+
+
+def test_privilege_probes_find_nothing(env, tmp_path):
+    bare, commit = hostile_repo(tmp_path, "prober", ["python3 probe.py"], {"probe.py": PROBE})
+    record, landed, _ = attempt(env, bare, commit, "prober")
+    facts = json.loads((landed / "probe.json").read_text())
+    assert facts["ids"] == [10001] * 4 and set(facts["groups"]) <= {10001}
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert facts[cap] == "0000000000000000", (cap, facts[cap])
+    assert facts["NoNewPrivs"] == "1" and facts["Seccomp"] == "2"
+    assert facts["su"][0] != 0 and facts["sudo"][0] != 0 and facts["setuid_mount"][0] != 0
+    assert facts["unshare_user_ns"][0] != 0 and facts["mknod"][0] != 0
+    assert "Operation not permitted" in facts["mknod"][1]
+    for key in ("setuid0", "chown_to_root", "read_init_environ", "read_init_mem", "network"):
+        assert facts[key][0] == "refused", (key, facts[key])
+    for key in ("write_root", "write_etc", "write_usr", "write_harness"):
+        assert facts[key][0] == "refused" and "Read-only file system" in facts[key][1], (key, facts[key])
+    assert facts["bind_port_80"][0] == "done"  # Docker sets ip_unprivileged_port_start=0 in the netns
+    assert facts["exec_home"] == [0, "ran from /home/agent"] and facts["exec_tmp"] == [0, "ran from /tmp"]
+    assert facts["exec_out"][0] != 0 and "Permission denied" in facts["exec_out"][1]  # /out is noexec
+    assert "State:\tS" in facts["kill_init"][1] or "State:\tR" in facts["kill_init"][1]  # still there
+    assert sorted(facts["mountinfo"]) == [
+        "/out rw,nosuid,nodev,noexec,noatime",
+        "/workspace rw,nosuid,nodev,noatime",
+    ]
+    assert record.invalid_reason is None and record.end_reason == "completed"
+
+
+# -- the watchdog, two installations, SIGKILL ----------------------------------------------------------
+
+DRIVER = r"""
+import dataclasses, json, sys
+from pathlib import Path
+from argusic.attempt import AttemptSpec, run_attempt
+from argusic.containment import Containment
+from argusic.evidence import EvidenceStore
+from argusic.executor import DockerExecutor
+from argusic.landing import LandingLimits
+
+spec = AttemptSpec.model_validate_json(sys.argv[1])
+base = Path(sys.argv[2])
+c = Containment.from_config()
+c = dataclasses.replace(c, out_bytes=32 << 20, work_bytes=64 << 20, pids_limit=64,
+                        watchdog_grace_seconds=int(sys.argv[3]))
+store = EvidenceStore((base / "evidence").as_uri())
+print(run_attempt(spec, DockerExecutor(containment=c), store, base / "runs"))
+"""
+
+
+def start_driver(tmp_path: Path, env: Path, installation: str, spec: AttemptSpec) -> subprocess.Popen:
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    child_env = dict(os.environ, ARGUSIC_INSTALLATION=installation, ARGUSIC_SCRATCH_DIR=str(env / "scratch"))
+    return subprocess.Popen(
+        [sys.executable, str(driver), spec.model_dump_json(), str(env / installation), str(GRACE)],
+        env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def containers_of(installation: str, running_only: bool = False) -> list:
+    import docker
+
+    found = docker.from_env().containers.list(
+        all=not running_only, filters={"label": f"{INSTALLATION_LABEL}={installation}"}
+    )
+    return found
+
+
+def wait_for(predicate, timeout: float, step: float = 0.2):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def test_two_installations_on_one_daemon_never_touch_each_other(env, tmp_path, monkeypatch):
+    bare, commit = hostile_repo(tmp_path, "sleeper", ["sleep 8", "echo done sleeping"])
+    spec = spec_for(bare, commit, "sleeper", budget=60)
+    one, two = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
+    first = start_driver(tmp_path, env, one, spec)
+    assert wait_for(lambda: containers_of(one, running_only=True), 30), first.communicate()
+    second = start_driver(tmp_path, env, two, spec)  # the same attempt id, another installation
+    try:
+        assert wait_for(lambda: containers_of(two, running_only=True), 30), second.communicate()
+        names = {c.name for c in containers_of(one) + containers_of(two)}
+        assert names == {container_name(spec.attempt_id, one), container_name(spec.attempt_id, two)}
+        # A third installation's clean-ups, run now, see neither.
+        monkeypatch.setenv("ARGUSIC_INSTALLATION", f"c-{uuid.uuid4().hex[:8]}")
+        assert DockerExecutor().remove_orphans(running_attempt_ids=set(), now_epoch=time.time() + 10**6) == []
+        assert sweep_debris(env / "scratch") == []
+        assert containers_of(one, running_only=True) and containers_of(two, running_only=True)
+    finally:
+        outs = [p.communicate(timeout=120) for p in (first, second)]
+    for (stdout, stderr), installation in zip(outs, (one, two), strict=True):
+        record = load_record_file(Path(stdout.strip().splitlines()[-1]))
+        assert (record.end_reason, record.invalid_reason) == ("completed", None), (
+            installation,
+            stderr[-2000:],
+        )
+        assert containers_of(installation) == []
+
+
+@pytest.mark.parametrize("seed", [11, 23, 37, 41])
+def test_sigkill_at_a_random_point_leaves_nothing_running_or_behind(env, tmp_path, seed):
+    """The orchestrator is killed with SIGKILL at a random moment (setting up, running, landing);
+    its reaper removes the container and the areas at once; nothing runs past budget + grace."""
+    budget = 6.0
+    bare, commit = hostile_repo(tmp_path, "hang", ["sleep 600"])
+    spec = spec_for(bare, commit, "hang", budget)
+    installation = f"k-{uuid.uuid4().hex[:8]}"
+    delay = random.Random(seed).uniform(0.3, budget + 4)
+    proc = start_driver(tmp_path, env, installation, spec)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    nothing_running = wait_for(lambda: not containers_of(installation, running_only=True),
+                               _past_budget_and_grace(installation))  # fmt: skip
+    assert nothing_running, f"seed {seed}: killed after {delay:.2f} s, a container runs past budget + grace"
+    gone = wait_for(lambda: _clean(env, installation), 30)
+    assert gone, f"seed {seed}: killed after {delay:.2f} s: debris {_debris(env, installation)}"
+
+
+def test_sigkill_of_orchestrator_and_reaper_the_watchdog_ends_the_container(env, tmp_path, monkeypatch):
+    """Both killed: the container's own PID 1 ends it at budget + grace; the sweep then removes
+    its mounts, loop devices, images and the container."""
+    budget = 6.0
+    bare, commit = hostile_repo(tmp_path, "hang", ["sleep 600"])
+    spec = spec_for(bare, commit, "hang", budget)
+    installation = f"w-{uuid.uuid4().hex[:8]}"
+    proc = start_driver(tmp_path, env, installation, spec)
+    assert wait_for(lambda: containers_of(installation, running_only=True), 30), proc.communicate()
+    (owner,) = [json.loads(p.read_text()) for p in (env / "scratch").glob(f"{installation}--*/owner.json")]
+    os.kill(owner["reaper_pid"], signal.SIGKILL)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert containers_of(installation, running_only=True)  # nobody of ours is left to stop it...
+    stopped = wait_for(lambda: not containers_of(installation, running_only=True),
+                       _past_budget_and_grace(installation))  # fmt: skip
+    assert stopped, "the watchdog did not end the container at budget + grace"
+    (container,) = containers_of(installation)
+    assert container.attrs["State"]["ExitCode"] == 124  # the watchdog's own status
+    assert mounts_under(env / "scratch")  # ...and its areas are still mounted until the sweep
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", installation)
+    assert len(sweep_debris(env / "scratch")) == 1
+    assert _clean(env, installation), _debris(env, installation)
+
+
+def _past_budget_and_grace(installation: str, slack: float = 2.0) -> float:
+    """Seconds from now until the latest container of the installation is past its budget (its
+    deadline label) plus the watchdog's grace, plus a little slack for Docker to notice."""
+    deadlines = [float(c.labels["argusic.deadline"]) for c in containers_of(installation)]
+    if not deadlines:
+        return 5.0  # none yet: a start request in flight when we were killed is given a moment
+    return max(0.0, max(deadlines) + GRACE + slack - time.time())
+
+
+def _debris(env: Path, installation: str) -> dict:
+    scratch = env / "scratch"
+    return {
+        "containers": [c.name for c in containers_of(installation)],
+        "mounts": [str(m) for m in mounts_under(scratch)],
+        "loops": loops_backed_by(str(scratch)),
+        "folders": [p.name for p in scratch.glob(f"{installation}--*")],
+    }
+
+
+def _clean(env: Path, installation: str) -> bool:
+    return not any(_debris(env, installation).values())
+
+
+def test_labels_and_names_carry_the_installation(env, tmp_path):
+    import docker
+
+    bare, commit = hostile_repo(tmp_path, "quick", ["sleep 2"])
+    spec = spec_for(bare, commit, "quick", 60)
+    installation = os.environ["ARGUSIC_INSTALLATION"]
+    seen = {}
+
+    def look():
+        for c in docker.from_env().containers.list(filters={"label": f"{LABEL}={spec.attempt_id}"}):
+            seen[c.name] = c.labels
+        return seen
+
+    import threading
+
+    watcher = threading.Thread(target=lambda: wait_for(look, 30))
+    watcher.start()
+    attempt(env, bare, commit, "quick")
+    watcher.join()
+    assert list(seen) == [f"argusic-{installation}-{spec.attempt_id}"]
+    assert seen[f"argusic-{installation}-{spec.attempt_id}"][INSTALLATION_LABEL] == installation
+    assert_no_debris(env, installation)
