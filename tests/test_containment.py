@@ -19,11 +19,13 @@ runs under a containment with small caps. What they try and what must happen:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -114,8 +116,22 @@ def assert_no_debris(env: Path, installation: str) -> None:
 
 
 def every_stored_byte(env: Path) -> bytes:
-    roots = [env / "evidence", env / "runs", env / "scratch"]
-    return b"".join(p.read_bytes() for r in roots if r.exists() for p in r.rglob("*") if p.is_file())
+    """Every byte of every file under the evidence store, the runs and the scratch root. The reaper may
+    be deleting a scratch folder meanwhile (off the attempt's path): what vanishes is skipped. Links
+    are never followed: the attacker's own links may still sit in its scratch area, but none may
+    appear among the evidence or the runs."""
+    found = []
+    for root in (env / "evidence", env / "runs", env / "scratch"):
+        for folder, _, names in os.walk(root):
+            for name in names:
+                path = Path(folder, name)
+                if path.is_symlink():
+                    assert root.name == "scratch", f"a link among what we keep: {path}"
+                    continue
+                with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                    if stat.S_ISREG(path.lstat().st_mode):  # never open a FIFO the attacker left
+                        found.append(path.read_bytes())
+    return b"".join(found)
 
 
 def recording_text(store: EvidenceStore, record) -> str:

@@ -250,3 +250,18 @@ def test_local_executor_killed_with_sigkill_leaves_no_process_or_folder(tmp_path
     while (harness_processes() or any(scratch.iterdir())) and time.monotonic() < end:
         time.sleep(0.1)
     assert harness_processes() == [] and list(scratch.iterdir()) == []
+
+
+def test_the_container_sees_the_pinned_commit_alone(tmp_path):
+    """The source bound into an attempt container holds the pinned commit and nothing of the rest of
+    the project's history (a later commit could hold the fix the agent is asked to find)."""
+    from argusic.executor import single_commit_source
+
+    bare, second = make_repo(tmp_path, "history")
+    first = _git(bare, "rev-parse", f"{second}~1").strip()
+    dest = tmp_path / "source"
+    assert single_commit_source(bare, first, dest) is None
+    assert _git(dest, "rev-list", "--all").split() == [first]
+    assert subprocess.run(["git", "-C", str(dest), "cat-file", "-e", second]).returncode != 0
+    problem = single_commit_source(bare, "0" * 40, tmp_path / "missing")
+    assert problem is not None and problem.startswith(f"could not fetch pinned commit {'0' * 40} from {bare}")

@@ -202,3 +202,25 @@ def test_links_and_fifos_are_not_read_as_records(tmp_path, record_doc):
     os.mkfifo(fifo)  # opening a FIFO for reading would block: it is refused at once
     with pytest.raises(RecordError, match="not a regular file"):
         load_record_file(fifo)
+
+
+def test_agent_texts_are_cut_so_no_record_outgrows_the_cap(tmp_path, record_doc) -> None:
+    """A hostile agent's 450 KB final_state must not push its record over MAX_RECORD_BYTES (that would
+    refuse its whole cycle's ingest batch): the record keeps the start and says how much was cut."""
+    from argusic.attempt import _read_report
+    from argusic.record import LABEL_MAX, REPORT_TEXT_MAX, bound_texts
+
+    huge = "x" * 450_000  # both fields together stay under the 1 MiB report cap
+    report = dict(record_doc["report"], final_state=huge, verified_how=huge)
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    read, problem = _read_report(path)
+    assert problem is None
+    assert len(read["final_state"]) <= REPORT_TEXT_MAX and read["final_state"].endswith("characters cut]")
+    assert "442040 characters cut" in read["final_state"]  # how much was cut is said
+
+    doc = dict(record_doc, report=report, harness={"name": "n" * 5000, "version": "1"})
+    record = parse_record(bound_texts(doc))
+    assert len(record.to_json()) < 40_000 and len(record.harness.name) <= LABEL_MAX
+    with pytest.raises(RecordError, match="report.final_state"):
+        parse_record(doc)  # uncut, the contract refuses it by name

@@ -27,6 +27,7 @@ from argusic.record import (
     IdPart,
     RecordError,
     RunRecord,
+    bound_texts,
     load_record_file,
     parse_record,
     utc_now_iso,
@@ -101,10 +102,9 @@ def _read_report(path: Path) -> tuple[dict | None, str | None]:
             raw = handle.read(REPORT_MAX_BYTES + 1)
         if len(raw) > REPORT_MAX_BYTES:
             return None, f"report unreadable: {path.name} is over {REPORT_MAX_BYTES} bytes"
-        data = json.loads(raw)
-        from argusic.record import Report
+        from argusic.record import Report, bound_report
 
-        return Report.model_validate(data).model_dump(), None
+        return Report.model_validate(bound_report(json.loads(raw))).model_dump(), None
     except Exception as err:  # any unreadable report is our tooling's failure, kept with its reason
         return None, f"report unreadable: {str(err).splitlines()[0]}"
 
@@ -167,7 +167,7 @@ def build_record(
         "model": {"requested": None, "responded": None},
         "key": key_record or {"kind": driver.key_kind, "limit_usd": None},
     }
-    return parse_record(doc, source=spec.attempt_id)
+    return parse_record(bound_texts(doc), source=spec.attempt_id)
 
 
 def _base_doc(spec: AttemptSpec, result: ExecutionResult, evidence: dict) -> dict:
@@ -281,7 +281,7 @@ def _build_external_record(
         "%s: %s session %s (%s), %d tool call(s)",
         spec.attempt_id, driver.harness_name, run.end_state, run.end_detail or "-", len(run.tool_calls),
     )  # fmt: skip
-    return parse_record(doc, source=spec.attempt_id)
+    return parse_record(bound_texts(doc), source=spec.attempt_id)
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -162,6 +162,34 @@ def _harness_command(harness_dir: str, project: str, out: str, harness_args: lis
     return ["python3", f"{harness_dir}/readme_runner.py", "--project", project, "--out", out, *harness_args]
 
 
+def single_commit_source(repo_path: Path, commit: str, dest: Path, timeout: float = 600) -> str | None:
+    """Make `dest` a bare repository holding the pinned commit alone (depth 1): what an attempt
+    container may fetch from. Binding the repository itself would show the agent every other commit
+    of the project, a later fix included. Returns None, or why the commit could not be copied."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(dest.parent),  # no user configuration, no prompts
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+    source = "file://" + str(Path(repo_path).resolve())
+    steps = [
+        ["git", "init", "-q", "--bare", str(dest)],
+        ["git", "-C", str(dest), "fetch", "-q", "--no-tags", "--depth", "1", source, commit],
+        ["git", "-C", str(dest), "update-ref", "refs/heads/pinned", commit],
+    ]
+    for argv in steps:
+        try:
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"could not copy pinned commit {commit} from {repo_path}: git took over {timeout:.0f} s"
+        if done.returncode != 0:
+            detail = (done.stderr.strip().splitlines() or ["no message"])[-1][:300]
+            return f"could not fetch pinned commit {commit} from {repo_path}: {detail}"
+    return None
+
+
 def _fetch_error(code: int | None, commit: str, repo_path: Path) -> str | None:
     """The bootstrap's own exit code for a pinned commit it could not fetch: our tooling's failure."""
     return f"could not fetch pinned commit {commit} from {repo_path}" if code == FETCH_FAILED else None
@@ -202,14 +230,14 @@ class DockerExecutor:
         sweep_once()  # what killed runs of this installation left behind
 
     def host_config(
-        self, name: str, labels: dict[str, str], areas: dict[str, Path], task_dir: Path, repo_path: Path
+        self, name: str, labels: dict[str, str], areas: dict[str, Path], task_dir: Path, source: Path
     ) -> dict:
         """Every setting of an attempt container (README "Threat model" explains each)."""
         c = self.containment
         volumes = {
             str(HARNESS_DIR): {"bind": CONTAINER_HARNESS, "mode": "ro"},
             str(INIT_SCRIPT): {"bind": CONTAINER_INIT, "mode": "ro"},
-            str(Path(repo_path).resolve()): {"bind": CONTAINER_SOURCE, "mode": "ro"},
+            str(Path(source).resolve()): {"bind": CONTAINER_SOURCE, "mode": "ro"},  # the pinned commit only
             str(task_dir): {"bind": CONTAINER_TASK, "mode": "ro"},
             str(areas["out"]): {"bind": CONTAINER_OUT, "mode": "rw"},
         }
@@ -265,6 +293,9 @@ class DockerExecutor:
             reaper = Reaper.start(scratch, container=name)
             scratch.create(container=name, reaper=reaper)
             task_dir = scratch.task_dir(how.files)
+            source = scratch.plain_dir("source")
+            if problem := single_commit_source(repo_path, commit, source):
+                return ExecutionResult(self.name, started, _now(), None, False, problem, image)
             work_dirs = {sub: mode for sub, (_, mode) in WORK_MOUNTS.items()}
             with ThreadPoolExecutor(2) as pool:  # mkfs and mount of both areas side by side
                 out_area = pool.submit(scratch.area, "out", c.out_bytes, noexec=True)
@@ -291,7 +322,7 @@ class DockerExecutor:
                     **(env or {}),
                     **how.env,
                 },
-                **self.host_config(name, labels, areas, task_dir, repo_path),
+                **self.host_config(name, labels, areas, task_dir, source),
             )
             deadline = time.monotonic() + budget_seconds
             timed_out = False

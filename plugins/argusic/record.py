@@ -111,6 +111,13 @@ class Evidence(_Strict):
     report: EvidenceRef | None
 
 
+# Free text an agent (or its CLI's session log) writes into a record is bounded, so that no attempt can
+# push its record past MAX_RECORD_BYTES and block its cycle's ingest; the whole text stays in the
+# report evidence object. `bound_texts` cuts longer texts, saying so.
+REPORT_TEXT_MAX = 8_000
+LABEL_MAX = 200
+
+
 class Report(_Strict):
     install_ok: bool
     ran_ok: bool
@@ -118,8 +125,8 @@ class Report(_Strict):
     # May exceed errors_encountered: such a run is kept and rejected by the scoring rules, not here.
     errors_fixed: int = Field(ge=0)
     test_depth: TestDepth
-    verified_how: str
-    final_state: str
+    verified_how: str = Field(max_length=REPORT_TEXT_MAX)
+    final_state: str = Field(max_length=REPORT_TEXT_MAX)
 
 
 class Measure(_Strict):
@@ -144,13 +151,42 @@ class Usage(_Strict):
 
 
 class Harness(_Strict):
-    name: str
-    version: str
+    name: str = Field(max_length=LABEL_MAX)
+    version: str = Field(max_length=LABEL_MAX)
 
 
 class Model(_Strict):
-    requested: str | None
-    responded: str | None
+    requested: str | None = Field(max_length=LABEL_MAX)
+    responded: str | None = Field(max_length=LABEL_MAX)
+
+
+def cut_text(value: str, limit: int) -> str:
+    """`value` if it fits in `limit` characters, else its start and how much was cut."""
+    if len(value) <= limit:
+        return value
+    keep = limit - 40
+    return f"{value[:keep]} [... {len(value) - keep} characters cut]"
+
+
+def bound_report(report: object) -> object:
+    """A report document with its free-text fields cut to REPORT_TEXT_MAX (other values as they are:
+    validation judges them)."""
+    if not isinstance(report, dict):
+        return report
+    return {
+        k: cut_text(v, REPORT_TEXT_MAX) if k in ("verified_how", "final_state") and isinstance(v, str) else v
+        for k, v in report.items()
+    }
+
+
+def bound_texts(doc: dict) -> dict:
+    """A record document whose agent-written texts (report, harness and model names) are bounded."""
+    out = dict(doc)
+    out["report"] = bound_report(doc.get("report"))
+    for part in ("harness", "model"):
+        if isinstance(doc.get(part), dict):
+            out[part] = {k: cut_text(v, LABEL_MAX) if isinstance(v, str) else v for k, v in doc[part].items()}
+    return out
 
 
 class Key(_Strict):
