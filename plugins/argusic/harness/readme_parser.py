@@ -597,6 +597,10 @@ CATEGORY_RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
 ]
+STRONG_RUN_RE = re.compile(
+    r"\bexamples?\b|\bdemo\b|\btutorial\b|\btests?\b|\btesting\b|\bquick ?-?start|\bgetting started\b"
+    r"|\busage\b"
+)
 PREREQUISITE_RE = re.compile(
     r"^(system |build |runtime |software |other )?(requirements?|prerequisites?|dependencies)\b"
     r"|^install(ing)? (the )?(dependencies|requirements|prerequisites)\b|^before you (begin|start)"
@@ -656,7 +660,7 @@ def build_sections(items: list[Item]) -> tuple[list[Section], list[int]]:
                 stack.pop()
             parent = stack[-1] if stack else None
             own = classify_heading(item.title)
-            if not title_seen and titles_at_level.get(item.level, 0) == 1:
+            if not title_seen and item.level == 1 and titles_at_level.get(1, 0) == 1:
                 own = None  # the document's title names the project, whatever its words
             title_seen = True
             sec = Section(len(sections), item.title, item.level, parent, own)
@@ -776,8 +780,10 @@ def block_commands(
         return [], ["a file's content (shebang or file-name comment)"]
     if sw.PYTHON_PROMPT_RE.match(first):
         return [], ["a Python session"]
-    if any(sw.has_prompt(ln) for ln in significant):
-        return _prompted_commands(body), []
+    first_code = next((ln for ln in significant if not ln.strip().startswith("#")), "")
+    prompted = sw.has_prompt(first_code) if shell and lang not in PROMPT_LANGS else None
+    if prompted or (prompted is None and any(sw.has_prompt(ln) for ln in significant)):
+        return _prompted_commands(body, known), []
     if lang in PROMPT_LANGS or not shell:
         candidates = [ln for ln in significant if not ln.strip().startswith("#")]
         if not candidates:
@@ -796,10 +802,10 @@ def block_commands(
         ]
         commands = sw.group_commands(kept)
         return [c for c in commands if "\n" in c or sw.looks_like_command(c, known)], []
-    return sw.group_commands(body), []
+    return sw.group_commands([sw.strip_prompt(ln)[0] if sw.has_prompt(ln) else ln for ln in body]), []
 
 
-def _prompted_commands(body: list[str]) -> list[str]:
+def _prompted_commands(body: list[str], known: frozenset[str] = frozenset()) -> list[str]:
     """Commands at prompts; continuation lines kept; everything else is output."""
     out: list[str] = []
     current: list[str] | None = None
@@ -815,7 +821,10 @@ def _prompted_commands(body: list[str]) -> list[str]:
                 out.append(text)
                 current = None
             continue
-        cmd, had = sw.strip_prompt(raw, allow_root=True)
+        cmd, had = sw.strip_prompt(raw)
+        if not had:
+            root, had = sw.strip_prompt(raw, allow_root=True)  # `# make install`: a root prompt
+            cmd = root if had and sw.looks_like_command(root, known) else ""
         if not had or not cmd:
             continue
         if sw.is_complete(cmd):
@@ -1149,7 +1158,7 @@ def parse_readme(text: str, filename: str = "README.md", checkout: Checkout | No
     runs = _choose_runs(run_parts, sections, chosen, losing)
 
     # Checkout-aware filters and de-duplication, then the final lists and blocks.
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # command -> the section it was taken from
     for phase, parts in ((INSTALL, chosen), (RUN, runs)):
         cwd = ""
         made: set[str] = set()
@@ -1157,7 +1166,7 @@ def parse_readme(text: str, filename: str = "README.md", checkout: Checkout | No
             kept = []
             for cmd in cmds:
                 key = normalise(cmd)
-                if key in seen and not _repeatable(cmd):
+                if seen.get(key, g.section) != g.section and not _repeatable(cmd):
                     plan.notes.append(f"line {g.line}: `{_short(cmd)}` is already taken")
                     continue
                 hole = placeholder_in(cmd)
@@ -1174,7 +1183,7 @@ def parse_readme(text: str, filename: str = "README.md", checkout: Checkout | No
                     plan.notes.append(f"line {g.line}: `{_short(cmd)}`: no such folder in the checkout")
                     continue
                 kept.append(cmd)
-                seen.add(key)
+                seen.setdefault(key, g.section)
                 made |= files_made(cmd, cwd)
                 cwd = _cwd_after(cmd, cwd)
             if kept:
@@ -1640,7 +1649,7 @@ def _choose_install(
             and not any(_is_local_build(c, strict=True) for _, cs in uparts for c in cs)
         ):
             plan.notes.append(f"{s.title}: development commands that do not build this checkout")
-        elif not any(sw.command_kind(c) == sw.INSTALL for _, cs in uparts for c in cs):
+        elif all(sw.command_kind(c) == sw.RUN for _, cs in uparts for c in cs):
             plan.notes.append(f"{_unit_name(key, units, sections)}: installs nothing, not a route")
         else:
             routes.append(key)
@@ -1801,13 +1810,21 @@ def _choose_runs(
         return idx in with_cmds or any(leads_to_cmds(c) for c in sections[idx].children)
 
     def followed(idx: int) -> set[int]:
-        """The section's own commands, else the first subsection (in order) that leads to commands."""
+        """The section's own commands, else its first subsection that leads to commands; and the
+        subsections whose own heading is a run heading (Examples, Running the tests...)."""
+        out: set[int] = set()
         if idx in with_cmds:
-            return {idx}
+            out.add(idx)
+        else:
+            for c in sections[idx].children:
+                if leads_to_cmds(c):
+                    if sections[c].category in (RUN, None):
+                        out |= followed(c)
+                    break
         for c in sections[idx].children:
-            if leads_to_cmds(c):
-                return followed(c) if sections[c].category in (RUN, None) else set()
-        return set()
+            if sections[c].category == RUN and STRONG_RUN_RE.search(_norm_title(sections[c].title)):
+                out |= followed(c)
+        return out
 
     tops = [
         s.index
