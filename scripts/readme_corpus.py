@@ -114,9 +114,14 @@ def judge(folder: Path) -> dict:
         verdict = "wrong"
     else:
         verdict = "partly"
+    source = dict(
+        line.split(": ", 1) for line in (folder / "SOURCE").read_text().splitlines() if ": " in line
+    )
     return {
         "name": folder.name,
         "readme": readme.name,
+        "language": source.get("language", "?"),
+        "set": source.get("set", "development").split(" ")[0],
         "format": plan.format,
         "verdict": verdict,
         "expected_empty": not expected_all,
@@ -135,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="fixture folders to judge (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (totals and verdicts)")
-    parser.add_argument("--verbose", "-v", action="store_true", help="show the differences and notes")
+    parser.add_argument("--verbose", "-v", action="store_true", help="show the differences")
+    parser.add_argument("--notes", action="store_true", help="with --verbose: also the parser's notes")
     args = parser.parse_args(argv)
     folders = sorted(p for p in CORPUS.iterdir() if p.is_dir() and (p / "EXPECTED").exists())
     if args.names:
@@ -156,9 +162,20 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{'':<{width}}    {key}: {c}")
             if r["order_differs"]:
                 print(f"{'':<{width}}    (same commands, another order)")
-            if args.verbose > 1 if isinstance(args.verbose, int) else False:
+            if args.notes:
                 for n in r["notes"]:
                     print(f"{'':<{width}}    note: {n}")
+    print()
+    for key, title in (("language", "by language"), ("ext", "by README format"), ("set", "by set")):
+        groups: dict[str, list[dict]] = {}
+        for r in results:
+            value = r[key] if key != "ext" else (Path(r["readme"]).suffix.lower() or "(none)")
+            groups.setdefault(value, []).append(r)
+        cells = []
+        for value, rs in sorted(groups.items()):
+            c = {v: sum(1 for r in rs if r["verdict"] == v) for v in ("right", "partly", "wrong")}
+            cells.append(f"{value} {c['right']}/{c['partly']}/{c['wrong']}")
+        print(f"{title} (right/partly/wrong): " + ", ".join(cells))
     print()
     print(
         f"{total} READMEs: right {counts['right']} ({shares['right']:.0%}), "
