@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -315,6 +316,23 @@ def test_python_alias_move(tmp_path):
     assert "`python` not found" in report["final_state"]
     proc, report = run_harness(project, tmp_path / "out2", "--no-recovery", env=env)
     assert (report["errors_encountered"], report["errors_fixed"], report["ran_ok"]) == (1, 0, False)
+
+
+def test_sudo_move_as_root(tmp_path):
+    if os.geteuid() != 0 or shutil.which("sudo", path="/usr/sbin:/usr/bin:/sbin:/bin"):
+        pytest.skip("needs root and no sudo, like the attempt image")
+    readme = "# t\n\n## Usage\n\n```sh\nsudo -E touch made.txt\n```\n"
+    project = write_project(tmp_path, readme)
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    proc, report = run_harness(project, tmp_path / "out", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (report["ran_ok"], report["errors_encountered"], report["errors_fixed"]) == (True, 1, 1)
+    assert (project / "made.txt").exists()
+    assert "`sudo` not found and already root" in report["final_state"]
+    (project / "made.txt").unlink()
+    _, report = run_harness(project, tmp_path / "out2", "--no-recovery", env=env)
+    assert (report["ran_ok"], report["errors_encountered"], report["errors_fixed"]) == (False, 1, 0)
+    assert "sudo: command not found" in report["final_state"]
 
 
 def test_undecodable_output_is_not_verified(tmp_path):

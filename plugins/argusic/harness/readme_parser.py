@@ -943,6 +943,10 @@ _DATA_EXT = (
     ".jpg", ".jpeg", ".png", ".gif", ".pdf", ".db", ".sqlite", ".sqlite3", ".tar", ".gz", ".tgz", ".zip",
     ".xz", ".bz2", ".deb", ".rpm", ".whl",
 )  # fmt: skip
+_WRITERS = {
+    "touch", "mkdir", "rm", "rmdir", "tee", "mktemp", "ln", "wget", "curl", "echo", "printf", "install",
+    "chmod", "chown", "git", "cd", "export", "cp", "mv", "dd", "truncate", "openssl", "ssh-keygen",
+}  # fmt: skip
 _INTERPRETERS = {
     "python",
     "python2",
@@ -1018,6 +1022,8 @@ def _inputs(command: str) -> list[str]:
         if w.strip("()") and w != "<":
             args.append(w.strip("()"))
     base = prog.rsplit("/", 1)[-1]
+    if base in _WRITERS:
+        return found  # their file arguments are what they create or change
     if base in _INTERPRETERS or re.fullmatch(r"python\d(\.\d+)?", base):
         script = next((a for a in args if not a.startswith("-")), "")
         if args and args[0] in ("-m", "-c"):

@@ -51,6 +51,7 @@ DEFAULT_COMMAND_TIMEOUT = 1800.0
 PORT_WAIT_SECONDS = 20.0
 MAX_MOVES_PER_STEP = 3
 MAX_README_BYTES = 2_000_000  # a README larger than this is read up to here
+SCRIPT_ARG_LIMIT = 100_000  # Linux caps one argument at 128 KiB
 
 __all__ = ["HARNESS_NAME", "HARNESS_VERSION", "Plan", "find_readme", "main", "parse_readme", "session"]
 
@@ -72,6 +73,19 @@ NOFILE_RES = [
     re.compile(r"can't create ([^\s:'\"`]+)"),
 ]
 PYTHON_MISSING_RE = re.compile(r"\bpython: (command )?not found|'python': No such file or directory")
+SUDO_MISSING_RE = re.compile(r"\bsudo: (command )?not found|'sudo': No such file or directory")
+SUDO_SHIM = """#!/bin/sh
+# readme-runner's sudo: the harness already runs as root, so the command runs as it is.
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -u|-g|-C|-D|-h|-p|-r|-t|-U) shift 2 ;;
+    --) shift; break ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+exec "$@"
+"""
 BACKGROUND_RE = re.compile(r"(?<![&|])&\s*$")
 STATE_SKIP = {"PWD", "OLDPWD", "SHLVL", "_"}
 
@@ -201,16 +215,19 @@ class Runner:
             self.rec.prompt(commands[index], self._label(cwd or None))
 
         control = Control(on_step)
-        script_path = os.path.join(self.state_dir, "block.sh")
-        with open(script_path, "w", encoding="utf-8") as f:
-            f.write(self._script(commands, control.child_fds()))
+        script = self._script(commands, control.child_fds())
         self._write_overrides()
         env = dict(self.env, ARGUSIC_STATE=self.state_dir)
         if not os.path.isdir(self.cwd):
             self.cwd = self.project
-        code, timed_out, output, _seconds = self.rec.run(
-            ["bash", script_path], self.cwd, env, self.timeout, control=control
-        )
+        if len(script.encode()) < SCRIPT_ARG_LIMIT:
+            argv = ["bash", "-c", script, "bash"]  # errors read "bash: line N: ...", as at a prompt
+        else:  # too long for one argument: from a file
+            script_path = os.path.join(self.state_dir, "block.sh")
+            with open(script_path, "w", encoding="utf-8") as f:
+                f.write(script)
+            argv = ["bash", script_path]
+        code, timed_out, output, _seconds = self.rec.run(argv, self.cwd, env, self.timeout, control=control)
         ended_at = time.monotonic()
         ended_by = None
         try:
@@ -500,6 +517,7 @@ class Runner:
         for name, move in (
             ("chmod", self._move_chmod),
             ("python3", self._move_python),
+            ("sudo", self._move_sudo),
             ("dotenv", self._move_dotenv),
             ("mkdir", self._move_mkdir),
         ):
@@ -543,9 +561,25 @@ class Runner:
         link = os.path.join(shims, "python")
         if not os.path.lexists(link):
             os.symlink(python3, link)
-        self.env["PATH"] = shims + os.pathsep + self.env.get("PATH", "")
+        if not self.env.get("PATH", "").startswith(shims):
+            self.env["PATH"] = shims + os.pathsep + self.env.get("PATH", "")
         self.overrides["PATH"] = self.env["PATH"]
         return f"`python` not found: put a `python` -> {python3} link first on PATH"
+
+    def _move_sudo(self, command: str, output: str) -> str | None:
+        if not SUDO_MISSING_RE.search(output) or os.geteuid() != 0:
+            return None
+        shims = os.path.join(self.state_dir, "shims")
+        os.makedirs(shims, exist_ok=True)
+        path = os.path.join(shims, "sudo")
+        if not os.path.exists(path):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(SUDO_SHIM)
+            os.chmod(path, 0o755)
+        if not self.env.get("PATH", "").startswith(shims):
+            self.env["PATH"] = shims + os.pathsep + self.env.get("PATH", "")
+        self.overrides["PATH"] = self.env["PATH"]
+        return "`sudo` not found and already root: put a `sudo` that runs its command first on PATH"
 
     def _move_dotenv(self, command: str, output: str) -> str | None:
         if not ENV_HINT_RE.search(output):
