@@ -208,10 +208,11 @@ def _read_markdown(lines: list[str]) -> list[Item]:
         if m:
             flush()
             indent, marker, lang = len(m.group(1)), m.group(2), m.group(3).lower()
+            quoted = raw.lstrip().startswith(">")  # a fence inside a block quote: its lines are quoted too
             body: list[str] = []
             j = i + 1
             while j < n:
-                inner = _BQ_RE.sub("", lines[j]) if lines[j].lstrip().startswith(">") else lines[j]
+                inner = _BQ_RE.sub("", lines[j]) if quoted and lines[j].lstrip().startswith(">") else lines[j]
                 if inner.strip().startswith(marker[0] * len(marker)) and not inner.strip().strip(marker[0]):
                     break
                 body.append(inner[indent:] if inner[:indent].strip() == "" else inner.lstrip())
@@ -592,7 +593,8 @@ CATEGORY_RULES: list[tuple[str, re.Pattern[str]]] = [
         RUN,
         re.compile(
             r"\busage\b|\busing\b|\bhow to use\b|\bquick ?-?start|\bgetting started\b|\bget started\b"
-            r"|\brun|\bexamples?\b|\bdemo\b|\btutorial\b|\btry\b|\btest|\bwalk ?through\b|\bfirst steps?\b"
+            r"|\brun|\bexamples?\b|\bdemo\b|\btutorial\b|\btour\b|\btry\b|\btest"
+            r"|\bwalk ?through\b|\bfirst steps?\b"
             r"|\bbasic\b|\bhello\b"
         ),
     ),
@@ -601,6 +603,7 @@ STRONG_RUN_RE = re.compile(
     r"\bexamples?\b|\bdemo\b|\btutorial\b|\btests?\b|\btesting\b|\bquick ?-?start|\bgetting started\b"
     r"|\busage\b"
 )
+TUTORIAL_RE = re.compile(r"\btutorial\b|\btour\b|\bwalk ?through\b")  # read through, every subsection
 PREREQUISITE_RE = re.compile(
     r"^(system |build |runtime |software |other )?(requirements?|prerequisites?|dependencies)\b"
     r"|^install(ing)? (the )?(dependencies|requirements|prerequisites)\b|^before you (begin|start)"
@@ -712,8 +715,8 @@ def _platform_of(text: str) -> str | None:
 
 # The last sentence before a block says what the block is.
 _OUTPUT_PROSE_RE = re.compile(
-    r"(?i)(\b(the|its|this|sample|example|expected|following|command'?s?|program'?s?)\s+output\b"
-    r"|\boutput\s*(is\b|looks\b|will\b|should\b|of\b|similar\b)|^\W*(sample |example )?output\W*$"
+    r"(?i)(\b(the|its|this|sample|example|expected|following|command'?s?|program'?s?)\s+output\b(?!\s+(of|from|to|into)\b)"
+    r"|\boutput\s*(is\b|looks\b|will\b|should\b|similar\b)|^\W*(sample |example )?output\W*$"
     r"|\bshould be output\b"
     r"|\byou('ll| will| should| would)? (see|get)\b|\bpresented with\b|\bresembling\b"
     r"|\bwill (print|output|display|show|look like|produce)\b"
@@ -723,6 +726,7 @@ _OUTPUT_PROSE_RE = re.compile(
 _ALT_PROSE_RE = re.compile(
     r"(?i)^\W*(or\b|alternatively\b|otherwise\b|you can also\b|you may also\b|another (way|option)\b"
     r"|instead\b|to (get|build|install|compile|use)\b[^.:]*\b(with|using|from|via)\b"
+    r"|if you (are using|use|prefer)\b"
     r"|(with|using|via)\s+\S+[^.]{0,40}:\s*$)"
 )
 _OPTIONAL_PROSE_RE = re.compile(
@@ -780,10 +784,14 @@ def block_commands(
         return [], ["a file's content (shebang or file-name comment)"]
     if sw.PYTHON_PROMPT_RE.match(first):
         return [], ["a Python session"]
-    first_code = next((ln for ln in significant if not ln.strip().startswith("#")), "")
-    prompted = sw.has_prompt(first_code) if shell and lang not in PROMPT_LANGS else None
-    if prompted or (prompted is None and any(sw.has_prompt(ln) for ln in significant)):
-        return _prompted_commands(body, known), []
+    if re.match(r"(?i)^(usage|synopsis|options|commands|arguments|flags)\s*:", first):
+        return [], ["a program's help text"]
+    if any(sw.has_prompt(ln) for ln in significant):
+        # Lines at a prompt are commands, the lines after them their output; in a shell block,
+        # unprompted lines before the first prompt are commands too.
+        first = next(i for i, ln in enumerate(body) if ln.strip() and sw.has_prompt(ln))
+        head = sw.group_commands(body[:first]) if shell and lang not in PROMPT_LANGS else []
+        return head + _prompted_commands(body[first:], known), []
     if lang in PROMPT_LANGS or not shell:
         candidates = [ln for ln in significant if not ln.strip().startswith("#")]
         if not candidates:
@@ -812,9 +820,9 @@ def _prompted_commands(body: list[str], known: frozenset[str] = frozenset()) -> 
     for raw in body:
         if current is not None:
             cont = raw
-            m = re.match(r"^\s*>\s?", cont)
+            m = re.match(r"^>\s?", cont)
             if m:
-                cont = cont[m.end() :]  # PS2 prompt
+                cont = cont[m.end() :]  # a PS2 prompt at the margin (an indented `> file` is a redirection)
             current.append(cont.rstrip())
             text = "\n".join(current)
             if sw.is_complete(text):
@@ -846,7 +854,8 @@ def _alternatives_in_block(commands: list[str], body: list[str]) -> list[bool]:
         first = cmd.split("\n")[0].strip()
         while pos < len(text_lines) and sw.strip_prompt(text_lines[pos])[0] != first:
             if re.match(
-                r"(?i)^#\s*(or\b|alternativ|instead|and if\b|if you (don't|do not|want))", text_lines[pos]
+                r"(?i)^(#\s*)?(or\b|alternativ|instead)|^#\s*(and if\b|if you (don't|do not|want))",
+                text_lines[pos],
             ):
                 alt = True
             pos += 1
@@ -910,7 +919,7 @@ _PLACEHOLDER_RES = [
     re.compile(r"<[A-Za-z][\w .|/-]*>"),  # <file>, <your app>
     re.compile(r"(?<!\S)\[[A-Za-z][\w .|/()-]*(\.\.\.)?\]"),  # [options], [file(s)-or-folder]
     re.compile(r"(^|\s)\.\.\.(\s|$)|\w\.\.\.(\s|$)"),  # ...
-    re.compile(r"(^|[\s='\"(])/?path/to/"),
+    re.compile(r"(^|[\s='\"(])/?(path/to|some)/|://\["),
     re.compile(r"\byour[_-]\w+|\byour(app|file|project|name)\b", re.I),
     re.compile(r"(^|\s)(\./)?(foo|bar|baz)(/(foo|bar|baz))*/?(\s|$)"),  # ./foo, foo/bar
 ]
@@ -1050,6 +1059,13 @@ def missing_input(command: str, cwd: str, checkout: Checkout, made: set[str]) ->
     """A file the command reads that is neither in the checkout nor made by an earlier command."""
     if not checkout.known or cwd == "/":
         return None
+    for seg in sw.segments(command):
+        words = sw.program_words(seg)
+        for opt, value in zip(words, words[1:], strict=False):
+            if opt in ("--path", "--manifest-path", "-C") and value.startswith("./"):
+                folder = os.path.normpath(os.path.join(cwd, value))
+                if folder not in made and "*" not in made and checkout.exists(folder) is False:
+                    return value  # `cargo install --path ./x`: a folder that is not here
     for cand in _inputs(command):
         path = os.path.normpath(os.path.join(cwd, cand)) if cwd else os.path.normpath(cand)
         if path in made or cand in made or any(path.startswith(m + "/") for m in made):
@@ -1152,7 +1168,7 @@ def parse_readme(text: str, filename: str = "README.md", checkout: Checkout | No
     groups = [g for g in groups if _followable(g, sections, has_install_section)]
 
     _drop_other_platforms(groups, sections, plan)
-    _drop_project_clone(groups, plan)
+    _drop_project_clone(groups, plan, known)
     _drop_outside_checkout(groups, sections, plan)
     _number_units(groups)
 
@@ -1161,6 +1177,7 @@ def parse_readme(text: str, filename: str = "README.md", checkout: Checkout | No
     run_parts = [(g, cmds) for g, cmds in run_parts if id(g) not in variants]
     chosen, losing = _choose_install(install_parts, sections, checkout, plan, known)
     _apply_configure_rule(chosen, checkout, plan)
+    _system_packages_first(chosen, plan)
     runs = _choose_runs(run_parts, sections, chosen, losing)
 
     # Checkout-aware filters and de-duplication, then the final lists and blocks.
@@ -1230,6 +1247,10 @@ def _collect_groups(
             continue
         if isinstance(item, Prose):
             last_prose[s] = (item.text, pos)
+            for label, cmd in _list_item_commands(item.text, known):
+                g = Group([cmd], s, item.line, "inline", prose=label)
+                g.platform = _platform_of(label) or "fallback"
+                groups.append(g)
             for cmd in inline_commands(item.text, fmt, known):
                 if _changes_commit(cmd):
                     continue
@@ -1292,6 +1313,19 @@ def _collect_groups(
     ]
 
 
+_LIST_CMD_RE = re.compile(r"(?m)^\s*[-*+]\s+([^`:\n]{2,80}):\s*`([^`\n]+)`")
+
+
+def _list_item_commands(text: str, known: frozenset[str]) -> list[tuple[str, str]]:
+    """`- Ubuntu / Debian: `apt install x``: an install command per system, in a list."""
+    out = []
+    for m in _LIST_CMD_RE.finditer(text):
+        label, cmd = m.group(1).strip(), m.group(2).strip()
+        if sw.looks_like_command(cmd, known) and sw.command_kind(cmd) == sw.INSTALL and _platform_of(label):
+            out.append((label, cmd))
+    return out
+
+
 def _changes_commit(cmd: str) -> bool:
     """`git checkout v1.2`, `git pull`, `git reset --hard`: the attempt is about the pinned commit."""
     for seg in sw.segments(cmd):
@@ -1332,7 +1366,7 @@ def _drop_other_platforms(groups: list[Group], sections: list[Section], plan: Pl
             plan.notes.append(f"line {g.line}: for other systems than Debian")
             g.commands = []
             continue
-        if g.optional:
+        if g.optional and (g.section < 0 or sections[g.section].category in (INSTALL, DEV)):
             plan.notes.append(f"line {g.line}: optional")
             g.commands = []
             continue
@@ -1445,7 +1479,11 @@ def _clone_target(words: list[str]) -> str:
     return re.sub(r"\.git$", "", args[0].rstrip("/").rsplit("/", 1)[-1]) if args else ""
 
 
-def _drop_project_clone(groups: list[Group], plan: Plan) -> None:
+def _clone_url(words: list[str]) -> str | None:
+    return next((w for w in words[2:] if "://" in w or w.startswith("git@")), None)
+
+
+def _drop_project_clone(groups: list[Group], plan: Plan, known: frozenset[str] = frozenset()) -> None:
     """`git clone URL [dir]` then `cd dir`: getting the sources we already have. Both are dropped."""
     flat = [(g, i) for g in groups for i in range(len(g.commands))]
     drop: set[tuple[int, int]] = set()
@@ -1471,6 +1509,10 @@ def _drop_project_clone(groups: list[Group], plan: Plan) -> None:
             if g2.section == g.section and len(nxt) == 2 and nxt[0] == "cd" and nxt[1].rstrip("/") == target:
                 drop.add((id(g), i))
                 drop.add((id(g2), i2))
+                continue
+        url_name = re.sub(r"\.git$", "", (_clone_url(words) or "").rstrip("/").rsplit("/", 1)[-1]).lower()
+        if url_name and url_name in known and len(parts) == 1:
+            drop.add((id(g), i))  # the project's own repository (its name is the README's title)
     for g in groups:
         kept = []
         for i, cmd in enumerate(g.commands):
@@ -1608,7 +1650,7 @@ def _unit_score(parts: list[Part], sections: list[Section], checkout: Checkout) 
         r"\bfrom (the )?(source|git)\b|\bgit (clone|checkout|repository)\b|\bcheck(ed)? ?out\b", _first(prose)
     ):
         score += 2
-    if any(g.platform == "ours" for g, _ in parts) or sw.OUR_PLATFORM_RE.search(near):
+    if any(_DEBIAN_RE.search(g.prose) for g, _ in parts) or _DEBIAN_RE.search(near):
         score += 1
     if re.search(
         r"\bdeprecat|\blegacy\b|\bunsupported\b|\bexperimental\b|\bnot recommended\b", titles + " " + prose
@@ -1626,6 +1668,9 @@ def _unit_score(parts: list[Part], sections: list[Section], checkout: Checkout) 
             break
         made |= files_made(c, "")
     return score
+
+
+_DEBIAN_RE = re.compile(r"(?i)\b(debian|ubuntu|mint|devuan|raspbian|bookworm)\b")
 
 
 def _first(prose: str) -> str:
@@ -1786,6 +1831,29 @@ def _needs_generator(cmds: list[str], checkout: Checkout, unit: list[str]) -> bo
     return uses and checkout.exists("configure") is False and not _has_generator(unit)
 
 
+def _system_packages_first(chosen: list[Part], plan: Plan) -> None:
+    """Debian packages a route names (apt install ...) are installed before it builds anything."""
+    flat = [(k, c) for k, (_, cmds) in enumerate(chosen) for c in cmds]
+    first_build = next((n for n, (_, c) in enumerate(flat) if _is_local_build(c)), None)
+    if first_build is None:
+        return
+    late = [(n, k, c) for n, (k, c) in enumerate(flat) if n > first_build and _is_system_package(c)]
+    if not late:
+        return
+    for _, k, c in late:
+        chosen[k][1].remove(c)
+    k0 = flat[first_build][0]
+    at = chosen[k0][1].index(flat[first_build][1])
+    for _, _, c in reversed(late):
+        chosen[k0][1].insert(at, c)
+        plan.notes.append(f"`{_short(c)}` moved before the build: system packages first")
+
+
+def _is_system_package(cmd: str) -> bool:
+    words = sw.program_words(sw.segments(cmd)[0]) if sw.segments(cmd) else []
+    return words[:2] in (["apt", "install"], ["apt-get", "install"])
+
+
 def _apply_configure_rule(chosen: list[Part], checkout: Checkout, plan: Plan) -> None:
     """No `configure` in the checkout: the generator the README names runs before `./configure`."""
     if checkout.exists("configure") is not False:
@@ -1827,8 +1895,10 @@ def _choose_runs(
                     if sections[c].category in (RUN, None):
                         out |= followed(c)
                     break
+        read_through = TUTORIAL_RE.search(_norm_title(sections[idx].title))
         for c in sections[idx].children:
-            if sections[c].category == RUN and STRONG_RUN_RE.search(_norm_title(sections[c].title)):
+            strong = STRONG_RUN_RE.search(_norm_title(sections[c].title))
+            if sections[c].category == RUN and (read_through or strong):
                 out |= followed(c)
         return out
 

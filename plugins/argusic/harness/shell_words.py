@@ -18,13 +18,14 @@ import shlex
 _USER_HOST = r"[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s?[$#%]"  # user@host:~/dir$
 _PROMPT_RES = [
     re.compile(r"^(?:\([\w.-]+\)\s+)?" + _USER_HOST + r"(?:\s+|$)"),  # (venv) user@host:~$ cmd
-    re.compile(r"^(?:\([\w.-]+\)\s+)?(?:[\w.~/-]+\s)?[$%]\s+"),  # $ cmd, % cmd, (venv) $ cmd, ~/dir $ cmd
+    re.compile(r"^(?:\([\w.-]+\)\s+)?(?:[\w.~/-]+\s)?[$]\s+"),  # $ cmd, (venv) $ cmd, ~/dir $ cmd
     re.compile(r"^(?:[$%])$"),  # a lone prompt
     re.compile(r"^PS [A-Za-z]:[^>]*>\s*"),  # PS C:\> cmd
     re.compile(r"^PS>\s*"),
     re.compile(r"^[›❯➜▶λ»]\s+"),  # zsh/fish themes: › ❯ ➜ ▶ λ »
-    re.compile(r"^>\s+(?!>)"),  # > cmd (not the >> of a redirect)
 ]
+# Prompts that are also common in output (diff's `> line`, `% Total`): only before a command.
+_WEAK_PROMPT_RES = [re.compile(r"^%\s+"), re.compile(r"^>\s+(?!>)")]
 _ROOT_PROMPT_RE = re.compile(r"^#\s+(?=\S)")
 PYTHON_PROMPT_RE = re.compile(r"^(>>>|\.\.\.)(\s|$)")
 
@@ -38,9 +39,9 @@ def strip_prompt(line: str, allow_root: bool = False) -> tuple[str, bool]:
         m = rx.match(s)
         if m:
             return s[m.end() :].strip(), True
-    if allow_root:
-        m = _ROOT_PROMPT_RE.match(s)
-        if m:
+    for rx in _WEAK_PROMPT_RES + ([_ROOT_PROMPT_RE] if allow_root else []):
+        m = rx.match(s)
+        if m and looks_like_command(s[m.end() :]):
             return s[m.end() :].strip(), True
     return s, False
 
@@ -390,7 +391,10 @@ _BUILD_TOOLS = {
     "aclocal", "libtoolize", "gcc", "g++", "cc", "clang", "clang++", "zig", "earthly", "rustup",
     "cpanm", "cpan", "luarocks", "opam", "cabal", "dzil",
 }  # fmt: skip
-_TEST_MAKE_TARGETS = {"test", "tests", "check", "verify", "test-all", "tests-all", "unittest", "unittests"}
+_TEST_MAKE_TARGETS = {
+    "test", "tests", "check", "verify", "test-all", "tests-all", "unittest", "unittests",
+    "bench", "benchmark", "benchmarks", "testinstall",
+}  # fmt: skip
 _TEST_TOOLS = {"pytest", "py.test", "tox", "nox", "ctest", "prove", "bats", "phpunit", "rspec", "jest"}
 _TEST_SCRIPT_RE = re.compile(r"(^|/)(test|tests|runtests|run_tests|run-tests|alltests|test_all)(\.\w+)?$")
 
@@ -476,7 +480,11 @@ def _segment_kind(words: list[str]) -> str:
     if head == "git":
         return INSTALL if first in ("clone", "submodule", "lfs", "fetch", "pull", "checkout") else RUN
     if head in ("curl", "wget"):
-        return INSTALL if _is_download(args) else RUN
+        urls = [a for a in args if "://" in a]
+        data = urls and re.search(
+            r"\.(csv|tsv|json|txt|xml|ya?ml|md|html?|db|sqlite|log)(\?|$)", urls[0], re.I
+        )
+        return INSTALL if _is_download(args) and not data else RUN
     if head in ("tar", "unzip", "gunzip") or head in ("chmod",) and "+x" in args:
         return INSTALL
     if head in ("ln", "cp", "mv", "install") and any(
@@ -543,6 +551,9 @@ OTHER_PLATFORM_TOOLS = {
 }  # fmt: skip
 
 
+_WINDOWS_PATH_RE = re.compile(r"^[A-Za-z]:\\|^\.{0,2}\\?[\w.-]{2,}(\\[\w.-]{2,})+\\?$")
+
+
 def other_platform_command(command: str) -> bool:
     """A command for another system or a packaged release manager (brew, choco, docker, ...)."""
     for seg in segments(command):
@@ -554,5 +565,5 @@ def other_platform_command(command: str) -> bool:
             return True
         if "\\" in head and not head.startswith("\\"):  # py tools\buildhtml.py
             return True
-        return any(("\\" in w and re.search(r"\\\w", w) and "/" not in w) for w in words[1:])  # C:\x
+        return any(_WINDOWS_PATH_RE.match(w) for w in words[1:])  # C:\x, tools\build.py
     return False
