@@ -6,6 +6,8 @@ import ast
 import contextlib
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +19,13 @@ import pytest
 from argusic.agents import DRIVERS
 from argusic.forge import build_forge, checkout
 from argusic.harness import HARNESS_DIR, HARNESS_NAME, HARNESS_VERSION, decode
-from argusic.harness.readme_runner import block_commands, classify_heading, parse_readme
+from argusic.harness.readme_parser import (
+    Checkout,
+    block_commands,
+    classify_heading,
+    find_readme,
+    parse_readme,
+)
 
 RUNNER = HARNESS_DIR / "readme_runner.py"
 REPORT_KEYS = {
@@ -310,6 +318,23 @@ def test_python_alias_move(tmp_path):
     assert (report["errors_encountered"], report["errors_fixed"], report["ran_ok"]) == (1, 0, False)
 
 
+def test_sudo_move_as_root(tmp_path):
+    if os.geteuid() != 0 or shutil.which("sudo", path="/usr/sbin:/usr/bin:/sbin:/bin"):
+        pytest.skip("needs root and no sudo, like the attempt image")
+    readme = "# t\n\n## Usage\n\n```sh\nsudo -E touch made.txt\n```\n"
+    project = write_project(tmp_path, readme)
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    proc, report = run_harness(project, tmp_path / "out", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (report["ran_ok"], report["errors_encountered"], report["errors_fixed"]) == (True, 1, 1)
+    assert (project / "made.txt").exists()
+    assert "`sudo` not found and already root" in report["final_state"]
+    (project / "made.txt").unlink()
+    _, report = run_harness(project, tmp_path / "out2", "--no-recovery", env=env)
+    assert (report["ran_ok"], report["errors_encountered"], report["errors_fixed"]) == (False, 1, 0)
+    assert "sudo: command not found" in report["final_state"]
+
+
 def test_undecodable_output_is_not_verified(tmp_path):
     readme = "# t\n\n## Run\n\n```sh\nprintf 'not a png' > pic.png\n```\n\n## Verify\n\nOpen `pic.png`.\n"
     project = write_project(tmp_path, readme)
@@ -423,17 +448,27 @@ def test_parse_readme_sections():
         ("Installation", "install"),
         ("Setup", "install"),
         ("Building from source", "install"),
+        ("Compiling", "install"),
         ("Prerequisites", "install"),
+        ("Installing and Updating", "install"),
         ("Usage", "run"),
         ("Running the tests", "run"),
         ("Quick start", "run"),
         ("Getting Started", "run"),
         ("Examples", "run"),
+        ("Verify installation", "run"),
         ("Verify", "verify"),
         ("Verifying the output", "verify"),
         ("Verify with a mock service", "mock"),
-        ("Licence", None),
-        ("Contributing", None),
+        ("Development", "dev"),
+        ("Contributing", "dev"),
+        ("Configuration", "skip"),
+        ("Environment variables", "skip"),
+        ("Advanced usage", "skip"),
+        ("Upgrading", "skip"),
+        ("Uninstall", "skip"),
+        ("Licence", "skip"),
+        ("Pronouncing the name", None),
     ],
 )
 def test_classify_heading(heading, category):
@@ -441,16 +476,21 @@ def test_classify_heading(heading, category):
 
 
 def test_console_blocks_only_take_prompted_lines():
-    assert block_commands("console", ["$ a", "output", "$ b \\", "  --c", "more output"]) == [
+    assert block_commands("console", ["$ a", "output", "$ b \\", "  --c", "more output"])[0] == [
         "a",
         "b \\\n  --c",
     ]
-    assert block_commands("sh", ["", "# note", "$ x", "y"]) == ["x", "y"]
+    # A shell block that shows prompts shows output too: the unprompted line is output.
+    assert block_commands("sh", ["", "# note", "$ x", "y"])[0] == ["x"]
+    assert block_commands("sh", ["", "# note", "x", "y"])[0] == ["x", "y"]
 
 
 def test_headings_inherit_and_reset():
-    text = "## Usage\n\n### Advanced\n\n```sh\nrun-a\n```\n\n## FAQ\n\n```sh\nrun-b\n```\n"
+    text = "## Usage\n\n### From a file\n\n```sh\nrun-a\n```\n\n## FAQ\n\n```sh\nrun-b\n```\n"
     assert parse_readme(text).run == ["run-a"]
+    # A skipped heading covers its subsections, whatever their own words.
+    text = "## Configuration\n\n### Usage\n\n```sh\nrun-c\n```\n"
+    assert parse_readme(text).run == []
 
 
 def test_fence_inside_code_is_not_a_heading():
@@ -505,7 +545,8 @@ def test_png_decoder_checks_crc_and_data(catalogue, tmp_path):
 
 
 def test_harness_is_standard_library_only():
-    allowed = set(sys.stdlib_module_names) | {"decode", "recorder", "readme_runner"}
+    siblings = {p.stem for p in HARNESS_DIR.glob("*.py")}  # the harness's own modules, imported as scripts
+    allowed = set(sys.stdlib_module_names) | siblings
     for path in HARNESS_DIR.glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
@@ -571,3 +612,365 @@ def test_in_the_runner_image(catalogue, tmp_path):
         assert_valid_cast(out / "recording.cast")
         if report["test_depth"] != "tier3_none":
             assert "/usr/bin/python3 /opt/argusic/harness/decode.py" in report["verified_how"]
+
+
+# --- reading READMEs as a careful engineer would -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        ("$ make test", "make test"),
+        ("% ./configure", "./configure"),
+        ("> pip install foo", "pip install foo"),
+        ("› git shortlog -s", "git shortlog -s"),
+        ("➜ npm test", "npm test"),
+        ("▶ gron testdata/two.json", "gron testdata/two.json"),
+        ("user@host:~/src$ cargo build", "cargo build"),
+        ("(venv) $ pytest -q", "pytest -q"),
+        ("PS C:\\> choco install x", "choco install x"),
+    ],
+)
+def test_prompts_of_every_usual_form_are_stripped(line, command):
+    assert block_commands("console", [line, "some output line"])[0] == [command]
+
+
+def test_root_prompts_python_sessions_and_output():
+    # `#` is a root prompt only in a block with prompts, and only before a command.
+    assert block_commands("", ["$ ./configure", "$ make", "# make install", "# see the docs"])[0] == [
+        "./configure",
+        "make",
+        "make install",
+    ]
+    assert block_commands("", [">>> import foo", ">>> foo.run()"])[0] == []
+    assert block_commands("sh", ["#!/bin/sh", "echo this is a script file"])[0] == []
+
+
+def test_unlabelled_and_indented_blocks_are_decided_by_content():
+    text = """# frobnicate
+
+## Usage
+
+    frobnicate --help
+    Usage: frobnicate [OPTIONS]
+
+```
+Date and time: 2023-12-26 19:10:31
+```
+
+```
+make check
+```
+
+    Just some indented prose, the kind a list continuation has.
+"""
+    plan = parse_readme(text)
+    # `frobnicate` is the README's title: the project's own command. Its usage line and the date are
+    # output; the indented sentence is prose.
+    assert plan.run == ["frobnicate --help", "make check"]
+
+
+def test_console_block_without_prompts_and_alternatives_in_comments():
+    text = """# t
+
+## Installation
+
+```console
+# Alpine Linux
+apk add tool
+# Cargo
+cargo install tool
+# or
+cargo binstall tool
+```
+"""
+    assert parse_readme(text).install == ["cargo install tool"]
+
+
+def test_multi_line_constructs_are_one_command():
+    lines = [
+        "greet() {",
+        '  echo "hello $1"',
+        "}",
+        "if [ -d build ]; then",
+        "  rm -rf build",
+        "fi",
+        "for f in a b; do",
+        "  echo $f",
+        "done",
+        "cat > conf.ini <<EOF",
+        "[x]",
+        "EOF",
+        "curl -s https://example.org/x |",
+        "  sort |",
+        "  uniq",
+    ]
+    cmds = block_commands("sh", lines)[0]
+    assert len(cmds) == 5
+    assert cmds[0].startswith("greet() {") and cmds[0].endswith("}")
+    assert cmds[3].splitlines() == ["cat > conf.ini <<EOF", "[x]", "EOF"]
+
+
+def test_configuration_sections_never_install():
+    text = """# t
+
+## Installation
+
+```sh
+pip install .
+```
+
+## Configuration
+
+```sh
+export TOOL_TOKEN=abc
+TOOL_HOME=/opt/tool
+pip install extra-plugin
+```
+"""
+    plan = parse_readme(text)
+    assert plan.install == ["pip install ."]
+    assert plan.run == []
+
+
+def test_install_route_ranking():
+    text = """# tool
+
+## Installation
+
+### macOS
+
+```sh
+brew install tool
+```
+
+### From PyPI
+
+```sh
+pip install tool
+```
+
+### From source
+
+```sh
+git clone https://github.com/someone/tool.git
+cd tool
+pip install -e .
+```
+
+## Quick start
+
+```sh
+tool --version
+```
+"""
+    plan = parse_readme(text)
+    # This checkout over a registry release; another system's route never; the clone is already here.
+    assert plan.install == ["pip install -e ."]
+    assert plan.run == ["tool --version"]
+    assert "install route: From source" in " ".join(plan.notes)
+
+
+def test_checkout_is_looked_at(tmp_path):
+    (tmp_path / "autogen.sh").write_text("")
+    (tmp_path / "data.csv").write_text("a\n")
+    text = """# t
+
+## Build
+
+```sh
+./configure
+make
+```
+
+If you cloned from git, generate the configure script first:
+
+```sh
+./autogen.sh
+```
+
+## Usage
+
+```sh
+tool data.csv
+tool your_file.csv
+python hello.py
+```
+"""
+    plan = parse_readme(text, checkout=Checkout.from_dir(str(tmp_path)))
+    # No configure script in the checkout: the generator runs first.
+    assert plan.install == ["./autogen.sh", "./configure", "make"]
+    # hello.py and your_file.csv are the reader's files, not in the checkout.
+    assert plan.run == ["tool data.csv"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "install"),
+    [
+        (
+            "README.rst",
+            "Tool\n====\n\nInstall\n-------\n\n.. code-block:: bash\n\n   pip install tool\n",
+            "pip install tool",
+        ),
+        (
+            "README.rst",
+            "Tool\n====\n\nInstallation\n------------\n\nRun::\n\n    $ make install\n",
+            "make install",
+        ),
+        ("README.mkdn", "# Tool\n\n## Install\n\n```\nmake install\n```\n", "make install"),
+        ("README.markdown", "# Tool\n\n## Install\n\n    $ make install\n", "make install"),
+        ("README.txt", "Tool\n\nINSTALLATION\n\n    make install\n", "make install"),
+        ("README", "Tool\n\n* Installation\n\n\t$ ./configure && make\n", "./configure && make"),
+        ("readme.MD", "# Tool\n\n## Install\n\n```sh\nmake install\n```\n", "make install"),
+    ],
+)
+def test_readme_variants(tmp_path, name, text, install):
+    (tmp_path / name).write_text(text)
+    path = find_readme(str(tmp_path))
+    assert path is not None and os.path.basename(path) == name
+    assert parse_readme(text, name).install == [install]
+
+
+def test_readme_preference_order(tmp_path):
+    for name in ("README", "README.rst", "readme.md"):
+        (tmp_path / name).write_text("x")
+    assert os.path.basename(find_readme(str(tmp_path))) == "readme.md"
+    (tmp_path / "README.md").mkdir()  # a folder is not a README
+    assert os.path.basename(find_readme(str(tmp_path))) == "readme.md"
+
+
+# --- running blocks as scripts --------------------------------------------------------------------------
+
+
+def test_a_block_runs_as_one_script_with_each_command_at_its_prompt(tmp_path):
+    readme = """# t
+
+## Usage
+
+```sh
+greet() {
+  printf '%s\\n' "hello $1" >> out.txt
+}
+NAME=world
+if [ -n "$NAME" ]; then
+  greet "$NAME"
+fi
+for i in 1 2; do greet "$i"; done
+```
+
+```sh
+greet again
+echo "$NAME" >> out.txt
+```
+"""
+    project = write_project(tmp_path, readme)
+    proc, report = run_harness(project, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    # A function and a plain variable carry over to the next block, as in one shell session.
+    assert (project / "out.txt").read_text() == "hello world\nhello 1\nhello 2\nhello again\nworld\n"
+    assert (report["install_ok"], report["ran_ok"], report["errors_encountered"]) == (True, True, 0)
+    _, events = assert_valid_cast(tmp_path / "out" / "recording.cast")
+    text = cast_text(events)
+    for command in ("NAME=world", 'for i in 1 2; do greet "$i"; done', "greet again"):
+        assert f"$ \x1b[0m{command}\r\n" in text
+    steps = json.loads((tmp_path / "out" / "harness.json").read_text())["steps"]
+    assert [s["command"].split("\n")[0] for s in steps] == [
+        "greet() {",
+        "NAME=world",
+        'if [ -n "$NAME" ]; then',
+        'for i in 1 2; do greet "$i"; done',
+        "greet again",
+        'echo "$NAME" >> out.txt',
+    ]
+
+
+def test_a_block_stops_at_its_first_failure_and_recovery_resumes_there(tmp_path):
+    readme = """# t
+
+## Usage
+
+```sh
+echo first >> trace.txt
+./bin/tool.sh
+echo third >> trace.txt
+```
+"""
+    project = write_project(tmp_path, readme, {"bin/tool.sh": "#!/bin/sh\necho tool >> trace.txt\n"})
+    proc, report = run_harness(project, tmp_path / "out", "--no-recovery")
+    assert proc.returncode == 0, proc.stderr
+    assert (report["ran_ok"], report["errors_encountered"], report["errors_fixed"]) == (False, 1, 0)
+    assert "`./bin/tool.sh` exited with code 126" in report["final_state"]
+    assert (project / "trace.txt").read_text() == "first\n"  # the third command never ran
+    (project / "trace.txt").unlink()
+    proc, report = run_harness(project, tmp_path / "out2")
+    assert (report["ran_ok"], report["errors_encountered"], report["errors_fixed"]) == (True, 1, 1)
+    assert "chmod +x bin/tool.sh" in report["final_state"]
+    # The retry resumed at the failing command: the first one ran once.
+    assert (project / "trace.txt").read_text() == "first\ntool\nthird\n"
+
+
+def test_no_claims_without_observation(tmp_path):
+    # Nothing that can run here: no install claim.
+    project = write_project(tmp_path, "# t\n\nA library. See the docs.\n")
+    _, report = run_harness(project, tmp_path / "out")
+    assert (report["install_ok"], report["ran_ok"]) == (False, False)
+    assert "names no install, run or test command" in report["final_state"]
+    # Nothing to install, and the run fails: nothing proves the project usable.
+    project2 = tmp_path / "p2"
+    project2.mkdir()
+    (project2 / "README.md").write_text("# t\n\n## Usage\n\n```sh\nfalse\n```\n")
+    _, report = run_harness(project2, tmp_path / "out2")
+    assert (report["install_ok"], report["ran_ok"], report["errors_encountered"]) == (False, False, 1)
+    # Nothing to install, and the run succeeds: that is the proof.
+    project3 = tmp_path / "p3"
+    project3.mkdir()
+    (project3 / "README.md").write_text("# t\n\n## Usage\n\n```sh\ntrue\n```\n")
+    _, report = run_harness(project3, tmp_path / "out3")
+    assert (report["install_ok"], report["ran_ok"]) == (True, True)
+    assert report["final_state"].startswith("Nothing needed installing")
+
+
+def test_command_timeout_is_per_command_in_a_block(tmp_path):
+    # Three 1 s commands take longer together than the 2.5 s limit, which bounds each one.
+    readme = "# t\n\n## Usage\n\n```sh\nsleep 1\nsleep 1\nsleep 1\nsleep 60\n```\n"
+    project = write_project(tmp_path, readme)
+    proc, report = run_harness(project, tmp_path / "out", "--command-timeout", "2.5")
+    steps = json.loads((tmp_path / "out" / "harness.json").read_text())["steps"]
+    assert [s["ok"] for s in steps] == [True, True, True, False]
+    assert steps[-1]["timed_out"] is True
+    assert "was killed after 2.5 s" in report["final_state"]
+
+
+# --- the corpus of real READMEs -----------------------------------------------------------------------
+
+# What scripts/readme_corpus.py measured when the corpus was committed: a floor, so that a change to
+# the parser cannot lower it unnoticed (raise these when the parser gets better).
+CORPUS_RIGHT_AT_LEAST = 0.77
+CORPUS_WRONG_AT_MOST = 0.02
+
+
+def test_corpus_picks_stay_at_least_as_good():
+    script = Path(__file__).resolve().parent.parent / "scripts" / "readme_corpus.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--json"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["total"] >= 50
+    assert result["shares"]["right"] >= CORPUS_RIGHT_AT_LEAST, result["counts"]
+    assert result["shares"]["wrong"] <= CORPUS_WRONG_AT_MOST, result["counts"]
+
+
+def test_corpus_fixtures_are_complete_and_licensed():
+    corpus = Path(__file__).resolve().parent / "fixtures" / "readmes"
+    permissive = re.compile(
+        r"\b(MIT|BSD-[23]-Clause|Apache-2\.0|ISC|Zlib|PostgreSQL|Unlicense|public domain)\b"
+    )
+    for folder in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        names = {p.name for p in folder.iterdir()}
+        assert {"SOURCE", "EXPECTED", "FILES"} <= names, folder.name
+        assert len(names - {"SOURCE", "EXPECTED", "FILES"}) == 1, folder.name
+        source = (folder / "SOURCE").read_text()
+        assert re.search(r"^repository: https://github\.com/[\w.-]+/[\w.-]+$", source, re.M), folder.name
+        assert re.search(r"^commit: [0-9a-f]{40}$", source, re.M), folder.name
+        assert permissive.search(source.split("licence:", 1)[1]), folder.name

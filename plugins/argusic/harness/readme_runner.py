@@ -3,12 +3,14 @@
 
     python3 readme_runner.py --project DIR --out DIR [--no-recovery] [--command-timeout SECONDS]
 
-It reads the project's README, runs its install commands, then its run/test commands, then verifies
-by decoding the output files the README's verification section names (or, failing that, the ones a
-"verify with a mock" section names, against the mock it starts). Everything runs under the terminal
-recorder: DIR/recording.cast (asciicast v2) and DIR/log.txt. The report goes to DIR/report.json and a
-step-by-step account to DIR/harness.json. The parsing rules and recovery moves are documented in
-README.md next to this file.
+It reads the project's README as a careful engineer would (readme_parser.py: which commands install,
+which run, which are output, other systems' routes or the reader's own files), runs each README code
+block as one shell script (stopping at its first failing command, the error the recovery moves see),
+then verifies by decoding the output files the README's verification section names (or, failing
+that, the ones a "verify with a mock" section names, against the mock it starts). Everything runs
+under the terminal recorder: DIR/recording.cast (asciicast v2, each command at its prompt) and
+DIR/log.txt. The report goes to DIR/report.json and a step-by-step account to DIR/harness.json. The
+rules are documented in README.md next to this file.
 
 Exit status: 0 whenever a report was written, whatever the project did; 2 on bad usage; 3 when the
 harness itself broke (no report then).
@@ -33,196 +35,25 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 if __package__:
-    from . import decode as _decode
-    from .recorder import Recorder, RunResult
+    from . import decode as _decode  # noqa: F401 - the decoder runs as a script; imported for packaging
+    from .readme_parser import Checkout, Plan, find_readme, parse_readme
+    from .recorder import Control, Recorder, RunResult
 else:  # run as a script from the (read-only) harness directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import decode as _decode  # type: ignore[no-redef]
-    from recorder import Recorder, RunResult  # type: ignore[no-redef]
+    from readme_parser import Checkout, Plan, find_readme, parse_readme  # type: ignore[no-redef]
+    from recorder import Control, Recorder, RunResult  # type: ignore[no-redef]
 
 HARNESS_NAME = "readme-runner"
-HARNESS_VERSION = "1.0.0"
+HARNESS_VERSION = "2.0.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 DEFAULT_COMMAND_TIMEOUT = 1800.0
 PORT_WAIT_SECONDS = 20.0
 MAX_MOVES_PER_STEP = 3
-README_NAMES = ("README.md", "README.markdown", "readme.md", "Readme.md", "README")
+MAX_README_BYTES = 2_000_000  # a README larger than this is read up to here
+SCRIPT_ARG_LIMIT = 100_000  # Linux caps one argument at 128 KiB
 
-# ---------------------------------------------------------------------------------------------------
-# README parsing
-# ---------------------------------------------------------------------------------------------------
-
-SHELL_LANGS = {"sh", "bash", "shell", "console", "shell-session", "shellsession", "zsh", "terminal"}
-PROMPT_LANGS = {"console", "shell-session", "shellsession", "terminal"}
-
-# Checked in this order; the first that matches a heading gives its category.
-CATEGORY_RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("mock", re.compile(r"\bmock")),
-    ("verify", re.compile(r"\bverif|\bvalidat|\bcheck(ing)? the (output|result)")),
-    (
-        "install",
-        re.compile(
-            r"\binstall|\bset ?-?up\b|\bbuild|\bcompil|\brequirements\b|\bprerequisites\b"
-            r"|\bdependencies\b|\bconfigur"
-        ),
-    ),
-    (
-        "run",
-        re.compile(
-            r"\busage\b|\brun|\btest|\bquick ?-?start|\bgetting started\b"
-            r"|\bexamples?\b|\bdemo\b|\bhow to use\b"
-        ),
-    ),
-]
-
-ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$")
-SETEXT_RE = re.compile(r"^ {0,3}(=+|-+)\s*$")
-FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)")
-CODE_SPAN_RE = re.compile(r"`([^`\s]+)`")
-PORT_RES = [re.compile(r"(?:127\.0\.0\.1|localhost):(\d{2,5})\b"), re.compile(r"--port[= ](\d{2,5})\b")]
-BACKGROUND_RE = re.compile(r"(?<![&|])&\s*$")
-
-
-def classify_heading(title: str) -> str | None:
-    t = title.lower()
-    for category, pattern in CATEGORY_RULES:
-        if pattern.search(t):
-            return category
-    return None
-
-
-@dataclass
-class Plan:
-    install: list[str] = field(default_factory=list)
-    run: list[str] = field(default_factory=list)
-    verify: list[str] = field(default_factory=list)
-    verify_artifacts: list[str] = field(default_factory=list)
-    mock: list[str] = field(default_factory=list)
-    mock_artifacts: list[str] = field(default_factory=list)
-    mock_ports: list[int] = field(default_factory=list)
-
-
-def block_commands(lang: str, lines: list[str]) -> list[str]:
-    """Commands of one fenced block, in order (see README.md, "Commands")."""
-    prompt_only = lang in PROMPT_LANGS
-    commands: list[str] = []
-    current: list[str] | None = None
-    for raw in lines:
-        line = raw.rstrip()
-        if current is not None:  # continuation of a line that ended with a backslash
-            current.append(line)
-            if not line.endswith("\\"):
-                commands.append("\n".join(current))
-                current = None
-            continue
-        stripped = line.strip()
-        if stripped.startswith("$ ") or stripped == "$":
-            stripped = stripped[1:].strip()
-        elif prompt_only:
-            continue  # console blocks: lines without a prompt are output
-        if not stripped or stripped.startswith("#"):
-            continue
-        if stripped.endswith("\\"):
-            current = [stripped]
-        else:
-            commands.append(stripped)
-    if current:
-        commands.append("\n".join(current).rstrip("\\").rstrip())
-    return commands
-
-
-def _artifacts(text: str) -> list[str]:
-    found = []
-    for span in CODE_SPAN_RE.findall(text):
-        if span.startswith("-") or "://" in span or "$" in span:
-            continue
-        if _decode.decoder_for(span) is None:
-            continue
-        if span not in found:
-            found.append(span)
-    return found
-
-
-def parse_readme(text: str) -> Plan:
-    """Split a README into install, run, verify and mock steps (rules in README.md)."""
-    plan = Plan()
-    lines = text.splitlines()
-    stack: list[tuple[int, str | None]] = []  # (level, own category) of the open headings
-    fence: tuple[str, str, list[str]] | None = None  # (marker, lang, lines)
-    prose: dict[str, list[str]] = {"verify": [], "mock": []}
-
-    def category() -> str | None:
-        for _level, cat in reversed(stack):
-            if cat:
-                return cat
-        return None
-
-    def open_heading(level: int, title: str) -> None:
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, classify_heading(title)))
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if fence is not None:
-            marker, lang, body = fence
-            if line.strip().startswith(marker[0] * len(marker)) and not line.strip().strip(marker[0]):
-                cat = category()
-                if lang in SHELL_LANGS and cat:
-                    cmds = block_commands(lang, body)
-                    getattr(plan, cat).extend(cmds)
-                    if cat == "mock":
-                        prose["mock"].append("\n".join(cmds))
-                fence = None
-            else:
-                body.append(line)
-            i += 1
-            continue
-        m = FENCE_RE.match(line)
-        if m:
-            fence = (m.group(1), m.group(2).lower().lstrip("{.").rstrip("}"), [])
-            i += 1
-            continue
-        m = ATX_RE.match(line)
-        if m and (m.group(2) is not None or line.strip().strip("#") == ""):
-            open_heading(len(m.group(1)), m.group(2) or "")
-            i += 1
-            continue
-        if (
-            line.strip()
-            and i + 1 < len(lines)
-            and SETEXT_RE.match(lines[i + 1])
-            and not line.startswith("    ")
-        ):
-            level = 1 if lines[i + 1].strip().startswith("=") else 2
-            open_heading(level, line.strip())
-            i += 2
-            continue
-        cat = category()
-        if cat in prose:
-            prose[cat].append(line)
-        i += 1
-
-    plan.verify_artifacts = _artifacts("\n".join(prose["verify"]))
-    plan.mock_artifacts = _artifacts("\n".join(prose["mock"]))
-    ports: list[int] = []
-    for pattern in PORT_RES:
-        for p in pattern.findall("\n".join(prose["mock"] + plan.mock)):
-            if int(p) not in ports and 0 < int(p) < 65536:
-                ports.append(int(p))
-    plan.mock_ports = ports
-    return plan
-
-
-def find_readme(project: str) -> str | None:
-    for name in README_NAMES:
-        path = os.path.join(project, name)
-        if os.path.isfile(path):
-            return path
-    return None
-
+__all__ = ["HARNESS_NAME", "HARNESS_VERSION", "Plan", "find_readme", "main", "parse_readme", "session"]
 
 # ---------------------------------------------------------------------------------------------------
 # Running
@@ -242,7 +73,53 @@ NOFILE_RES = [
     re.compile(r"can't create ([^\s:'\"`]+)"),
 ]
 PYTHON_MISSING_RE = re.compile(r"\bpython: (command )?not found|'python': No such file or directory")
+SUDO_MISSING_RE = re.compile(r"\bsudo: (command )?not found|'sudo': No such file or directory")
+SUDO_SHIM = """#!/bin/sh
+# readme-runner's sudo: the harness already runs as root, so the command runs as it is.
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -u|-g|-C|-D|-h|-p|-r|-t|-U) shift 2 ;;
+    --) shift; break ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+exec "$@"
+"""
+BACKGROUND_RE = re.compile(r"(?<![&|])&\s*$")
 STATE_SKIP = {"PWD", "OLDPWD", "SHLVL", "_"}
+
+# Shell variables a script must not save and restore (bash's own, read-only or per-process).
+_SHELL_OWN = (
+    "BASH*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|LINENO|RANDOM|SECONDS|SRANDOM|EPOCHREALTIME"
+    "|EPOCHSECONDS|PIPESTATUS|HISTCMD|DIRSTACK|_|OPTIND|OPTARG|OPTERR|PWD|OLDPWD|SHLVL|IFS|PS1|PS2"
+    "|PS4|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|COLUMNS|LINES|COMP_*|READLINE_*|HIST*|MAILCHECK"
+    "|ARGUSIC_*|__argusic_*"
+)
+# Before the block: restore the functions and variables the previous scripts left. After (EXIT
+# trap): save them with the environment and folder, and record which command ended the script.
+_PRELUDE = r"""__argusic_save() {
+  __argusic_rc=$?
+  trap - EXIT
+  {
+    env -0 > "$ARGUSIC_STATE/env"
+    pwd > "$ARGUSIC_STATE/cwd"
+    for __argusic_f in $(compgen -A function); do
+      case "$__argusic_f" in __argusic_*) ;; *) declare -f "$__argusic_f" ;; esac
+    done > "$ARGUSIC_STATE/functions"
+    for __argusic_v in $(compgen -v); do
+      case "$__argusic_v" in SHELL_OWN) ;; *) declare -p "$__argusic_v" ;; esac
+    done > "$ARGUSIC_STATE/vars"
+  } 2>/dev/null
+  printf '%s %s\n' "${__argusic_at:--1}" "$__argusic_rc" > "$ARGUSIC_STATE/status"
+  exit "$__argusic_rc"
+}
+trap __argusic_save EXIT
+[ -r "$ARGUSIC_STATE/functions" ] && . "$ARGUSIC_STATE/functions" 2>/dev/null
+[ -r "$ARGUSIC_STATE/vars" ] && . "$ARGUSIC_STATE/vars" 2>/dev/null
+[ -r "$ARGUSIC_STATE/overrides" ] && . "$ARGUSIC_STATE/overrides" 2>/dev/null
+true
+""".replace("SHELL_OWN", _SHELL_OWN)
 
 
 def last_line(output: str) -> str:
@@ -264,6 +141,19 @@ class Step:
     ok: bool
     recovery: list[str] = field(default_factory=list)
     recovered: bool = False
+    block: int = 0  # which README block it belongs to (its first line in the README)
+
+
+@dataclass
+class ScriptRun:
+    """One block script: which commands started (index, output offset, time) and how it ended."""
+
+    started: list[tuple[int, int, float]]
+    exit_code: int
+    timed_out: bool
+    output: str
+    ended_at: float
+    ended_by: int | None  # the command that ended the script (from the EXIT trap), if known
 
 
 class Runner:
@@ -278,6 +168,7 @@ class Runner:
         self.env.setdefault("TERM", "xterm-256color")
         self.env["PAGER"] = "cat"
         self.env["GIT_PAGER"] = "cat"
+        self.overrides: dict[str, str] = {}  # set by recovery moves; win over the saved shell state
         self.errors_encountered = 0
         self.errors_fixed = 0
         self.steps: list[Step] = []
@@ -286,32 +177,78 @@ class Runner:
         self.state_dir = tempfile.mkdtemp(prefix="argusic-harness-")
 
     # -- low level ---------------------------------------------------------------------------------
-    def _label(self) -> str:
-        rel = os.path.relpath(self.cwd, self.project)
+    def _label(self, cwd: str | None = None) -> str:
+        rel = os.path.relpath(cwd or self.cwd, self.project)
         return "" if rel == "." else rel + " "
 
-    def _exec_foreground(self, command: str, show: str | None = None) -> RunResult:
-        env_out = os.path.join(self.state_dir, "env")
-        cwd_out = os.path.join(self.state_dir, "cwd")
-        for path in (env_out, cwd_out):
+    def _script(self, commands: list[str], fds: tuple[int, int]) -> str:
+        """The block as one bash script: each command announced, then run; stop at the first failure."""
+        step_fd, ack_fd = fds
+        parts = [_PRELUDE]
+        for i, command in enumerate(commands):
+            parts.append(
+                f"__argusic_at={i}\n"
+                f"printf '%s\\t%s\\n' {i} \"$PWD\" >&{step_fd}; IFS= read -r __argusic_ack <&{ack_fd}\n"
+                f"{{\n{command}\n}} {step_fd}>&- {ack_fd}>&-\n"
+                f'__argusic_rc=$?; [ "$__argusic_rc" -eq 0 ] || exit "$__argusic_rc"\n'
+            )
+        parts.append("__argusic_at=-1\n")
+        return "".join(parts)
+
+    def _run_script(self, phase: str, commands: list[str]) -> ScriptRun:
+        """Run commands as one bash script on the recorder's terminal; each is shown at its prompt."""
+        started: list[tuple[int, int, float]] = []
+        for name in ("status",):
             with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-        wrapper = (
-            'trap \'__argusic_rc=$?; env -0 > "$ARGUSIC_ENV_OUT" 2>/dev/null; '
-            'pwd > "$ARGUSIC_CWD_OUT" 2>/dev/null; exit $__argusic_rc\' EXIT; ' + command
-        )
-        env = dict(self.env, ARGUSIC_ENV_OUT=env_out, ARGUSIC_CWD_OUT=cwd_out)
-        self.rec.prompt(show or command, self._label())
+                os.remove(os.path.join(self.state_dir, name))
+
+        def on_step(line: str, offset: int) -> None:
+            index_text, _, cwd = line.partition("\t")
+            try:
+                index = int(index_text)
+            except ValueError:
+                return
+            if not 0 <= index < len(commands):
+                return
+            started.append((index, offset, time.monotonic()))
+            self.rec.log_line(f"STEP {phase}: {commands[index]}")
+            self.rec.prompt(commands[index], self._label(cwd or None))
+
+        control = Control(on_step)
+        script = self._script(commands, control.child_fds())
+        self._write_overrides()
+        env = dict(self.env, ARGUSIC_STATE=self.state_dir)
         if not os.path.isdir(self.cwd):
             self.cwd = self.project
-        code, timed_out, output, seconds = self.rec.run(["bash", "-c", wrapper], self.cwd, env, self.timeout)
-        self._load_state(env_out, cwd_out)
-        return RunResult(command, code, timed_out, output, seconds)
-
-    def _load_state(self, env_out: str, cwd_out: str) -> None:
-        """Carry `cd`, `export` and `source` over to the next command, like one shell session."""
+        if len(script.encode()) < SCRIPT_ARG_LIMIT:
+            argv = ["bash", "-c", script, "bash"]  # errors read "bash: line N: ...", as at a prompt
+        else:  # too long for one argument: from a file
+            script_path = os.path.join(self.state_dir, "block.sh")
+            with open(script_path, "w", encoding="utf-8") as f:
+                f.write(script)
+            argv = ["bash", script_path]
+        code, timed_out, output, _seconds = self.rec.run(argv, self.cwd, env, self.timeout, control=control)
+        ended_at = time.monotonic()
+        ended_by = None
         try:
-            with open(env_out, "rb") as f:
+            with open(os.path.join(self.state_dir, "status"), encoding="utf-8") as f:
+                at, _, _rc = f.read().strip().partition(" ")
+            ended_by = int(at)
+        except (OSError, ValueError):
+            pass
+        self._load_state()
+        return ScriptRun(started, code, timed_out, output, ended_at, ended_by)
+
+    def _write_overrides(self) -> None:
+        path = os.path.join(self.state_dir, "overrides")
+        with open(path, "w", encoding="utf-8") as f:
+            for key, value in self.overrides.items():
+                f.write(f"export {key}={shlex.quote(value)}\n")
+
+    def _load_state(self) -> None:
+        """Carry the environment and folder over to background commands and the next script."""
+        try:
+            with open(os.path.join(self.state_dir, "env"), "rb") as f:
                 blob = f.read()
         except OSError:
             blob = b""
@@ -324,7 +261,7 @@ class Runner:
             if env:
                 self.env = env
         try:
-            with open(cwd_out, encoding="utf-8") as f:
+            with open(os.path.join(self.state_dir, "cwd"), encoding="utf-8") as f:
                 cwd = f.read().strip()
         except OSError:
             cwd = ""
@@ -394,17 +331,146 @@ class Runner:
                 self.rec.output(output.replace("\r\n", "\n").replace("\n", "\r\n"))
         self.background = []
 
-    def execute(self, command: str, ports: list[int] | None = None) -> RunResult:
-        if BACKGROUND_RE.search(command):
-            return self._exec_background(command, ports or [])
-        return self._exec_foreground(command)
-
     # -- steps and recovery ------------------------------------------------------------------------
-    def step(
-        self, phase: str, command: str, ports: list[int] | None = None, recoverable: bool = True
+    def run_block(
+        self,
+        phase: str,
+        commands: list[str],
+        ports: list[int] | None = None,
+        recoverable: bool = True,
+        block: int = 0,
+    ) -> Step | None:
+        """Run one README block; the step that still fails after recovery, or None when all succeeded.
+
+        Consecutive commands run as one script (README.md, "Running"). A command ending with `&` starts
+        in the background on its own. When a command fails, the recovery moves look at its output and
+        the script is run again from that command, with the shell state it left.
+        """
+        pos = 0
+        pending: Step | None = None  # a failed step being recovered
+        tried: set[str] = set()
+        while pos < len(commands):
+            if BACKGROUND_RE.search(commands[pos]):
+                step = self._background_step(phase, commands[pos], ports or [], recoverable, block)
+                if not step.ok:
+                    return step
+                pos += 1
+                continue
+            end = pos
+            while end < len(commands) and not BACKGROUND_RE.search(commands[end]):
+                end += 1
+            run = self._run_script(phase, commands[pos:end])
+            steps = self._steps_of(phase, commands[pos:end], run, block)
+            failed_at: int | None = None
+            for k, step in enumerate(steps):
+                if k == 0 and pending is not None:
+                    # The failing command, run again after a recovery move.
+                    pending.exit_code, pending.timed_out = step.exit_code, step.timed_out
+                    pending.seconds = round(pending.seconds + step.seconds, 3)
+                    pending.last_output = step.last_output
+                    if step.ok:
+                        pending.ok = pending.recovered = True
+                        self.errors_fixed += 1
+                        self.rec.note("the command succeeded after the recovery move; error fixed")
+                        pending, tried = None, set()
+                        continue
+                    failed_at = k
+                    self.rec.note(
+                        f"killed after {self.timeout:g} s (--command-timeout)"
+                        if step.timed_out
+                        else f"still failing with exit code {step.exit_code}"
+                    )
+                    break
+                self.steps.append(step)
+                if not step.ok:
+                    failed_at = k
+                    pending, tried = step, set()
+                    self.errors_encountered += 1
+                    self.rec.note(
+                        f"killed after {self.timeout:g} s (--command-timeout); counted as an error"
+                        if step.timed_out
+                        else f"step failed with exit code {step.exit_code}; counted as an error"
+                    )
+                    if end - pos > k + 1:
+                        self.rec.note(f"the rest of this block ({end - pos - k - 1} more) did not run")
+                    break
+            if failed_at is None:
+                if len(steps) < end - pos:
+                    # A command ended the shell (`exit 0`); the block goes on with the next one.
+                    pos += max(1, len(steps))
+                else:
+                    pos = end
+                continue
+            assert pending is not None
+            command = commands[pos + failed_at]
+            if pending.timed_out or not self.recovery or not recoverable or len(tried) >= MAX_MOVES_PER_STEP:
+                if not tried and not pending.timed_out and self.recovery and recoverable:
+                    self.rec.note("no recovery move applies")
+                return pending
+            output = run.output[_offset_of(run, failed_at) :]
+            move = self.pick_move(command, output, tried)
+            if move is None:
+                if not tried:
+                    self.rec.note("no recovery move applies")
+                return pending
+            name, description = move
+            tried.add(name)
+            pending.recovery.append(f"{name}: {description}")
+            self.moves_applied.append(description)
+            self.rec.note(f"recovery move {name}: {description}; retrying from `{_one_line(command)}`")
+            pos = pos + failed_at
+        return None
+
+    def _steps_of(self, phase: str, commands: list[str], run: ScriptRun, block: int) -> list[Step]:
+        """One Step per command the script started, from the control messages and the exit status."""
+        steps: list[Step] = []
+        order = sorted(run.started)
+        for n, (index, offset, t0) in enumerate(order):
+            last = n == len(order) - 1
+            end_offset = order[n + 1][1] if not last else len(run.output)
+            t1 = order[n + 1][2] if not last else run.ended_at
+            text = run.output[offset:end_offset]
+            if not last:
+                code, timed_out = 0, False
+            elif run.timed_out:
+                code, timed_out = run.exit_code, True
+            elif index == len(commands) - 1 or run.exit_code != 0:
+                code, timed_out = run.exit_code, False
+            else:
+                code, timed_out = 0, False  # ended the shell itself (exit 0): done, the rest goes on
+            steps.append(
+                Step(
+                    phase,
+                    commands[index],
+                    code,
+                    timed_out,
+                    round(t1 - t0, 3),
+                    last_line(text),
+                    code == 0 and not timed_out,
+                    block=block,
+                )  # fmt: skip
+            )
+        if not order and commands:
+            # The script never reached its first command (bash itself failed): say so.
+            steps.append(
+                Step(
+                    phase,
+                    commands[0],
+                    run.exit_code or 1,
+                    run.timed_out,
+                    0.0,
+                    last_line(run.output),
+                    False,
+                    block=block,
+                )  # fmt: skip
+            )
+        return steps
+
+    def _background_step(
+        self, phase: str, command: str, ports: list[int], recoverable: bool, block: int
     ) -> Step:
         self.rec.log_line(f"STEP {phase}: {command}")
-        res = self.execute(command, ports)
+        res = self._exec_background(command, ports)
         step = Step(
             phase,
             command,
@@ -414,16 +480,13 @@ class Runner:
             last_line(res.output),
             res.ok,
         )
+        step.block = block
         self.steps.append(step)
         if res.ok:
-            self.rec.log_line(f"STEP {phase} ok ({res.duration:.1f} s)")
             return step
         self.errors_encountered += 1
-        if res.timed_out:
-            self.rec.note(f"killed after {self.timeout:g} s (--command-timeout); counted as an error")
-        else:
-            self.rec.note(f"step failed with exit code {res.exit_code}; counted as an error")
-        if res.timed_out or not self.recovery or not recoverable:
+        self.rec.note(f"step failed with exit code {res.exit_code}; counted as an error")
+        if not self.recovery or not recoverable:
             return step
         tried: set[str] = set()
         for _ in range(MAX_MOVES_PER_STEP):
@@ -435,19 +498,15 @@ class Runner:
             step.recovery.append(f"{name}: {description}")
             self.moves_applied.append(description)
             self.rec.note(f"recovery move {name}: {description}; retrying")
-            res = self.execute(command, ports)
-            step.exit_code, step.timed_out = res.exit_code, res.timed_out
-            step.seconds = round(step.seconds + res.duration, 3)
+            self.rec.log_line(f"STEP {phase}: {command}")
+            res = self._exec_background(command, ports)
+            step.exit_code, step.seconds = res.exit_code, round(step.seconds + res.duration, 3)
             step.last_output = last_line(res.output)
             if res.ok:
                 step.ok = step.recovered = True
                 self.errors_fixed += 1
                 self.rec.note("the step succeeded after the recovery move; error fixed")
                 return step
-            if res.timed_out:
-                self.rec.note(f"killed after {self.timeout:g} s (--command-timeout)")
-                break
-            self.rec.note(f"still failing with exit code {res.exit_code}")
         if not tried:
             self.rec.note("no recovery move applies")
         return step
@@ -458,6 +517,7 @@ class Runner:
         for name, move in (
             ("chmod", self._move_chmod),
             ("python3", self._move_python),
+            ("sudo", self._move_sudo),
             ("dotenv", self._move_dotenv),
             ("mkdir", self._move_mkdir),
         ):
@@ -501,8 +561,25 @@ class Runner:
         link = os.path.join(shims, "python")
         if not os.path.lexists(link):
             os.symlink(python3, link)
-        self.env["PATH"] = shims + os.pathsep + self.env.get("PATH", "")
+        if not self.env.get("PATH", "").startswith(shims):
+            self.env["PATH"] = shims + os.pathsep + self.env.get("PATH", "")
+        self.overrides["PATH"] = self.env["PATH"]
         return f"`python` not found: put a `python` -> {python3} link first on PATH"
+
+    def _move_sudo(self, command: str, output: str) -> str | None:
+        if not SUDO_MISSING_RE.search(output) or os.geteuid() != 0:
+            return None
+        shims = os.path.join(self.state_dir, "shims")
+        os.makedirs(shims, exist_ok=True)
+        path = os.path.join(shims, "sudo")
+        if not os.path.exists(path):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(SUDO_SHIM)
+            os.chmod(path, 0o755)
+        if not self.env.get("PATH", "").startswith(shims):
+            self.env["PATH"] = shims + os.pathsep + self.env.get("PATH", "")
+        self.overrides["PATH"] = self.env["PATH"]
+        return "`sudo` not found and already root: put a `sudo` that runs its command first on PATH"
 
     def _move_dotenv(self, command: str, output: str) -> str | None:
         if not ENV_HINT_RE.search(output):
@@ -526,6 +603,7 @@ class Runner:
                 exported = [k for k in values if k not in self.env]
                 for k in exported:
                     self.env[k] = values[k]
+                    self.overrides[k] = values[k]
                 if exported:
                     done.append("exported " + ", ".join(exported))
                 if done:
@@ -553,10 +631,22 @@ class Runner:
         saved = self.cwd
         self.cwd = self.project  # artifact paths are relative to the project root
         try:
-            step = self.step(phase, command, recoverable=False)
+            failed = self.run_block(phase, [command], recoverable=False)
         finally:
             self.cwd = saved
-        return step.ok, command, step.last_output
+        return failed is None, command, self.steps[-1].last_output
+
+
+def _offset_of(run: ScriptRun, index: int) -> int:
+    for i, offset, _ in run.started:
+        if i == index:
+            return offset
+    return 0
+
+
+def _one_line(command: str) -> str:
+    one = " ".join(command.split())
+    return one if len(one) <= 80 else one[:77] + "..."
 
 
 def _parse_env_file(path: str) -> dict[str, str]:
@@ -613,6 +703,12 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" + ("" if n == 1 else "s")
 
 
+def _read_readme(path: str) -> str:
+    with open(path, "rb") as f:
+        data = f.read(MAX_README_BYTES)
+    return data.decode("utf-8", "replace")
+
+
 def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorder) -> dict:
     runner = Runner(project, out, recovery, timeout, rec)
     rec.note(
@@ -635,15 +731,20 @@ def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorde
         report["final_state"] = "No README was found in the project, so nothing was installed or run."
         shutil.rmtree(runner.state_dir, ignore_errors=True)
         return _finish(report, details, runner)
-    with open(readme, encoding="utf-8", errors="replace") as f:
-        plan = parse_readme(f.read())
+    plan = parse_readme(_read_readme(readme), os.path.basename(readme), Checkout.from_dir(project))
+    details["readme"] = os.path.basename(readme)
     details["plan"] = asdict(plan)
+    blocks = {phase: _count(len(plan.phase_blocks(phase)), "block") for phase in ("install", "run")}
     rec.note(
-        f"{os.path.basename(readme)}: {_count(len(plan.install), 'install command')}, "
-        f"{_count(len(plan.run), 'run command')}, {_count(len(plan.verify), 'verify command')} "
-        f"naming {_count(len(plan.verify_artifacts), 'output file')}, "
-        f"{_count(len(plan.mock), 'mock command')} naming {_count(len(plan.mock_artifacts), 'output file')}"
+        f"{os.path.basename(readme)} ({plan.format}): "
+        f"{_count(len(plan.install), 'install command')} in {blocks['install']}"
+        + (f" (route: {plan.install_route})" if plan.install_route else "")
+        + f", {_count(len(plan.run), 'run command')} in {blocks['run']}, "
+        f"{_count(len(plan.verify), 'verify command')} naming {_count(len(plan.verify_artifacts), 'file')}, "
+        f"{_count(len(plan.mock), 'mock command')} naming {_count(len(plan.mock_artifacts), 'file')}"
     )
+    for note in plan.notes:
+        rec.log_line(f"README: {note}")
 
     def recovery_clause() -> str:
         if not runner.errors_encountered:
@@ -655,38 +756,62 @@ def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorde
             + ")"
         )
 
+    def run_phase(phase: str) -> Step | None:
+        for block in plan.phase_blocks(phase):
+            failed = runner.run_block(phase, block.commands, block=block.line)
+            if failed:
+                return failed
+        return None
+
     try:
-        # Install.
-        failed = _first_failure(runner, "install", plan.install)
+        # Install: claimed only when install commands ran and succeeded (or, below, when nothing
+        # needed installing and a run proved the project usable).
+        failed = run_phase("install")
         if failed:
             report["final_state"] = (
-                f"The install command `{failed.command}` {_failure(failed, timeout)}, so nothing was run"
-                + recovery_clause()
-                + "."
+                f"The install command `{_one_line(failed.command)}` {_failure(failed, timeout)}, "
+                "so nothing was run" + recovery_clause() + "."
             )
             return _finish(report, details, runner)
-        report["install_ok"] = True
-        installed = (
-            f"Installed with {_count(len(plan.install), 'command')}"
-            if plan.install
-            else "The README names no install command"
-        )
+        installed = f"Installed with {_count(len(plan.install), 'command')}" if plan.install else ""
 
         # Run.
         if not plan.run:
-            rec.note("the README names no run or test command")
-            report["final_state"] = f"{installed}, and it names no run or test command, so nothing was run."
+            rec.note("the README names no run or test command that can run here")
+            if plan.install:
+                report["install_ok"] = True
+                report["final_state"] = (
+                    f"{installed}; the README names no run or test command that can run here, "
+                    "so nothing was run" + recovery_clause() + "."
+                )
+            else:
+                report["final_state"] = (
+                    "The README names no install, run or test command that can run here, "
+                    "so nothing was installed or run."
+                )
             return _finish(report, details, runner)
-        failed = _first_failure(runner, "run", plan.run)
+        failed = run_phase("run")
         if failed:
+            report["install_ok"] = bool(plan.install)
             report["final_state"] = (
-                f"{installed}, but the run command `{failed.command}` {_failure(failed, timeout)}"
+                (
+                    f"{installed}, but the run command "
+                    if plan.install
+                    else "The README names no install command and its run command "
+                )  # fmt: skip
+                + f"`{_one_line(failed.command)}` {_failure(failed, timeout)}"
                 + recovery_clause()
                 + "."
             )
             return _finish(report, details, runner)
+        report["install_ok"] = True  # installed, or nothing needed installing: the run just proved it
         report["ran_ok"] = True
-        ran = f"{installed} and ran {_count(len(plan.run), 'command')} successfully"
+        ran = (
+            f"{installed} and ran {_count(len(plan.run), 'command')} successfully"
+            if plan.install
+            else f"Nothing needed installing: the README names no install command and its "
+            f"{_count(len(plan.run), 'run command')} succeeded"
+        )
 
         # Verify for real, then with the mock the README offers.
         why_not = "the README names no output file to decode"
@@ -722,10 +847,14 @@ def _verify(
     runner: Runner, phase: str, commands: list[str], artifacts: list[str], ports: list[int]
 ) -> tuple[bool, str, str]:
     """Run a verification section and decode its files: (ok, proof, why not)."""
-    for command in commands:
-        step = runner.step(phase, command, ports)
-        if not step.ok:
-            return False, "", f"the {phase} command `{command}` {_failure(step, runner.timeout)}"
+    if commands:
+        failed = runner.run_block(phase, commands, ports)
+        if failed:
+            return (
+                False,
+                "",
+                f"the {phase} command `{_one_line(failed.command)}` {_failure(failed, runner.timeout)}",
+            )
     if not artifacts:
         return False, "", f"the README's {phase} section names no output file to decode"
     proofs = []
@@ -735,15 +864,6 @@ def _verify(
             return False, "", f"`{command}` returned: {returned or 'nothing'}"
         proofs.append(f"`{command}` returned: {returned}")
     return True, "; ".join(proofs), ""
-
-
-def _first_failure(runner, phase: str, commands: list[str]):
-    """Run a phase's commands in order; the first step that failed (after recovery), or None."""
-    for command in commands:
-        step = runner.step(phase, command)
-        if not step.ok:
-            return step
-    return None
 
 
 def _finish(report: dict, details: dict, runner: Runner) -> dict:

@@ -20,6 +20,7 @@ import struct
 import subprocess
 import termios
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -38,6 +39,35 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+class Control:
+    """A channel through which a running script announces each of its steps.
+
+    The script writes one line to `step_fd` before a step and waits for a line on `ack_fd`; the
+    recorder first writes out everything the previous step printed, then calls
+    `on_step(line, output_chars_so_far)` (which shows the next command at its prompt), then answers.
+    Each announced step restarts the timeout, so `timeout` bounds one step, not the whole script.
+    """
+
+    def __init__(self, on_step: Callable[[str, int], None]) -> None:
+        self.on_step = on_step
+        self._read, self.step_fd = os.pipe()
+        self.ack_fd, self._answer = os.pipe()
+
+    def child_fds(self) -> tuple[int, int]:
+        return (self.step_fd, self.ack_fd)
+
+    def close_child_ends(self) -> None:
+        for fd in (self.step_fd, self.ack_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def close(self) -> None:
+        self.close_child_ends()
+        for fd in (self._read, self._answer):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _utc_now() -> str:
@@ -125,13 +155,14 @@ class Recorder:
         env: dict[str, str],
         timeout: float,
         kill_grace: float = 2.0,
+        control: Control | None = None,
     ) -> tuple[int, bool, str, float]:
         """Run argv on a pty, recording its output. Returns (exit_code, timed_out, output, seconds).
 
         stdin is /dev/null: a command waiting for keyboard input gets end-of-file instead of hanging.
         The command runs in its own session; on timeout the whole process group gets SIGTERM, then
         SIGKILL after `kill_grace` seconds. Processes left in the group when the command ends are
-        terminated as well.
+        terminated as well. With a `control` channel the timeout applies to each announced step.
         """
         master, slave = pty.openpty()
         with contextlib.suppress(OSError):
@@ -147,6 +178,7 @@ class Recorder:
                 stderr=slave,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=control.child_fds() if control else (),
             )
         except OSError as exc:
             os.close(slave)
@@ -155,16 +187,48 @@ class Recorder:
             self.output(message)
             return 127, False, message, 0.0
         os.close(slave)
+        if control:
+            control.close_child_ends()
+        ctl_open = control is not None
+        ctl_buf = b""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         chunks: list[str] = []
         timed_out = False
         deadline = started + timeout
 
-        def pump(wait: float) -> bool:
-            """Read what is available; False on end of file."""
-            ready, _, _ = select.select([master], [], [], wait)
+        def pump(wait: float, use_master: bool = True) -> bool:
+            """Read what is available; False on end of file of the terminal."""
+            nonlocal ctl_open, ctl_buf, deadline
+            watched = ([master] if use_master else []) + ([control._read] if control and ctl_open else [])
+            if not watched:
+                time.sleep(wait)
+                return use_master
+            ready, _, _ = select.select(watched, [], [], wait)
             if not ready:
-                return True
+                return use_master
+            if control and ctl_open and control._read in ready:
+                # Everything the previous step printed goes out before the next step's prompt.
+                while use_master and select.select([master], [], [], 0)[0]:
+                    if not _read_master():
+                        use_master = False
+                try:
+                    data = os.read(control._read, 4096)
+                except OSError:
+                    data = b""
+                if not data:
+                    ctl_open = False
+                ctl_buf += data
+                while b"\n" in ctl_buf:
+                    line, ctl_buf = ctl_buf.split(b"\n", 1)
+                    control.on_step(line.decode("utf-8", "replace"), sum(len(c) for c in chunks))
+                    deadline = time.monotonic() + timeout
+                    with contextlib.suppress(OSError):
+                        os.write(control._answer, b"\n")
+                if master not in ready:
+                    return use_master
+            return _read_master()
+
+        def _read_master() -> bool:
             try:
                 data = os.read(master, 65536)
             except OSError:  # EIO: every writer closed the terminal
@@ -179,10 +243,7 @@ class Recorder:
 
         open_ = True
         while True:
-            if open_:
-                open_ = pump(0.05)
-            else:
-                time.sleep(0.05)
+            open_ = pump(0.05, open_)
             if proc.poll() is not None:
                 break
             if time.monotonic() >= deadline:
@@ -211,6 +272,8 @@ class Recorder:
             self.output(tail)
         _signal_group(proc.pid, signal.SIGTERM)  # leftovers of the command's own group
         os.close(master)
+        if control:
+            control.close()
         code = proc.returncode
         if code is None:
             code = -1
