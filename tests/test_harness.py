@@ -974,3 +974,17 @@ def test_corpus_fixtures_are_complete_and_licensed():
         assert re.search(r"^repository: https://github\.com/[\w.-]+/[\w.-]+$", source, re.M), folder.name
         assert re.search(r"^commit: [0-9a-f]{40}$", source, re.M), folder.name
         assert permissive.search(source.split("licence:", 1)[1]), folder.name
+
+
+def test_silent_steps_after_output_never_stall_the_block(tmp_path):
+    """A block whose commands print and then fall silent: the recorder once drained the terminal while
+    answering a step, then blocked reading the empty terminal from a stale select result while the
+    script waited for its answer (it hung about one run in three). 120 steps must all run."""
+    lines = []
+    for n in range(60):
+        lines += [f"echo step-{n}", "true"]
+    project = write_project(tmp_path, "# t\n\n## Usage\n\n```bash\n" + "\n".join(lines) + "\n```\n")
+    proc, report = run_harness(project, tmp_path / "out", "--command-timeout", "20", timeout=120)
+    assert proc.returncode == 0 and report is not None
+    steps = json.loads((tmp_path / "out" / "harness.json").read_text())["steps"]
+    assert len(steps) == 120 and all(step["ok"] for step in steps)

@@ -44,7 +44,7 @@ else:  # run as a script from the (read-only) harness directory
     from recorder import Control, Recorder, RunResult  # type: ignore[no-redef]
 
 HARNESS_NAME = "readme-runner"
-HARNESS_VERSION = "2.0.0"
+HARNESS_VERSION = "2.0.1"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 DEFAULT_COMMAND_TIMEOUT = 1800.0

@@ -224,7 +224,9 @@ class Recorder:
                     deadline = time.monotonic() + timeout
                     with contextlib.suppress(OSError):
                         os.write(control._answer, b"\n")
-                if master not in ready:
+                # `ready` is stale now: the drain above may have emptied the terminal, and a blocking
+                # read of an empty terminal would wait for a script that waits for our answer.
+                if not (use_master and master in ready and select.select([master], [], [], 0)[0]):
                     return use_master
             return _read_master()
 
