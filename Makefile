@@ -63,6 +63,10 @@ test: install image agents-image browser lint
 test-fast: install
 	$(BIN)/pytest -q -m "not slow"
 
+# Execute the analyst notebook in place (after `make demo` or a build): the committed copy keeps its plots.
+notebook: install
+	$(PY) scripts/run_notebook.py notebooks/board_and_verdicts.ipynb
+
 airflow-ui: install
 	bash scripts/airflow_ui.sh
 

@@ -300,7 +300,12 @@ def test_page_is_inert_whatever_the_log_and_recording_hold(record_doc):
     assert " 'unsafe-eval'" not in csp and "script-src 'unsafe-inline'" not in csp
     # Facts from the record, escaped.
     assert record.commit in page and "readme-runner / wavgen / attempt 1" in page
-    assert "not built yet" in page and "no masking was needed" in page
+    assert "not in the warehouse yet" in page and "no masking was needed" in page
+    # Where the machine keeps things is not on the page: no run folder, no store URI.
+    from argusic.settings import evidence_url, runs_dir
+
+    assert "its run record (not in the warehouse yet" in page
+    assert str(runs_dir()) not in page and evidence_url() not in page
 
 
 def test_report_of_a_withheld_attempt_shows_facts_only(record_doc, tmp_path):

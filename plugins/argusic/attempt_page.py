@@ -107,10 +107,13 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
-def _points(scores: dict | None, record: RunRecord) -> tuple[str, str, str]:
+def _points(facts: AttemptFacts) -> tuple[str, str, str]:
     """(outcome, points, score) as shown."""
+    record, scores = facts.record, facts.scores
     if record.invalid_reason is not None:
         return "invalid: not scored, rerun", "—", "—"
+    if scores is None and facts.source_kind.startswith("its run record"):
+        return "not in the warehouse yet (`argusic ingest`, then `argusic build`)", "—", "—"
     if scores is None:
         return "not built yet (run `argusic build`)", "—", "—"
     outcome = scores.get("outcome") or "—"
@@ -130,7 +133,7 @@ def _points(scores: dict | None, record: RunRecord) -> tuple[str, str, str]:
 def fact_rows(facts: AttemptFacts) -> list[tuple[str, str]]:
     """(label, value) rows of the facts table, as plain text (escaped when rendered)."""
     r = facts.record
-    outcome, points, score = _points(facts.scores, r)
+    outcome, points, score = _points(facts)
     budget = f"{r.tier}: {r.budget_seconds // 60} min"
     if r.demo and r.effective_budget_seconds:
         budget += f" (demo cycle: scaled to {_duration(r.effective_budget_seconds)})"
@@ -168,14 +171,14 @@ def fact_rows(facts: AttemptFacts) -> list[tuple[str, str]]:
     refs = {kind: getattr(r.evidence, kind) for kind in ("log", "recording", "report")}
     fingerprints = ", ".join(f"{kind} {ref.sha256}" for kind, ref in refs.items() if ref is not None)
     rows.append(("raw evidence (sha256)", fingerprints or "none"))
-    rows.append(("found in", facts.source))
+    rows.append(("found in", facts.source_kind))
     return rows
 
 
 def summary_line(facts: AttemptFacts) -> str:
     """One line under the title: outcome, score, how it ended and how long it took."""
     r = facts.record
-    outcome, _, score = _points(facts.scores, r)
+    outcome, _, score = _points(facts)
     took = _duration((r.ended_at - r.started_at).total_seconds())
     parts = [outcome] if r.invalid_reason or facts.scores is None else [outcome, f"score {score}"]
     return " · ".join([*parts, f"{r.end_reason} after {took}"])

@@ -61,6 +61,14 @@ class AttemptFacts:
     source: str
 
     @property
+    def source_kind(self) -> str:
+        """Where the attempt was found, without the machine's paths (for pages others read)."""
+        for prefix, kind in (("analyst copy", "the analyst copy"), ("warehouse", "the warehouse")):
+            if self.source.startswith(prefix):
+                return kind
+        return "its run record (not in the warehouse yet: no points)"
+
+    @property
     def label(self) -> str:
         rerun = parse_attempt_id(self.record.attempt_id)["rerun_no"]
         suffix = f" (rerun {rerun})" if rerun else ""
