@@ -646,6 +646,7 @@ def play(
     from argusic.replay import (
         ReplayRefused,
         fetch_served,
+        keys_not_echoed,
         play_cast,
         printable,
         read_cast,
@@ -670,7 +671,8 @@ def play(
                 )
                 if note := terminal_note(cast.header):
                     err_console.print(note, style="yellow", markup=False, highlight=False)
-                result = play_cast(cast, sys.stdout, speed=speed, idle_limit=idle_limit)
+                with keys_not_echoed():
+                    result = play_cast(cast, sys.stdout, speed=speed, idle_limit=idle_limit)
         except ReplayRefused as err:
             _fail(str(err))
     done = "stopped" if result.stopped else "end of recording"

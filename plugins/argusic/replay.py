@@ -467,6 +467,32 @@ def play_cast(
     )
 
 
+@contextlib.contextmanager
+def keys_not_echoed(stream: TextIO = sys.stdin) -> Iterator[None]:
+    """While playing: keys typed are not echoed over the recording, and whatever reached the
+    terminal's input meanwhile (keys, a terminal's answer to anything) is discarded at the end, so
+    nothing is typed into the shell after the playback. Ctrl-C still stops it."""
+    try:
+        import termios
+
+        fd = stream.fileno()
+        saved = termios.tcgetattr(fd) if os.isatty(fd) else None
+    except (ImportError, OSError, ValueError, AttributeError):
+        saved = None
+    if saved is None:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | termios.ICANON)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error):
+            termios.tcflush(fd, termios.TCIFLUSH)
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
 def terminal_note(header: dict, stream: TextIO = sys.stdout) -> str | None:
     """A note when the terminal is smaller than the recording (lines would wrap)."""
     try:
@@ -491,6 +517,7 @@ __all__ = [
     "analyst_database",
     "fetch_served",
     "find_attempt",
+    "keys_not_echoed",
     "play_cast",
     "printable",
     "read_cast",
