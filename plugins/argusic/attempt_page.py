@@ -77,14 +77,22 @@ def load_player_assets(folder: Path | None = None) -> PlayerAssets:
 
 # -- embedding hostile text ------------------------------------------------------------------------
 
-_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
 
 
 def json_for_script(value: object) -> str:
     """JSON that can sit inside a <script> element: no `<`, `>` or `&` in it, so neither `</script>`
-    nor `<!--` can occur, whatever the value holds."""
+    nor `<!--` can occur, whatever the value holds (inside JSON strings `\\u003c` is `<` again)."""
     text = json.dumps(value, ensure_ascii=False)
-    return "".join(_JSON_ESCAPES.get(c, c) for c in text) if any(c in text for c in _JSON_ESCAPES) else text
+    for char, escape in _JSON_ESCAPES:  # str.replace: C speed, ~0.1 s for a 30 MB recording
+        text = text.replace(char, escape)
+    return text
 
 
 def _csp_hash(script: str) -> str:
