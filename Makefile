@@ -5,7 +5,10 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui build-worker clean
+.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui build-worker clean \
+	player browser notebook
+.DEFAULT_GOAL := install
+PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
 
 # One virtualenv for everything (Airflow, dbt, GX, the argusic package).
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
@@ -15,7 +18,19 @@ $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	$(BIN)/uv pip install -q -p $(PY) --no-deps -e .
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed $(PLAYER)
+
+# asciinema-player from npm (pinned, integrity checked) for `argusic report`'s self-contained page:
+# vendored into the package, ignored by git.
+$(PLAYER): scripts/vendor_player.sh
+	bash scripts/vendor_player.sh
+
+player: $(PLAYER)
+
+# Debian's headless Chromium and its driver: the report page's browser test opens the page in it.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null)
 
 # Docker engine (Debian's docker.io, dockerd started when none answers) and the runner image.
 docker:
@@ -40,13 +55,17 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: install image agents-image lint
+test: install image agents-image browser lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
 	$(BIN)/pytest -q
 
 test-fast: install
 	$(BIN)/pytest -q -m "not slow"
+
+# Execute the analyst notebook in place (after `make demo` or a build): the committed copy keeps its plots.
+notebook: install
+	$(PY) scripts/run_notebook.py notebooks/board_and_verdicts.ipynb
 
 airflow-ui: install
 	bash scripts/airflow_ui.sh

@@ -26,7 +26,9 @@ def write(name, text):
         f.write(text)
 write("log.txt", "step 1\n")
 if mode != "norecording":
-    write("recording.cast", '{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "hi"]\n')
+    title = args[args.index("--title") + 1] if "--title" in args else None
+    header = json.dumps({"version": 2, "width": 80, "height": 24, "title": title})
+    write("recording.cast", header + '\n[0.1, "o", "hi"]\n')
 if mode == "printkey":  # an untrusted project talks the agent into printing its environment
     key = os.environ.get("OPENAI_API_KEY", "")
     write("log.txt", f"step 1\nOPENAI_API_KEY={key}\n")
@@ -85,6 +87,9 @@ def test_completed_attempt_lands_fingerprinted_evidence(tmp_path, scripted):
         data = store.read(ref.uri)
         assert hashlib.sha256(data).hexdigest() == ref.sha256 and len(data) == ref.bytes
     assert record.usage.input_tokens.status == "unavailable" and record.usage.input_tokens.value is None
+    # The harness was told the recording's title: agent, project and attempt
+    header = json.loads(store.read(record.evidence.recording.uri).splitlines()[0])
+    assert header["title"] == "readme-runner / ok / attempt 1"
 
 
 def test_existing_record_is_not_measured_again(tmp_path, scripted):

@@ -120,6 +120,7 @@ def test_external_agent_attempt_in_the_agents_image(
         assert "recorder: exit" in log
     header, *events = cast.splitlines()
     assert json.loads(header)["version"] == 2 and events
+    assert json.loads(header)["title"] == f"{agent_id} / {forge_project['project_id']} / attempt 1"
     assert all(json.loads(e)[1] == "o" for e in events)
     for ref in (record.evidence.log, record.evidence.recording):
         data = store.read(ref.uri)

@@ -124,7 +124,8 @@ OUTCOME_OF = {
 
 @pytest.mark.parametrize(("project_id", "agent"), sorted(EXPECTED))
 def test_fixture_outcome(catalogue, tmp_path, project_id, agent):
-    report, out = run_fixture(catalogue, project_id, tmp_path, *DRIVERS[agent].harness_args)
+    title = f"{agent} / {project_id} / attempt 1"  # what the orchestrator passes (AttemptSpec.label)
+    report, out = run_fixture(catalogue, project_id, tmp_path, *DRIVERS[agent].recording_args(title))
     got = (
         report["install_ok"],
         report["ran_ok"],
@@ -142,7 +143,8 @@ def test_fixture_outcome(catalogue, tmp_path, project_id, agent):
     else:
         assert "decode.py" in report["verified_how"] and "returned:" in report["verified_how"]
     # Evidence: a valid recording holding the commands, a log, the step account.
-    _header, events = assert_valid_cast(out / "recording.cast")
+    header, events = assert_valid_cast(out / "recording.cast")
+    assert header["title"] == title
     log = (out / "log.txt").read_text()
     details = json.loads((out / "harness.json").read_text())
     assert details["harness"] == {"name": HARNESS_NAME, "version": HARNESS_VERSION}

@@ -78,14 +78,19 @@ class AgentDriver:
         except ImportError:
             return "unknown"
 
-    def launch(self, key_env: dict[str, str]) -> LaunchBuilder | None:
+    def launch(self, key_env: dict[str, str], title: str | None = None) -> LaunchBuilder | None:
         """How the attempt starts inside the container; None: the reference harness (the executor's
         default, with ``harness_args``). ``key_env`` is ``IssuedKey.container_env(key_env_var,
         base_url_env_var)``: for an external harness it goes into the driver's ``build_env`` (the key
-        then lives only in the container's environment)."""
+        then lives only in the container's environment). ``title`` is the recording's title (the
+        attempt's label, ``<agent> / <project> / attempt N``)."""
         if not self.external:
             return None
-        return _ExternalLaunch(self, dict(key_env))
+        return _ExternalLaunch(self, dict(key_env), title)
+
+    def recording_args(self, title: str) -> tuple[str, ...]:
+        """The reference harness's arguments with the recording's title (the attempt's label)."""
+        return (*self.harness_args, "--title", title)
 
     def collect(self, out_dir: Path) -> CollectedRun:
         """An external harness's session log and report, read by its collector."""
@@ -97,9 +102,10 @@ class AgentDriver:
 class _ExternalLaunch:
     """Build the in-container command of an external harness from the paths the executor gives."""
 
-    def __init__(self, driver: AgentDriver, key_env: dict[str, str]) -> None:
+    def __init__(self, driver: AgentDriver, key_env: dict[str, str], title: str | None = None) -> None:
         self._driver = driver
         self._key_env = key_env
+        self._title = title
 
     def __repr__(self) -> str:
         return f"_ExternalLaunch({self._driver.agent_id!r}, key variables {sorted(self._key_env)})"
@@ -138,7 +144,7 @@ class _ExternalLaunch:
             "--out",
             out,
             "--title",
-            f"{driver.agent_id} ({driver.harness_name} {mod.PINNED_VERSION})",
+            self._title or f"{driver.agent_id} ({driver.harness_name} {mod.PINNED_VERSION})",
             "--",
             *agent_cmd,
         ]

@@ -339,8 +339,9 @@ def run_attempt(
     ) as key:
         key_env = key.container_env(driver.key_env_var, driver.base_url_env_var)
         run_kwargs: dict = {}
+        harness_args = list(driver.recording_args(spec.label))  # the recording's title names the attempt
         if driver.external:  # the key goes through the driver's own environment (build_env)
-            run_kwargs = {"launch": driver.launch(key_env), "image": driver.image()}
+            run_kwargs = {"launch": driver.launch(key_env, title=spec.label), "image": driver.image()}
             key_env = {}
         # The key's value is replaced in every file while the output is landed (streaming); a
         # cancelled or crashed attempt lands nothing, and its raw output area is deleted unread.
@@ -348,7 +349,7 @@ def run_attempt(
             attempt_id=spec.attempt_id,
             repo_path=repo_path,
             commit=spec.commit,
-            harness_args=list(driver.harness_args),
+            harness_args=harness_args,
             out_dir=out_dir,
             budget_seconds=effective,
             env=key_env,

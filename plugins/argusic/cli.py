@@ -1,5 +1,5 @@
 """The `argusic` command line (typer): ingest, build, board, attempts, pool, catalogue check, cycle run,
-demo, audit."""
+demo, audit, play (an attempt's recording in the terminal), report (an attempt's HTML page)."""
 
 from __future__ import annotations
 
@@ -609,6 +609,116 @@ def audit(
     console.print(f"audited {report.checked} evidence object(s): {len(report.findings)} problem(s)")
     if not report.ok:
         raise typer.Exit(code=1)
+
+
+# -- watching an attempt: `play` and `report` (served copies only; argusic.replay, argusic.attempt_page) --
+
+
+_ATTEMPT_ID_HELP = "The attempt id, e.g. 2026-12.board.readme-runner.csvstats.a1 (`argusic attempts`)"
+
+
+def _find_attempt_or_fail(attempt_id: str):
+    from argusic.record import RecordError
+    from argusic.replay import ReplayRefused, find_attempt
+
+    try:
+        with _warehouse_errors():
+            return find_attempt(attempt_id)
+    except (ReplayRefused, RecordError) as err:
+        _fail(str(err))
+
+
+@app.command()
+def play(
+    attempt_id: Annotated[str, typer.Argument(help=_ATTEMPT_ID_HELP)],
+    speed: Annotated[float, typer.Option(min=0.01, max=1000.0, help="Play this many times faster")] = 1.0,
+    idle_limit: Annotated[
+        float,
+        typer.Option(min=0.0, help="Cut pauses longer than this many seconds to it (0: keep every pause)"),
+    ] = 3.0,
+) -> None:
+    """Play an attempt's served recording in this terminal at its recorded pace (Ctrl-C stops).
+
+    Only the served copy (credentials masked) is ever played, never raw evidence; control sequences
+    that would talk to your terminal (titles, clipboard, queries, mouse modes) are dropped."""
+    import tempfile
+
+    from argusic.replay import (
+        ReplayRefused,
+        fetch_served,
+        keys_not_echoed,
+        play_cast,
+        printable,
+        read_cast,
+        recorded_seconds,
+        terminal_note,
+    )
+
+    facts = _find_attempt_or_fail(attempt_id)
+    with tempfile.TemporaryDirectory(prefix="argusic-play-") as tmp:
+        try:
+            path = fetch_served(facts, "recording", Path(tmp) / "recording.cast")
+            with open(path, "rb") as handle:
+                cast = read_cast(handle)
+                total = recorded_seconds(path)
+                length = "" if total is None else f", {total:.1f} s recorded"
+                pauses = f"pauses cut to {idle_limit:g} s" if idle_limit > 0 else "every pause kept"
+                err_console.print(
+                    f"playing {printable(facts.label)} ({facts.record.attempt_id}){length}, ×{speed:g}, "
+                    f"{pauses}; Ctrl-C stops",
+                    markup=False,
+                    highlight=False,
+                )
+                if note := terminal_note(cast.header):
+                    err_console.print(note, style="yellow", markup=False, highlight=False)
+                with keys_not_echoed():
+                    result = play_cast(cast, sys.stdout, speed=speed, idle_limit=idle_limit)
+        except ReplayRefused as err:
+            _fail(str(err))
+    done = "stopped" if result.stopped else "end of recording"
+    extra = []
+    if result.dropped_sequences:
+        extra.append(f"{result.dropped_sequences} control sequence(s) for the terminal itself dropped")
+    if result.skipped_lines:
+        extra.append(f"{result.skipped_lines} line(s) that are not events skipped")
+    err_console.print(
+        f"\n{done}: {result.events} event(s), {result.recorded_seconds:.1f} s of recording in "
+        f"{result.played_seconds:.1f} s" + ("; " + "; ".join(extra) if extra else ""),
+        markup=False,
+        highlight=False,
+    )
+
+
+@app.command()
+def report(
+    attempt_id: Annotated[str, typer.Argument(help=_ATTEMPT_ID_HELP)],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", dir_okay=False, help="The HTML file (default: ./<attempt id>.html)"),
+    ] = None,
+    max_recording_mb: Annotated[
+        float, typer.Option(min=0.0, help="Embed the recording up to this size (MiB); above it, a note")
+    ] = 32.0,
+) -> None:
+    """Write a self-contained HTML page about an attempt: facts, served log, served recording in
+    asciinema-player. It opens from a file with no network; log and recording are shown as text."""
+    from argusic.attempt_page import PlayerMissing, load_player_assets, write_report
+
+    try:
+        assets = load_player_assets()
+    except PlayerMissing as err:
+        _fail(str(err))
+    facts = _find_attempt_or_fail(attempt_id)
+    target = out or Path(f"{facts.record.attempt_id}.html")
+    written = write_report(facts, target, max_recording_mb=max_recording_mb, assets=assets)
+    shown = facts.record.presentation
+    if shown is None or shown.withheld:
+        err_console.print(
+            "no served copies for this attempt: the page shows its facts only (raw evidence is never shown)",
+            style="yellow",
+        )
+    size = written.stat().st_size
+    console.print(f"wrote {written} ({size:,} bytes): open it in a browser, no network needed")
 
 
 def main() -> None:  # pragma: no cover - console entry

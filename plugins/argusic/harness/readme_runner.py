@@ -897,6 +897,12 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds before one command is killed and counted as an error "
         f"(default {DEFAULT_COMMAND_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--title",
+        default=None,
+        help="the recording's title; the orchestrator passes '<agent> / <project> / attempt N' "
+        "(default: readme-runner / <project folder>)",
+    )
     args = parser.parse_args(argv)
     if args.command_timeout <= 0:
         parser.error("--command-timeout must be positive")
@@ -908,7 +914,7 @@ def main(argv: list[str] | None = None) -> int:
     rec = Recorder(
         os.path.join(out, "recording.cast"),
         os.path.join(out, "log.txt"),
-        title=f"{HARNESS_NAME} {HARNESS_VERSION} on {os.path.basename(project)}",
+        title=args.title or f"{HARNESS_NAME} / {os.path.basename(project)}",
     )
     try:
         report = session(project, out, not args.no_recovery, args.command_timeout, rec)
