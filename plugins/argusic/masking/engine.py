@@ -1,0 +1,826 @@
+"""The masking engine: a byte stream in windows → what to redact → a redacted stream, in rounds.
+
+One *round* reads its input once, window by window (`WINDOW` raw bytes, the next window starting
+`OVERLAP` characters of the stripped view before the end of the last one, so a secret cut by a window
+boundary is whole in the next window however many escape bytes surround it), finds everything to
+redact, and writes the redacted output as it goes: memory stays at a few windows whatever the input's
+size. A round's finders (`scan_window`):
+
+* token formats (the rule catalogue, `rules.py`) on every view; line rules on the views that keep
+  line breaks; each hit masked in place and its value added to the known values;
+* base64 and hex runs decoded and the rules run inside them (a token that only appears encoded);
+* every known value (the caller's, then every detected one) in every form (plain, base64 at the three
+  byte alignments, standard and url-safe, hex in both cases) on every view, so also URL-encoded,
+  JSON-escaped, split by escapes or wrapped at any width;
+* private-key bodies (markers kept), and the key material again wherever else it is printed;
+* high-entropy text left next to a masked span (the signature of a JWT whose start was masked);
+* vendor banner lines (first round only; a command line is never hidden).
+
+Rounds repeat on their own output until one finds nothing to redact: that round is the verification
+of the served bytes, and it does not rely only on the finders that produced them (known values in
+every form and survivors next to masked spans are checked too). After `max_rounds` the copy is
+withheld.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import io
+import math
+import re
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from argusic.masking.policy import (
+    KEY_PLACEHOLDER,
+    PLACEHOLDER,
+    BannerRule,
+    KeyBlock,
+    MaskPolicy,
+    MaskStats,
+)
+from argusic.masking.rules import LINE, CompiledRules, Rule, compiled
+from argusic.masking.views import View, Views
+
+CRED, KEY, BANNER = 1, 2, 4
+WINDOW = 4 << 20  # raw bytes per window
+MAX_WINDOW = 32 << 20  # a window grows up to this when escapes leave too few visible characters
+OVERLAP = 64 << 10  # stripped-view characters shared by consecutive windows
+READ_CHUNK = 1 << 20
+SEPARATORS = b"\r\n\xff"  # kept where a redaction covers them (lines, recording events)
+
+_PLACEHOLDER = PLACEHOLDER.encode()
+_KEY_PLACEHOLDER = KEY_PLACEHOLDER.encode()
+
+# -- encodings of a value ----------------------------------------------------------------------------------
+
+
+def _b64_fragments(raw: bytes) -> set[bytes]:
+    """The stable middle of base64(x + raw + y) for every alignment of raw, standard and url-safe."""
+    out: set[bytes] = set()
+    n = len(raw)
+    for k in range(3):
+        enc = binascii.b2a_base64(b"\0" * k + raw, newline=False)
+        frag = enc[-(-8 * k // 6) : (8 * (k + n)) // 6]
+        if len(frag) >= 4:
+            out.add(frag)
+            out.add(frag.translate(_URLSAFE))
+    return out
+
+
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_STANDARD = bytes.maketrans(b"-_", b"+/")
+
+
+def value_forms(raw: bytes) -> dict[bytes, str]:
+    """Every literal form of a value searched for in the views: {form: kind}."""
+    forms: dict[bytes, str] = {raw: "plain"}
+    for frag in sorted(_b64_fragments(raw)):
+        forms.setdefault(frag, "base64")
+    forms.setdefault(raw.hex().encode(), "hex")
+    forms.setdefault(raw.hex().upper().encode(), "hex")
+    return forms
+
+
+class KnownValues:
+    """Values masked wherever they occur, in every form, found with a Hyperscan literal database."""
+
+    def __init__(self, limit: int, label: str) -> None:
+        self.limit = limit
+        self.label = label
+        self.values: list[bytes] = []
+        self.index: dict[bytes, int] = {}
+        self.overflow = False
+        self._db = None
+        self._forms: list[tuple[int, int, str]] = []  # (value index, form length, form kind)
+        self._dirty = False
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def add(self, value: bytes) -> bool:
+        if value in self.index:
+            return False
+        if len(self.values) >= self.limit:
+            self.overflow = True
+            return False
+        self.index[value] = len(self.values)
+        self.values.append(value)
+        self._dirty = True
+        return True
+
+    def _compile(self) -> None:
+        import hyperscan
+
+        expressions: list[bytes] = []
+        self._forms = []
+        for idx, value in enumerate(self.values):
+            for form, kind in value_forms(value).items():
+                expressions.append(form)
+                self._forms.append((idx, len(form), kind))
+        self._db = None
+        if expressions:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(expressions=expressions, ids=list(range(len(expressions))), literal=True)
+            self._db = db
+        self._dirty = False
+
+    def scan(self, data: bytes) -> list[tuple[int, int, int, str]]:
+        """(start, end, value index, form kind) of every occurrence of every form."""
+        if self._dirty:
+            self._compile()
+        if self._db is None or not data:
+            return []
+        hits: list[tuple[int, int, int, str]] = []
+        forms = self._forms
+
+        def on_match(form_id: int, start: int, end: int, flags: int, context: object) -> None:
+            idx, length, kind = forms[form_id]
+            hits.append((end - length, end, idx, kind))
+
+        self._db.scan(data, match_event_handler=on_match)
+        return hits
+
+
+# -- value heuristics --------------------------------------------------------------------------------------
+
+_PLACEHOLDERS = (_PLACEHOLDER, _KEY_PLACEHOLDER)
+_PUNCT = re.compile(rb"[\s\"'`\[\](){}<>,;:=]")
+_TEMPLATED = re.compile(
+    rb"\$[A-Za-z_][A-Za-z0-9_]*|\$\{[^}]*\}|\$\([^)]*\)|\{\{.*\}\}|\{%.*%\}|<[^>]*>|%[A-Za-z_][A-Za-z0-9_]*%"
+    rb"|\*+|x+|X+|\.+|-+|_+|#+|\?+"
+)
+_NO_VALUE_WORDS = frozenset(
+    {b"none", b"null", b"nil", b"true", b"false", b"undefined", b"''", b'""', b"[]", b"{}", b"n/a"}
+)
+_REFERENCE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][A-Za-z0-9_]*\[.*\]")
+
+
+def is_placeholder_only(value: bytes) -> bool:
+    rest = value
+    for p in _PLACEHOLDERS:
+        rest = rest.replace(p, b"")
+    return len(_PUNCT.sub(b"", rest)) < 4 if rest != value else False
+
+
+def looks_like_no_value(value: bytes) -> bool:
+    """A template, a reference, a literal like `null`, masking's own placeholder: not a credential."""
+    v = value.strip()
+    if not v or v.lower() in _NO_VALUE_WORDS:
+        return True
+    if any(p in v for p in _PLACEHOLDERS):
+        return True
+    return bool(_TEMPLATED.fullmatch(v) or _REFERENCE.fullmatch(v))
+
+
+def entropy(data: bytes) -> float:
+    if not data:
+        return 0.0
+    n = len(data)
+    return -sum(c / n * math.log2(c / n) for c in (data.count(bytes([b])) for b in set(data)))
+
+
+# -- spans of a rule match ---------------------------------------------------------------------------------
+
+_HEAD_CONTEXT = re.compile(rb"[=:\s\"'`,>|]")
+_TOKEN_CHAR = re.compile(rb"[A-Za-z0-9]")
+_TERMINATORS = b" \t\r\n'\"`;,)>}]#"
+_SECRET_GROUP_NAME = re.compile(r"(?i)(?:^|_)(?:password|passwd|secret|token)$")
+
+
+def match_spans(data: bytes, m, rule: Rule, names: dict[int, str], groups: int) -> list[tuple[int, int]]:
+    """The spans of a match to mask in place (a rule's value groups; otherwise a uniform reading of a
+    gitleaks-style rule: secret-named groups, else the last outermost group widened to the token)."""
+    if rule.reject_group and m.span(rule.reject_group)[0] >= 0:
+        return []
+    if rule.value_groups:
+        return [m.span(g) for g in rule.value_groups if m.span(g)[0] >= 0]
+    ms, me = m.span()
+    parts = [(*m.span(g), g) for g in range(1, groups + 1)]
+    parts = [(s, e, g) for s, e, g in parts if s >= 0 and e > s]
+    if not parts:
+        e = me
+        while e > ms and data[e - 1] in _TERMINATORS:
+            e -= 1
+        return [(ms, e)]
+
+    def inside(a, b) -> bool:  # a strictly inside b
+        return b[0] <= a[0] and a[1] <= b[1] and (a[0], a[1]) != (b[0], b[1])
+
+    leaves = [p for p in parts if not any(inside(q, p) for q in parts)]
+    named = [(s, e) for s, e, g in leaves if _SECRET_GROUP_NAME.search(names.get(g, "") or "")]
+    if named:
+        return named
+    outer = [p for p in parts if not any(inside(p, q) for q in parts)]
+    s, e, _ = max(outer, key=lambda p: (p[0], p[1]))
+    if not _HEAD_CONTEXT.search(data, ms, s):
+        s = ms
+    if _TOKEN_CHAR.search(data, e, me):
+        e = me
+        while e > s and data[e - 1] in _TERMINATORS:
+            e -= 1
+    return [(s, e)]
+
+
+# -- private keys ------------------------------------------------------------------------------------------
+
+_KEY_BEGIN = re.compile(rb"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----")
+_PEM_LINE = re.compile(rb"[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z][\w-]*: [^\r\n]*)[ \t]*(?:\r\n|\r|\n|$)")
+_KEY_RUN = re.compile(rb"[A-Za-z0-9+/=]{16,}")
+_LEADING_BREAK = re.compile(rb"[ \t]*(?:\r\n|\r|\n)")
+
+
+def _key_fingerprint(body: bytes) -> str:
+    material = re.sub(rb"\\[nrt]|[^A-Za-z0-9+/=]", b"", body)
+    return hashlib.sha256(material).hexdigest()
+
+
+def _has_key_material(body: bytes) -> bool:
+    rest = body.replace(_KEY_PLACEHOLDER, b"").replace(_PLACEHOLDER, b"")
+    return _KEY_RUN.search(rest) is not None
+
+
+def _pem_end(data: bytes, start: int) -> int:
+    end = start
+    while (pm := _PEM_LINE.match(data, end)) and pm.end() > end:
+        end = pm.end()
+    return end
+
+
+# -- banners -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Banners:
+    line_rules: list[tuple[str, re.Pattern, re.Pattern]]  # (name, whole-text finder, line pattern)
+    box_rules: list[tuple[BannerRule, re.Pattern, re.Pattern, re.Pattern, re.Pattern | None]]
+    commands: list[re.Pattern]
+
+    @classmethod
+    def of(cls, policy: MaskPolicy) -> _Banners:
+        line_rules, box_rules = [], []
+        for rule in policy.banners:
+            if rule.line:
+                line_rules.append((rule.name, re.compile(rule.line, re.M), re.compile(rule.line)))
+            if rule.start and rule.end:
+                contains = re.compile(rule.contains) if rule.contains else None
+                start = re.compile(rule.start)
+                box_rules.append((rule, re.compile(rule.start, re.M), start, re.compile(rule.end), contains))
+        return cls(line_rules, box_rules, [re.compile(p) for p in policy.command_patterns])
+
+    def is_command(self, line: str) -> bool:
+        return any(c.search(line) for c in self.commands)
+
+
+class _Lines:
+    """Lines of a text around given positions, with byte offsets (computed incrementally)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._char = 0
+        self._byte = 0
+
+    def bounds(self, pos: int) -> tuple[int, int]:
+        """(start, end-including-break) of the line holding char `pos`."""
+        text = self.text
+        start = max(text.rfind("\n", 0, pos), text.rfind("\r", 0, pos)) + 1
+        ends = [i for i in (text.find("\n", pos), text.find("\r", pos)) if i >= 0]
+        end = min(ends) if ends else len(text)
+        if text.startswith("\r\n", end):
+            end += 2
+        elif end < len(text):
+            end += 1
+        return start, end
+
+    def line(self, start: int, end: int) -> str:
+        return self.text[start:end].rstrip("\r\n")
+
+    def next_line(self, end: int) -> tuple[int, int] | None:
+        return self.bounds(end) if end < len(self.text) else None
+
+    def byte_offset(self, char: int) -> int:
+        """Byte offset of a char offset; calls must come in non-decreasing order (else recomputed)."""
+        if char < self._char:
+            self._char, self._byte = 0, 0
+        self._byte += len(self.text[self._char : char].encode("utf-8", "surrogateescape"))
+        self._char = char
+        return self._byte
+
+
+def _banner_spans(view: View, banners: _Banners, stats: MaskStats) -> list[tuple[int, int]]:
+    text = view.data.decode("utf-8", "surrogateescape")
+    lines = _Lines(text)
+    hide: dict[int, tuple[int, str]] = {}  # line start (char) -> (line end, rule name)
+    for name, finder, pattern in banners.line_rules:
+        for m in finder.finditer(text):
+            # A match of `^\s*...` may start on blank lines above: the line is the one it ends on.
+            start, end = lines.bounds(max(m.start(), m.end() - 1))
+            if start in hide:
+                continue
+            # The whole-text finder may have crossed a line break: check the line itself.
+            line = lines.line(start, end)
+            if pattern.search(line) and not banners.is_command(line):
+                hide[start] = (end, name)
+    for rule, finder, start_re, end_re, contains in banners.box_rules:
+        for m in finder.finditer(text):
+            first = lines.bounds(max(m.start(), m.end() - 1))
+            if first[0] in hide or not start_re.search(lines.line(*first)):
+                continue
+            box = [first]
+            found_end = False
+            while len(box) < rule.max_lines:
+                if end_re.search(lines.line(*box[-1])):
+                    found_end = True
+                    break
+                nxt = lines.next_line(box[-1][1])
+                if nxt is None:
+                    break
+                box.append(nxt)
+            if not found_end:
+                continue
+            if contains is not None and not any(contains.search(lines.line(*b)) for b in box):
+                continue
+            for start, end in box:
+                if not banners.is_command(lines.line(start, end)):
+                    hide.setdefault(start, (end, rule.name))
+    spans = []
+    for start in sorted(hide):
+        end, name = hide[start]
+        b0 = lines.byte_offset(start)
+        b1 = lines.byte_offset(end)
+        if b1 > b0:
+            spans.append(view.raw_span(b0, b1))
+            stats.banners.add(name)
+    stats.banner_lines_hidden += len(spans)
+    return spans
+
+
+# -- the state of one masking job --------------------------------------------------------------------------
+
+
+@dataclass
+class MaskState:
+    """What one masking job knows: policy, compiled rules, known values, statistics, findings."""
+
+    policy: MaskPolicy
+    stats: MaskStats = field(default_factory=MaskStats)
+    rules: CompiledRules | None = None
+    known: KnownValues | None = None
+    generated: KnownValues | None = None
+    banners: _Banners | None = None
+    findings: list[str] = field(default_factory=list)  # of the current round (no secret values)
+    key_carry: tuple[bytes, int] | None = None  # (label, body start) of a key body cut by a window end
+
+    def __post_init__(self) -> None:
+        self.rules = self.rules or compiled(self.policy.rules())
+        self.known = self.known or KnownValues(self.policy.max_known_values, "known value")
+        self.generated = self.generated or KnownValues(self.policy.max_known_values, "generated key material")
+        self.banners = self.banners or _Banners.of(self.policy)
+
+    @classmethod
+    def for_secrets(cls, secrets: Iterable[str], policy: MaskPolicy) -> MaskState:
+        state = cls(policy)
+        for value in candidate_values(secrets, policy.min_secret_len, state.stats):
+            state.known.add(value)
+        return state
+
+    def add_value(self, value: bytes) -> None:
+        """A detected value: masked everywhere from now on when long enough to be told apart."""
+        value = value.strip()
+        if len(value) >= self.policy.min_secret_len and not is_placeholder_only(value):
+            self.known.add(value)
+
+    @property
+    def overflow(self) -> bool:
+        return self.known.overflow or self.generated.overflow
+
+
+def candidate_values(secrets: Iterable[str], min_len: int, stats: MaskStats) -> list[bytes]:
+    """The caller's values (and each line of a multi-line one), UTF-8; short ones counted, not used."""
+    values: list[bytes] = []
+    for secret in secrets:
+        if not isinstance(secret, str):
+            continue
+        parts = {secret, secret.strip(), *(line.strip() for line in secret.splitlines())}
+        for part in sorted(parts):
+            if not part:
+                continue
+            if len(part) < min_len:
+                if part == secret.strip():
+                    stats.ignored_short_values += 1
+                continue
+            raw = part.encode("utf-8", "surrogatepass")
+            if raw not in values:
+                values.append(raw)
+    return values
+
+
+# -- one window ---------------------------------------------------------------------------------------------
+
+_B64_RUN = re.compile(rb"[A-Za-z0-9+/_\-]+")
+_HEX_RUN = re.compile(rb"[0-9a-fA-F]+")
+B64_MIN_RUN = 24  # base64 of 18 bytes: shorter tokens are not worth the cost
+HEX_MIN_RUN = 32
+
+
+@dataclass(frozen=True)
+class _RunFinder:
+    database: object
+
+    @classmethod
+    def build(cls) -> _RunFinder:
+        import hyperscan
+
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(
+            expressions=[
+                b"(?:^|[^A-Za-z0-9+/_\\-])[A-Za-z0-9+/_\\-]{%d}" % B64_MIN_RUN,
+                b"(?:^|[^0-9a-fA-F])[0-9a-fA-F]{%d}" % HEX_MIN_RUN,
+            ],
+            ids=[0, 1],
+            flags=[0, 0],
+        )
+        return cls(db)
+
+    def decoded(self, data: bytes) -> bytes:
+        """Every base64 run (4 alignments, standard or url-safe) and hex run (2 alignments), decoded."""
+        starts: list[tuple[int, int]] = []
+
+        def on_match(kind: int, start: int, end: int, flags: int, context: object) -> None:
+            starts.append((kind, end - (B64_MIN_RUN if kind == 0 else HEX_MIN_RUN)))
+
+        self.database.scan(data, match_event_handler=on_match)
+        out: list[bytes] = []
+        a2b = binascii.a2b_base64
+        for kind, start in starts:
+            if kind == 0:
+                run = _B64_RUN.match(data, start).group().translate(_STANDARD)
+                for k in range(4):
+                    part = run[k : len(run) - (len(run) - k) % 4]
+                    out.append(a2b(part))
+            else:
+                run = _HEX_RUN.match(data, start).group()
+                for k in (0, 1):
+                    out.append(binascii.unhexlify(run[k : len(run) - (len(run) - k) % 2]))
+        return b"\n".join(out)
+
+
+_RUN_FINDER: _RunFinder | None = None
+
+
+def _run_finder() -> _RunFinder:
+    global _RUN_FINDER
+    if _RUN_FINDER is None:
+        _RUN_FINDER = _RunFinder.build()
+    return _RUN_FINDER
+
+
+def _continues_token(tail: bytes) -> bool:
+    """Whether text at the start of the next line reads as the rest of a wrapped token (mixed
+    letters and digits, or inner capitals) rather than a word or a command of its own."""
+    tail = tail.strip(_TERMINATORS)
+    if len(tail) < 6:
+        return False
+    digit = any(48 <= c <= 57 for c in tail)
+    lower = any(97 <= c <= 122 for c in tail)
+    inner_upper = any(65 <= c <= 90 for c in tail[1:])
+    letter = lower or inner_upper or 65 <= tail[0] <= 90
+    return (digit and letter) or (lower and inner_upper)
+
+
+class _Shifted:
+    """A match found in a slice, with spans moved back to the offsets of the whole text."""
+
+    def __init__(self, match, offset: int) -> None:
+        self.match, self.offset = match, offset
+
+    def span(self, group: int = 0) -> tuple[int, int]:
+        s, e = self.match.span(group)
+        return (s + self.offset, e + self.offset) if s >= 0 else (s, e)
+
+    def start(self, group: int = 0) -> int:
+        return self.span(group)[0]
+
+    def end(self, group: int = 0) -> int:
+        return self.span(group)[1]
+
+
+def _break_inside(view: View, start: int, end: int) -> int | None:
+    """Last offset in (start, end) of a joined view where a removed line break was, or None."""
+    jmap = view.map
+    k = bisect_left(jmap.vstart, end) - 1
+    while k >= 0 and jmap.vstart[k] > start:
+        if k + 1 >= len(jmap.vstart) or jmap.vstart[k] != jmap.vstart[k + 1]:
+            return jmap.vstart[k]
+        k -= 1
+    return None
+
+
+def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | None = None):
+    """(rule, spans) for every confirmed match of every candidate rule in `data`.
+
+    A match that runs over line breaks (removed, in a joined view) is read as a wrapped token, unless
+    its text up to the last break already matches alone and what follows on the last line does not
+    read as the rest of a token (a token at the end of a line, then a word: the word is not masked)."""
+    rules = state.rules
+    for idx in rules.candidates(data):
+        rule = rules.rules[idx]
+        if rule.kind == LINE and not line_view:
+            continue
+        confirmer = rules.confirmers[idx]
+        for m in confirmer.finditer(data):
+            if joined is not None:
+                brk = _break_inside(joined, m.start(), m.end())
+            else:
+                last = max(data.rfind(b"\n", m.start(), m.end()), data.rfind(b"\r", m.start(), m.end()))
+                if last > m.start() and data[last - 1 : last + 1] == b"\r\n":
+                    last -= 1
+                brk = last if last > m.start() else None
+            if brk is not None:
+                # The text before the last line break alone (RE2 reads past an `endpos` for `$`).
+                first = confirmer.regex.match(data[m.start() : brk])
+                if first is not None and not _continues_token(data[m.start() + first.end() : m.end()]):
+                    m = _Shifted(first, m.start())
+            spans = []
+            for s, e in match_spans(data, m, rule, confirmer.names, confirmer.groups):
+                value = data[s:e]
+                if not value or is_placeholder_only(value):
+                    continue
+                if rule.soft and looks_like_no_value(value):
+                    continue
+                if rule.min_entropy and entropy(value) <= rule.min_entropy:
+                    continue
+                spans.append((s, e))
+            if spans:
+                yield rule, spans
+
+
+_SURVIVOR_AFTER = re.compile(rb"[._~+/=:\-]?([A-Za-z0-9+/_=.\-]{16,})")
+_SURVIVOR_BEFORE = re.compile(rb"([A-Za-z0-9+/_=.\-]{16,})[._~+/=:\-]?$")
+_PLACEHOLDER_RE = re.compile(re.escape(_PLACEHOLDER) + b"|" + re.escape(_KEY_PLACEHOLDER))
+SURVIVOR_ENTROPY = 3.5
+
+
+def _survivor(run: bytes) -> bool:
+    mixed = sum(1 for cls in (rb"[a-z]", rb"[A-Z]", rb"[0-9]") if re.search(cls, run)) >= 2
+    return mixed and entropy(run) >= SURVIVOR_ENTROPY
+
+
+def _survivor_spans(view: View) -> list[tuple[int, int]]:
+    data = view.data
+    spans = []
+    for m in _PLACEHOLDER_RE.finditer(data):
+        after = _SURVIVOR_AFTER.match(data, m.end())
+        if after and _survivor(after.group(1)):
+            spans.append(after.span(1))
+        before = _SURVIVOR_BEFORE.search(data, max(0, m.start() - 512), m.start())
+        if before and _survivor(before.group(1)):
+            spans.append(before.span(1))
+    return spans
+
+
+def scan_window(views: Views, pos: int, state: MaskState, *, banners: bool, at_eof: bool) -> list[tuple]:
+    """Spans (start, end, kind) of a window (offsets in the window) to redact; detected values join
+    the known values. `pos` is the window's offset in the stream."""
+    policy, stats = state.policy, state.stats
+    distinct = views.all()
+    line_names = {"raw", "stripped", "decoded"}
+    spans: list[tuple[int, int, int]] = []
+    described = state.findings
+
+    for view in distinct:
+        joined = view if view.name in ("joined", "decoded-joined") else None
+        for rule, rule_spans in _rule_hits(view.data, state, view.name in line_names, joined):
+            stats.detector_types.add(rule.id)
+            described.append(f"token format {rule.id} in {view.name} view")
+            for s, e in rule_spans:
+                spans.append((*view.raw_span(s, e), CRED))
+                state.add_value(view.data[s:e])
+
+    if policy.decode_encoded_runs:
+        finder = _run_finder()
+        for view in (views.joined, views.decoded_joined):
+            if view is None:
+                continue
+            blob = finder.decoded(view.data)
+            for rule, rule_spans in _rule_hits(blob, state, line_view=True):
+                stats.detector_types.add(rule.id)
+                described.append(f"token format {rule.id} inside an encoded run in {view.name} view")
+                for s, e in rule_spans:
+                    state.add_value(blob[s:e])
+
+    if policy.redact_private_keys:
+        carry_in, carry_out = state.key_carry, None
+        if carry_in is not None and carry_in[1] >= pos:
+            carry_in = None  # its BEGIN line is in this window: found again from there
+        for view in views.line_views():
+            if view.name == "raw":
+                continue
+            found, carry = _key_bodies(view.data, carry_in[0] if carry_in else None, at_eof)
+            for s, e, label, body in found:
+                raw_s, raw_e = view.raw_span(s, e)
+                spans.append((raw_s, raw_e, KEY))
+                stats.add_key(KeyBlock(label.decode(), _key_fingerprint(body)))
+                described.append(f"private key body ({label.decode()}) in {view.name} view")
+                for run in _KEY_RUN.findall(body.replace(b"\\n", b"\n")):
+                    if len(run) >= 24:
+                        state.generated.add(run)
+                if carry is not None and carry_out is None:
+                    carry_out = (carry, carry_in[1] if carry_in and s == 0 else pos + raw_s)
+        state.key_carry = carry_out
+
+    for values, kind in ((state.known, CRED), (state.generated, KEY)):
+        if not len(values):
+            continue
+        for view in distinct:
+            for s, e, idx, form in values.scan(view.data):
+                spans.append((*view.raw_span(s, e), kind))
+                described.append(f"{values.label} #{idx} as {form} in {view.name} view")
+
+    for view in views.line_views():
+        for s, e in _survivor_spans(view):
+            spans.append((*view.raw_span(s, e), CRED))
+            described.append(f"high-entropy text next to a masked span in {view.name} view")
+            state.add_value(view.data[s:e])
+
+    if banners and policy.banners:
+        spans.extend((s, e, BANNER) for s, e in _banner_spans(views.stripped, state.banners, stats))
+    return spans
+
+
+def _key_bodies(
+    data: bytes, carry: bytes | None, at_eof: bool
+) -> tuple[list[tuple[int, int, bytes, bytes]], bytes | None]:
+    """(start, end, label, body) of every private-key body in a view that still holds key material,
+    and the label of a body cut by the end of the view (it goes on in the next window)."""
+    found = []
+    carry_out = None
+    starts: list[tuple[int, bytes]] = [(0, carry)] if carry is not None else []
+    for m in _KEY_BEGIN.finditer(data):
+        body_start = m.end()
+        if nl := _LEADING_BREAK.match(data, body_start):
+            body_start = nl.end()
+        starts.append((body_start, m.group(1)))
+    for body_start, label in starts:
+        end = data.find(b"-----END " + label + b"-----", body_start, body_start + 1_000_000)
+        body_end = end if end >= 0 else _pem_end(data, body_start)
+        if end < 0 and body_end >= len(data) and not at_eof:
+            carry_out = label
+        body = data[body_start:body_end]
+        if _has_key_material(body):
+            found.append((body_start, body_end, label, body))
+    return found, carry_out
+
+
+# -- applying redactions ----------------------------------------------------------------------------------
+
+
+def _clusters(spans: list[tuple[int, int, int]]) -> list[tuple[int, int, list[tuple[int, int, int]]]]:
+    """Spans grouped where they overlap or touch: (start, end, members), sorted."""
+    out: list[tuple[int, int, list]] = []
+    for s, e, k in sorted(spans):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            cs, ce, members = out[-1]
+            members.append((s, e, k))
+            out[-1] = (cs, max(ce, e), members)
+        else:
+            out.append((s, e, [(s, e, k)]))
+    return out
+
+
+_RUNS = re.compile(rb"\x01+|\x02+|\x04+")
+_SEPARATOR_BYTES = re.compile(rb"[\r\n\xff]")
+
+
+def _replacement(kind: int, covered: bytes, continuation: bool) -> bytes:
+    """A hidden banner line leaves nothing (but its recording-event boundaries); a redaction leaves
+    its placeholder (unless it continues the previous one) and the line breaks it covered."""
+    if kind == BANNER:
+        return b"\xff" * covered.count(b"\xff")
+    kept = b"".join(_SEPARATOR_BYTES.findall(covered))
+    if continuation:
+        return kept
+    return (_PLACEHOLDER if kind == CRED else _KEY_PLACEHOLDER) + kept
+
+
+class _Writer:
+    """Writes a round's output: raw bytes with the redactions applied, in order."""
+
+    def __init__(self, dst: BinaryIO | None, stats: MaskStats) -> None:
+        self.dst = dst
+        self.stats = stats
+        self.written = 0  # raw offset up to which output is final
+        self.redacted_to = -1  # end of the last redaction written (a span starting there continues it)
+
+    def emit(self, buf: bytes, buf_start: int, upto: int, pending: list[tuple[int, int, int]]) -> list:
+        """Write raw [written, upto) with the spans that start before `upto`; return the other spans."""
+        later = [sp for sp in pending if sp[0] >= upto]
+        now = [sp for sp in pending if sp[0] < upto and sp[1] > self.written]
+        for cs, ce, members in _clusters(now):
+            cs_clipped = max(cs, self.written)
+            if cs_clipped > self.written:
+                self._write(buf, buf_start, self.written, cs_clipped)
+            flags = bytearray(ce - cs_clipped)
+            for kind in (CRED, KEY, BANNER):  # later kinds win where spans overlap
+                for s, e, k in members:
+                    if k == kind:
+                        a, b = max(s, cs_clipped) - cs_clipped, e - cs_clipped
+                        if b > a:
+                            flags[a:b] = bytes([kind]) * (b - a)
+            for m in _RUNS.finditer(bytes(flags)):
+                a, b = m.span()
+                kind = flags[a]
+                start = cs_clipped + a
+                covered = buf[start - buf_start : cs_clipped + b - buf_start]
+                continuation = start == self.written and self.redacted_to == start
+                if self.dst is not None:
+                    self.dst.write(_replacement(kind, covered, continuation))
+                if kind == CRED and not continuation:
+                    self.stats.credentials_masked += 1
+                self.written = cs_clipped + b
+                self.redacted_to = self.written
+        if upto > self.written:
+            self._write(buf, buf_start, self.written, upto)
+        return later
+
+    def _write(self, buf: bytes, buf_start: int, a: int, b: int) -> None:
+        if self.dst is not None and b > a:
+            self.dst.write(buf[a - buf_start : b - buf_start])
+        self.written = b
+
+
+@dataclass
+class RoundReport:
+    redactions: int = 0  # credential and key spans found
+    banner_spans: int = 0
+    size_in: int = 0
+
+
+def run_round(src: BinaryIO, dst: BinaryIO | None, state: MaskState, *, banners: bool) -> RoundReport:
+    """One pass over `src`: find and (when `dst` is given) write the redacted bytes."""
+    report = RoundReport()
+    state.findings = []
+    state.key_carry = None
+    buf = bytearray()
+    buf_start = 0
+    eof = False
+    pos = 0
+    size = WINDOW
+    pending: list[tuple[int, int, int]] = []
+    writer = _Writer(dst, state.stats)
+    while True:
+        while not eof and buf_start + len(buf) < pos + size:
+            chunk = src.read(max(READ_CHUNK, pos + size - buf_start - len(buf)))
+            if not chunk:
+                eof = True
+                break
+            buf += chunk
+        end = min(buf_start + len(buf), pos + size)
+        at_eof = eof and end == buf_start + len(buf)
+        views = Views(bytes(buf[pos - buf_start : end - buf_start]))
+        next_pos = None
+        if not at_eof:
+            next_pos = _next_window_start(views, pos, size)
+            if next_pos is None:  # too few visible characters: grow the window and look again
+                size *= 2
+                continue
+        spans = scan_window(views, pos, state, banners=banners, at_eof=at_eof)
+        del views
+        for _s, _e, k in spans:
+            if k == BANNER:
+                report.banner_spans += 1
+            else:
+                report.redactions += 1
+        pending.extend((pos + s, pos + e, k) for s, e, k in spans)
+        if at_eof:
+            writer.emit(buf, buf_start, end, pending)
+            report.size_in = end
+            return report
+        pending = writer.emit(buf, buf_start, next_pos, pending)
+        cut = min(writer.written, next_pos) - buf_start
+        if cut > 0:
+            del buf[:cut]
+            buf_start += cut
+        pos = next_pos
+        size = WINDOW
+
+
+def _next_window_start(views: Views, pos: int, size: int) -> int | None:
+    """Where the next window starts: OVERLAP stripped-view characters before this one's end."""
+    stripped = views.stripped
+    if len(stripped.data) > 2 * OVERLAP:
+        return pos + stripped.raw_offset(len(stripped.data) - OVERLAP)
+    if size < MAX_WINDOW:
+        return None
+    return pos + size // 2  # an escape flood: move on (documented limit)
+
+
+def mask_bytes_once(data: bytes, state: MaskState, *, banners: bool) -> tuple[bytes, RoundReport]:
+    out = io.BytesIO()
+    report = run_round(io.BytesIO(data), out, state, banners=banners)
+    return out.getvalue(), report

@@ -1,0 +1,375 @@
+"""The catalogue of token formats, and the engines that find them fast.
+
+Sources (none hand-picked):
+
+* **kingfisher** (PyPI ``kingfisher-bin``, Apache-2.0, MongoDB): its built-in rules, exported offline by
+  ``kingfisher rules list --format json``: the "betterleaks" rules (the gitleaks lineage, by gitleaks'
+  author) and Google OSV-SCALIBR's "veles" rules. Exported once per kingfisher version and cached.
+* **detect-secrets** (PyPI, Yelp): the ``denylist`` patterns of every regex plugin.
+* **argusic** (ours, `SUPPLEMENTARY_PATTERNS` and below): formats neither set matches the way a log
+  shows them (Anthropic/OpenAI keys of any length, JWTs whole with their signature whatever follows
+  them), assignments whose name says secret/password/token/key, and quoted high-entropy strings.
+
+A few rules are left out on purpose (`EXCLUDED_RULES`): private-key blocks have their own redaction
+(markers kept, body fingerprinted), and public IP addresses are not credentials.
+
+Engines: every rule goes into one Hyperscan database (single-match mode) that tells, in one pass at
+hundreds of MB/s, which rules match a block; only those rules are then run with RE2 (linear time: a
+hostile log cannot make a rule backtrack) to get the spans and capture groups. Patterns RE2 cannot
+parse (lookarounds in a few detect-secrets plugins) are confirmed by Python's ``re`` on the block the
+prefilter flagged. The compiled database is cached on disk, keyed by the catalogue's digest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Formats detect-secrets 1.5.0 has no plugin for, or that kingfisher only knows at one exact length.
+SUPPLEMENTARY_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("Anthropic/OpenAI sk- key", r"sk-(?:ant-|proj-|svcacct-|admin-)[A-Za-z0-9_\-]{30,}"),
+    ("OpenAI sk- key", r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{30,}"),
+    ("GitHub fine-grained PAT", r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
+    ("GitHub token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}"),
+    ("Google API key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}"),
+    ("Bearer token", r"(?i)\bBearer\s+([A-Za-z0-9._~+/=\-]{16,})"),
+    # A JWT whole, signature included, whatever character follows it.
+    ("JWT", r"\beyJ[A-Za-z0-9_\-]{8,}={0,2}\.eyJ[A-Za-z0-9_\-]{8,}={0,2}\.[A-Za-z0-9_\-+/]*={0,2}"),
+)
+
+# Names that say "this is a secret": the last part of the name is one of these words.
+SECRET_NAME_WORDS = r"password|passwd|passphrase|pwd|pass|secret|token|key|credentials?"
+# `NAME=value`, `NAME: value`, `"name": "value"`, `--name=value`; quoted or not. Group 5 catches a
+# call (`secret = get_secret()`): code, not a value.
+ASSIGNMENT_RULE = (
+    r"(?i)(?:^|[^A-Za-z0-9_.\-])(?:-{1,2})?[\"']?([A-Za-z0-9_.\-]*(?:" + SECRET_NAME_WORDS + r"))[\"']?"
+    r"(?:[ \t]*(?::=|=>|=|:)[ \t]*)"
+    r"(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s\"'`,;(){}\[\]<>]+)(\()?)"
+)
+# `--token value` (a command-line flag followed by its value).
+FLAG_RULE = (
+    r"(?i)(?:^|\s)--([a-z0-9\-]*(?:" + SECRET_NAME_WORDS + r"))[ \t]+"
+    r"(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s\"'`,;(){}\[\]<>\-][^\s\"'`,;(){}\[\]<>]*)(\()?)"
+)
+QUOTED_HIGH_ENTROPY_RULE = r"\"([A-Za-z0-9+/=_\-]{20,})\"|'([A-Za-z0-9+/=_\-]{20,})'"
+QUOTED_ENTROPY_LIMIT = 4.5
+
+EXCLUDED_RULES = frozenset(
+    {
+        "kingfisher/betterleaks.private-key",  # private keys: dedicated redaction (markers kept)
+        "detect-secrets/Private Key",
+        "detect-secrets/Public IP (ipv4)",  # not a credential
+    }
+)
+
+# Rule kinds: a format rule runs on every view (joined views find wrapped tokens); a line rule only
+# on the views that keep line breaks (its value would otherwise swallow the next line).
+FORMAT, LINE = "format", "line"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str  # "<source>/<name>", e.g. kingfisher/betterleaks.github-pat
+    pattern: str
+    kind: str = FORMAT
+    soft: bool = False  # the value goes through the no-value heuristics (templated, code, ...)
+    min_entropy: float = 0.0  # the value's Shannon entropy must exceed this
+    value_groups: tuple[int, ...] = ()  # the groups that hold the value (default: see engine.match_spans)
+    reject_group: int = 0  # a group that, when it takes part, says "not a value" (a call: `get_secret()`)
+
+    @property
+    def source(self) -> str:
+        return self.id.split("/", 1)[0]
+
+    def excluded_by(self, excluded: Iterable[str]) -> bool:
+        return any(self.id == x or self.id.startswith(x + "/") for x in excluded)
+
+
+class RulesUnavailable(RuntimeError):
+    """The rule catalogue could not be loaded (the copy is withheld rather than served unchecked)."""
+
+
+# -- sources -------------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """ARGUSIC_CACHE_DIR, or $XDG_CACHE_HOME/argusic (~/.cache/argusic): exported rules, compiled DBs."""
+    if explicit := os.environ.get("ARGUSIC_CACHE_DIR"):
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "argusic"
+
+
+def _package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "absent"
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def _valid_export(doc: object) -> list[dict]:
+    if not isinstance(doc, list) or not doc:
+        raise RulesUnavailable("kingfisher rules export is not a non-empty JSON list")
+    for item in doc:
+        if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("id", "pattern")):
+            raise RulesUnavailable("kingfisher rules export has an entry without id/pattern strings")
+    return doc
+
+
+@lru_cache(maxsize=1)
+def kingfisher_rules() -> tuple[dict, ...]:
+    """kingfisher's built-in rules ({id, pattern, confidence, ...}), exported offline and cached."""
+    kf_version = _package_version("kingfisher-bin")
+    if kf_version == "absent":
+        raise RulesUnavailable("kingfisher-bin is not installed (pip install -r requirements.txt)")
+    cached = cache_dir() / f"kingfisher-rules-{kf_version}.json"
+    try:
+        return tuple(_valid_export(json.loads(cached.read_bytes())))
+    except (OSError, ValueError, RulesUnavailable):
+        pass
+    from kingfisher import get_binary_path
+
+    # --no-update-check: the export is offline; nothing else is read or written.
+    cmd = [get_binary_path(), "rules", "list", "--format", "json", "--no-update-check", "--quiet"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, timeout=120, check=True, stdin=subprocess.DEVNULL)
+        rules = _valid_export(json.loads(done.stdout))
+    except (OSError, subprocess.SubprocessError, ValueError) as err:
+        raise RulesUnavailable(f"kingfisher rules export failed: {err}") from None
+    try:
+        _write_atomic(cached, json.dumps(rules).encode())
+    except OSError as err:  # a read-only home: export again next time
+        log.warning("cannot cache kingfisher rules in %s: %s", cached, err)
+    return tuple(rules)
+
+
+def detect_secrets_patterns() -> list[tuple[str, str, int]]:
+    """(secret type, pattern, re flags) of every detect-secrets regex plugin's denylist."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    out = []
+    for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
+        if isinstance(cls, type) and issubclass(cls, RegexBasedDetector):
+            out += [(secret_type, p.pattern, p.flags & (re.IGNORECASE | re.VERBOSE)) for p in cls.denylist]
+    return out
+
+
+def _flags_prefix(flags: int) -> str:
+    return "".join(f for f, bit in (("i", re.IGNORECASE), ("x", re.VERBOSE)) if flags & bit)
+
+
+def catalogue(
+    *,
+    kingfisher: bool = True,
+    detect_secrets: bool = True,
+    supplementary: tuple[tuple[str, str], ...] = SUPPLEMENTARY_PATTERNS,
+    assignments: bool = True,
+    excluded: Iterable[str] = EXCLUDED_RULES,
+) -> tuple[Rule, ...]:
+    """Every rule of the policy, in a stable order."""
+    excluded = frozenset(excluded)
+    rules: list[Rule] = []
+    if kingfisher:
+        rules += [Rule(f"kingfisher/{r['id']}", r["pattern"]) for r in kingfisher_rules()]
+    if detect_secrets:
+        for n, (secret_type, pattern, flags) in enumerate(detect_secrets_patterns()):
+            prefix = _flags_prefix(flags)
+            full = f"(?{prefix}){pattern}" if prefix else pattern
+            rules.append(Rule(f"detect-secrets/{secret_type}/{n}", full))
+    rules += [Rule(f"argusic/{name}", pattern) for name, pattern in supplementary]
+    if assignments:
+        rules.append(Rule("argusic/assignment", ASSIGNMENT_RULE, LINE, True, 0.0, (2, 3, 4), 5))
+        rules.append(Rule("argusic/flag", FLAG_RULE, LINE, True, 0.0, (2, 3, 4), 5))
+        quoted = Rule(
+            "argusic/quoted-high-entropy", QUOTED_HIGH_ENTROPY_RULE, LINE, True, QUOTED_ENTROPY_LIMIT
+        )
+        rules.append(dataclasses.replace(quoted, value_groups=(1, 2)))
+    return tuple(r for r in rules if not r.excluded_by(excluded))
+
+
+def catalogue_digest(rules: Iterable[Rule]) -> str:
+    doc = [[r.id, r.pattern, r.kind, r.soft, r.min_entropy, r.value_groups, r.reject_group] for r in rules]
+    return hashlib.sha256(json.dumps(doc).encode()).hexdigest()
+
+
+# -- compiled forms ------------------------------------------------------------------------------------
+
+
+class Confirmer:
+    """A rule's regex compiled for confirmation: RE2 (Latin-1, bytes) or, failing that, Python's re."""
+
+    def __init__(self, pattern: str) -> None:
+        import re2
+
+        self.engine = "re2"
+        source = pattern
+        if source.startswith("(?x)"):  # RE2 has no extended mode: drop its whitespace and comments
+            source = _strip_extended(source[4:])
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.log_errors = False
+        try:
+            self.regex = re2.compile(source.encode("latin-1"), options)
+        except (re2.error, UnicodeEncodeError):
+            self.engine = "re"
+            self.regex = re.compile(pattern.encode("latin-1", "backslashreplace"))
+        self.groups: int = self.regex.groups
+        names = dict(self.regex.groupindex)
+        self.names = {i: n.decode("latin-1") if isinstance(n, bytes) else n for n, i in names.items()}
+
+    def finditer(self, data: bytes) -> Iterator:
+        return self.regex.finditer(data)
+
+
+def _strip_extended(pattern: str) -> str:
+    """Extended-mode pattern → plain: unescaped whitespace outside classes and #-comments removed."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c.isspace():
+            i += 1
+            continue
+        elif c == "#":
+            while i < len(pattern) and pattern[i] != "\n":
+                i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _hs_compile_one(pattern: bytes, flags: int):
+    import hyperscan
+
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[pattern], ids=[0], flags=[flags])
+    return db
+
+
+@dataclass
+class CompiledRules:
+    """The catalogue ready to scan: one Hyperscan database plus a confirmer per rule."""
+
+    rules: tuple[Rule, ...]
+    digest: str
+    database: object  # hyperscan.Database; None when no rule compiled
+    always: tuple[int, ...]  # rules Hyperscan could not take: confirmed on every block
+    confirmers: tuple[Confirmer, ...]
+
+    def candidates(self, data: bytes) -> list[int]:
+        """Indexes of the rules that (may) match somewhere in `data`."""
+        hits: set[int] = set(self.always)
+        if self.database is not None and data:
+
+            def on_match(rule_id: int, start: int, end: int, flags: int, context: object) -> None:
+                hits.add(rule_id)
+
+            self.database.scan(data, match_event_handler=on_match)
+        return sorted(hits)
+
+
+def _hs_flags_for(pattern: bytes) -> int | None:
+    """Single-match flags Hyperscan accepts for this pattern (prefilter mode as a fallback), or None."""
+    import hyperscan
+
+    base = hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY
+    for flags in (base, base | hyperscan.HS_FLAG_PREFILTER):
+        try:
+            _hs_compile_one(pattern, flags)
+            return flags
+        except hyperscan.error:
+            continue
+    return None
+
+
+def compile_rules(rules: tuple[Rule, ...]) -> CompiledRules:
+    """Compile (or load from the cache) the Hyperscan database of a catalogue."""
+    import hyperscan
+
+    digest = catalogue_digest(rules)
+    confirmers = tuple(Confirmer(r.pattern) for r in rules)
+    key = hashlib.sha256(f"{digest}\n{_package_version('hyperscan')}".encode()).hexdigest()[:32]
+    cached = cache_dir() / f"hyperscan-{key}.db"
+    meta_path = cached.with_suffix(".json")
+    try:
+        meta = json.loads(meta_path.read_bytes())
+        blob = cached.read_bytes()
+        if meta.get("sha256") != hashlib.sha256(blob).hexdigest():
+            raise ValueError("cached database does not match its digest")
+        database = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+        database.scratch = hyperscan.Scratch(database)
+        return CompiledRules(rules, digest, database, tuple(meta["always"]), confirmers)
+    except (OSError, ValueError, KeyError, TypeError, hyperscan.error):
+        pass
+    expressions, ids, flags, always = [], [], [], []
+    for n, rule in enumerate(rules):
+        pattern = rule.pattern.encode("latin-1", "backslashreplace")
+        f = _hs_flags_for(pattern)
+        if f is None:
+            always.append(n)
+            continue
+        expressions.append(pattern)
+        ids.append(n)
+        flags.append(f)
+    database = None
+    if expressions:
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        database.compile(expressions=expressions, ids=ids, flags=flags)
+        try:
+            blob = hyperscan.dumpb(database)
+            _write_atomic(cached, blob)
+            meta = {"sha256": hashlib.sha256(blob).hexdigest(), "always": always, "catalogue": digest}
+            _write_atomic(meta_path, json.dumps(meta).encode())
+        except (OSError, hyperscan.error) as err:
+            log.warning("cannot cache the compiled rules in %s: %s", cached, err)
+    return CompiledRules(rules, digest, database, tuple(always), confirmers)
+
+
+@lru_cache(maxsize=4)
+def compiled(rules: tuple[Rule, ...]) -> CompiledRules:
+    return compile_rules(rules)
+
+
+def warm() -> str:
+    """Export and compile the default catalogue into the cache (`python -m argusic.masking.rules`)."""
+    rules = catalogue()
+    compiled(rules)
+    counts: dict[str, int] = {}
+    for r in rules:
+        counts[r.source] = counts.get(r.source, 0) + 1
+    sources = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+    return f"{len(rules)} rules ({sources}), digest {catalogue_digest(rules)[:16]}"
+
+
+if __name__ == "__main__":  # pragma: no cover - a convenience for image builds
+    print(warm(), file=sys.stdout)
