@@ -29,10 +29,11 @@ import hashlib
 import io
 import math
 import re
-from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
+
+import numpy as np
 
 from argusic.masking.policy import (
     KEY_PLACEHOLDER,
@@ -86,7 +87,12 @@ def value_forms(raw: bytes) -> dict[bytes, str]:
 
 
 class KnownValues:
-    """Values masked wherever they occur, in every form, found with a Hyperscan literal database."""
+    """Values masked wherever they occur, in every form, found with Hyperscan literal databases.
+
+    New values go into a small database of their own; small databases are merged once there are
+    several, so a log that keeps revealing values costs O(n log n) compilations, not O(n^2)."""
+
+    MAX_GENERATIONS = 4
 
     def __init__(self, limit: int, label: str) -> None:
         self.limit = limit
@@ -94,9 +100,8 @@ class KnownValues:
         self.values: list[bytes] = []
         self.index: dict[bytes, int] = {}
         self.overflow = False
-        self._db = None
-        self._forms: list[tuple[int, int, str]] = []  # (value index, form length, form kind)
-        self._dirty = False
+        self._generations: list[tuple[object, list[tuple[int, int, str]], int, int]] = []  # db, forms, lo, hi
+        self._compiled_upto = 0
 
     def __len__(self) -> int:
         return len(self.values)
@@ -109,39 +114,49 @@ class KnownValues:
             return False
         self.index[value] = len(self.values)
         self.values.append(value)
-        self._dirty = True
         return True
 
-    def _compile(self) -> None:
+    def _compile(self, lo: int, hi: int):
         import hyperscan
 
         expressions: list[bytes] = []
-        self._forms = []
-        for idx, value in enumerate(self.values):
-            for form, kind in value_forms(value).items():
+        forms: list[tuple[int, int, str]] = []
+        for idx in range(lo, hi):
+            for form, kind in value_forms(self.values[idx]).items():
                 expressions.append(form)
-                self._forms.append((idx, len(form), kind))
-        self._db = None
-        if expressions:
-            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            db.compile(expressions=expressions, ids=list(range(len(expressions))), literal=True)
-            self._db = db
-        self._dirty = False
+                forms.append((idx, len(form), kind))
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=expressions, ids=list(range(len(expressions))), literal=True)
+        return db, forms, lo, hi
+
+    def _refresh(self) -> None:
+        if self._compiled_upto == len(self.values):
+            return
+        self._generations.append(self._compile(self._compiled_upto, len(self.values)))
+        self._compiled_upto = len(self.values)
+        if len(self._generations) > self.MAX_GENERATIONS:
+            # Merge the newest generations with every older one no bigger than them (binary counter).
+            gens = self._generations
+            lo = newest = gens[-1][2]
+            while len(gens) > 1 and gens[-2][3] - gens[-2][2] <= 2 * (gens[-1][3] - lo):
+                lo = gens[-2][2]
+                gens.pop(-2)
+            if lo != newest:
+                gens[-1] = self._compile(lo, self._compiled_upto)
 
     def scan(self, data: bytes) -> list[tuple[int, int, int, str]]:
         """(start, end, value index, form kind) of every occurrence of every form."""
-        if self._dirty:
-            self._compile()
-        if self._db is None or not data:
+        self._refresh()
+        if not data:
             return []
         hits: list[tuple[int, int, int, str]] = []
-        forms = self._forms
+        for db, forms, _, _ in self._generations:
 
-        def on_match(form_id: int, start: int, end: int, flags: int, context: object) -> None:
-            idx, length, kind = forms[form_id]
-            hits.append((end - length, end, idx, kind))
+            def on_match(form_id: int, start: int, end: int, flags: int, ctx: object, forms=forms) -> None:
+                idx, length, kind = forms[form_id]
+                hits.append((end - length, end, idx, kind))
 
-        self._db.scan(data, match_event_handler=on_match)
+            db.scan(data, match_event_handler=on_match)
         return hits
 
 
@@ -258,21 +273,56 @@ class _Banners:
     line_rules: list[tuple[str, re.Pattern, re.Pattern]]  # (name, whole-text finder, line pattern)
     box_rules: list[tuple[BannerRule, re.Pattern, re.Pattern, re.Pattern, re.Pattern | None]]
     commands: list[re.Pattern]
+    prefilter: object | None  # a Hyperscan database of every line and box-start pattern, if they compile
 
     @classmethod
     def of(cls, policy: MaskPolicy) -> _Banners:
-        line_rules, box_rules = [], []
+        line_rules, box_rules, firsts = [], [], []
         for rule in policy.banners:
             if rule.line:
                 line_rules.append((rule.name, re.compile(rule.line, re.M), re.compile(rule.line)))
+                firsts.append(rule.line)
             if rule.start and rule.end:
                 contains = re.compile(rule.contains) if rule.contains else None
                 start = re.compile(rule.start)
                 box_rules.append((rule, re.compile(rule.start, re.M), start, re.compile(rule.end), contains))
-        return cls(line_rules, box_rules, [re.compile(p) for p in policy.command_patterns])
+                firsts.append(rule.start)
+        commands = [re.compile(p) for p in policy.command_patterns]
+        return cls(line_rules, box_rules, commands, _prefilter(firsts))
+
+    def maybe_in(self, data: bytes) -> bool:
+        """False when no banner can start in `data` (most windows): the line-by-line work is skipped."""
+        if self.prefilter is None:
+            return True
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:  # Hyperscan's UTF-8 mode needs valid UTF-8
+            data = data.decode("utf-8", "replace").encode("utf-8")
+        found = []
+        self.prefilter.scan(data, match_event_handler=lambda *args: found.append(1))
+        return bool(found)
 
     def is_command(self, line: str) -> bool:
         return any(c.search(line) for c in self.commands)
+
+
+def _prefilter(patterns: list[str]):
+    """A Hyperscan database (UTF-8, multi-line) of Python patterns, or None if one does not compile."""
+    import hyperscan
+
+    if not patterns:
+        return None
+    flags = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH
+    try:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(
+            expressions=[p.encode() for p in patterns],
+            ids=list(range(len(patterns))),
+            flags=[flags | hyperscan.HS_FLAG_PREFILTER] * len(patterns),
+        )
+        return db
+    except hyperscan.error:
+        return None
 
 
 class _Lines:
@@ -311,6 +361,8 @@ class _Lines:
 
 
 def _banner_spans(view: View, banners: _Banners, stats: MaskStats) -> list[tuple[int, int]]:
+    if not banners.maybe_in(view.data):
+        return []
     text = view.data.decode("utf-8", "surrogateescape")
     lines = _Lines(text)
     hide: dict[int, tuple[int, str]] = {}  # line start (char) -> (line end, rule name)
@@ -371,7 +423,7 @@ class MaskState:
     known: KnownValues | None = None
     generated: KnownValues | None = None
     banners: _Banners | None = None
-    findings: list[str] = field(default_factory=list)  # of the current round (no secret values)
+    findings: dict[str, None] = field(default_factory=dict)  # of the current round (no secret values)
     key_carry: tuple[bytes, int] | None = None  # (label, body start) of a key body cut by a window end
 
     def __post_init__(self) -> None:
@@ -387,11 +439,19 @@ class MaskState:
             state.known.add(value)
         return state
 
-    def add_value(self, value: bytes) -> None:
-        """A detected value: masked everywhere from now on when long enough to be told apart."""
+    def add_value(self, value: bytes, *, soft: bool = False) -> None:
+        """A detected value: masked everywhere from now on when long enough to be told apart.
+
+        Values of context rules (assignments, quoted high-entropy strings, survivors) stop being
+        added past `max_soft_values` (they are still masked where they are found): a log full of
+        `key=...` lines must not fill the known values. Past `max_known_values` the copy is withheld."""
         value = value.strip()
-        if len(value) >= self.policy.min_secret_len and not is_placeholder_only(value):
-            self.known.add(value)
+        if len(value) < self.policy.min_secret_len or is_placeholder_only(value) or value in self.known.index:
+            return
+        if soft and len(self.known) >= self.policy.max_soft_values:
+            self.stats.values_not_tracked += 1
+            return
+        self.known.add(value)
 
     @property
     def overflow(self) -> bool:
@@ -446,25 +506,31 @@ class _RunFinder:
         return cls(db)
 
     def decoded(self, data: bytes) -> bytes:
-        """Every base64 run (4 alignments, standard or url-safe) and hex run (2 alignments), decoded."""
+        """Every base64 run (4 alignments, standard or url-safe) and hex run (2 alignments), decoded,
+        one decoding per alignment for all runs at once (each run padded to whole quanta and ended
+        by zero bytes, so runs never run into each other)."""
         starts: list[tuple[int, int]] = []
 
         def on_match(kind: int, start: int, end: int, flags: int, context: object) -> None:
-            starts.append((kind, end - (B64_MIN_RUN if kind == 0 else HEX_MIN_RUN)))
+            starts.append((kind, end))
 
         self.database.scan(data, match_event_handler=on_match)
+        if not starts:
+            return b""
+        b64 = [_B64_RUN.match(data, end - B64_MIN_RUN).group() for kind, end in starts if kind == 0]
+        hexes = [_HEX_RUN.match(data, end - HEX_MIN_RUN).group() for kind, end in starts if kind == 1]
         out: list[bytes] = []
-        a2b = binascii.a2b_base64
-        for kind, start in starts:
-            if kind == 0:
-                run = _B64_RUN.match(data, start).group().translate(_STANDARD)
-                for k in range(4):
-                    part = run[k : len(run) - (len(run) - k) % 4]
-                    out.append(a2b(part))
-            else:
-                run = _HEX_RUN.match(data, start).group()
-                for k in (0, 1):
-                    out.append(binascii.unhexlify(run[k : len(run) - (len(run) - k) % 2]))
+        if b64:
+            # Each run padded to whole quanta plus one zero quantum; alignment k = k characters
+            # skipped = (4 - k) % 4 filler characters before each run and k after it.
+            runs = [r + b"A" * (-len(r) % 4 + 4) for r in b"\n".join(b64).translate(_STANDARD).split(b"\n")]
+            for k in range(4):
+                before, after = b"A" * ((4 - k) % 4), b"A" * k
+                out.append(binascii.a2b_base64(before + (after + before).join(runs) + after))
+        if hexes:
+            runs = [r + b"0" * (len(r) % 2 + 4) for r in hexes]
+            out.append(binascii.unhexlify(b"".join(runs)))
+            out.append(binascii.unhexlify(b"0" + b"00".join(runs) + b"0"))
         return b"\n".join(out)
 
 
@@ -510,12 +576,10 @@ class _Shifted:
 
 def _break_inside(view: View, start: int, end: int) -> int | None:
     """Last offset in (start, end) of a joined view where a removed line break was, or None."""
-    jmap = view.map
-    k = bisect_left(jmap.vstart, end) - 1
-    while k >= 0 and jmap.vstart[k] > start:
-        if k + 1 >= len(jmap.vstart) or jmap.vstart[k] != jmap.vstart[k + 1]:
-            return jmap.vstart[k]
-        k -= 1
+    vstart = view.map.segment_starts()
+    k = int(np.searchsorted(vstart, end, side="left")) - 1
+    if k >= 1 and vstart[k] > start:
+        return int(vstart[k])
     return None
 
 
@@ -558,27 +622,38 @@ def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | No
                 yield rule, spans
 
 
-_SURVIVOR_AFTER = re.compile(rb"[._~+/=:\-]?([A-Za-z0-9+/_=.\-]{16,})")
-_SURVIVOR_BEFORE = re.compile(rb"([A-Za-z0-9+/_=.\-]{16,})[._~+/=:\-]?$")
+_TOKEN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=.-"
+_JOINERS = b"._~+/=:-"
 _PLACEHOLDER_RE = re.compile(re.escape(_PLACEHOLDER) + b"|" + re.escape(_KEY_PLACEHOLDER))
+SURVIVOR_MIN = 16
 SURVIVOR_ENTROPY = 3.5
 
 
 def _survivor(run: bytes) -> bool:
-    mixed = sum(1 for cls in (rb"[a-z]", rb"[A-Z]", rb"[0-9]") if re.search(cls, run)) >= 2
-    return mixed and entropy(run) >= SURVIVOR_ENTROPY
+    classes = sum(1 for lo, hi in ((97, 122), (65, 90), (48, 57)) if any(lo <= c <= hi for c in run))
+    return len(run) >= SURVIVOR_MIN and classes >= 2 and entropy(run) >= SURVIVOR_ENTROPY
 
 
 def _survivor_spans(view: View) -> list[tuple[int, int]]:
+    """High-entropy text glued to a placeholder (e.g. `[masked].SflKxwRJSMeKKF2QT4fw...`)."""
     data = view.data
     spans = []
+    if _PLACEHOLDER not in data and _KEY_PLACEHOLDER not in data:
+        return spans
     for m in _PLACEHOLDER_RE.finditer(data):
-        after = _SURVIVOR_AFTER.match(data, m.end())
-        if after and _survivor(after.group(1)):
-            spans.append(after.span(1))
-        before = _SURVIVOR_BEFORE.search(data, max(0, m.start() - 512), m.start())
-        if before and _survivor(before.group(1)):
-            spans.append(before.span(1))
+        s, e = m.span()
+        after = data[e : e + 4096]
+        start = 1 if after[:1] and after[0] in _JOINERS else 0
+        rest = after[start:].lstrip(_TOKEN_BYTES)
+        run = after[start : len(after) - len(rest)]
+        if _survivor(run):
+            spans.append((e + start, e + start + len(run)))
+        before = data[max(0, s - 4096) : s]
+        end = len(before) - 1 if before[-1:] and before[-1] in _JOINERS else len(before)
+        head = before[:end].rstrip(_TOKEN_BYTES)
+        run = before[len(head) : end]
+        if _survivor(run):
+            spans.append((s - len(before) + len(head), s - len(before) + end))
     return spans
 
 
@@ -587,18 +662,21 @@ def scan_window(views: Views, pos: int, state: MaskState, *, banners: bool, at_e
     the known values. `pos` is the window's offset in the stream."""
     policy, stats = state.policy, state.stats
     distinct = views.all()
-    line_names = {"raw", "stripped", "decoded"}
-    spans: list[tuple[int, int, int]] = []
+    line_names = {"stripped", "decoded", "escapes", "typed"}
+    found: dict[int, tuple[View, list[tuple[int, int, int]]]] = {}  # per view: (start, end, kind)
     described = state.findings
+
+    def add(view: View, s: int, e: int, kind: int) -> None:
+        found.setdefault(id(view), (view, []))[1].append((s, e, kind))
 
     for view in distinct:
         joined = view if view.name in ("joined", "decoded-joined") else None
         for rule, rule_spans in _rule_hits(view.data, state, view.name in line_names, joined):
             stats.detector_types.add(rule.id)
-            described.append(f"token format {rule.id} in {view.name} view")
+            described[f"token format {rule.id} in {view.name} view"] = None
             for s, e in rule_spans:
-                spans.append((*view.raw_span(s, e), CRED))
-                state.add_value(view.data[s:e])
+                add(view, s, e, CRED)
+                state.add_value(view.data[s:e], soft=rule.soft)
 
     if policy.decode_encoded_runs:
         finder = _run_finder()
@@ -608,44 +686,48 @@ def scan_window(views: Views, pos: int, state: MaskState, *, banners: bool, at_e
             blob = finder.decoded(view.data)
             for rule, rule_spans in _rule_hits(blob, state, line_view=True):
                 stats.detector_types.add(rule.id)
-                described.append(f"token format {rule.id} inside an encoded run in {view.name} view")
+                described[f"token format {rule.id} inside an encoded run in {view.name} view"] = None
                 for s, e in rule_spans:
-                    state.add_value(blob[s:e])
+                    state.add_value(blob[s:e], soft=rule.soft)
 
     if policy.redact_private_keys:
         carry_in, carry_out = state.key_carry, None
         if carry_in is not None and carry_in[1] >= pos:
             carry_in = None  # its BEGIN line is in this window: found again from there
         for view in views.line_views():
-            if view.name == "raw":
+            if view.name not in ("stripped", "decoded"):
                 continue
-            found, carry = _key_bodies(view.data, carry_in[0] if carry_in else None, at_eof)
-            for s, e, label, body in found:
-                raw_s, raw_e = view.raw_span(s, e)
-                spans.append((raw_s, raw_e, KEY))
+            bodies, carry = _key_bodies(view.data, carry_in[0] if carry_in else None, at_eof)
+            for s, e, label, body in bodies:
+                add(view, s, e, KEY)
                 stats.add_key(KeyBlock(label.decode(), _key_fingerprint(body)))
-                described.append(f"private key body ({label.decode()}) in {view.name} view")
+                described[f"private key body ({label.decode()}) in {view.name} view"] = None
                 for run in _KEY_RUN.findall(body.replace(b"\\n", b"\n")):
                     if len(run) >= 24:
                         state.generated.add(run)
                 if carry is not None and carry_out is None:
-                    carry_out = (carry, carry_in[1] if carry_in and s == 0 else pos + raw_s)
+                    carry_out = (carry, carry_in[1] if carry_in and s == 0 else pos + view.raw_span(s, e)[0])
         state.key_carry = carry_out
 
+    literal_views = distinct if views.raw.data == views.stripped.data else [views.raw, *distinct]
     for values, kind in ((state.known, CRED), (state.generated, KEY)):
         if not len(values):
             continue
-        for view in distinct:
+        for view in literal_views:
             for s, e, idx, form in values.scan(view.data):
-                spans.append((*view.raw_span(s, e), kind))
-                described.append(f"{values.label} #{idx} as {form} in {view.name} view")
+                add(view, s, e, kind)
+                described[f"{values.label} #{idx} as {form} in {view.name} view"] = None
 
     for view in views.line_views():
         for s, e in _survivor_spans(view):
-            spans.append((*view.raw_span(s, e), CRED))
-            described.append(f"high-entropy text next to a masked span in {view.name} view")
-            state.add_value(view.data[s:e])
+            add(view, s, e, CRED)
+            described[f"high-entropy text next to a masked span in {view.name} view"] = None
+            state.add_value(view.data[s:e], soft=True)
 
+    spans: list[tuple[int, int, int]] = []
+    for view, items in found.values():
+        raw = view.raw_spans([(s, e) for s, e, _ in items])
+        spans.extend((rs, re_, kind) for (rs, re_), (_, _, kind) in zip(raw, items, strict=True))
     if banners and policy.banners:
         spans.extend((s, e, BANNER) for s, e in _banner_spans(views.stripped, state.banners, stats))
     return spans
@@ -764,7 +846,7 @@ class RoundReport:
 def run_round(src: BinaryIO, dst: BinaryIO | None, state: MaskState, *, banners: bool) -> RoundReport:
     """One pass over `src`: find and (when `dst` is given) write the redacted bytes."""
     report = RoundReport()
-    state.findings = []
+    state.findings = {}
     state.key_carry = None
     buf = bytearray()
     buf_start = 0

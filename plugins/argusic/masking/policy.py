@@ -75,6 +75,7 @@ class MaskPolicy:
     min_secret_len: int = MIN_SECRET_LEN
     max_rounds: int = 4
     max_known_values: int = 20_000  # more distinct credentials than this: withheld
+    max_soft_values: int = 5_000  # assignment values tracked everywhere (beyond: masked where found)
 
     def rules(self) -> tuple[Rule, ...]:
         return catalogue(
@@ -119,6 +120,7 @@ class MaskStats:
     banners: set[str] = field(default_factory=set)
     detector_types: set[str] = field(default_factory=set)
     ignored_short_values: int = 0
+    values_not_tracked: int = 0  # assignment-like values masked where found only (max_soft_values)
     rounds: int = 0
 
     def add_key(self, block: KeyBlock) -> None:
@@ -157,6 +159,7 @@ class MaskResult:
             "banners": sorted(s.banners),
             "detector_types": sorted(s.detector_types),
             "ignored_short_values": s.ignored_short_values,
+            "values_not_tracked": s.values_not_tracked,
             "masking_version": MASKING_VERSION,
         }
 

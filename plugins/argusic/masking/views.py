@@ -10,37 +10,41 @@ URL-escaped. Every finder runs on views in which those differences are undone:
 * ``decoded`` / ``decoded-joined``: stripped with ``\\uXXXX``, ``\\xXX``, ``\\n``, ``\\/``, ``%XX``
   and ``&#...;`` decoded (built only when the window holds such escapes).
 
-Views are built with C-speed operations (``re.split``, ``bytes.join``); the map from view offsets to
-raw offsets is only computed when something was found in the window. A span of a view maps back to one
-contiguous raw range covering everything in between (escapes and line breaks included).
+Views are built with C-speed operations (regular expressions that start with a literal byte,
+``bytes.replace``/``translate``/``join``, numpy); the map from view offsets to raw offsets is only
+computed when something was found in the window. A span of a view maps back to one contiguous raw
+range covering everything in between (escapes and line breaks included).
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from itertools import accumulate
+from collections.abc import Callable
 
-# Terminal escapes and control characters removed from the stripped view. 0xFF never occurs in UTF-8:
-# it separates the events of a recording's stream (see recording.py) and is removed like a control.
-_ESCAPES = (
-    rb"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, erase)
-    rb"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC (title etc.), terminated by BEL or ST
-    rb"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS / SOS / PM / APC
-    rb"|\x1b[ -/]*[0-~]"  # other escape sequences
-    rb"|\x1b"  # a lone ESC
-    rb"|\xc2\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI (U+009B)
-    rb"|[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\xff]+"  # other controls (not \t \n \r, not backspace)
+import numpy as np
+
+# Terminal escape sequences (each starts with ESC, so the scan jumps from ESC to ESC).
+_ESCAPE_SPLIT = re.compile(
+    rb"(\x1b(?:"
+    rb"\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, erase)
+    rb"|\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC (title etc.), terminated by BEL or ST
+    rb"|[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS / SOS / PM / APC
+    rb"|[ -/]*[0-~]"  # other escape sequences
+    rb")?)"  # or a lone ESC
 )
-_STRIP_SPLIT = re.compile(b"(" + _ESCAPES + b")")
+_C1_CSI_SPLIT = re.compile(rb"(\xc2\x9b[0-?]*[ -/]*[@-~])")  # 8-bit CSI (U+009B in UTF-8)
+# Other control characters (not \t \n \r, not backspace, not ESC); 0xFF never occurs in UTF-8: it
+# ends the events of a recording's stream (recording.py) and goes first, see Views.
+_CONTROLS = bytes([*range(0x00, 0x08), 0x0B, 0x0C, *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
+_NOT_CONTROLS = bytes(b for b in range(256) if b not in _CONTROLS)
+_CONTROL_SPLIT = re.compile(b"([" + re.escape(_CONTROLS) + b"]+)")
 _EVENT_SPLIT = re.compile(rb"(\xff+)")
-_LINE_BREAKS = re.compile(rb"([\r\n]+)")
-_DECODE_TOKENS = (
-    rb"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\[/\\\"'nrt]"
-    rb"|%[0-9a-fA-F]{2}|&#[0-9]{1,7};|&#[xX][0-9a-fA-F]{1,6};|&amp;"
+_DECODE_SPLIT = re.compile(
+    rb"(\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[/\\\"'nrt])"
+    rb"|%[0-9a-fA-F]{2}"
+    rb"|&(?:#[0-9]{1,7};|#[xX][0-9a-fA-F]{1,6};|amp;))"
 )
-_DECODE_SPLIT = re.compile(b"(" + _DECODE_TOKENS + b")")
-_HAS_DECODE_TOKEN = re.compile(_DECODE_TOKENS)
+_PERCENT_TOKEN = re.compile(rb"%[0-9a-fA-F]{2}")
 _C_ESCAPES = {b"/": b"/", b"\\": b"\\", b'"': b'"', b"'": b"'", b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 LINE_BREAK_BYTES = b"\r\n"
 
@@ -63,75 +67,83 @@ def decode_token(token: bytes) -> bytes:
 
 
 class Map:
-    """View offsets → source offsets. Segment k covers view [vstart[k], vstart[k+1]); an identity
-    segment maps char i to sstart[k] + (i - vstart[k]); another maps each char to [sstart[k], send[k])."""
+    """View offsets → source offsets, as segments. Segment k covers view [vstart[k], vstart[k+1]); an
+    identity segment maps char i to sstart[k] + (i - vstart[k]); another maps each char to the whole
+    source range [sstart[k], send[k]) (a decoded escape stands for all of its bytes)."""
 
     __slots__ = ("vstart", "sstart", "send", "ident")
 
-    def __init__(self, vstart: list[int], sstart: list[int], send: list[int], ident: list[bool]) -> None:
+    def __init__(self, vstart: np.ndarray, sstart: np.ndarray, send: np.ndarray, ident: np.ndarray | None):
         self.vstart, self.sstart, self.send, self.ident = vstart, sstart, send, ident
 
+    @classmethod
+    def identity(cls, size: int) -> Map:
+        zero = np.zeros(1, dtype=np.int64)
+        return cls(zero, zero, np.array([size], dtype=np.int64), None)
+
     def char(self, i: int) -> tuple[int, int]:
-        k = bisect_right(self.vstart, i) - 1
-        if self.ident[k]:
-            o = self.sstart[k] + (i - self.vstart[k])
+        k = int(np.searchsorted(self.vstart, i, side="right")) - 1
+        if self.ident is None or self.ident[k]:
+            o = int(self.sstart[k]) + (i - int(self.vstart[k]))
             return o, o + 1
-        return self.sstart[k], self.send[k]
+        return int(self.sstart[k]), int(self.send[k])
 
     def span(self, i: int, j: int) -> tuple[int, int]:
         """Source range of view chars [i, j) (j > i)."""
         return self.char(i)[0], self.char(j - 1)[1]
 
+    def spans(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`span` for many view ranges at once (arrays of starts and ends)."""
+        ks = np.searchsorted(self.vstart, i, side="right") - 1
+        ke = np.searchsorted(self.vstart, j - 1, side="right") - 1
+        start = self.sstart[ks] + (i - self.vstart[ks])
+        end = self.sstart[ke] + (j - 1 - self.vstart[ke]) + 1
+        if self.ident is not None:
+            start = np.where(self.ident[ks], start, self.sstart[ks])
+            end = np.where(self.ident[ke], end, self.send[ke])
+        return start, end
 
-def _split_map(pieces: list[bytes], replaced: list[bytes] | None) -> Map:
-    """Map of a view made of pieces[0::2] (kept) and `replaced` (for pieces[1::2]) or nothing."""
-    src_off = list(accumulate(map(len, pieces), initial=0))
-    if replaced is None:  # odd pieces removed
-        kept = pieces[0::2]
-        vstart = list(accumulate(map(len, kept), initial=0))[:-1]
-        sstart = src_off[0::2][: len(kept)]
-        send = [s + len(p) for s, p in zip(sstart, kept, strict=True)]
-        return Map(vstart, sstart, send, [True] * len(kept))
-    view_pieces: list[bytes] = []
-    ident: list[bool] = []
-    for n, piece in enumerate(pieces):
-        if n % 2:
-            view_pieces.append(replaced[n // 2])
-            ident.append(False)
-        else:
-            view_pieces.append(piece)
-            ident.append(True)
-    vstart = list(accumulate(map(len, view_pieces), initial=0))[:-1]
-    return Map(vstart, src_off[:-1], src_off[1:], ident)
+    def segment_starts(self) -> np.ndarray:
+        return self.vstart
 
 
-class View:
-    """One normalised view: `data`, and lazily its map to the previous view (`parent`) and to raw."""
+def _lengths(pieces: list[bytes]) -> np.ndarray:
+    return np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
 
-    def __init__(self, name: str, data: bytes, parent: View | None = None, build_map=None) -> None:
-        self.name = name
-        self.data = data
-        self.parent = parent
-        self._build_map = build_map
-        self._map: Map | None = None
 
-    @property
-    def map(self) -> Map | None:
-        if self._map is None and self._build_map is not None:
-            self._map = self._build_map()
-            self._build_map = None
-        return self._map
+def _removed_map(pieces: list[bytes]) -> Map:
+    """Map of a view made of pieces[0::2] (the odd pieces were removed)."""
+    lengths = _lengths(pieces)
+    src_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    kept = lengths[0::2]
+    vstart = np.concatenate(([0], np.cumsum(kept)[:-1]))
+    sstart = src_start[0::2]
+    return Map(vstart, sstart, sstart + kept, None)
 
-    def raw_span(self, i: int, j: int) -> tuple[int, int]:
-        """Raw range (window offsets) of view chars [i, j)."""
-        view: View | None = self
-        while view is not None and view.parent is not None:
-            i, j = view.map.span(i, j)
-            view = view.parent
-        return i, j
 
-    def raw_offset(self, i: int) -> int:
-        return self.raw_span(i, i + 1)[0]
+def _replaced_map(pieces: list[bytes], replaced: list[bytes]) -> Map:
+    """Map of a view where pieces[1::2] were replaced by `replaced` (decoded escapes)."""
+    lengths = _lengths(pieces)
+    src_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    view_lengths = lengths.copy()
+    view_lengths[1::2] = _lengths(replaced)
+    vstart = np.concatenate(([0], np.cumsum(view_lengths)[:-1]))
+    ident = np.ones(len(pieces), dtype=bool)
+    ident[1::2] = False
+    return Map(vstart, src_start, src_start + lengths, ident)
+
+
+def _bytes_removed_map(data: bytes, removed: bytes) -> Map:
+    """Map of `data` with every byte in `removed` taken out (line breaks of a joined view)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    mask = np.zeros(len(arr), dtype=bool)
+    for b in removed:
+        mask |= arr == b
+    gone = np.flatnonzero(mask)
+    sstart = np.concatenate(([0], gone + 1))
+    send = np.concatenate((gone, [len(arr)]))
+    vstart = np.concatenate(([0], np.cumsum(send - sstart)[:-1]))
+    return Map(vstart.astype(np.int64), sstart.astype(np.int64), send.astype(np.int64), None)
 
 
 def _apply_backspaces(data: bytes) -> tuple[bytes, Map]:
@@ -154,10 +166,87 @@ def _apply_backspaces(data: bytes) -> tuple[bytes, Map]:
         if part:
             segments.append([pos, len(part)])
         pos += len(part)
-    segments = [s for s in segments if s[1]]
+    segments = [s for s in segments if s[1]] or [[0, 0]]
     text = b"".join(data[s : s + n] for s, n in segments)
-    vstart = list(accumulate((n for _, n in segments), initial=0))[:-1]
-    return text, Map(vstart, [s for s, _ in segments], [s + n for s, n in segments], [True] * len(segments))
+    starts = np.array([s for s, _ in segments], dtype=np.int64)
+    lengths = np.array([n for _, n in segments], dtype=np.int64)
+    vstart = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    return text, Map(vstart, starts, starts + lengths, None)
+
+
+class View:
+    """One normalised view: `data`, and lazily its map to the view it was made from (`parent`)."""
+
+    def __init__(self, name: str, data: bytes, parent: View | None = None, build_map=None) -> None:
+        self.name = name
+        self.data = data
+        self.parent = parent
+        self._build_map: Callable[[], Map] | None = build_map
+        self._map: Map | None = None
+
+    @property
+    def map(self) -> Map:
+        if self._map is None:
+            self._map = self._build_map() if self._build_map is not None else Map.identity(len(self.data))
+            self._build_map = None
+        return self._map
+
+    def raw_span(self, i: int, j: int) -> tuple[int, int]:
+        """Raw range (window offsets) of view chars [i, j)."""
+        view: View | None = self
+        while view is not None and view.parent is not None:
+            i, j = view.map.span(i, j)
+            view = view.parent
+        return i, j
+
+    def raw_spans(self, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """`raw_span` for many ranges at once."""
+        if not spans:
+            return []
+        i = np.fromiter((s for s, _ in spans), dtype=np.int64, count=len(spans))
+        j = np.fromiter((e for _, e in spans), dtype=np.int64, count=len(spans))
+        view: View | None = self
+        while view is not None and view.parent is not None:
+            i, j = view.map.spans(i, j)
+            view = view.parent
+        return list(zip(i.tolist(), j.tolist(), strict=True))
+
+    def raw_offset(self, i: int) -> int:
+        return self.raw_span(i, i + 1)[0]
+
+    def renamed(self, name: str) -> View:
+        """The same data under another name (a step that changed nothing)."""
+        size = len(self.data)
+        return View(name, self.data, self, lambda: Map.identity(size))
+
+
+def _stage(view: View, name: str, pattern: re.Pattern) -> tuple[View, list[bytes]]:
+    pieces = pattern.split(view.data)
+    if len(pieces) == 1:
+        return view, pieces
+    return View(name, b"".join(pieces[0::2]), view, lambda: _removed_map(pieces)), pieces
+
+
+PAYLOAD_MIN = 8  # escape sequences shorter than this cannot hold a credential
+
+
+def _payload_view(source: View, pieces: list[bytes]) -> View | None:
+    """The text inside escape sequences (window titles, hyperlinks' URLs, DCS strings): not shown by
+    a terminal, but present in the served bytes. One sequence per line."""
+    lengths = _lengths(pieces)
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    chosen = [n for n in range(1, len(pieces), 2) if lengths[n] >= PAYLOAD_MIN]
+    if not chosen:
+        return None
+    data = b"\n".join(pieces[n] for n in chosen)
+    sizes = np.array([lengths[n] + 1 for n in chosen], dtype=np.int64)  # each with its separator
+    vstart = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    sstart = offsets[chosen]
+    return View("escapes", data, source, lambda: Map(vstart, sstart, sstart + sizes, None))
+
+
+def _has_decode_token(data: bytes) -> bool:
+    return b"\\" in data or b"&#" in data or b"&amp;" in data or _PERCENT_TOKEN.search(data) is not None
 
 
 class Views:
@@ -165,58 +254,59 @@ class Views:
 
     def __init__(self, raw: bytes, *, decode: bool = True) -> None:
         self.raw = View("raw", raw)
-        source = self.raw
+        self.escapes: View | None = None
+        self.typed: View | None = None
+        view = self.raw
         if b"\xff" in raw:  # event boundaries first: an escape sequence may be split over events
-            events = _EVENT_SPLIT.split(raw)
-            source = View("events", b"".join(events[0::2]), self.raw, lambda: _split_map(events, None))
-        pieces = _STRIP_SPLIT.split(source.data)
-        stripped = b"".join(pieces[0::2]) if len(pieces) > 1 else source.data
-        base = source
-        if len(pieces) > 1:
-            base = View("stripped", stripped, source, lambda: _split_map(pieces, None))
-        if b"\x08" in stripped:
-            text, bs_map = _apply_backspaces(stripped)
-            base = View("stripped", text, base, lambda: bs_map)
-        if base is self.raw:
-            base = View("stripped", raw, self.raw, lambda: Map([0], [0], [len(raw)], [True]))
-        elif base is source:
-            base = View("stripped", source.data, source, lambda: Map([0], [0], [len(source.data)], [True]))
-        self.stripped = base
-        self.joined = self._join(base, "joined")
+            view, _ = _stage(view, "events", _EVENT_SPLIT)
+        if b"\x1b" in view.data:
+            source = view
+            view, pieces = _stage(view, "stripped", _ESCAPE_SPLIT)
+            self.escapes = _payload_view(source, pieces)
+        if b"\xc2\x9b" in view.data:
+            view, _ = _stage(view, "stripped", _C1_CSI_SPLIT)
+        if view.data.translate(None, _NOT_CONTROLS):
+            view, _ = _stage(view, "stripped", _CONTROL_SPLIT)
+        if b"\x08" in view.data:
+            text, bs_map = _apply_backspaces(view.data)
+            # What was typed before it was rubbed out is still in the served bytes.
+            self.typed, _ = _stage(view, "typed", re.compile(b"(\x08+)"))
+            view = View("stripped", text, view, lambda: bs_map)
+        self.stripped = view if view.name == "stripped" else view.renamed("stripped")
+        self.joined = self._join(self.stripped, "joined")
         self.decoded: View | None = None
         self.decoded_joined: View | None = None
-        if decode and _HAS_DECODE_TOKEN.search(base.data):
-            dec_pieces = _DECODE_SPLIT.split(base.data)
-            cache: dict[bytes, bytes] = {}
-            replaced = [cache.get(t) or cache.setdefault(t, decode_token(t)) for t in dec_pieces[1::2]]
-            data = b"".join(p if n % 2 == 0 else replaced[n // 2] for n, p in enumerate(dec_pieces))
-            self.decoded = View("decoded", data, base, lambda: _split_map(dec_pieces, replaced))
-            self.decoded_joined = self._join(self.decoded, "decoded-joined")
+        if decode and _has_decode_token(self.stripped.data):
+            pieces = _DECODE_SPLIT.split(self.stripped.data)
+            if len(pieces) > 1:
+                cache: dict[bytes, bytes] = {}
+                replaced = [cache.get(t) or cache.setdefault(t, decode_token(t)) for t in pieces[1::2]]
+                joined = list(pieces)
+                joined[1::2] = replaced
+                data = b"".join(joined)
+                self.decoded = View("decoded", data, self.stripped, lambda: _replaced_map(pieces, replaced))
+                self.decoded_joined = self._join(self.decoded, "decoded-joined")
 
     @staticmethod
     def _join(view: View, name: str) -> View:
-        if b"\r" not in view.data and b"\n" not in view.data:
-            return View(name, view.data, view, lambda: Map([0], [0], [len(view.data)], [True]))
-        pieces = _LINE_BREAKS.split(view.data)
-        return View(name, b"".join(pieces[0::2]), view, lambda: _split_map(pieces, None))
+        data = view.data.replace(b"\r", b"").replace(b"\n", b"")
+        if len(data) == len(view.data):
+            return view.renamed(name)
+        source = view.data
+        return View(name, data, view, lambda: _bytes_removed_map(source, LINE_BREAK_BYTES))
 
     def all(self) -> list[View]:
-        """Distinct views, raw first (a view equal to an earlier one adds nothing)."""
+        """Distinct views for the finders (a view equal to an earlier one adds nothing)."""
         out: list[View] = []
-        for v in (self.raw, self.stripped, self.joined, self.decoded, self.decoded_joined):
+        for v in (self.stripped, self.joined, self.decoded, self.decoded_joined, self.escapes, self.typed):
             if v is not None and not any(v.data == o.data for o in out):
                 out.append(v)
         return out
 
     def line_views(self) -> list[View]:
-        """Views that keep line breaks (line rules, keys, banners)."""
+        """Views that keep line breaks (line rules, keys, survivors), stripped first."""
         out = [self.stripped]
-        if self.decoded is not None and self.decoded.data != self.stripped.data:
-            out.append(self.decoded)
-        if self.raw.data != self.stripped.data:
-            out.append(self.raw)
+        for v in (self.decoded, self.escapes, self.typed):
+            if v is not None and v.data != self.stripped.data:
+                out.append(v)
         return out
-
-    def format_views(self) -> list[View]:
-        """Views for format rules and known values: lines kept and lines joined."""
-        return self.all()
