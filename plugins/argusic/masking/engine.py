@@ -29,6 +29,7 @@ import hashlib
 import io
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -192,10 +193,11 @@ def looks_like_no_value(value: bytes) -> bool:
 
 
 def entropy(data: bytes) -> float:
+    """Shannon entropy in bits per byte."""
     if not data:
         return 0.0
     n = len(data)
-    return -sum(c / n * math.log2(c / n) for c in (data.count(bytes([b])) for b in set(data)))
+    return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
 
 
 # -- spans of a rule match ---------------------------------------------------------------------------------
@@ -203,6 +205,7 @@ def entropy(data: bytes) -> float:
 _HEAD_CONTEXT = re.compile(rb"[=:\s\"'`,>|]")
 _TOKEN_CHAR = re.compile(rb"[A-Za-z0-9]")
 _TERMINATORS = b" \t\r\n'\"`;,)>}]#"
+_QUOTES = b"'\"`"
 _SECRET_GROUP_NAME = re.compile(r"(?i)(?:^|_)(?:password|passwd|secret|token)$")
 
 
@@ -217,10 +220,12 @@ def match_spans(data: bytes, m, rule: Rule, names: dict[int, str], groups: int) 
     parts = [(*m.span(g), g) for g in range(1, groups + 1)]
     parts = [(s, e, g) for s, e, g in parts if s >= 0 and e > s]
     if not parts:
-        e = me
-        while e > ms and data[e - 1] in _TERMINATORS:
+        s, e = ms, me
+        while e > s and data[e - 1] in _TERMINATORS:
             e -= 1
-        return [(ms, e)]
+        while s < e and data[s] in _QUOTES:
+            s += 1
+        return [(s, e)]
 
     def inside(a, b) -> bool:  # a strictly inside b
         return b[0] <= a[0] and a[1] <= b[1] and (a[0], a[1]) != (b[0], b[1])
@@ -235,8 +240,8 @@ def match_spans(data: bytes, m, rule: Rule, names: dict[int, str], groups: int) 
         s = ms
     if _TOKEN_CHAR.search(data, e, me):
         e = me
-        while e > s and data[e - 1] in _TERMINATORS:
-            e -= 1
+    while e > s + 1 and data[e - 1] in _TERMINATORS:  # a delimiter the rule consumed
+        e -= 1
     return [(s, e)]
 
 
@@ -517,7 +522,10 @@ class _RunFinder:
         self.database.scan(data, match_event_handler=on_match)
         if not starts:
             return b""
+        # Base64 of text always holds capitals (each 3-byte group starts with I-Z for any byte below
+        # 'h'); runs of hex digits are decoded as hex only (they are every hash in a log).
         b64 = [_B64_RUN.match(data, end - B64_MIN_RUN).group() for kind, end in starts if kind == 0]
+        b64 = [r for r in b64 if r.translate(None, _NOT_CAPITALS) and r.translate(None, _HEX_DIGITS)]
         hexes = [_HEX_RUN.match(data, end - HEX_MIN_RUN).group() for kind, end in starts if kind == 1]
         out: list[bytes] = []
         if b64:
@@ -534,6 +542,8 @@ class _RunFinder:
         return b"\n".join(out)
 
 
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
+_NOT_CAPITALS = bytes(b for b in range(256) if not 65 <= b <= 90)
 _RUN_FINDER: _RunFinder | None = None
 
 
@@ -583,6 +593,17 @@ def _break_inside(view: View, start: int, end: int) -> int | None:
     return None
 
 
+def _matches_in(confirmer, data: bytes, ranges: list[tuple[int, int]]):
+    """Matches of a rule within the ranges where it may match (a match cut by a range's end is
+    taken again whole from its start)."""
+    size = len(data)
+    for start, end in ranges:
+        for m in confirmer.regex.finditer(data, start, end):
+            if m.end() == end < size and m.start() < end:
+                m = confirmer.regex.match(data, m.start()) or m
+            yield m
+
+
 def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | None = None):
     """(rule, spans) for every confirmed match of every candidate rule in `data`.
 
@@ -590,12 +611,12 @@ def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | No
     its text up to the last break already matches alone and what follows on the last line does not
     read as the rest of a token (a token at the end of a line, then a word: the word is not masked)."""
     rules = state.rules
-    for idx in rules.candidates(data):
+    for idx, ranges in sorted(rules.candidate_ranges(data).items()):
         rule = rules.rules[idx]
         if rule.kind == LINE and not line_view:
             continue
         confirmer = rules.confirmers[idx]
-        for m in confirmer.finditer(data):
+        for m in _matches_in(confirmer, data, ranges):
             if joined is not None:
                 brk = _break_inside(joined, m.start(), m.end())
             else:
@@ -615,7 +636,11 @@ def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | No
                     continue
                 if rule.soft and looks_like_no_value(value):
                     continue
-                if rule.min_entropy and entropy(value) <= rule.min_entropy:
+                if rule.min_entropy and (
+                    len(value) < 2**rule.min_entropy  # cannot reach it: fewer distinct bytes than needed
+                    or not value.translate(None, _HEX_DIGITS)  # hex digits: at most 4 bits a byte
+                    or entropy(value) <= rule.min_entropy
+                ):
                     continue
                 spans.append((s, e))
             if spans:

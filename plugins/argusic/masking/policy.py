@@ -160,6 +160,7 @@ class MaskResult:
             "detector_types": sorted(s.detector_types),
             "ignored_short_values": s.ignored_short_values,
             "values_not_tracked": s.values_not_tracked,
+            "rounds": s.rounds,
             "masking_version": MASKING_VERSION,
         }
 

@@ -22,7 +22,6 @@ prefilter flagged. The compiled database is cached on disk, keyed by the catalog
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -65,7 +64,7 @@ FLAG_RULE = (
     r"(?i)(?:^|\s)--([a-z0-9\-]*(?:" + SECRET_NAME_WORDS + r"))[ \t]+"
     r"(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s\"'`,;(){}\[\]<>\-][^\s\"'`,;(){}\[\]<>]*)(\()?)"
 )
-QUOTED_HIGH_ENTROPY_RULE = r"\"([A-Za-z0-9+/=_\-]{20,})\"|'([A-Za-z0-9+/=_\-]{20,})'"
+QUOTED_HIGH_ENTROPY_RULE = r"[\"'][A-Za-z0-9+/=_\-]{20,}[\"']"  # no groups: the quotes are trimmed
 QUOTED_ENTROPY_LIMIT = 4.5
 
 EXCLUDED_RULES = frozenset(
@@ -90,6 +89,7 @@ class Rule:
     min_entropy: float = 0.0  # the value's Shannon entropy must exceed this
     value_groups: tuple[int, ...] = ()  # the groups that hold the value (default: see engine.match_spans)
     reject_group: int = 0  # a group that, when it takes part, says "not a value" (a call: `get_secret()`)
+    prefilter: str | None = None  # a wider pattern for Hyperscan when `pattern` uses what it lacks
 
     @property
     def source(self) -> str:
@@ -176,6 +176,32 @@ def detect_secrets_patterns() -> list[tuple[str, str, int]]:
     return out
 
 
+_NEGATIVE_CLASS_LOOKAHEAD = re.compile(r"\(\?!(\[(?:\\.|[^\]\\])+\])\)")
+
+
+def linear_time_form(pattern: str) -> str:
+    r"""detect-secrets' lookarounds as consumed context, so RE2 (linear time) can run the pattern:
+    `(?<=\W)|(?<=^)` before a keyword, `(?!\w)` / `(?![...])` after a value, and repeat counts
+    above RE2's limit of 1000. The value's capture group is what masking uses, so consuming one
+    more character around it changes nothing that is masked (a consumed delimiter is trimmed)."""
+    p = pattern.replace("(?:(?<=\\W)|(?<=^))", "(?:\\W|^)")
+    p = p.replace("(?!\\w)", "(?:\\W|$)")
+    p = _NEGATIVE_CLASS_LOOKAHEAD.sub(lambda m: f"(?:[^{m.group(1)[1:-1]}]|$)", p)
+    return _cap_repeats(p)
+
+
+def prefilter_form(pattern: str) -> str:
+    """A pattern that matches wherever `pattern` does, without lookarounds (Hyperscan has none)."""
+    p = pattern.replace("(?:(?<=\\W)|(?<=^))", "")
+    p = p.replace("(?!\\w)", "")
+    return _cap_repeats(_NEGATIVE_CLASS_LOOKAHEAD.sub("", p))
+
+
+def _cap_repeats(pattern: str) -> str:
+    """Repeat counts above RE2's limit (1000) lowered to it."""
+    return re.sub(r"\{(\d+),(\d{4,})\}", lambda m: f"{{{m.group(1)},{min(int(m.group(2)), 1000)}}}", pattern)
+
+
 def _flags_prefix(flags: int) -> str:
     return "".join(f for f, bit in (("i", re.IGNORECASE), ("x", re.VERBOSE)) if flags & bit)
 
@@ -196,8 +222,10 @@ def catalogue(
     if detect_secrets:
         for n, (secret_type, pattern, flags) in enumerate(detect_secrets_patterns()):
             prefix = _flags_prefix(flags)
-            full = f"(?{prefix}){pattern}" if prefix else pattern
-            rules.append(Rule(f"detect-secrets/{secret_type}/{n}", full))
+            confirm, wider = linear_time_form(pattern), prefilter_form(pattern)
+            flags = f"(?{prefix})" if prefix else ""
+            prefilter = flags + wider if wider != confirm else None
+            rules.append(Rule(f"detect-secrets/{secret_type}/{n}", flags + confirm, prefilter=prefilter))
     rules += [Rule(f"argusic/{name}", pattern) for name, pattern in supplementary]
     if assignments:
         rules.append(Rule("argusic/assignment", ASSIGNMENT_RULE, LINE, True, 0.0, (2, 3, 4), 5))
@@ -205,12 +233,15 @@ def catalogue(
         quoted = Rule(
             "argusic/quoted-high-entropy", QUOTED_HIGH_ENTROPY_RULE, LINE, True, QUOTED_ENTROPY_LIMIT
         )
-        rules.append(dataclasses.replace(quoted, value_groups=(1, 2)))
+        rules.append(quoted)
     return tuple(r for r in rules if not r.excluded_by(excluded))
 
 
 def catalogue_digest(rules: Iterable[Rule]) -> str:
-    doc = [[r.id, r.pattern, r.kind, r.soft, r.min_entropy, r.value_groups, r.reject_group] for r in rules]
+    doc = [
+        [r.id, r.pattern, r.kind, r.soft, r.min_entropy, r.value_groups, r.reject_group, r.prefilter]
+        for r in rules
+    ]
     return hashlib.sha256(json.dumps(doc).encode()).hexdigest()
 
 
@@ -225,8 +256,11 @@ class Confirmer:
 
         self.engine = "re2"
         source = pattern
-        if source.startswith("(?x)"):  # RE2 has no extended mode: drop its whitespace and comments
-            source = _strip_extended(source[4:])
+        if (lead := re.match(r"\(\?([a-zA-Z]+)\)", source)) and "x" in lead.group(1):
+            # RE2 has no extended mode: drop its whitespace and comments.
+            flags = lead.group(1).replace("x", "")
+            source = (f"(?{flags})" if flags else "") + _strip_extended(source[lead.end() :])
+        source = _cap_repeats(source)
         options = re2.Options()
         options.encoding = re2.Options.Encoding.LATIN1
         options.log_errors = False
@@ -276,6 +310,10 @@ def _hs_compile_one(pattern: bytes, flags: int):
     return db
 
 
+BLOCK = 64 << 10  # the prefilter tells which rules may match in each block of a view
+MARGIN = 8 << 10  # each block extended by this much: a match no longer than this lies in one block
+
+
 @dataclass
 class CompiledRules:
     """The catalogue ready to scan: one Hyperscan database plus a confirmer per rule."""
@@ -288,14 +326,31 @@ class CompiledRules:
 
     def candidates(self, data: bytes) -> list[int]:
         """Indexes of the rules that (may) match somewhere in `data`."""
-        hits: set[int] = set(self.always)
-        if self.database is not None and data:
+        return sorted(self.candidate_ranges(data))
 
-            def on_match(rule_id: int, start: int, end: int, flags: int, context: object) -> None:
-                hits.add(rule_id)
+    def candidate_ranges(self, data: bytes, block: int = BLOCK, margin: int = MARGIN) -> dict[int, list]:
+        """{rule index: [(start, end), ...]}: the parts of `data` where each rule may match.
 
-            self.database.scan(data, match_event_handler=on_match)
-        return sorted(hits)
+        `data` is scanned in blocks of `block` bytes, each extended by `margin` (a match no longer
+        than `margin` lies whole in some extended block); neighbouring blocks of one rule are merged.
+        Confirming a rule then costs the size of its ranges, not of the whole view."""
+        hits: dict[int, list[list[int]]] = {}
+        size = len(data)
+        if not size:
+            return {}
+        view = memoryview(data)
+        for start in range(0, size, block):
+            end = min(size, start + block + margin)
+            found: set[int] = set(self.always)
+            if self.database is not None:
+                self.database.scan(view[start:end], match_event_handler=lambda i, *_: found.add(i))
+            for idx in found:
+                ranges = hits.setdefault(idx, [])
+                if ranges and ranges[-1][1] >= start:
+                    ranges[-1][1] = end
+                else:
+                    ranges.append([start, end])
+        return {idx: [(a, b) for a, b in ranges] for idx, ranges in hits.items()}
 
 
 def _hs_flags_for(pattern: bytes) -> int | None:
@@ -333,7 +388,7 @@ def compile_rules(rules: tuple[Rule, ...]) -> CompiledRules:
         pass
     expressions, ids, flags, always = [], [], [], []
     for n, rule in enumerate(rules):
-        pattern = rule.pattern.encode("latin-1", "backslashreplace")
+        pattern = (rule.prefilter or rule.pattern).encode("latin-1", "backslashreplace")
         f = _hs_flags_for(pattern)
         if f is None:
             always.append(n)

@@ -245,6 +245,66 @@ def _payload_view(source: View, pieces: list[bytes]) -> View | None:
     return View("escapes", data, source, lambda: Map(vstart, sstart, sstart + sizes, None))
 
 
+REGION_SEPARATOR = b"\n\x00\n"  # between the regions of a partial view (a barrier even when joined)
+
+
+def _line_regions(data: bytes, positions: np.ndarray, context: int) -> list[tuple[int, int]]:
+    """Line-aligned ranges of `data` holding `positions`, with `context` lines around each, merged."""
+    nl = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    starts = np.concatenate(([0], nl + 1))
+    ends = np.concatenate((nl + 1, [len(data)]))
+    lines = np.unique(np.searchsorted(nl, positions, side="left"))
+    low = np.maximum(lines - context, 0).tolist()
+    high = np.minimum(lines + context, len(starts) - 1).tolist()
+    merged: list[list[int]] = []
+    for a, b in zip(low, high, strict=True):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(int(starts[a]), int(ends[b])) for a, b in merged]
+
+
+def _decode_chunk(chunk: bytes) -> tuple[bytes, Map]:
+    pieces = _DECODE_SPLIT.split(chunk)
+    if len(pieces) == 1:
+        return chunk, Map.identity(len(chunk))
+    cache: dict[bytes, bytes] = {}
+    replaced = [cache.get(t) or cache.setdefault(t, decode_token(t)) for t in pieces[1::2]]
+    out = list(pieces)
+    out[1::2] = replaced
+    return b"".join(out), _replaced_map(pieces, replaced)
+
+
+def _region_view(name: str, parent: View, regions: list[tuple[int, int]], transform) -> View:
+    """A view of only some regions of `parent` (each through `transform`: bytes -> (bytes, Map)),
+    separated by REGION_SEPARATOR: the other regions are the same as in the view beside it."""
+    if regions == [(0, len(parent.data))]:
+        data, whole = transform(parent.data)
+        return View(name, data, parent, lambda: whole)
+    parts: list[bytes] = []
+    maps: list[tuple[int, int, Map]] = []
+    for a, b in regions:
+        data, region_map = transform(parent.data[a:b])
+        parts.append(data)
+        maps.append((a, len(data), region_map))
+
+    def build() -> Map:
+        vstart, sstart, send, ident = [], [], [], []
+        offset = 0
+        for a, size, m in maps:
+            vstart.append(m.vstart + offset)
+            sstart.append(m.sstart + a)
+            send.append(m.send + a)
+            ident.append(m.ident if m.ident is not None else np.ones(len(m.vstart), dtype=bool))
+            offset += size + len(REGION_SEPARATOR)
+        return Map(
+            np.concatenate(vstart), np.concatenate(sstart), np.concatenate(send), np.concatenate(ident)
+        )
+
+    return View(name, REGION_SEPARATOR.join(parts), parent, build)
+
+
 def _has_decode_token(data: bytes) -> bool:
     return b"\\" in data or b"&#" in data or b"&amp;" in data or _PERCENT_TOKEN.search(data) is not None
 
@@ -269,8 +329,11 @@ class Views:
             view, _ = _stage(view, "stripped", _CONTROL_SPLIT)
         if b"\x08" in view.data:
             text, bs_map = _apply_backspaces(view.data)
-            # What was typed before it was rubbed out is still in the served bytes.
-            self.typed, _ = _stage(view, "typed", re.compile(b"(\x08+)"))
+            # What was typed before it was rubbed out is still in the served bytes: the lines that
+            # hold backspaces, as typed (a backspace is a delimiter there).
+            rubbed = np.flatnonzero(np.frombuffer(view.data, dtype=np.uint8) == 8)
+            regions = _line_regions(view.data, rubbed, 0)
+            self.typed = _region_view("typed", view, regions, lambda chunk: (chunk, Map.identity(len(chunk))))
             view = View("stripped", text, view, lambda: bs_map)
         self.stripped = view if view.name == "stripped" else view.renamed("stripped")
         self.joined = self._join(self.stripped, "joined")
@@ -279,12 +342,14 @@ class Views:
         if decode and _has_decode_token(self.stripped.data):
             pieces = _DECODE_SPLIT.split(self.stripped.data)
             if len(pieces) > 1:
-                cache: dict[bytes, bytes] = {}
-                replaced = [cache.get(t) or cache.setdefault(t, decode_token(t)) for t in pieces[1::2]]
-                joined = list(pieces)
-                joined[1::2] = replaced
-                data = b"".join(joined)
-                self.decoded = View("decoded", data, self.stripped, lambda: _replaced_map(pieces, replaced))
+                # Only the lines with escapes (and one line around them, for a wrapped token) differ
+                # from the stripped view: the decoded views hold those regions.
+                offsets = np.concatenate(([0], np.cumsum(_lengths(pieces))[:-1]))
+                regions = _line_regions(self.stripped.data, offsets[1::2], 1)
+                covered = sum(b - a for a, b in regions)
+                if covered > len(self.stripped.data) // 2:
+                    regions = [(0, len(self.stripped.data))]
+                self.decoded = _region_view("decoded", self.stripped, regions, _decode_chunk)
                 self.decoded_joined = self._join(self.decoded, "decoded-joined")
 
     @staticmethod
