@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import binascii
 import hashlib
-import io
 import math
 import re
 from collections import Counter
@@ -93,7 +92,7 @@ class KnownValues:
     New values go into a small database of their own; small databases are merged once there are
     several, so a log that keeps revealing values costs O(n log n) compilations, not O(n^2)."""
 
-    MAX_GENERATIONS = 4
+    MAX_GENERATIONS = 2  # every view is scanned once per generation: few, merged often
 
     def __init__(self, limit: int, label: str) -> None:
         self.limit = limit
@@ -611,7 +610,7 @@ def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | No
     its text up to the last break already matches alone and what follows on the last line does not
     read as the rest of a token (a token at the end of a line, then a word: the word is not masked)."""
     rules = state.rules
-    for idx, ranges in sorted(rules.candidate_ranges(data).items()):
+    for idx, ranges in sorted(rules.candidate_ranges(data, line_view=line_view).items()):
         rule = rules.rules[idx]
         if rule.kind == LINE and not line_view:
             continue
@@ -734,7 +733,9 @@ def scan_window(views: Views, pos: int, state: MaskState, *, banners: bool, at_e
                     carry_out = (carry, carry_in[1] if carry_in and s == 0 else pos + view.raw_span(s, e)[0])
         state.key_carry = carry_out
 
-    literal_views = distinct if views.raw.data == views.stripped.data else [views.raw, *distinct]
+    # A value within a line of the stripped view is also in the joined one: joined views suffice
+    # (and the escapes' text and what was typed before it was rubbed out).
+    literal_views = [v for v in distinct if v.name not in ("stripped", "decoded")]
     for values, kind in ((state.known, CRED), (state.generated, KEY)):
         if not len(values):
             continue
@@ -816,41 +817,52 @@ def _replacement(kind: int, covered: bytes, continuation: bool) -> bytes:
 
 
 class _Writer:
-    """Writes a round's output: raw bytes with the redactions applied, in order."""
+    """Writes a round's output: raw bytes with the redactions applied, in order, from `start`."""
 
-    def __init__(self, dst: BinaryIO | None, stats: MaskStats) -> None:
+    def __init__(self, dst: BinaryIO | None, stats: MaskStats, start: int = 0) -> None:
         self.dst = dst
         self.stats = stats
-        self.written = 0  # raw offset up to which output is final
-        self.redacted_to = -1  # end of the last redaction written (a span starting there continues it)
+        self.written = start  # raw offset up to which output is final
 
-    def emit(self, buf: bytes, buf_start: int, upto: int, pending: list[tuple[int, int, int]]) -> list:
-        """Write raw [written, upto) with the spans that start before `upto`; return the other spans."""
+    def emit(
+        self,
+        buf: bytes,
+        buf_start: int,
+        upto: int,
+        pending: list[tuple[int, int, int]],
+        limit: int | None = None,
+    ) -> list:
+        """Write raw [written, upto) with the spans that start before `upto` (cut at `limit`, the end
+        of this writer's segment); return the spans that start later.
+
+        A redaction that began before `written` (written already, by this writer or by the previous
+        segment's) is continued without a second placeholder."""
         later = [sp for sp in pending if sp[0] >= upto]
         now = [sp for sp in pending if sp[0] < upto and sp[1] > self.written]
         for cs, ce, members in _clusters(now):
-            cs_clipped = max(cs, self.written)
-            if cs_clipped > self.written:
-                self._write(buf, buf_start, self.written, cs_clipped)
-            flags = bytearray(ce - cs_clipped)
+            start_at = max(cs, self.written)
+            end_at = ce if limit is None else min(ce, limit)
+            if end_at <= start_at:
+                continue
+            if start_at > self.written:
+                self._write(buf, buf_start, self.written, start_at)
+            flags = bytearray(end_at - start_at)
             for kind in (CRED, KEY, BANNER):  # later kinds win where spans overlap
                 for s, e, k in members:
                     if k == kind:
-                        a, b = max(s, cs_clipped) - cs_clipped, e - cs_clipped
+                        a, b = max(s, start_at) - start_at, min(e, end_at) - start_at
                         if b > a:
                             flags[a:b] = bytes([kind]) * (b - a)
             for m in _RUNS.finditer(bytes(flags)):
                 a, b = m.span()
                 kind = flags[a]
-                start = cs_clipped + a
-                covered = buf[start - buf_start : cs_clipped + b - buf_start]
-                continuation = start == self.written and self.redacted_to == start
+                continuation = a == 0 and cs < start_at
+                covered = buf[start_at + a - buf_start : start_at + b - buf_start]
                 if self.dst is not None:
                     self.dst.write(_replacement(kind, covered, continuation))
                 if kind == CRED and not continuation:
                     self.stats.credentials_masked += 1
-                self.written = cs_clipped + b
-                self.redacted_to = self.written
+                self.written = start_at + b
         if upto > self.written:
             self._write(buf, buf_start, self.written, upto)
         return later
@@ -863,23 +875,37 @@ class _Writer:
 
 @dataclass
 class RoundReport:
-    redactions: int = 0  # credential and key spans found
+    redactions: int = 0  # credential and key spans found (in the round's own range)
     banner_spans: int = 0
     size_in: int = 0
 
 
-def run_round(src: BinaryIO, dst: BinaryIO | None, state: MaskState, *, banners: bool) -> RoundReport:
-    """One pass over `src`: find and (when `dst` is given) write the redacted bytes."""
+CONTEXT = 1 << 20  # raw bytes read before and after a segment so that spans crossing its ends are found
+
+
+def run_round(
+    src: BinaryIO,
+    dst: BinaryIO | None,
+    state: MaskState,
+    *,
+    banners: bool,
+    start: int = 0,
+    stop: int | None = None,
+) -> RoundReport:
+    """One pass over `src` (or its segment [start, stop), read with CONTEXT bytes around it): find
+    and (when `dst` is given) write the redacted bytes of the segment."""
     report = RoundReport()
     state.findings = {}
     state.key_carry = None
+    pos = max(0, start - CONTEXT)
+    if pos:
+        src.seek(pos)
     buf = bytearray()
-    buf_start = 0
+    buf_start = pos
     eof = False
-    pos = 0
     size = WINDOW
     pending: list[tuple[int, int, int]] = []
-    writer = _Writer(dst, state.stats)
+    writer = _Writer(dst, state.stats, start)
     while True:
         while not eof and buf_start + len(buf) < pos + size:
             chunk = src.read(max(READ_CHUNK, pos + size - buf_start - len(buf)))
@@ -898,17 +924,21 @@ def run_round(src: BinaryIO, dst: BinaryIO | None, state: MaskState, *, banners:
                 continue
         spans = scan_window(views, pos, state, banners=banners, at_eof=at_eof)
         del views
-        for _s, _e, k in spans:
-            if k == BANNER:
-                report.banner_spans += 1
-            else:
-                report.redactions += 1
+        for s, e, k in spans:
+            if pos + e > start and (stop is None or pos + s < stop):
+                if k == BANNER:
+                    report.banner_spans += 1
+                else:
+                    report.redactions += 1
         pending.extend((pos + s, pos + e, k) for s, e, k in spans)
-        if at_eof:
-            writer.emit(buf, buf_start, end, pending)
-            report.size_in = end
+        last = at_eof or (stop is not None and end >= stop + CONTEXT)
+        if last:
+            final = end if stop is None else min(end, stop)
+            writer.emit(buf, buf_start, final, pending, stop)
+            report.size_in = final - start
             return report
-        pending = writer.emit(buf, buf_start, next_pos, pending)
+        upto = next_pos if stop is None else min(next_pos, stop)
+        pending = writer.emit(buf, buf_start, upto, pending, stop)
         cut = min(writer.written, next_pos) - buf_start
         if cut > 0:
             del buf[:cut]
@@ -925,9 +955,3 @@ def _next_window_start(views: Views, pos: int, size: int) -> int | None:
     if size < MAX_WINDOW:
         return None
     return pos + size // 2  # an escape flood: move on (documented limit)
-
-
-def mask_bytes_once(data: bytes, state: MaskState, *, banners: bool) -> tuple[bytes, RoundReport]:
-    out = io.BytesIO()
-    report = run_round(io.BytesIO(data), out, state, banners=banners)
-    return out.getvalue(), report

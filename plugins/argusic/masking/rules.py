@@ -310,17 +310,26 @@ def _hs_compile_one(pattern: bytes, flags: int):
     return db
 
 
+def _adder(found: set[int]):
+    def on_match(rule_id: int, start: int, end: int, flags: int, context: object) -> None:
+        found.add(rule_id)
+
+    return on_match
+
+
 BLOCK = 64 << 10  # the prefilter tells which rules may match in each block of a view
 MARGIN = 8 << 10  # each block extended by this much: a match no longer than this lies in one block
 
 
 @dataclass
 class CompiledRules:
-    """The catalogue ready to scan: one Hyperscan database plus a confirmer per rule."""
+    """The catalogue ready to scan: Hyperscan databases (every rule, for the views that keep line
+    breaks; format rules only, for the joined views) plus a confirmer per rule."""
 
     rules: tuple[Rule, ...]
     digest: str
-    database: object  # hyperscan.Database; None when no rule compiled
+    database: object  # hyperscan.Database of every rule; None when no rule compiled
+    format_database: object  # the same without the line rules
     always: tuple[int, ...]  # rules Hyperscan could not take: confirmed on every block
     confirmers: tuple[Confirmer, ...]
 
@@ -328,8 +337,11 @@ class CompiledRules:
         """Indexes of the rules that (may) match somewhere in `data`."""
         return sorted(self.candidate_ranges(data))
 
-    def candidate_ranges(self, data: bytes, block: int = BLOCK, margin: int = MARGIN) -> dict[int, list]:
-        """{rule index: [(start, end), ...]}: the parts of `data` where each rule may match.
+    def candidate_ranges(
+        self, data: bytes, *, line_view: bool = True, block: int = BLOCK, margin: int = MARGIN
+    ) -> dict[int, list]:
+        """{rule index: [(start, end), ...]}: the parts of `data` where each rule may match (line
+        rules only where `line_view`).
 
         `data` is scanned in blocks of `block` bytes, each extended by `margin` (a match no longer
         than `margin` lies whole in some extended block); neighbouring blocks of one rule are merged.
@@ -338,12 +350,14 @@ class CompiledRules:
         size = len(data)
         if not size:
             return {}
+        database = self.database if line_view else self.format_database
+        always = set(self.always) if line_view else {i for i in self.always if self.rules[i].kind != LINE}
         view = memoryview(data)
         for start in range(0, size, block):
             end = min(size, start + block + margin)
-            found: set[int] = set(self.always)
-            if self.database is not None:
-                self.database.scan(view[start:end], match_event_handler=lambda i, *_: found.add(i))
+            found: set[int] = set(always)
+            if database is not None:
+                database.scan(view[start:end], match_event_handler=_adder(found))
             for idx in found:
                 ranges = hits.setdefault(idx, [])
                 if ranges and ranges[-1][1] >= start:
@@ -367,47 +381,63 @@ def _hs_flags_for(pattern: bytes) -> int | None:
     return None
 
 
+def _load_database(path: Path, sha256: str):
+    import hyperscan
+
+    blob = path.read_bytes()
+    if hashlib.sha256(blob).hexdigest() != sha256:
+        raise ValueError(f"{path} does not match its digest")
+    database = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+    database.scratch = hyperscan.Scratch(database)
+    return database
+
+
 def compile_rules(rules: tuple[Rule, ...]) -> CompiledRules:
-    """Compile (or load from the cache) the Hyperscan database of a catalogue."""
+    """Compile (or load from the cache) the Hyperscan databases of a catalogue."""
     import hyperscan
 
     digest = catalogue_digest(rules)
     confirmers = tuple(Confirmer(r.pattern) for r in rules)
     key = hashlib.sha256(f"{digest}\n{_package_version('hyperscan')}".encode()).hexdigest()[:32]
-    cached = cache_dir() / f"hyperscan-{key}.db"
-    meta_path = cached.with_suffix(".json")
+    paths = {name: cache_dir() / f"hyperscan-{key}-{name}.db" for name in ("all", "format")}
+    meta_path = cache_dir() / f"hyperscan-{key}.json"
     try:
         meta = json.loads(meta_path.read_bytes())
-        blob = cached.read_bytes()
-        if meta.get("sha256") != hashlib.sha256(blob).hexdigest():
-            raise ValueError("cached database does not match its digest")
-        database = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
-        database.scratch = hyperscan.Scratch(database)
-        return CompiledRules(rules, digest, database, tuple(meta["always"]), confirmers)
+        databases = {name: _load_database(path, meta["sha256"][name]) for name, path in paths.items()}
+        return CompiledRules(
+            rules, digest, databases["all"], databases["format"], tuple(meta["always"]), confirmers
+        )
     except (OSError, ValueError, KeyError, TypeError, hyperscan.error):
         pass
-    expressions, ids, flags, always = [], [], [], []
+    entries, always = [], []
     for n, rule in enumerate(rules):
         pattern = (rule.prefilter or rule.pattern).encode("latin-1", "backslashreplace")
         f = _hs_flags_for(pattern)
         if f is None:
             always.append(n)
-            continue
-        expressions.append(pattern)
-        ids.append(n)
-        flags.append(f)
-    database = None
-    if expressions:
-        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        database.compile(expressions=expressions, ids=ids, flags=flags)
-        try:
-            blob = hyperscan.dumpb(database)
-            _write_atomic(cached, blob)
-            meta = {"sha256": hashlib.sha256(blob).hexdigest(), "always": always, "catalogue": digest}
-            _write_atomic(meta_path, json.dumps(meta).encode())
-        except (OSError, hyperscan.error) as err:
-            log.warning("cannot cache the compiled rules in %s: %s", cached, err)
-    return CompiledRules(rules, digest, database, tuple(always), confirmers)
+        else:
+            entries.append((pattern, n, f))
+    databases: dict[str, object] = {}
+    for name, chosen in (("all", entries), ("format", [e for e in entries if rules[e[1]].kind != LINE])):
+        databases[name] = None
+        if chosen:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(
+                expressions=[e[0] for e in chosen], ids=[e[1] for e in chosen], flags=[e[2] for e in chosen]
+            )
+            databases[name] = db
+    try:
+        sums = {}
+        for name, db in databases.items():
+            if db is None:
+                raise OSError("nothing to cache")
+            blob = hyperscan.dumpb(db)
+            _write_atomic(paths[name], blob)
+            sums[name] = hashlib.sha256(blob).hexdigest()
+        _write_atomic(meta_path, json.dumps({"sha256": sums, "always": always, "catalogue": digest}).encode())
+    except (OSError, hyperscan.error) as err:
+        log.warning("cannot cache the compiled rules in %s: %s", cache_dir(), err)
+    return CompiledRules(rules, digest, databases["all"], databases["format"], tuple(always), confirmers)
 
 
 @lru_cache(maxsize=4)

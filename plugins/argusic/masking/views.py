@@ -44,7 +44,6 @@ _DECODE_SPLIT = re.compile(
     rb"|%[0-9a-fA-F]{2}"
     rb"|&(?:#[0-9]{1,7};|#[xX][0-9a-fA-F]{1,6};|amp;))"
 )
-_PERCENT_TOKEN = re.compile(rb"%[0-9a-fA-F]{2}")
 _C_ESCAPES = {b"/": b"/", b"\\": b"\\", b'"': b'"', b"'": b"'", b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 LINE_BREAK_BYTES = b"\r\n"
 
@@ -235,11 +234,11 @@ def _payload_view(source: View, pieces: list[bytes]) -> View | None:
     a terminal, but present in the served bytes. One sequence per line."""
     lengths = _lengths(pieces)
     offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    chosen = [n for n in range(1, len(pieces), 2) if lengths[n] >= PAYLOAD_MIN]
-    if not chosen:
+    chosen = np.flatnonzero(lengths[1::2] >= PAYLOAD_MIN) * 2 + 1
+    if not len(chosen):
         return None
-    data = b"\n".join(pieces[n] for n in chosen)
-    sizes = np.array([lengths[n] + 1 for n in chosen], dtype=np.int64)  # each with its separator
+    data = b"\n".join([pieces[n] for n in chosen.tolist()])
+    sizes = lengths[chosen] + 1  # each with its separator
     vstart = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     sstart = offsets[chosen]
     return View("escapes", data, source, lambda: Map(vstart, sstart, sstart + sizes, None))
@@ -305,8 +304,20 @@ def _region_view(name: str, parent: View, regions: list[tuple[int, int]], transf
     return View(name, REGION_SEPARATOR.join(parts), parent, build)
 
 
-def _has_decode_token(data: bytes) -> bool:
-    return b"\\" in data or b"&#" in data or b"&amp;" in data or _PERCENT_TOKEN.search(data) is not None
+_DECODE_TOKEN = re.compile(_DECODE_SPLIT.pattern[1:-1])
+_DECODE_STARTS = np.zeros(256, dtype=bool)
+_DECODE_STARTS[[ord("\\"), ord("%"), ord("&")]] = True
+
+
+def _decode_token_positions(data: bytes) -> np.ndarray:
+    """Offsets of the escape tokens of `data` (candidates found with numpy, each checked)."""
+    if b"\\" not in data and b"%" not in data and b"&" not in data:
+        return np.zeros(0, dtype=np.int64)
+    candidates = np.flatnonzero(_DECODE_STARTS[np.frombuffer(data, dtype=np.uint8)])
+    if len(candidates) > len(data) // 64:  # escape-dense text: one regular-expression pass is faster
+        return np.array([m.start() for m in _DECODE_TOKEN.finditer(data)], dtype=np.int64)
+    match = _DECODE_TOKEN.match
+    return np.array([p for p in candidates.tolist() if match(data, p)], dtype=np.int64)
 
 
 class Views:
@@ -339,18 +350,15 @@ class Views:
         self.joined = self._join(self.stripped, "joined")
         self.decoded: View | None = None
         self.decoded_joined: View | None = None
-        if decode and _has_decode_token(self.stripped.data):
-            pieces = _DECODE_SPLIT.split(self.stripped.data)
-            if len(pieces) > 1:
-                # Only the lines with escapes (and one line around them, for a wrapped token) differ
-                # from the stripped view: the decoded views hold those regions.
-                offsets = np.concatenate(([0], np.cumsum(_lengths(pieces))[:-1]))
-                regions = _line_regions(self.stripped.data, offsets[1::2], 1)
-                covered = sum(b - a for a, b in regions)
-                if covered > len(self.stripped.data) // 2:
-                    regions = [(0, len(self.stripped.data))]
-                self.decoded = _region_view("decoded", self.stripped, regions, _decode_chunk)
-                self.decoded_joined = self._join(self.decoded, "decoded-joined")
+        tokens = _decode_token_positions(self.stripped.data) if decode else None
+        if tokens is not None and len(tokens):
+            # Only the lines with escapes (and one line around them, for a wrapped token) differ
+            # from the stripped view: the decoded views hold those regions.
+            regions = _line_regions(self.stripped.data, tokens, 1)
+            if sum(b - a for a, b in regions) > len(self.stripped.data) // 2:
+                regions = [(0, len(self.stripped.data))]
+            self.decoded = _region_view("decoded", self.stripped, regions, _decode_chunk)
+            self.decoded_joined = self._join(self.decoded, "decoded-joined")
 
     @staticmethod
     def _join(view: View, name: str) -> View:
