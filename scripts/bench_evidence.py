@@ -54,12 +54,53 @@ SEED = 20261202
 ATTEMPT_ID = "2026-12.board.readme-runner.wavgen.a1"
 
 ALNUM = string.ascii_letters + string.digits
-PKGS = (
-    "requests urllib3 numpy pandas scipy torch tokenizers keyring cryptography pyjwt python-dotenv boto3 "
-    "botocore google-auth oauthlib secretstorage passlib fastapi uvicorn pydantic sqlalchemy alembic "
-    "jinja2 click rich httpx aiohttp grpcio protobuf pillow matplotlib"
-).split()
-MODULES = "core io auth cache tokenizer parser codec storage api client server utils".split()
+PKGS = [
+    "requests",
+    "urllib3",
+    "numpy",
+    "pandas",
+    "scipy",
+    "torch",
+    "tokenizers",
+    "keyring",
+    "cryptography",
+    "pyjwt",
+    "python-dotenv",
+    "boto3",
+    "botocore",
+    "google-auth",
+    "oauthlib",
+    "secretstorage",
+    "passlib",
+    "fastapi",
+    "uvicorn",
+    "pydantic",
+    "sqlalchemy",
+    "alembic",
+    "jinja2",
+    "click",
+    "rich",
+    "httpx",
+    "aiohttp",
+    "grpcio",
+    "protobuf",
+    "pillow",
+    "matplotlib",
+]
+MODULES = [
+    "core",
+    "io",
+    "auth",
+    "cache",
+    "tokenizer",
+    "parser",
+    "codec",
+    "storage",
+    "api",
+    "client",
+    "server",
+    "utils",
+]
 
 # -- the log's content --------------------------------------------------------------------------------
 
@@ -82,7 +123,8 @@ def _lines(r: random.Random):
         pkg, ver = r.choice(PKGS), _ver(r)
         if k < 0.16:
             yield f"Collecting {pkg}=={ver} (from -r requirements.txt (line {r.randint(1, 80)}))"
-            yield f"  Downloading {pkg}-{ver}-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl.metadata"
+            wheel = f"{pkg}-{ver}-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+            yield f"  Downloading {wheel}.metadata"
             size = f"{r.randint(1, 90)}.{r.randint(0, 9)}"
             yield (
                 "\x1b[2K   \x1b[38;2;114;156;31m━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━\x1b[0m "
@@ -90,7 +132,8 @@ def _lines(r: random.Random):
                 "eta \x1b[36m0:00:00\x1b[0m"
             )
         elif k < 0.22:
-            yield f"Requirement already satisfied: {pkg}>={ver} in ./.venv/lib/python3.11/site-packages ({ver})"
+            site = "./.venv/lib/python3.11/site-packages"
+            yield f"Requirement already satisfied: {pkg}>={ver} in {site} ({ver})"
         elif k < 0.26:
             yield f"  Building wheel for {pkg} (pyproject.toml) ... \x1b[?25l-\b \b\\\b \bdone"
             yield (
@@ -107,15 +150,17 @@ def _lines(r: random.Random):
             )
             if r.random() < 0.3:
                 var = r.choice(["tmp", "len", "buf", "token_len", "key_size", "ret"])
+                where = f"src/{mod}.c:{r.randint(1, 900)}:{r.randint(1, 40)}:"
                 yield (
-                    f"src/{mod}.c:{r.randint(1, 900)}:{r.randint(1, 40)}: \x1b[01;35m\x1b[Kwarning: \x1b[m\x1b[K"
-                    f"unused variable '\x1b[01m\x1b[K{var}\x1b[m\x1b[K' [\x1b[01;35m\x1b[K-Wunused-variable\x1b[m\x1b[K]"
+                    f"{where} \x1b[01;35m\x1b[Kwarning: \x1b[m\x1b[Kunused variable '\x1b[01m\x1b[K{var}"
+                    "\x1b[m\x1b[K' [\x1b[01;35m\x1b[K-Wunused-variable\x1b[m\x1b[K]"
                 )
                 yield f"  {r.randint(1, 900)} |     size_t {var} = 0;"
         elif k < 0.52:
             pct = r.randint(0, 100)
             lib = r.choice(MODULES)
-            yield f"[{pct:3d}%] \x1b[32mBuilding CXX object src/CMakeFiles/{lib}.dir/{lib}_{_hex(r, 4)}.cpp.o\x1b[0m"
+            obj = f"src/CMakeFiles/{lib}.dir/{lib}_{_hex(r, 4)}.cpp.o"
+            yield f"[{pct:3d}%] \x1b[32mBuilding CXX object {obj}\x1b[0m"
         elif k < 0.66:
             name = r.choice(
                 ["token_refresh", "api_key_rotation", "password_hash", "roundtrip", "parse", "encode"]
@@ -128,12 +173,15 @@ def _lines(r: random.Random):
                 f"\x1b[32m [{r.randint(0, 100):3d}%]\x1b[0m"
             )
         elif k < 0.70:
-            yield f"npm \x1b[33mWARN\x1b[39m \x1b[94mdeprecated\x1b[39m {pkg}@{ver}: This package is no longer supported."
-            yield f"added {r.randint(10, 1500)} packages, and audited {r.randint(10, 1500)} packages in {r.randint(1, 60)}s"
+            warn = "npm \x1b[33mWARN\x1b[39m \x1b[94mdeprecated\x1b[39m"
+            yield f"{warn} {pkg}@{ver}: This package is no longer supported."
+            added, audited = r.randint(10, 1500), r.randint(10, 1500)
+            yield f"added {added} packages, and audited {audited} packages in {r.randint(1, 60)}s"
         elif k < 0.75:
             n = r.randint(1, 30)
             yield f"#{n} [build {r.randint(1, 9)}/12] RUN pip install --no-cache-dir -r requirements.txt"
-            yield f"#{n} sha256:{_hex(r, 64)} {r.randint(1, 90)}.{r.randint(0, 9)}MB / 90.1MB {r.random():.1f}s done"
+            done = f"{r.randint(1, 90)}.{r.randint(0, 9)}MB / 90.1MB {r.random():.1f}s done"
+            yield f"#{n} sha256:{_hex(r, 64)} {done}"
         elif k < 0.79:
             total = r.randint(100, 90_000)
             line = "".join(
@@ -155,9 +203,11 @@ def _lines(r: random.Random):
             yield json.dumps(doc)
         elif k < 0.90:
             yield "Traceback (most recent call last):"
-            yield f'  File "/usr/lib/python3.11/site-packages/{pkg}/{r.choice(MODULES)}.py", line {r.randint(1, 900)}, in get'
+            path = f"/usr/lib/python3.11/site-packages/{pkg}/{r.choice(MODULES)}.py"
+            yield f'  File "{path}", line {r.randint(1, 900)}, in get'
             yield "    return self._session.request(method, url, headers=self._headers(), timeout=30)"
-            yield f"{pkg}.exceptions.ConnectionError: HTTPSConnectionPool(host='pypi.org', port=443): Max retries exceeded"
+            pool = "HTTPSConnectionPool(host='pypi.org', port=443)"
+            yield f"{pkg}.exceptions.ConnectionError: {pool}: Max retries exceeded"
         elif k < 0.93:
             yield f"[{ts}] STEP install: pip install -e .[dev]"
             yield f"\x1b[1m$ \x1b[0mpython -m pytest -q tests/test_{r.choice(MODULES)}.py"
@@ -515,7 +565,7 @@ def main() -> None:
         print(
             f"generated in {time.perf_counter() - started:.1f}s: "
             + ", ".join(
-                f"{p.name} {p.stat().st_size / MB:.1f} MB ({len(plants[k]['planted'])} distinct planted values)"
+                f"{p.name} {p.stat().st_size / MB:.1f} MiB ({len(plants[k]['planted'])} distinct planted)"
                 for k, p in files.items()
             )
         )

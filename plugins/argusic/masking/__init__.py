@@ -10,9 +10,10 @@ What is removed from a served copy:
   typed; split by colour codes or other escapes, overtyped with backspaces, wrapped over lines or over
   recording events at any width; JSON/C escaped, URL-encoded, HTML entities; hex (either case); base64
   and base64url at each of the three byte alignments (also wrapped).
-* Every token format of kingfisher's rule set (the gitleaks lineage and Google OSV-SCALIBR, 488 rules)
-  and of detect-secrets' regex plugins, plus a few of ours (JWTs whole, Anthropic/OpenAI keys of any
-  length); tokens inside base64 or hex runs (``echo $TOKEN | base64``); values of assignments whose name
+* Every token format of kingfisher's rule set (the gitleaks lineage and Google OSV-SCALIBR: 487 of its
+  488 rules, its private-key rule aside) and of detect-secrets' regex plugins, plus a few of ours (JWTs
+  whole, Anthropic/OpenAI keys of any length); tokens inside base64 or hex runs
+  (``echo $TOKEN | base64``); values of assignments whose name
   says secret/password/token/key (quoted or not; short values are masked in place, values of at least
   `min_secret_len` characters everywhere); quoted high-entropy strings (`rules.py`).
 * Private-key bodies (``-----BEGIN ... PRIVATE KEY-----`` ... ``-----END ...-----``, also when the END

@@ -19,7 +19,9 @@ size. A round's finders (`scan_window`):
 Rounds repeat on their own output until one finds nothing to redact: that round is the verification
 of the served bytes, and it does not rely only on the finders that produced them (known values in
 every form and survivors next to masked spans are checked too). After `max_rounds` the copy is
-withheld.
+withheld. A round over a file bigger than a segment (`stream.SEGMENT`) runs segment by segment, each
+segment read with `CONTEXT` bytes around it and written only for its own range (`run_round`'s
+`start`/`stop`), so segments can run in parallel processes.
 """
 
 from __future__ import annotations
@@ -181,14 +183,19 @@ def is_placeholder_only(value: bytes) -> bool:
     return len(_PUNCT.sub(b"", rest)) < 4 if rest != value else False
 
 
-def looks_like_no_value(value: bytes) -> bool:
-    """A template, a reference, a literal like `null`, masking's own placeholder: not a credential."""
+def looks_like_no_value(value: bytes, code: bool = False) -> bool:
+    """A template, a literal like `null`, masking's own placeholder: not a credential. In code
+    (`name = value`, unquoted), a reference to something else (`self.password`) is not one either;
+    elsewhere `X=GW.vsQFz9` is a literal and is masked."""
     v = value.strip()
     if not v or v.lower() in _NO_VALUE_WORDS:
         return True
     if any(p in v for p in _PLACEHOLDERS):
         return True
-    return bool(_TEMPLATED.fullmatch(v) or _REFERENCE.fullmatch(v))
+    return bool(_TEMPLATED.fullmatch(v) or (code and _REFERENCE.fullmatch(v)))
+
+
+_CODE_ASSIGNMENT = re.compile(rb"\s=|=\s")
 
 
 def entropy(data: bytes) -> float:
@@ -452,6 +459,8 @@ class MaskState:
         value = value.strip()
         if len(value) < self.policy.min_secret_len or is_placeholder_only(value) or value in self.known.index:
             return
+        if value.translate(None, _CONTROL_BYTES) != value:
+            return  # control bytes: decoded garbage, not a value printed anywhere (masked where found)
         if soft and len(self.known) >= self.policy.max_soft_values:
             self.stats.values_not_tracked += 1
             return
@@ -460,6 +469,9 @@ class MaskState:
     @property
     def overflow(self) -> bool:
         return self.known.overflow or self.generated.overflow
+
+
+_CONTROL_BYTES = bytes([*range(32), 127])
 
 
 def candidate_values(secrets: Iterable[str], min_len: int, stats: MaskStats) -> list[bytes]:
@@ -603,8 +615,24 @@ def _matches_in(confirmer, data: bytes, ranges: list[tuple[int, int]]):
             yield m
 
 
+def _in_placeholder(data: bytes, s: int, e: int) -> bool:
+    """Whether [s, e) is part of masking's own placeholder text (a rule that matches `masked`)."""
+    for placeholder in _PLACEHOLDERS:
+        at = data.find(placeholder, max(0, s - len(placeholder)), e + len(placeholder))
+        if at >= 0 and at < e and s < at + len(placeholder) and at <= s and e <= at + len(placeholder):
+            return True
+    return False
+
+
+def _code_assignment(data: bytes, m, rule: Rule, value_start: int) -> bool:
+    """An unquoted value after `=` with a space around it (`token = config.token`): code."""
+    if not rule.value_groups or m.span(rule.value_groups[-1])[0] != value_start:
+        return False  # quoted, or not an assignment rule
+    return _CODE_ASSIGNMENT.search(data, m.end(1), value_start) is not None
+
+
 def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | None = None):
-    """(rule, spans) for every confirmed match of every candidate rule in `data`.
+    """(rule, spans, match span) for every confirmed match of every candidate rule in `data`.
 
     A match that runs over line breaks (removed, in a joined view) is read as a wrapped token, unless
     its text up to the last break already matches alone and what follows on the last line does not
@@ -631,9 +659,9 @@ def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | No
             spans = []
             for s, e in match_spans(data, m, rule, confirmer.names, confirmer.groups):
                 value = data[s:e]
-                if not value or is_placeholder_only(value):
+                if not value or is_placeholder_only(value) or _in_placeholder(data, s, e):
                     continue
-                if rule.soft and looks_like_no_value(value):
+                if rule.soft and looks_like_no_value(value, _code_assignment(data, m, rule, s)):
                     continue
                 if rule.min_entropy and (
                     len(value) < 2**rule.min_entropy  # cannot reach it: fewer distinct bytes than needed
@@ -643,7 +671,7 @@ def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | No
                     continue
                 spans.append((s, e))
             if spans:
-                yield rule, spans
+                yield rule, spans, m.span()
 
 
 _TOKEN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=.-"
@@ -695,7 +723,7 @@ def scan_window(views: Views, pos: int, state: MaskState, *, banners: bool, at_e
 
     for view in distinct:
         joined = view if view.name in ("joined", "decoded-joined") else None
-        for rule, rule_spans in _rule_hits(view.data, state, view.name in line_names, joined):
+        for rule, rule_spans, _ in _rule_hits(view.data, state, view.name in line_names, joined):
             stats.detector_types.add(rule.id)
             described[f"token format {rule.id} in {view.name} view"] = None
             for s, e in rule_spans:
@@ -708,11 +736,14 @@ def scan_window(views: Views, pos: int, state: MaskState, *, banners: bool, at_e
             if view is None:
                 continue
             blob = finder.decoded(view.data)
-            for rule, rule_spans in _rule_hits(blob, state, line_view=True):
+            for rule, rule_spans, (ms, me) in _rule_hits(blob, state, line_view=True):
                 stats.detector_types.add(rule.id)
                 described[f"token format {rule.id} inside an encoded run in {view.name} view"] = None
                 for s, e in rule_spans:
                     state.add_value(blob[s:e], soft=rule.soft)
+                # Nothing can be masked in place inside the encoding: the whole match is a value too
+                # (a credential URL whose password is too short to be one on its own).
+                state.add_value(blob[ms:me], soft=rule.soft)
 
     if policy.redact_private_keys:
         carry_in, carry_out = state.key_carry, None

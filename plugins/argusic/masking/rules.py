@@ -238,7 +238,8 @@ def catalogue(
 
 
 def catalogue_digest(rules: Iterable[Rule]) -> str:
-    doc = [
+    doc: list = ["multiline", BASE_FLAGS]
+    doc += [
         [r.id, r.pattern, r.kind, r.soft, r.min_entropy, r.value_groups, r.reject_group, r.prefilter]
         for r in rules
     ]
@@ -265,10 +266,11 @@ class Confirmer:
         options.encoding = re2.Options.Encoding.LATIN1
         options.log_errors = False
         try:
-            self.regex = re2.compile(source.encode("latin-1"), options)
+            # Multi-line: `^` and `$` at every line of a log, not only where a window happens to start.
+            self.regex = re2.compile(b"(?m)" + source.encode("latin-1"), options)
         except (re2.error, UnicodeEncodeError):
             self.engine = "re"
-            self.regex = re.compile(pattern.encode("latin-1", "backslashreplace"))
+            self.regex = re.compile(pattern.encode("latin-1", "backslashreplace"), re.MULTILINE)
         self.groups: int = self.regex.groups
         names = dict(self.regex.groupindex)
         self.names = {i: n.decode("latin-1") if isinstance(n, bytes) else n for n, i in names.items()}
@@ -367,12 +369,15 @@ class CompiledRules:
         return {idx: [(a, b) for a, b in ranges] for idx, ranges in hits.items()}
 
 
+# Single match (the prefilter only needs to know which rules match in a block), multi-line.
+BASE_FLAGS = 8 | 16 | 4  # HS_FLAG_SINGLEMATCH | HS_FLAG_ALLOWEMPTY | HS_FLAG_MULTILINE
+
+
 def _hs_flags_for(pattern: bytes) -> int | None:
     """Single-match flags Hyperscan accepts for this pattern (prefilter mode as a fallback), or None."""
     import hyperscan
 
-    base = hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY
-    for flags in (base, base | hyperscan.HS_FLAG_PREFILTER):
+    for flags in (BASE_FLAGS, BASE_FLAGS | hyperscan.HS_FLAG_PREFILTER):
         try:
             _hs_compile_one(pattern, flags)
             return flags
@@ -392,6 +397,22 @@ def _load_database(path: Path, sha256: str):
     return database
 
 
+def _compile_databases(rules: tuple[Rule, ...], entries: list[tuple[bytes, int, int]]) -> dict[str, object]:
+    """The database of every rule and the one of format rules only (joined views)."""
+    import hyperscan
+
+    databases: dict[str, object] = {}
+    for name, chosen in (("all", entries), ("format", [e for e in entries if rules[e[1]].kind != LINE])):
+        databases[name] = None
+        if chosen:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(
+                expressions=[e[0] for e in chosen], ids=[e[1] for e in chosen], flags=[e[2] for e in chosen]
+            )
+            databases[name] = db
+    return databases
+
+
 def compile_rules(rules: tuple[Rule, ...]) -> CompiledRules:
     """Compile (or load from the cache) the Hyperscan databases of a catalogue."""
     import hyperscan
@@ -409,23 +430,19 @@ def compile_rules(rules: tuple[Rule, ...]) -> CompiledRules:
         )
     except (OSError, ValueError, KeyError, TypeError, hyperscan.error):
         pass
-    entries, always = [], []
-    for n, rule in enumerate(rules):
-        pattern = (rule.prefilter or rule.pattern).encode("latin-1", "backslashreplace")
-        f = _hs_flags_for(pattern)
-        if f is None:
-            always.append(n)
-        else:
-            entries.append((pattern, n, f))
-    databases: dict[str, object] = {}
-    for name, chosen in (("all", entries), ("format", [e for e in entries if rules[e[1]].kind != LINE])):
-        databases[name] = None
-        if chosen:
-            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            db.compile(
-                expressions=[e[0] for e in chosen], ids=[e[1] for e in chosen], flags=[e[2] for e in chosen]
-            )
-            databases[name] = db
+    patterns = [(r.prefilter or r.pattern).encode("latin-1", "backslashreplace") for r in rules]
+    always: list[int] = []
+    try:  # every pattern as it is, in one compilation (the usual case)
+        databases = _compile_databases(rules, [(p, n, BASE_FLAGS) for n, p in enumerate(patterns)])
+    except hyperscan.error:  # find the patterns that need prefilter mode, or cannot be taken
+        entries = []
+        for n, pattern in enumerate(patterns):
+            f = _hs_flags_for(pattern)
+            if f is None:
+                always.append(n)
+            else:
+                entries.append((pattern, n, f))
+        databases = _compile_databases(rules, entries)
     try:
         sums = {}
         for name, db in databases.items():
