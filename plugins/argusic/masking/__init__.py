@@ -43,7 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from argusic.masking.engine import MaskState, value_forms
+from argusic.masking.engine import MaskState
 from argusic.masking.policy import (
     DEFAULT_BANNERS,
     DEFAULT_COMMAND_PATTERNS,
@@ -62,6 +62,7 @@ from argusic.masking.policy import (
 from argusic.masking.recording import mask_cast, parse_event, parse_header, verify_cast
 from argusic.masking.rules import RulesUnavailable
 from argusic.masking.stream import Buffer, Workspace, find_only, mask_rounds
+from argusic.masking.values import value_forms
 
 SEPARATOR = b"\xff"  # ends every chunk of a chunked stream (never occurs in UTF-8)
 

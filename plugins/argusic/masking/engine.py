@@ -37,15 +37,10 @@ from typing import BinaryIO
 
 import numpy as np
 
-from argusic.masking.policy import (
-    KEY_PLACEHOLDER,
-    PLACEHOLDER,
-    BannerRule,
-    KeyBlock,
-    MaskPolicy,
-    MaskStats,
-)
+from argusic.masking.banners import Banners, banner_spans
+from argusic.masking.policy import KEY_PLACEHOLDER, PLACEHOLDER, KeyBlock, MaskPolicy, MaskStats
 from argusic.masking.rules import LINE, CompiledRules, Rule, compiled
+from argusic.masking.values import STANDARD_ALPHABET, KnownValues
 from argusic.masking.views import View, Views
 
 CRED, KEY, BANNER = 1, 2, 4
@@ -53,114 +48,9 @@ WINDOW = 4 << 20  # raw bytes per window
 MAX_WINDOW = 32 << 20  # a window grows up to this when escapes leave too few visible characters
 OVERLAP = 64 << 10  # stripped-view characters shared by consecutive windows
 READ_CHUNK = 1 << 20
-SEPARATORS = b"\r\n\xff"  # kept where a redaction covers them (lines, recording events)
 
 _PLACEHOLDER = PLACEHOLDER.encode()
 _KEY_PLACEHOLDER = KEY_PLACEHOLDER.encode()
-
-# -- encodings of a value ----------------------------------------------------------------------------------
-
-
-def _b64_fragments(raw: bytes) -> set[bytes]:
-    """The stable middle of base64(x + raw + y) for every alignment of raw, standard and url-safe."""
-    out: set[bytes] = set()
-    n = len(raw)
-    for k in range(3):
-        enc = binascii.b2a_base64(b"\0" * k + raw, newline=False)
-        frag = enc[-(-8 * k // 6) : (8 * (k + n)) // 6]
-        if len(frag) >= 4:
-            out.add(frag)
-            out.add(frag.translate(_URLSAFE))
-    return out
-
-
-_URLSAFE = bytes.maketrans(b"+/", b"-_")
-_STANDARD = bytes.maketrans(b"-_", b"+/")
-
-
-def value_forms(raw: bytes) -> dict[bytes, str]:
-    """Every literal form of a value searched for in the views: {form: kind}."""
-    forms: dict[bytes, str] = {raw: "plain"}
-    for frag in sorted(_b64_fragments(raw)):
-        forms.setdefault(frag, "base64")
-    forms.setdefault(raw.hex().encode(), "hex")
-    forms.setdefault(raw.hex().upper().encode(), "hex")
-    return forms
-
-
-class KnownValues:
-    """Values masked wherever they occur, in every form, found with Hyperscan literal databases.
-
-    New values go into a small database of their own; small databases are merged once there are
-    several, so a log that keeps revealing values costs O(n log n) compilations, not O(n^2)."""
-
-    MAX_GENERATIONS = 2  # every view is scanned once per generation: few, merged often
-
-    def __init__(self, limit: int, label: str) -> None:
-        self.limit = limit
-        self.label = label
-        self.values: list[bytes] = []
-        self.index: dict[bytes, int] = {}
-        self.overflow = False
-        self._generations: list[tuple[object, list[tuple[int, int, str]], int, int]] = []  # db, forms, lo, hi
-        self._compiled_upto = 0
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def add(self, value: bytes) -> bool:
-        if value in self.index:
-            return False
-        if len(self.values) >= self.limit:
-            self.overflow = True
-            return False
-        self.index[value] = len(self.values)
-        self.values.append(value)
-        return True
-
-    def _compile(self, lo: int, hi: int):
-        import hyperscan
-
-        expressions: list[bytes] = []
-        forms: list[tuple[int, int, str]] = []
-        for idx in range(lo, hi):
-            for form, kind in value_forms(self.values[idx]).items():
-                expressions.append(form)
-                forms.append((idx, len(form), kind))
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(expressions=expressions, ids=list(range(len(expressions))), literal=True)
-        return db, forms, lo, hi
-
-    def _refresh(self) -> None:
-        if self._compiled_upto == len(self.values):
-            return
-        self._generations.append(self._compile(self._compiled_upto, len(self.values)))
-        self._compiled_upto = len(self.values)
-        if len(self._generations) > self.MAX_GENERATIONS:
-            # Merge the newest generations with every older one no bigger than them (binary counter).
-            gens = self._generations
-            lo = newest = gens[-1][2]
-            while len(gens) > 1 and gens[-2][3] - gens[-2][2] <= 2 * (gens[-1][3] - lo):
-                lo = gens[-2][2]
-                gens.pop(-2)
-            if lo != newest:
-                gens[-1] = self._compile(lo, self._compiled_upto)
-
-    def scan(self, data: bytes) -> list[tuple[int, int, int, str]]:
-        """(start, end, value index, form kind) of every occurrence of every form."""
-        self._refresh()
-        if not data:
-            return []
-        hits: list[tuple[int, int, int, str]] = []
-        for db, forms, _, _ in self._generations:
-
-            def on_match(form_id: int, start: int, end: int, flags: int, ctx: object, forms=forms) -> None:
-                idx, length, kind = forms[form_id]
-                hits.append((end - length, end, idx, kind))
-
-            db.scan(data, match_event_handler=on_match)
-        return hits
-
 
 # -- value heuristics --------------------------------------------------------------------------------------
 
@@ -276,151 +166,6 @@ def _pem_end(data: bytes, start: int) -> int:
     return end
 
 
-# -- banners -----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Banners:
-    line_rules: list[tuple[str, re.Pattern, re.Pattern]]  # (name, whole-text finder, line pattern)
-    box_rules: list[tuple[BannerRule, re.Pattern, re.Pattern, re.Pattern, re.Pattern | None]]
-    commands: list[re.Pattern]
-    prefilter: object | None  # a Hyperscan database of every line and box-start pattern, if they compile
-
-    @classmethod
-    def of(cls, policy: MaskPolicy) -> _Banners:
-        line_rules, box_rules, firsts = [], [], []
-        for rule in policy.banners:
-            if rule.line:
-                line_rules.append((rule.name, re.compile(rule.line, re.M), re.compile(rule.line)))
-                firsts.append(rule.line)
-            if rule.start and rule.end:
-                contains = re.compile(rule.contains) if rule.contains else None
-                start = re.compile(rule.start)
-                box_rules.append((rule, re.compile(rule.start, re.M), start, re.compile(rule.end), contains))
-                firsts.append(rule.start)
-        commands = [re.compile(p) for p in policy.command_patterns]
-        return cls(line_rules, box_rules, commands, _prefilter(firsts))
-
-    def maybe_in(self, data: bytes) -> bool:
-        """False when no banner can start in `data` (most windows): the line-by-line work is skipped."""
-        if self.prefilter is None:
-            return True
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:  # Hyperscan's UTF-8 mode needs valid UTF-8
-            data = data.decode("utf-8", "replace").encode("utf-8")
-        found = []
-        self.prefilter.scan(data, match_event_handler=lambda *args: found.append(1))
-        return bool(found)
-
-    def is_command(self, line: str) -> bool:
-        return any(c.search(line) for c in self.commands)
-
-
-def _prefilter(patterns: list[str]):
-    """A Hyperscan database (UTF-8, multi-line) of Python patterns, or None if one does not compile."""
-    import hyperscan
-
-    if not patterns:
-        return None
-    flags = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH
-    try:
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(
-            expressions=[p.encode() for p in patterns],
-            ids=list(range(len(patterns))),
-            flags=[flags | hyperscan.HS_FLAG_PREFILTER] * len(patterns),
-        )
-        return db
-    except hyperscan.error:
-        return None
-
-
-class _Lines:
-    """Lines of a text around given positions, with byte offsets (computed incrementally)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._char = 0
-        self._byte = 0
-
-    def bounds(self, pos: int) -> tuple[int, int]:
-        """(start, end-including-break) of the line holding char `pos`."""
-        text = self.text
-        start = max(text.rfind("\n", 0, pos), text.rfind("\r", 0, pos)) + 1
-        ends = [i for i in (text.find("\n", pos), text.find("\r", pos)) if i >= 0]
-        end = min(ends) if ends else len(text)
-        if text.startswith("\r\n", end):
-            end += 2
-        elif end < len(text):
-            end += 1
-        return start, end
-
-    def line(self, start: int, end: int) -> str:
-        return self.text[start:end].rstrip("\r\n")
-
-    def next_line(self, end: int) -> tuple[int, int] | None:
-        return self.bounds(end) if end < len(self.text) else None
-
-    def byte_offset(self, char: int) -> int:
-        """Byte offset of a char offset; calls must come in non-decreasing order (else recomputed)."""
-        if char < self._char:
-            self._char, self._byte = 0, 0
-        self._byte += len(self.text[self._char : char].encode("utf-8", "surrogateescape"))
-        self._char = char
-        return self._byte
-
-
-def _banner_spans(view: View, banners: _Banners, stats: MaskStats) -> list[tuple[int, int]]:
-    if not banners.maybe_in(view.data):
-        return []
-    text = view.data.decode("utf-8", "surrogateescape")
-    lines = _Lines(text)
-    hide: dict[int, tuple[int, str]] = {}  # line start (char) -> (line end, rule name)
-    for name, finder, pattern in banners.line_rules:
-        for m in finder.finditer(text):
-            # A match of `^\s*...` may start on blank lines above: the line is the one it ends on.
-            start, end = lines.bounds(max(m.start(), m.end() - 1))
-            if start in hide:
-                continue
-            # The whole-text finder may have crossed a line break: check the line itself.
-            line = lines.line(start, end)
-            if pattern.search(line) and not banners.is_command(line):
-                hide[start] = (end, name)
-    for rule, finder, start_re, end_re, contains in banners.box_rules:
-        for m in finder.finditer(text):
-            first = lines.bounds(max(m.start(), m.end() - 1))
-            if first[0] in hide or not start_re.search(lines.line(*first)):
-                continue
-            box = [first]
-            found_end = False
-            while len(box) < rule.max_lines:
-                if end_re.search(lines.line(*box[-1])):
-                    found_end = True
-                    break
-                nxt = lines.next_line(box[-1][1])
-                if nxt is None:
-                    break
-                box.append(nxt)
-            if not found_end:
-                continue
-            if contains is not None and not any(contains.search(lines.line(*b)) for b in box):
-                continue
-            for start, end in box:
-                if not banners.is_command(lines.line(start, end)):
-                    hide.setdefault(start, (end, rule.name))
-    spans = []
-    for start in sorted(hide):
-        end, name = hide[start]
-        b0 = lines.byte_offset(start)
-        b1 = lines.byte_offset(end)
-        if b1 > b0:
-            spans.append(view.raw_span(b0, b1))
-            stats.banners.add(name)
-    stats.banner_lines_hidden += len(spans)
-    return spans
-
-
 # -- the state of one masking job --------------------------------------------------------------------------
 
 
@@ -433,7 +178,7 @@ class MaskState:
     rules: CompiledRules | None = None
     known: KnownValues | None = None
     generated: KnownValues | None = None
-    banners: _Banners | None = None
+    banners: Banners | None = None
     findings: dict[str, None] = field(default_factory=dict)  # of the current round (no secret values)
     key_carry: tuple[bytes, int] | None = None  # (label, body start) of a key body cut by a window end
 
@@ -441,7 +186,7 @@ class MaskState:
         self.rules = self.rules or compiled(self.policy.rules())
         self.known = self.known or KnownValues(self.policy.max_known_values, "known value")
         self.generated = self.generated or KnownValues(self.policy.max_known_values, "generated key material")
-        self.banners = self.banners or _Banners.of(self.policy)
+        self.banners = self.banners or Banners.of(self.policy)
 
     @classmethod
     def for_secrets(cls, secrets: Iterable[str], policy: MaskPolicy) -> MaskState:
@@ -542,7 +287,8 @@ class _RunFinder:
         if b64:
             # Each run padded to whole quanta plus one zero quantum; alignment k = k characters
             # skipped = (4 - k) % 4 filler characters before each run and k after it.
-            runs = [r + b"A" * (-len(r) % 4 + 4) for r in b"\n".join(b64).translate(_STANDARD).split(b"\n")]
+            standard = b"\n".join(b64).translate(STANDARD_ALPHABET).split(b"\n")
+            runs = [r + b"A" * (-len(r) % 4 + 4) for r in standard]
             for k in range(4):
                 before, after = b"A" * ((4 - k) % 4), b"A" * k
                 out.append(binascii.a2b_base64(before + (after + before).join(runs) + after))
@@ -786,7 +532,7 @@ def scan_window(views: Views, pos: int, state: MaskState, *, banners: bool, at_e
         raw = view.raw_spans([(s, e) for s, e, _ in items])
         spans.extend((rs, re_, kind) for (rs, re_), (_, _, kind) in zip(raw, items, strict=True))
     if banners and policy.banners:
-        spans.extend((s, e, BANNER) for s, e in _banner_spans(views.stripped, state.banners, stats))
+        spans.extend((s, e, BANNER) for s, e in banner_spans(views.stripped, state.banners, stats))
     return spans
 
 
