@@ -441,7 +441,22 @@ def _stage(args: argparse.Namespace) -> dict:
     else:
         raise SystemExit(f"unknown stage {args.stage}")
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "rss_before_mb": before, "peak_rss_mb": _rss_mb("VmHWM"), **extra}
+    import resource
+
+    cpu = sum(
+        getattr(resource.getrusage(who), f)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for f in ("ru_utime", "ru_stime")
+    )
+    children_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "rss_before_mb": before,
+        "peak_rss_mb": _rss_mb("VmHWM"),
+        "workers_peak_rss_mb": children_peak,
+        **extra,
+    }
 
 
 def run_stage(stage: str, src: Path, **kw) -> dict:
@@ -609,8 +624,12 @@ def main() -> None:
             print(f"serve: WITHHELD: {served['withheld']}")
         print()
         print(
+            "(MB = MiB; s = wall seconds; CPU s includes worker processes; peak RSS of the stage's process,"
+        )
+        print(" and of its largest worker process when a big file was masked in segments)")
+        print(
             f"{'file':<14}{'stage':<26}{'MB':>9}{'s':>9}{'MB/s':>9}{'vs sha256':>11}"
-            f"{'RSS at start MB':>17}{'peak RSS MB':>13}"
+            f"{'RSS at start MB':>17}{'peak RSS MB':>13}{'CPU s':>9}{'worker peak MB':>16}"
         )
         floor = {name: size / MB / r["seconds"] for name, stage, size, r in rows if stage == "sha256"}
         floor["both"] = (
@@ -623,6 +642,7 @@ def main() -> None:
             print(
                 f"{name:<14}{stage:<26}{size / MB:>9.1f}{r['seconds']:>9.2f}{rate:>9.1f}"
                 f"{rate / floor[name]:>10.3f}x{r['rss_before_mb']:>17.1f}{r['peak_rss_mb']:>13.1f}"
+                f"{r['cpu_seconds']:>9.1f}{r['workers_peak_rss_mb']:>16.1f}"
             )
     finally:
         if not args.keep:
