@@ -397,12 +397,23 @@ def _rss_mb(field: str) -> float:
     return float("nan")
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (mask workers)."""
+    import resource
+
+    return sum(
+        getattr(resource.getrusage(who), f)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for f in ("ru_utime", "ru_stime")
+    )
+
+
 def _stage(args: argparse.Namespace) -> dict:
     """One stage; imports (and the rule catalogue, cached on disk) are loaded before the clock starts."""
     src = Path(args.src)
     extra: dict = {}
     if args.stage == "sha256":
-        started, before = time.perf_counter(), _rss_mb("VmRSS")
+        started, before, cpu0 = time.perf_counter(), _rss_mb("VmRSS"), _cpu()
         digest = hashlib.sha256()
         with open(src, "rb") as handle:
             while chunk := handle.read(MB):
@@ -412,7 +423,7 @@ def _stage(args: argparse.Namespace) -> dict:
         from argusic.evidence import EvidenceStore
 
         store = EvidenceStore(Path(args.store).as_uri())
-        started, before = time.perf_counter(), _rss_mb("VmRSS")
+        started, before, cpu0 = time.perf_counter(), _rss_mb("VmRSS"), _cpu()
         if args.stage == "land":
             extra["ref"] = store.put_file(src).as_ref()
         else:
@@ -427,7 +438,7 @@ def _stage(args: argparse.Namespace) -> dict:
 
         compiled(DEFAULT_POLICY.rules())
         secrets = json.loads(Path(args.secrets).read_text())
-        started, before = time.perf_counter(), _rss_mb("VmRSS")
+        started, before, cpu0 = time.perf_counter(), _rss_mb("VmRSS"), _cpu()
         if args.stage == "mask":
             masker = mask_recording_file if args.kind == "recording" else mask_log_file
             result = masker(src, Path(args.dst), secrets, workdir=Path(args.dst).with_suffix(".work"))
@@ -443,11 +454,7 @@ def _stage(args: argparse.Namespace) -> dict:
     seconds = time.perf_counter() - started
     import resource
 
-    cpu = sum(
-        getattr(resource.getrusage(who), f)
-        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-        for f in ("ru_utime", "ru_stime")
-    )
+    cpu = _cpu() - cpu0
     children_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {
         "seconds": seconds,
