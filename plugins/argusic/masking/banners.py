@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from argusic.masking.policy import BannerRule, MaskPolicy, MaskStats
+from argusic.masking.rules import scan
 from argusic.masking.views import View
 
 
@@ -47,7 +48,7 @@ class Banners:
         except UnicodeDecodeError:  # Hyperscan's UTF-8 mode needs valid UTF-8
             data = data.decode("utf-8", "replace").encode("utf-8")
         found = []
-        self.prefilter.scan(data, match_event_handler=lambda *args: found.append(1))
+        scan(self.prefilter, data, lambda *args: found.append(1))
         return bool(found)
 
     def is_command(self, line: str) -> bool:

@@ -39,7 +39,7 @@ import numpy as np
 
 from argusic.masking.banners import Banners, banner_spans
 from argusic.masking.policy import KEY_PLACEHOLDER, PLACEHOLDER, KeyBlock, MaskPolicy, MaskStats
-from argusic.masking.rules import LINE, CompiledRules, Rule, compiled
+from argusic.masking.rules import LINE, CompiledRules, Rule, compiled, scan
 from argusic.masking.values import STANDARD_ALPHABET, KnownValues
 from argusic.masking.views import View, Views
 
@@ -275,7 +275,7 @@ class _RunFinder:
         def on_match(kind: int, start: int, end: int, flags: int, context: object) -> None:
             starts.append((kind, end))
 
-        self.database.scan(data, match_event_handler=on_match)
+        scan(self.database, data, on_match)
         if not starts:
             return b""
         # Base64 of text always holds capitals (each 3-byte group starts with I-Z for any byte below

@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -312,6 +313,23 @@ def _hs_compile_one(pattern: bytes, flags: int):
     return db
 
 
+_THREAD = threading.local()
+
+
+def scan(database, data, on_match) -> None:
+    """`database.scan` with a scratch space of this thread's own (Hyperscan refuses a scratch in use:
+    attempts may be presented from several threads at once)."""
+    import hyperscan
+
+    spaces = getattr(_THREAD, "spaces", None)
+    if spaces is None:
+        spaces = _THREAD.spaces = {}
+    scratch = spaces.get(id(database))
+    if scratch is None or scratch[0] is not database:
+        scratch = spaces[id(database)] = (database, hyperscan.Scratch(database))
+    database.scan(data, match_event_handler=on_match, scratch=scratch[1])
+
+
 def _adder(found: set[int]):
     def on_match(rule_id: int, start: int, end: int, flags: int, context: object) -> None:
         found.add(rule_id)
@@ -359,7 +377,7 @@ class CompiledRules:
             end = min(size, start + block + margin)
             found: set[int] = set(always)
             if database is not None:
-                database.scan(view[start:end], match_event_handler=_adder(found))
+                scan(database, view[start:end], _adder(found))
             for idx in found:
                 ranges = hits.setdefault(idx, [])
                 if ranges and ranges[-1][1] >= start:

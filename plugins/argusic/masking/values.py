@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import binascii
 
+from argusic.masking.rules import scan
+
 
 def _b64_fragments(raw: bytes) -> set[bytes]:
     """The stable middle of base64(x + raw + y) for every alignment of raw, standard and url-safe."""
@@ -102,5 +104,5 @@ class KnownValues:
                 idx, length, kind = forms[form_id]
                 hits.append((end - length, end, idx, kind))
 
-            db.scan(data, match_event_handler=on_match)
+            scan(db, data, on_match)
         return hits
