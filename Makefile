@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui build-worker clean
+.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui build-worker sql docs terminal-tools clean
 
 # One virtualenv for everything (Airflow, dbt, GX, the argusic package).
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
@@ -40,7 +40,7 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: install image agents-image lint
+test: install image agents-image terminal-tools lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
 	$(BIN)/pytest -q
@@ -50,6 +50,18 @@ test-fast: install
 
 airflow-ui: install
 	bash scripts/airflow_ui.sh
+
+# Analysts: the analyst copy (warehouse/analyst/, published by every successful build) in an SQL shell
+# (Harlequin, read-only; `argusic sql "SELECT …"` for one statement), and dbt's docs on 127.0.0.1.
+sql: install
+	$(BIN)/argusic sql
+
+docs: install
+	$(BIN)/argusic docs
+
+# tmux drives the interactive SQL shell in its test, as a person at a terminal would (Debian's).
+terminal-tools:
+	command -v tmux >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null)
 
 # One warm process for builds and publications (dbt and GX imported once); export the same
 # ARGUSIC_BUILD_WORKER to `argusic build` and Airflow so that they use it.

@@ -364,6 +364,7 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
     for aid, reason in expected.items():
         row = rows[aid]
         assert row["invalid_reason"] == reason
+        assert row["outcome"] == "invalid"  # said outright, never a null to guess from
         assert all(
             row[k] is None
             for k in (
@@ -373,9 +374,13 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
                 "depth_points",
                 "score",
                 "score_numerator",
-                "outcome",
             )
         )
+    # no valid attempt is called invalid, and every attempt has an outcome
+    mislabelled = q(
+        built, "select attempt_id from marts.attempt_scores where is_valid = (outcome = 'invalid')"
+    )
+    assert mislabelled == []
 
 
 def test_pair_sets_spread_edges(built):
@@ -399,6 +404,19 @@ def test_pair_sets_spread_edges(built):
     assert incomplete["middle_score"] is None and incomplete["is_unstable"] is False
     rerun = sets[(STD, "p-rerun")]
     assert (rerun["is_complete"], rerun["valid_attempts"], rerun["middle_score"]) == (True, 3, 92.0)
+    # the attempts behind the scores: three equal scores in attempt order, the valid rerun in place of
+    # the cancelled attempt 2; 502/7 < 660/7 < 100 on p-exact
+    assert (rerun["low_attempt_id"], rerun["middle_attempt_id"], rerun["high_attempt_id"]) == (
+        "std-rerun-1",
+        "std-rerun-2r",
+        "std-rerun-3",
+    )
+    assert (exact["low_attempt_id"], exact["middle_attempt_id"], exact["high_attempt_id"]) == (
+        "std-exact-1",
+        "std-exact-2",
+        "std-exact-3",
+    )
+    assert incomplete["middle_attempt_id"] is None and incomplete["low_attempt_id"] is not None
     assert sets[(RIVAL, "p-rerun")]["valid_attempts"] == 3  # the invalid claim is not counted
     assert not any(p.startswith("v-") for _, p in sets)  # verdict attempts form no board sets
 
@@ -512,7 +530,7 @@ def test_hardware_estimates_and_speed_bounds(built):
         "70B",
     )
     unknown = est["framework-desktop-395-128gb"]
-    assert unknown["status"] == "unknown" and unknown["missing_inputs"] == "bandwidth_gbps"
+    assert unknown["status"] == "unknown" and unknown["missing_inputs"] == "bandwidth_gb_per_s"
     assert (
         unknown["model_memory_gb"] is None
         and unknown["largest_tier"] is None

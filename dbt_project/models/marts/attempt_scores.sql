@@ -1,7 +1,9 @@
 -- One row per attempt: points, exact score and outcome (RULES.md section 8).
 -- Scores are exact fractions score_numerator / score_denominator (recovery = 20 * fixed /
 -- encountered, so the denominator divides errors_encountered); `score` is the same value as a
--- DOUBLE for display only. Invalid attempts keep their reason and get no points, score or outcome.
+-- DOUBLE for display only. Invalid attempts keep their reason and get no points or score; their
+-- outcome says `invalid`. Each row carries its evidence (served copies, raw fingerprints), budget and
+-- the agent's final state, so that a number can be traced without leaving the table.
 -- The fraction is computed in BIGINT, which cannot overflow: errors_encountered and errors_fixed
 -- are INTEGERs (|x| < 2^31), so |raw numerator| <= 80 * 2^31 + 20 * 2^31 < 2^38; the reduced
 -- numerator and denominator are published as HUGEINT (the contract type).
@@ -103,12 +105,23 @@ final as (
         (raw_denominator // gcd(raw_numerator, raw_denominator))::hugeint as score_denominator,
         raw_numerator::double / raw_denominator::double as score,
         case
-            when not is_valid then null
+            when not is_valid then 'invalid'
             when is_timeout then 'timeout'
             when ran and test_depth = 'tier1_real' then 'pass_full'
             when ran and test_depth = 'tier2_mock' then 'pass_mock'
             else 'fail'
-        end as outcome
+        end as outcome,
+        -- added after the first release (appended: the contract's columns keep their places)
+        budget_seconds,
+        effective_budget_seconds,
+        epoch(ended_at) - epoch(started_at) as duration_seconds,
+        final_state,
+        served_log_uri,
+        served_recording_uri,
+        served_copy_withheld,
+        log_sha256,
+        recording_sha256,
+        report_sha256
     from fractions
 
 )

@@ -1,0 +1,335 @@
+"""The analyst copy: what readers open instead of the pipeline's own warehouse file.
+
+DuckDB lets a file be open read-write by one process or read-only by any number, never both: an
+analyst's read-only connection to the warehouse keeps ``ingest`` and ``build`` out. So readers never
+touch the writer's file. After every successful build (dbt build and every expectation passed), and
+only then, the build publishes a consistent read-only copy under ``ARGUSIC_ANALYST_DIR`` (default:
+``analyst/`` beside the warehouse file, i.e. ``warehouse/analyst/``)::
+
+    warehouse/analyst/                 -> a link to .analyst.versions/<published-at>-<random>/
+        argusic.duckdb                 marts.*, reference.* (seeds), raw.run_records without record_json
+        parquet/<mart>/cycle_id=<id>/data_0.parquet   marts with a cycle_id, hive-partitioned
+        parquet/<mart>/data.parquet    marts without one (verdicts, editions, hardware)
+        manifest.json                  when, from which warehouse, tables and rows (argusic.analyst_copy/1)
+
+Publication is atomic: the new copy is written whole into a new folder, then the link is replaced by
+``rename`` (one system call: a reader resolves either the old copy or the new one, never half of
+one). A reader that holds the old copy open keeps reading it: the old folder stays until the copy
+after next is published, and on Linux a file deleted while open stays readable through its open
+descriptors. Nothing ever opens a published copy for writing, so readers never wait for anyone.
+
+The copy is made under the writer lock the build already holds (so it is exactly what was built and
+validated), by a DuckDB connection to the new file that attaches the warehouse read-only and copies
+table by table; comments (dbt descriptions, persisted by dbt's ``persist_docs``) are copied with
+them. Parquet has no 128-bit integer (DuckDB would write HUGEINT as DOUBLE, losing exactness): the
+exact numerators and denominators are written as DECIMAL(38,0), which pandas, Polars, Spark and DuckDB
+read exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from argusic.settings import warehouse_path
+
+ANALYST_DIR_ENV = "ARGUSIC_ANALYST_DIR"
+MANIFEST_SCHEMA = "argusic.analyst_copy/1"
+DB_NAME = "argusic.duckdb"
+PARQUET = "parquet"
+MANIFEST = "manifest.json"
+
+# What goes into the copy: every table of these schemas, and these raw tables.
+COPIED_SCHEMAS = ("marts", "reference")
+# raw.run_records without record_json: the whole record is a few KB an attempt (evidence of the
+# pipeline's own, kept in the warehouse and in runs/<cycle>/<attempt>/run_record.json); every field an
+# analyst filters on is a column of its own.
+RAW_TABLES = {"run_records": ("record_json",)}
+# Parquet: every mart; partitioned by this column when the mart has it.
+PARTITION_COLUMN = "cycle_id"
+
+
+class AnalystCopyError(RuntimeError):
+    """The analyst copy could not be published (the previous copy, if any, is left as it was)."""
+
+
+class AnalystCopyMissing(FileNotFoundError):
+    """No analyst copy has been published yet where readers look for it."""
+
+
+def analyst_dir(db_path: Path | None = None) -> Path:
+    """ARGUSIC_ANALYST_DIR, else ``analyst/`` beside the warehouse file (``warehouse/analyst/``)."""
+    if configured := os.environ.get(ANALYST_DIR_ENV, "").strip():
+        return Path(configured)
+    return Path(db_path or warehouse_path()).parent / "analyst"
+
+
+def analyst_db_path(db_path: Path | None = None) -> Path:
+    """The analyst copy's DuckDB file (``<analyst dir>/argusic.duckdb``)."""
+    return analyst_dir(db_path) / DB_NAME
+
+
+def _versions_dir(target: Path) -> Path:
+    return target.parent / f".{target.name}.versions"
+
+
+def current_copy(target: Path | None = None) -> Path:
+    """The folder of the copy published now (the link resolved), or AnalystCopyMissing."""
+    target = Path(target) if target else analyst_dir()
+    folder = target.resolve()
+    if not (folder / DB_NAME).is_file():
+        raise AnalystCopyMissing(
+            f"analyst copy {target / DB_NAME} does not exist yet: it is published by every successful "
+            "`argusic build` (run `argusic ingest PATH` and `argusic build`, or `argusic demo`)"
+        )
+    return folder
+
+
+def connect_analyst(target: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only DuckDB connection to the analyst copy published now. Never waits: nobody writes it.
+
+    The link is resolved first, so a process that connects again after a new publication gets the new
+    copy (DuckDB shares one database per path within a process: connecting by the link's path would
+    hand back the copy an older connection of the same process still holds)."""
+    folder = current_copy(target)
+    return duckdb.connect(str(folder / DB_NAME), read_only=True)
+
+
+def parquet_dir(target: Path | None = None) -> Path:
+    """The Parquet folder of the copy published now, the link resolved: a reader that lists and then
+    opens many files reads them all from one copy even if a new one is published meanwhile."""
+    return current_copy(target) / PARQUET
+
+
+def read_manifest(target: Path | None = None) -> dict[str, Any]:
+    """The published copy's manifest.json (when, from which warehouse, tables, rows, layout)."""
+    return json.loads((current_copy(target) / MANIFEST).read_text())
+
+
+@dataclass
+class TableCopy:
+    name: str  # schema.table
+    rows: int
+    parquet: str | None = None  # relative folder, for marts
+    partitioned_by: str | None = None
+
+
+@dataclass
+class AnalystCopy:
+    """What one publication wrote."""
+
+    target: Path  # the link readers use
+    folder: Path  # the version folder it points at
+    tables: list[TableCopy] = field(default_factory=list)
+    seconds: float = 0.0
+    bytes: int = 0
+
+    def summary(self) -> str:
+        rows = sum(t.rows for t in self.tables)
+        return (
+            f"analyst copy {self.target}: {len(self.tables)} tables, {rows:,} rows, "
+            f"{self.bytes / 2**20:.1f} MiB, published in {self.seconds:.2f} s"
+        )
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, list[str]]]:
+    """(schema, table, columns left out) of the warehouse tables that go into the copy, in order."""
+    listed = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'src' "
+        "ORDER BY schema_name, table_name"
+    ).fetchall()
+    chosen = []
+    for schema, table in listed:
+        if schema in COPIED_SCHEMAS:
+            chosen.append((schema, table, []))
+        elif schema == "raw" and table in RAW_TABLES:
+            chosen.append((schema, table, list(RAW_TABLES[table])))
+    return chosen
+
+
+def _comments_sql(con: duckdb.DuckDBPyConnection, chosen: list[tuple[str, str, list[str]]]) -> str:
+    """COMMENT ON statements giving the copy's tables and columns the warehouse's comments (the dbt
+    descriptions persisted by persist_docs; the raw layer's from RAW_DDL)."""
+    wanted = {(schema, table): set(skipped) for schema, table, skipped in chosen}
+    statements = []
+    for schema, table, comment in con.execute(
+        "SELECT schema_name, table_name, comment FROM duckdb_tables() WHERE database_name = 'src' "
+        "AND comment IS NOT NULL AND comment <> ''"
+    ).fetchall():
+        if (schema, table) in wanted:
+            relation = f"{_quote(schema)}.{_quote(table)}"
+            statements.append(f"COMMENT ON TABLE {relation} IS {_literal(comment)}")
+    for schema, table, column, comment in con.execute(
+        "SELECT schema_name, table_name, column_name, comment FROM duckdb_columns() "
+        "WHERE database_name = 'src' AND comment IS NOT NULL AND comment <> ''"
+    ).fetchall():
+        if column not in wanted.get((schema, table), {column}):
+            relation = f"{_quote(schema)}.{_quote(table)}"
+            statements.append(f"COMMENT ON COLUMN {relation}.{_quote(column)} IS {_literal(comment)}")
+    return ";\n".join(statements)
+
+
+def _parquet_select(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, bool]:
+    """SELECT of a mart of the copy for Parquet (HUGEINT as DECIMAL(38,0)), and whether it has a
+    cycle_id to partition by."""
+    columns = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND schema_name = 'marts' AND table_name = ? ORDER BY column_index",
+        [table],
+    ).fetchall()
+    items = [
+        f"CAST({_quote(c)} AS DECIMAL(38, 0)) AS {_quote(c)}" if t == "HUGEINT" else _quote(c)
+        for c, t in columns
+    ]
+    partitioned = any(c == PARTITION_COLUMN for c, _ in columns)
+    return f"SELECT {', '.join(items)} FROM marts.{_quote(table)}", partitioned
+
+
+def _write(db_path: Path, folder: Path) -> list[TableCopy]:
+    """Write the copy of the warehouse ``db_path`` into the new, empty ``folder``."""
+    db_file = folder / DB_NAME
+    parquet = folder / PARQUET
+    parquet.mkdir()
+    copied: list[TableCopy] = []
+    with duckdb.connect(str(db_file)) as con:
+        con.execute(f"ATTACH {_literal(str(db_path))} AS src (READ_ONLY)")
+        con.execute("BEGIN")  # one commit for every table and comment (each commit is a disk sync)
+        # Names are the warehouse's own schema and table names (dbt's and ours), quoted anyway.
+        tables = _tables(con)
+        for schema, table, skipped in tables:
+            relation = f"{_quote(schema)}.{_quote(table)}"
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
+            chosen = f"* EXCLUDE ({', '.join(_quote(c) for c in skipped)})" if skipped else "*"
+            con.execute(f"CREATE TABLE {relation} AS SELECT {chosen} FROM src.{relation}")
+            (rows,) = con.execute(f"SELECT count(*) FROM {relation}").fetchone()
+            copied.append(TableCopy(f"{schema}.{table}", rows))
+        if comments := _comments_sql(con, tables):
+            con.execute(comments)
+        con.execute("COMMIT")
+        con.execute("DETACH src")
+        # Parquet from the copy itself (the same rows), one folder per mart.
+        for item in copied:
+            schema, table = item.name.split(".", 1)
+            if schema != "marts":
+                continue
+            out = parquet / table
+            select, partitioned = _parquet_select(con, table)
+            if partitioned and item.rows:
+                con.execute(
+                    f"COPY ({select}) TO {_literal(str(out))} "
+                    f"(FORMAT parquet, PARTITION_BY ({PARTITION_COLUMN}))"
+                )
+                item.partitioned_by = PARTITION_COLUMN
+            else:  # no cycle (or no row yet): one file, so that the folder is never empty
+                out.mkdir()
+                con.execute(f"COPY ({select}) TO {_literal(str(out / 'data.parquet'))} (FORMAT parquet)")
+            item.parquet = f"{PARQUET}/{table}"
+        con.execute("CHECKPOINT")
+    return copied
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def _swap(target: Path, folder: Path) -> Path | None:
+    """Point the link ``target`` at ``folder`` in one rename; the folder it pointed at before."""
+    previous = target.resolve() if target.is_symlink() else None
+    if target.exists() and not target.is_symlink():
+        if not target.is_dir():
+            raise AnalystCopyError(f"{target} exists and is not a folder or a link: refusing to replace it")
+        # A folder from before copies were published this way: kept among the versions.
+        previous = _versions_dir(target) / f"earlier-{secrets.token_hex(4)}"
+        target.rename(previous)
+    link = target.parent / f".{target.name}.link-{secrets.token_hex(4)}"
+    os.symlink(os.path.relpath(folder, target.parent), link)
+    try:
+        os.replace(link, target)
+    except BaseException:
+        link.unlink(missing_ok=True)
+        raise
+    return previous
+
+
+def _prune(versions: Path, keep: set[Path]) -> None:
+    """Delete copies other than ``keep``: the one just published and the one before it (a reader that
+    resolved the link just before the swap may still be listing its Parquet files). A reader holding
+    a deleted DuckDB file open keeps reading it. One warehouse per analyst folder: another
+    publication into the same folder at the same time would lose its copy here."""
+    for child in versions.iterdir():
+        if child.resolve() not in keep:
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def publish_analyst_copy(db_path: Path | None = None, target: Path | None = None) -> AnalystCopy:
+    """Copy the warehouse ``db_path`` into a new analyst copy and publish it at ``target``.
+
+    Callers hold the warehouse writer lock (the build does), so the copy is exactly the warehouse as
+    built and validated. On any failure the new folder is removed and the previous copy stays
+    published (AnalystCopyError names the cause)."""
+    started = time.perf_counter()
+    db_path = Path(db_path or warehouse_path())
+    target = Path(target) if target else analyst_dir(db_path)
+    versions = _versions_dir(target)
+    versions.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    folder = versions / f"{stamp}-{secrets.token_hex(4)}"
+    folder.mkdir()
+    try:
+        tables = _write(db_path, folder)
+        manifest = {
+            "schema": MANIFEST_SCHEMA,
+            "published_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "warehouse": str(db_path.resolve()),
+            "duckdb_version": duckdb.__version__,
+            "database": DB_NAME,
+            "tables": [
+                {"name": t.name, "rows": t.rows, "parquet": t.parquet, "partitioned_by": t.partitioned_by}
+                for t in tables
+            ],
+        }
+        (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        previous = _swap(target, folder)
+    except (duckdb.Error, OSError) as err:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise AnalystCopyError(
+            f"analyst copy not published ({type(err).__name__}: {str(err).splitlines()[0]}); "
+            f"the previous copy at {target} is left as it was"
+        ) from err
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    _prune(versions, {folder.resolve(), *([previous.resolve()] if previous else [])})
+    return AnalystCopy(target, folder, tables, time.perf_counter() - started, _size(folder))
+
+
+__all__ = [
+    "ANALYST_DIR_ENV",
+    "AnalystCopy",
+    "AnalystCopyError",
+    "AnalystCopyMissing",
+    "analyst_db_path",
+    "analyst_dir",
+    "connect_analyst",
+    "current_copy",
+    "parquet_dir",
+    "publish_analyst_copy",
+    "read_manifest",
+]
