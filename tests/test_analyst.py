@@ -247,7 +247,8 @@ target, release = Path(sys.argv[1]), Path(sys.argv[2])
 def rows():  # as a fresh reader does: the link resolved once per read (argusic.analyst.parquet_dir)
     glob = str(target.resolve() / "parquet" / "attempt_scores" / "**" / "*.parquet")
     with duckdb.connect() as con:
-        return con.execute(f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning = true)").fetchone()[0]
+        query = f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning = true)"
+        return con.execute(query).fetchone()[0]
 print(json.dumps({"held": rows()}), flush=True)
 seen, errors, reads = set(), [], 0
 while not release.exists():

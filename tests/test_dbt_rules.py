@@ -571,3 +571,31 @@ def test_raw_run_records_without_its_primary_key_fails_the_source_test(tmp_path:
             os.environ["ARGUSIC_WAREHOUSE"] = old
     failed = [r.node.name for r in res.result.results if str(r.status) == "fail"]
     assert failed == ["source_enforced_primary_key_raw_run_records_attempt_id"], res.result.results
+
+
+def test_every_mart_and_column_is_described_in_duckdb(built):
+    """dbt's descriptions are persisted as DuckDB comments (persist_docs): every mart and every one of
+    its columns has one, and no yml describes a column the mart does not have (a typo would leave
+    the real column without its comment, silently)."""
+    import yaml
+
+    undescribed = q(
+        built,
+        "select table_name, column_name from duckdb_columns() where schema_name = 'marts' "
+        "and coalesce(comment, '') = ''",
+    )
+    assert undescribed == []
+    assert (
+        q(built, "select table_name from duckdb_tables() where schema_name = 'marts' and comment is null")
+        == []
+    )
+    columns = {
+        (r["table_name"], r["column_name"])
+        for r in q(built, "select table_name, column_name from duckdb_columns() where schema_name = 'marts'")
+    }
+    for path in sorted((DBT_PROJECT / "models" / "marts").glob("*.yml")):
+        for model in yaml.safe_load(path.read_text())["models"]:
+            table = "methodology_editions" if model["name"] == "mart_methodology_editions" else model["name"]
+            declared = {(table, c["name"]) for c in model.get("columns", [])}
+            assert declared - columns == set(), path.name
+            assert {c for c in columns if c[0] == table} == declared, f"{path.name} lists every column"
