@@ -272,8 +272,11 @@ def _start_reader(
     proc = subprocess.Popen(
         [sys.executable, str(script), str(target), str(release)], stdout=subprocess.PIPE, text=True
     )
-    first = json.loads(proc.stdout.readline())
-    return proc, release, first
+    line = proc.stdout.readline()
+    if not line:  # it failed before holding anything: nothing left running
+        proc.wait(timeout=60)
+        raise AssertionError(f"{name} ended before it held the copy (exit {proc.returncode})")
+    return proc, release, json.loads(line)
 
 
 def _finish_reader(proc: subprocess.Popen, release: Path) -> dict:
@@ -342,13 +345,15 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
     assert first.returncode == 0, first.stdout + first.stderr
     target = isolated / "warehouse" / "analyst"
     holder, hold_release, held = _start_reader(tmp_path, "hold_copy", HOLD_COPY, target)
-    reader, read_release, read = _start_reader(tmp_path, "read_parquet", READ_PARQUET, target)
     try:
-        assert held == read == {"held": 6}  # 1 agent x 2 projects x 3 attempts
-        second = _cycle("2027-01", env)
+        reader, read_release, read = _start_reader(tmp_path, "read_parquet", READ_PARQUET, target)
+        try:
+            assert held == read == {"held": 6}  # 1 agent x 2 projects x 3 attempts
+            second = _cycle("2027-01", env)
+        finally:
+            read_report = _finish_reader(reader, read_release)
     finally:
         held_report = _finish_reader(holder, hold_release)
-        read_report = _finish_reader(reader, read_release)
     output = second.stdout + second.stderr
     assert second.returncode == 0, output
     assert "waiting" not in output and "gave up" not in output and "Traceback" not in output
