@@ -524,6 +524,7 @@ def cycle_run(
 
     from argusic import airflow_tasks as steps
     from argusic.agents import known_agents
+    from argusic.analyst import AnalystCopyError
     from argusic.attempt import attempt_dir
     from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError
@@ -623,7 +624,7 @@ def cycle_run(
         published = steps.publish_cycle_board(cycle)
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
-    except BuildWorkerError as err:
+    except (BuildWorkerError, AnalystCopyError) as err:
         _fail(str(err))
     print_attempts(cycle)
     print_board(cycle)
