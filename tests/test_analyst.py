@@ -94,8 +94,10 @@ def test_copy_holds_marts_seeds_and_raw_layer_with_comments(tmp_path: Path):
         assert not con.execute(
             "SELECT * FROM duckdb_views() WHERE NOT internal"
         ).fetchall()  # no dbt internals
+        # the raw layer slimmed to what attempt_scores does not carry (the agent's report, sizes…)
         raw_columns = {r[0] for r in con.execute("DESCRIBE raw.run_records").fetchall()}
-        assert "record_json" not in raw_columns and {"attempt_id", "served_log_uri"} <= raw_columns
+        assert {"attempt_id", "install_ok", "errors_encountered", "harness_name", "log_bytes"} <= raw_columns
+        assert not raw_columns & {"record_json", "log_uri", "served_log_uri", "log_sha256", "cycle_id"}
         # comments travel with the tables: the marts' (dbt descriptions) and the raw layer's
         (board_comment,) = con.execute(
             "SELECT comment FROM duckdb_tables() WHERE table_name = 'board'"
@@ -122,6 +124,32 @@ def test_copy_holds_marts_seeds_and_raw_layer_with_comments(tmp_path: Path):
     )
     assert by_name["marts.project_verdicts"]["partitioned_by"] is None
     assert by_name["raw.run_records"]["parquet"] is None
+
+
+def test_dbt_descriptions_become_the_copys_comments(tmp_path: Path):
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    manifest = {
+        "nodes": {
+            "model.argusic.board": {
+                "resource_type": "model", "schema": "marts", "alias": "board", "description": "The board.",
+                "columns": {"rank": {"description": "From dbt."}, "no_such_column": {"description": "x"}},
+            },
+            "test.argusic.something": {"resource_type": "test", "schema": "marts", "alias": "board"},
+        }
+    }  # fmt: skip
+    described = analyst.descriptions_of(manifest)
+    assert described == {("marts", "board"): ("The board.", {"rank": "From dbt.", "no_such_column": "x"})}
+    target = publish_analyst_copy(db, descriptions=described).target
+    with connect_analyst(target) as con:
+        assert con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'board'").fetchone() == (
+            "The board.",
+        )
+        comments = dict(
+            con.execute(
+                "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = 'board'"
+            ).fetchall()
+        )
+    assert comments["rank"] == "From dbt." and "no_such_column" not in comments
 
 
 def test_parquet_is_hive_partitioned_by_cycle_and_exact(tmp_path: Path):
@@ -156,7 +184,7 @@ def test_failed_publication_keeps_the_previous_copy(tmp_path: Path, monkeypatch)
     db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
     first = publish_analyst_copy(db)
 
-    def broken(db_path: Path, folder: Path):
+    def broken(db_path: Path, folder: Path, descriptions=None):
         (folder / "argusic.duckdb").write_bytes(b"half a file")
         raise duckdb.IOException("IO Error: No space left on device")
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argusic.analyst import AnalystCopy, publish_analyst_copy
+from argusic.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
 from argusic.expectations import ValidationReport, validate_warehouse
 from argusic.settings import dbt_project_dir, warehouse_path
 from argusic.warehouse import connect, writer_lock
@@ -295,12 +295,24 @@ def _build(
         # Readers get the new copy only from a build whose every check passed; still under the lock,
         # so that it is exactly what was validated. A failed build leaves the previous copy.
         if report.success and analyst:
-            copy = publish_analyst_copy(path, analyst_target)
+            copy = publish_analyst_copy(path, analyst_target, _descriptions(plan, project))
     if not report.success:
         raise PublicationBlocked(
             "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
         )
     return BuildResult(path, nodes, report, dbt_seconds, report.seconds, plan.note, copy)
+
+
+def _descriptions(plan: DbtPlan, project: Path) -> Descriptions | None:
+    """The models' and seeds' descriptions for the analyst copy's comments: from the manifest a build
+    session parsed, else from the manifest.json this build wrote (None when there is none)."""
+    if plan.manifest is not None:
+        return descriptions_of(plan.manifest)
+    written = Path(os.environ.get("DBT_TARGET_PATH") or project / "target") / "manifest.json"
+    try:
+        return descriptions_of(json.loads(written.read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 # Folders of a dbt project that dbt writes (or installs) rather than parses.

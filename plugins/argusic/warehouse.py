@@ -82,7 +82,7 @@ ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS served_recording_uri VARCHA
 """
 
 # Column comments of the raw layer (DuckDB `COMMENT ON`, shown by duckdb_columns() and carried into the
-# analyst copy); the marts' come from their dbt descriptions (persist_docs).
+# analyst copy); the marts' come from their dbt descriptions (argusic.analyst).
 RAW_TABLE_COMMENT = (
     "The run records (argusic.run_record/1) as loaded: checked, write-once. Grain: one row per attempt "
     "(attempt_id). Every number is computed from it by dbt (marts.*)."
