@@ -200,11 +200,14 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, list[str] | None]]:
-    """(schema, table, columns kept or None for all) of the warehouse tables that go into the copy."""
+def _tables(con: duckdb.DuckDBPyConnection, src: str) -> list[tuple[str, str, list[str] | None]]:
+    """(schema, table, columns kept or None for all) of the warehouse relations that go into the
+    copy: the tables of COPIED_SCHEMAS, the views of `marts` (stored as tables), RAW_TABLES."""
     listed = con.execute(
-        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'src' "
-        "ORDER BY schema_name, table_name"
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
+        "UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = ? "
+        "AND schema_name = 'marts' AND NOT internal ORDER BY ALL",
+        [src, src],
     ).fetchall()
     chosen: list[tuple[str, str, list[str] | None]] = []
     for schema, table in listed:
@@ -214,9 +217,9 @@ def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, list[str] | 
             present = {
                 row[0]
                 for row in con.execute(
-                    "SELECT column_name FROM duckdb_columns() WHERE database_name = 'src' "
+                    "SELECT column_name FROM duckdb_columns() WHERE database_name = ? "
                     "AND schema_name = ? AND table_name = ?",
-                    [schema, table],
+                    [src, schema, table],
                 ).fetchall()
             }
             chosen.append((schema, table, [c for c in RAW_TABLES[table] if c in present]))
@@ -225,6 +228,7 @@ def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, list[str] | 
 
 def _comments_sql(
     con: duckdb.DuckDBPyConnection,
+    src: str,
     chosen: list[tuple[str, str, list[str] | None]],
     descriptions: Descriptions,
 ) -> str:
@@ -232,12 +236,13 @@ def _comments_sql(
     else (and for the raw layer) the comments the warehouse itself holds."""
     docs: Descriptions = {}
     for schema, table, comment in con.execute(
-        "SELECT schema_name, table_name, comment FROM duckdb_tables() WHERE database_name = 'src'"
+        "SELECT schema_name, table_name, comment FROM duckdb_tables() WHERE database_name = ?", [src]
     ).fetchall():
         docs[(schema, table)] = (comment or "", {})
     for schema, table, column, comment in con.execute(
         "SELECT schema_name, table_name, column_name, comment FROM duckdb_columns() "
-        "WHERE database_name = 'src' AND comment IS NOT NULL"
+        "WHERE database_name = ? AND comment IS NOT NULL",
+        [src],
     ).fetchall():
         docs.setdefault((schema, table), ("", {}))[1][column] = comment
     for relation, (table_doc, column_docs) in descriptions.items():
@@ -276,7 +281,9 @@ def _parquet_select(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, bo
 
 def _write(db_path: Path, folder: Path, descriptions: Descriptions | None = None) -> list[TableCopy]:
     """Write the copy of the warehouse ``db_path`` into the new, empty ``folder``."""
-    db_file = folder / DB_NAME
+    # Written under a name of its own, renamed at the end: the warehouse is attached under its own
+    # name (its file's stem, the catalog dbt's views name), which must not be the copy's.
+    db_file = folder / f"writing-{secrets.token_hex(4)}.duckdb"
     parquet = folder / PARQUET
     parquet.mkdir()
     copied: list[TableCopy] = []
@@ -284,17 +291,18 @@ def _write(db_path: Path, folder: Path, descriptions: Descriptions | None = None
         "memory_limit": COPY_MEMORY_LIMIT,
         "preserve_insertion_order": False,  # rows of a table in any order: less memory, same time
     }
+    src = Path(db_path).stem
     with duckdb.connect(str(db_file), config=config) as con:
         con.execute("SET enable_progress_bar = false")  # the build's output is the build's
-        con.execute(f"ATTACH {_literal(str(db_path))} AS src (READ_ONLY)")
+        con.execute(f"ATTACH {_literal(str(db_path))} AS {_quote(src)} (READ_ONLY)")
         con.execute("BEGIN")  # one commit for every table and comment (each commit is a disk sync)
         # Names are the warehouse's own schema and table names (dbt's and ours), quoted anyway.
-        tables = _tables(con)
+        tables = _tables(con, src)
         for schema, table, kept in tables:
             relation = f"{_quote(schema)}.{_quote(table)}"
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
             chosen = "*" if kept is None else ", ".join(_quote(c) for c in kept)
-            con.execute(f"CREATE TABLE {relation} AS SELECT {chosen} FROM src.{relation}")
+            con.execute(f"CREATE TABLE {relation} AS SELECT {chosen} FROM {_quote(src)}.{relation}")
             (rows,) = con.execute(f"SELECT count(*) FROM {relation}").fetchone()
             copied.append(TableCopy(f"{schema}.{table}", rows))
         # COMMENT ON a column the copy does not have would fail it: described columns that exist only
@@ -313,10 +321,10 @@ def _write(db_path: Path, folder: Path, descriptions: Descriptions | None = None
             relation: (doc, {c: d for c, d in columns.items() if (*relation, c) in present})
             for relation, (doc, columns) in (descriptions or {}).items()
         }
-        if comments := _comments_sql(con, tables, known):
+        if comments := _comments_sql(con, src, tables, known):
             con.execute(comments)
         con.execute("COMMIT")
-        con.execute("DETACH src")
+        con.execute(f"DETACH {_quote(src)}")
         # Parquet from the copy itself (the same rows), one folder per mart.
         for item in copied:
             schema, table = item.name.split(".", 1)
@@ -335,6 +343,7 @@ def _write(db_path: Path, folder: Path, descriptions: Descriptions | None = None
                 con.execute(f"COPY ({select}) TO {_literal(str(out / 'data.parquet'))} ({options})")
             item.parquet = f"{PARQUET}/{table}"
         con.execute("CHECKPOINT")
+    db_file.rename(folder / DB_NAME)
     return copied
 
 

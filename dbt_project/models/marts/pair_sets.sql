@@ -4,7 +4,7 @@
 -- spread > 30%  <=>  (high - low) * 100 > 30 * middle.
 with board_attempts as (
 
-    select * from {{ ref('attempt_scores') }}
+    select * from {{ ref('int_attempt_scores') }}
     where purpose = 'board'
 
 ),
