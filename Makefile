@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: install docker image agents-image demo test test-fast lint format airflow-ui build-worker clean \
-	player browser notebook
+	player browser notebook sql docs terminal-tools
 .DEFAULT_GOAL := install
 PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
 
@@ -55,7 +55,7 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: install image agents-image browser lint
+test: install image agents-image browser terminal-tools lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
 	$(BIN)/pytest -q
@@ -69,6 +69,18 @@ notebook: install
 
 airflow-ui: install
 	bash scripts/airflow_ui.sh
+
+# Analysts: the analyst copy (warehouse/analyst/, published by every successful build) in an SQL shell
+# (Harlequin, read-only; `argusic sql "SELECT …"` for one statement), and dbt's docs on 127.0.0.1.
+sql: install
+	$(BIN)/argusic sql
+
+docs: install
+	$(BIN)/argusic docs
+
+# tmux drives the interactive SQL shell in its test, as a person at a terminal would (Debian's).
+terminal-tools:
+	command -v tmux >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null)
 
 # One warm process for builds and publications (dbt and GX imported once); export the same
 # ARGUSIC_BUILD_WORKER to `argusic build` and Airflow so that they use it.

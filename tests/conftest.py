@@ -22,6 +22,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(tmp_path / "published"))
     monkeypatch.setenv("ARGUSIC_FORGE_DIR", str(tmp_path / "forge"))
+    monkeypatch.delenv("ARGUSIC_ANALYST_DIR", raising=False)  # the analyst copy: beside the warehouse
     return tmp_path
 
 

@@ -253,7 +253,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     print(f"dbt build: {len(results)} nodes in {seconds:.1f} s")
     # dbt-duckdb keeps its connection to the file open in this process: share its configuration
     con = duckdb.connect(str(db))
-    yield {"res": res, "results": results, "con": con, "seconds": seconds}
+    yield {"res": res, "results": results, "con": con, "seconds": seconds, "target": tmp / "target"}
     con.close()
 
 
@@ -290,7 +290,7 @@ def test_build_passes_every_node_including_unit_tests(built):
         kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
     assert kinds.get("unit_test", 0) >= 30
     assert kinds.get("seed") == 6
-    assert kinds.get("model") == 11
+    assert kinds.get("model") == 12
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):
@@ -364,6 +364,7 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
     for aid, reason in expected.items():
         row = rows[aid]
         assert row["invalid_reason"] == reason
+        assert row["outcome"] == "invalid"  # said outright, never a null to guess from
         assert all(
             row[k] is None
             for k in (
@@ -373,9 +374,13 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
                 "depth_points",
                 "score",
                 "score_numerator",
-                "outcome",
             )
         )
+    # no valid attempt is called invalid, and every attempt has an outcome
+    mislabelled = q(
+        built, "select attempt_id from marts.attempt_scores where is_valid = (outcome = 'invalid')"
+    )
+    assert mislabelled == []
 
 
 def test_pair_sets_spread_edges(built):
@@ -399,6 +404,19 @@ def test_pair_sets_spread_edges(built):
     assert incomplete["middle_score"] is None and incomplete["is_unstable"] is False
     rerun = sets[(STD, "p-rerun")]
     assert (rerun["is_complete"], rerun["valid_attempts"], rerun["middle_score"]) == (True, 3, 92.0)
+    # the attempts behind the scores: three equal scores in attempt order, the valid rerun in place of
+    # the cancelled attempt 2; 502/7 < 660/7 < 100 on p-exact
+    assert (rerun["low_attempt_id"], rerun["middle_attempt_id"], rerun["high_attempt_id"]) == (
+        "std-rerun-1",
+        "std-rerun-2r",
+        "std-rerun-3",
+    )
+    assert (exact["low_attempt_id"], exact["middle_attempt_id"], exact["high_attempt_id"]) == (
+        "std-exact-1",
+        "std-exact-2",
+        "std-exact-3",
+    )
+    assert incomplete["middle_attempt_id"] is None and incomplete["low_attempt_id"] is not None
     assert sets[(RIVAL, "p-rerun")]["valid_attempts"] == 3  # the invalid claim is not counted
     assert not any(p.startswith("v-") for _, p in sets)  # verdict attempts form no board sets
 
@@ -512,7 +530,7 @@ def test_hardware_estimates_and_speed_bounds(built):
         "70B",
     )
     unknown = est["framework-desktop-395-128gb"]
-    assert unknown["status"] == "unknown" and unknown["missing_inputs"] == "bandwidth_gbps"
+    assert unknown["status"] == "unknown" and unknown["missing_inputs"] == "bandwidth_gb_per_s"
     assert (
         unknown["model_memory_gb"] is None
         and unknown["largest_tier"] is None
@@ -553,3 +571,28 @@ def test_raw_run_records_without_its_primary_key_fails_the_source_test(tmp_path:
             os.environ["ARGUSIC_WAREHOUSE"] = old
     failed = [r.node.name for r in res.result.results if str(r.status) == "fail"]
     assert failed == ["source_enforced_primary_key_raw_run_records_attempt_id"], res.result.results
+
+
+def test_every_mart_and_column_is_described(built):
+    """Every mart and every one of its columns has a description (they become the DuckDB comments of
+    the analyst copy, argusic.analyst.descriptions_of), and no yml describes a column its mart does not
+    have (a typo would leave the real column undescribed, silently)."""
+    import yaml
+    from argusic.analyst import descriptions_of
+
+    columns = {
+        (r["table_name"], r["column_name"])
+        for r in q(built, "select table_name, column_name from duckdb_columns() where schema_name = 'marts'")
+    }
+    described = descriptions_of(json.loads((built["target"] / "manifest.json").read_text()))
+    tables = {table for table, _ in columns}
+    for table in tables:
+        doc, column_docs = described[("marts", table)]
+        assert doc, table
+        missing = sorted(c for t, c in columns if t == table and not column_docs.get(c))
+        assert missing == [], f"marts.{table}: columns without a description"
+    for path in sorted((DBT_PROJECT / "models" / "marts").glob("*.yml")):
+        for model in yaml.safe_load(path.read_text())["models"]:
+            table = "methodology_editions" if model["name"] == "mart_methodology_editions" else model["name"]
+            declared = {(table, c["name"]) for c in model.get("columns", [])}
+            assert declared - columns == set(), path.name

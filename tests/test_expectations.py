@@ -47,7 +47,7 @@ def good_frames() -> dict[str, pd.DataFrame]:
                 None,
                 None,
                 None,
-                None,
+                "invalid",
             ],
             ["a2-p1-1", "c1", "board", "a2", "p1", 1, True, None, 0, 0, 0.0, 0, 0.0, "timeout"],
             [
@@ -212,6 +212,10 @@ BREAKAGES = [
      IN_SET, ["check_invalid_unscored", "a1-p1-4"]),
     ("invalid-outcome", _set(A, 3, "outcome", "fail"), A,
      IN_SET, ["check_invalid_unscored"]),
+    ("invalid-outcome-null", _set(A, 3, "outcome", None), A,
+     NOT_NULL, ["outcome", "a1-p1-4"]),
+    ("valid-called-invalid", _set(A, 2, "outcome", "invalid"), A,
+     IN_SET, ["check_valid_scored", "a1-p1-3"]),
     ("score-not-sum", _set(A, 0, "score", 99.0), A,
      IN_SET, ["check_score_is_sum", "a1-p1-1"]),
     ("timeout-points", _many(_set(A, 4, "install_points", 30), _set(A, 4, "score", 30.0)),
@@ -279,6 +283,18 @@ BREAKAGES = [
      ["tier"]),
     ("null-written-on", _add("methodology_editions", "written_on", [None] + ["2026-01-01"] * 8),
      "methodology_editions", NOT_NULL, ["written_on"]),
+    ("scaled-budget-above-budget", _many(_add(A, "budget_seconds", [5400] * 7),
+                                         _add(A, "effective_budget_seconds", [15] * 6 + [6000])),
+     A, IN_SET, ["check_effective_budget_within_budget", "v-p2-1"]),
+    ("null-effective-budget", _many(_add(A, "budget_seconds", [5400] * 7),
+                                    _add(A, "effective_budget_seconds", [15] * 6 + [None])),
+     A, NOT_NULL, ["effective_budget_seconds", "v-p2-1"]),
+    ("negative-duration", _add(A, "duration_seconds", [1.0] * 6 + [-2.0]), A, BETWEEN,
+     ["duration_seconds", "v-p2-1"]),
+    ("incomplete-set-names-a-middle", _add("pair_sets", "middle_attempt_id", ["m1", "m2", "m3", "m4"]),
+     "pair_sets", IN_SET, ["check_middle_named_iff_complete", "a2"]),
+    ("complete-set-names-no-middle", _add("pair_sets", "middle_attempt_id", ["m1", None, None, "m4"]),
+     "pair_sets", IN_SET, ["check_middle_named_iff_complete", "a3"]),
 ]  # fmt: skip
 
 

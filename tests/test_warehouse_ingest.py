@@ -242,3 +242,35 @@ def test_a_200_mb_record_is_refused_with_bounded_memory(isolated, record_doc):
     assert code == "2" and "refused unread" in stderr and "nothing of this batch was loaded" in stderr
     assert int(peak) < size  # never read whole (the loader before this held ~11x the record's size)
     assert not (isolated / "warehouse" / "argusic.duckdb").exists()
+
+
+def test_an_older_raw_layer_gains_the_new_columns_filled_from_its_records(isolated, record_doc):
+    """A warehouse loaded before effective_budget_seconds and the served URIs were columns of their
+    own gets them, for the rows already there, from each row's record_json at the next ingest."""
+    from argusic.warehouse import BACKFILL
+
+    db = isolated / "w.duckdb"
+    store = evidence_url().rstrip("/")
+    served = f"{store}/served/{record_doc['attempt_id']}/{'a' * 64}"
+    old = dict(
+        record_doc,
+        demo=True,
+        effective_budget_seconds=15,
+        presentation={
+            "masking_applied": False, "withheld": False, "withheld_reason": None,
+            "log": {"sha256": "a" * 64, "uri": f"{served}/log.txt", "bytes": 3},
+            "recording": {"sha256": "a" * 64, "uri": f"{served}/recording.cast", "bytes": 3},
+        },
+    )  # fmt: skip
+    ingest([write_record(isolated / "r" / "a1", old)], db_path=db)
+    with duckdb.connect(str(db)) as con:  # as an older release left it: without the new columns
+        for column in BACKFILL:
+            con.execute(f"ALTER TABLE raw.run_records DROP COLUMN {column}")
+    newer = dict(record_doc, attempt_id="2026-12.board.readme-runner.wavgen.a2", attempt_no=2)
+    ingest([write_record(isolated / "r" / "a2", newer)], db_path=db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT attempt_no, effective_budget_seconds, served_log_uri, served_recording_uri "
+            "FROM raw.run_records ORDER BY attempt_no"
+        ).fetchall()
+    assert rows == [(1, 15, f"{served}/log.txt", f"{served}/recording.cast"), (2, None, None, None)]

@@ -6,7 +6,7 @@
 -- range: the order of its set would no longer be guaranteed exact. (Middle scores, the board's
 -- inputs, are attempt scores.)
 select attempt_id, score_numerator, score_denominator
-from {{ ref('attempt_scores') }}
+from {{ ref('int_attempt_scores') }}
 where is_valid
     and (
         score_numerator is null

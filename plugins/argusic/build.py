@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from argusic.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
 from argusic.expectations import ValidationReport, validate_warehouse
 from argusic.settings import dbt_project_dir, warehouse_path
 from argusic.warehouse import connect, writer_lock
@@ -80,12 +81,18 @@ class BuildResult:
     dbt_seconds: float
     validation_seconds: float
     note: str = ""  # e.g. which data tests a session did not re-run, and why
+    analyst: AnalystCopy | None = None  # the analyst copy published after the build (None: not asked)
+
+    @property
+    def analyst_seconds(self) -> float:
+        return self.analyst.seconds if self.analyst else 0.0
 
     def summary(self) -> str:
         note = f" ({self.note})" if self.note else ""
+        analyst = f"\n{self.analyst.summary()}" if self.analyst else ""
         return (
             f"dbt build: {len(self.nodes)} nodes ok in {self.dbt_seconds:.1f} s{note}\n"
-            f"{self.validation.summary()}"
+            f"{self.validation.summary()}{analyst}"
         )
 
     def slowest(self, count: int = 8) -> list[tuple[str, float]]:
@@ -218,8 +225,12 @@ def build_warehouse(
     *,
     quiet: bool = False,
     include_unit_tests: bool = False,
+    analyst_target: Path | None = None,
+    analyst: bool = True,
 ) -> BuildResult:
-    """dbt build of dbt_project/ into the warehouse, then every expectation on the marts.
+    """dbt build of dbt_project/ into the warehouse, then every expectation on the marts, then (only
+    when both passed) the analyst copy readers use (``argusic.analyst``; at ``analyst_target``,
+    default ARGUSIC_ANALYST_DIR or ``analyst/`` beside the warehouse; ``analyst=False``: none).
 
     ``include_unit_tests``: also run dbt's unit tests (excluded by default in a production build:
     they test the rules' SQL on fixed inputs, not the warehouse's data; tests/test_dbt_rules.py
@@ -231,7 +242,14 @@ def build_warehouse(
     """
     path = Path(db_path) if db_path else warehouse_path()
     project = Path(project_dir) if project_dir else dbt_project_dir()
-    return _build(path, project, quiet=quiet, include_unit_tests=include_unit_tests)
+    return _build(
+        path,
+        project,
+        quiet=quiet,
+        include_unit_tests=include_unit_tests,
+        analyst=analyst,
+        analyst_target=analyst_target,
+    )
 
 
 @dataclass(frozen=True)
@@ -252,7 +270,10 @@ def _build(
     include_unit_tests: bool,
     plan_for: Callable[[Path], DbtPlan] | None = None,
     after_dbt: Callable[[DbtPlan], None] | None = None,
+    analyst: bool = True,
+    analyst_target: Path | None = None,
 ) -> BuildResult:
+    copy = None
     with writer_lock(path):
         # dbt opens the file read-write: first wait (saying for whom) until no other process has it
         # open, e.g. an analyst's connection, rather than letting dbt fail on DuckDB's lock.
@@ -271,11 +292,27 @@ def _build(
         if after_dbt:
             after_dbt(plan)
         report = validate_warehouse(path)
+        # Readers get the new copy only from a build whose every check passed; still under the lock,
+        # so that it is exactly what was validated. A failed build leaves the previous copy.
+        if report.success and analyst:
+            copy = publish_analyst_copy(path, analyst_target, _descriptions(plan, project))
     if not report.success:
         raise PublicationBlocked(
             "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
         )
-    return BuildResult(path, nodes, report, dbt_seconds, report.seconds, plan.note)
+    return BuildResult(path, nodes, report, dbt_seconds, report.seconds, plan.note, copy)
+
+
+def _descriptions(plan: DbtPlan, project: Path) -> Descriptions | None:
+    """The models' and seeds' descriptions for the analyst copy's comments: from the manifest a build
+    session parsed, else from the manifest.json this build wrote (None when there is none)."""
+    if plan.manifest is not None:
+        return descriptions_of(plan.manifest)
+    written = Path(os.environ.get("DBT_TARGET_PATH") or project / "target") / "manifest.json"
+    try:
+        return descriptions_of(json.loads(written.read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 # Folders of a dbt project that dbt writes (or installs) rather than parses.
@@ -354,9 +391,16 @@ class BuildSession:
             self._seed_tests_passed = plan.state
 
     def build(
-        self, db_path: Path | None = None, *, quiet: bool = True, include_unit_tests: bool = False
+        self,
+        db_path: Path | None = None,
+        *,
+        quiet: bool = True,
+        include_unit_tests: bool = False,
+        analyst_target: Path | None = None,
+        analyst: bool = True,
     ) -> BuildResult:
-        """``build_warehouse`` without the per-process costs: same lock, dbt build and expectations."""
+        """``build_warehouse`` without the per-process costs: same lock, dbt build, expectations and
+        analyst copy."""
         path = Path(db_path) if db_path else warehouse_path()
         with self._lock:
             result = _build(
@@ -366,6 +410,8 @@ class BuildSession:
                 include_unit_tests=include_unit_tests,
                 plan_for=self._plan,
                 after_dbt=self._passed,
+                analyst=analyst,
+                analyst_target=analyst_target,
             )
             self.builds += 1
             return result

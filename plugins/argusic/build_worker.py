@@ -8,17 +8,19 @@ Protocol: one Unix socket (``ARGUSIC_BUILD_WORKER``), stdlib ``multiprocessing.c
 object per message (never pickle: nothing a client sends is executed). The socket's folder is made
 private (0700), so only the worker's own user can connect. Requests are served one at a time:
 
-    {"op": "build", "db_path": "...", "include_unit_tests": false}
+    {"op": "build", "db_path": "...", "analyst_dir": "...", "include_unit_tests": false}
         -> {"ok": true, "summary": "...", "nodes": 72, "dbt_seconds": 2.1, "validation_seconds": 0.4,
-            "seconds": 2.6, "slowest_nodes": [["model.argusic.attempt_scores", 0.9], ...]}
+            "analyst_seconds": 0.3, "seconds": 2.9,
+            "slowest_nodes": [["model.argusic.attempt_scores", 0.9], ...]}
     {"op": "publish", "cycle_id": "2026-12", "out_dir": "...", "db_path": "..."}
         -> {"ok": true, "path": ".../2026-12/board.json"}
     {"op": "ping"} -> {"ok": true, "builds": 3, "parses": 1}
 
 A failure answers {"ok": false, "error": "<exception class>", "message": "..."}; the client raises
 ``PublicationBlocked`` for a blocked build or publication (same message as in-process),
-``WarehouseBusy`` when the worker gave up waiting for the warehouse, and ``BuildWorkerError``
-otherwise. Callers that find no worker build in-process (``build_or_delegate``).
+``WarehouseBusy`` when the worker gave up waiting for the warehouse, ``AnalystCopyError`` when the
+analyst copy could not be published, and ``BuildWorkerError`` otherwise. Callers that find no worker
+build in-process (``build_or_delegate``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
+from argusic.analyst import AnalystCopyError, analyst_dir
 from argusic.build import BuildSession, PublicationBlocked, build_warehouse, publish_board
 from argusic.settings import warehouse_path
 from argusic.warehouse_lock import WarehouseBusy
@@ -94,13 +97,19 @@ def _handle(session: BuildSession, request: Any) -> dict[str, Any]:
         return {"builds": session.builds, "parses": session.parses, "pid": os.getpid()}
     if op == "build":
         started = time.perf_counter()
-        result = session.build(db_path, include_unit_tests=bool(request.get("include_unit_tests", False)))
+        result = session.build(
+            db_path,
+            include_unit_tests=bool(request.get("include_unit_tests", False)),
+            analyst_target=Path(request["analyst_dir"]) if request.get("analyst_dir") else None,
+        )
         return {
             "summary": result.summary(),
             "db_path": str(result.db_path),
             "nodes": len(result.nodes),
             "dbt_seconds": result.dbt_seconds,
             "validation_seconds": result.validation_seconds,
+            "analyst_seconds": result.analyst_seconds,
+            "analyst_dir": str(result.analyst.target) if result.analyst else None,
             "seconds": time.perf_counter() - started,
             "slowest_nodes": result.slowest(),
         }
@@ -223,6 +232,8 @@ def request(path: Path, op: str, **params: Any) -> dict[str, Any]:
         raise PublicationBlocked(answer["message"])
     if answer.get("error") == WarehouseBusy.__name__:
         raise WarehouseBusy(f"build worker on {path}: {answer['message']}")
+    if answer.get("error") == AnalystCopyError.__name__:
+        raise AnalystCopyError(f"build worker on {path}: {answer['message']}")
     raise BuildWorkerError(f"build worker on {path}: {answer.get('error')}: {answer.get('message')}")
 
 
@@ -244,8 +255,13 @@ def _absolute(path: Path) -> str:
 
 
 def build_or_delegate(db_path: Path | None = None) -> str:
-    """Build the warehouse through the worker when one answers, else in this process; the summary."""
-    answer = _delegate("build", db_path=_absolute(db_path or warehouse_path()))
+    """Build the warehouse through the worker when one answers, else in this process; the summary.
+
+    The analyst copy goes where this process's settings put it (ARGUSIC_ANALYST_DIR, else beside the
+    warehouse), whoever builds."""
+    db = db_path or warehouse_path()
+    # absolute, but not resolved: the analyst folder is a link that each publication replaces
+    answer = _delegate("build", db_path=_absolute(db), analyst_dir=os.path.abspath(analyst_dir(db)))
     if answer is not None:
         return f"{answer['summary']}\n(built by the build worker in {answer['seconds']:.1f} s)"
     return build_warehouse(db_path, quiet=True).summary()

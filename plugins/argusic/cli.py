@@ -1,5 +1,5 @@
-"""The `argusic` command line (typer): ingest, build, board, attempts, pool, catalogue check, cycle run,
-demo, audit, play (an attempt's recording in the terminal), report (an attempt's HTML page)."""
+"""The `argusic` command line (typer): ingest, build, board, attempts, sql, docs, pool, catalogue check,
+cycle run, demo, audit, play (an attempt's recording in the terminal), report (an attempt's HTML page)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _warehouse_errors() -> Iterator[None]:
     except WarehouseBusy as err:
         _fail(str(err))
     except duckdb.Error as err:
-        _fail(f"warehouse {warehouse_path()}: {str(err).splitlines()[0]}")
+        _fail(f"DuckDB: {str(err).splitlines()[0]}")
 
 
 @app.command()
@@ -82,6 +82,7 @@ def build() -> None:
 
     Through the build worker when ARGUSIC_BUILD_WORKER names one that answers, else in this process.
     """
+    from argusic.analyst import AnalystCopyError
     from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError, build_or_delegate
 
@@ -91,7 +92,7 @@ def build() -> None:
             summary = build_or_delegate()
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
-    except BuildWorkerError as err:
+    except (BuildWorkerError, AnalystCopyError) as err:
         _fail(str(err))
     console.print(f"build ok: {summary}")
 
@@ -144,12 +145,28 @@ def _require_run_records() -> None:
         _fail(f"{warehouse_path()} holds no run records yet: run `argusic ingest PATH` first")
 
 
+def _analyst():
+    """A read-only connection to the analyst copy (never the pipeline's own file: never waits)."""
+    from argusic.analyst import AnalystCopyMissing, connect_analyst
+
+    try:
+        return connect_analyst()
+    except AnalystCopyMissing as err:
+        _fail(str(err))
+
+
+def _copy_name() -> str:
+    from argusic.analyst import analyst_db_path
+
+    return f"the analyst copy {analyst_db_path()}"
+
+
 def latest_cycle() -> str:
-    """The latest cycle in the warehouse: by the cycle's month, then the end of its latest attempt
+    """The latest cycle in the analyst copy: by the cycle's month, then the end of its latest attempt
     (never by sorting names: `2026-12-demo` is not later than `2027-01`)."""
     from argusic.cycle import latest_cycle_of
 
-    with _read_only() as con:
+    with _analyst() as con:
         try:
             rows = con.execute(
                 "SELECT b.cycle_id, max(a.ended_at) FROM (SELECT DISTINCT cycle_id FROM marts.board) b "
@@ -158,12 +175,12 @@ def latest_cycle() -> str:
         except Exception:  # no marts yet (nothing built)
             rows = []
     if not rows:
-        _fail(f"no cycle has a board in {warehouse_path()} yet: run `argusic cycle run` (or `argusic demo`)")
+        _fail(f"no cycle has a board in {_copy_name()} yet: run `argusic cycle run` (or `argusic demo`)")
     return latest_cycle_of(rows)
 
 
 def print_board(cycle_id: str) -> None:
-    with _read_only() as con:
+    with _analyst() as con:
         rows = con.execute(
             """
             SELECT rank, agent_id, board_score, pass_rate, valid_attempts, sets_counted, sets_unstable,
@@ -173,7 +190,7 @@ def print_board(cycle_id: str) -> None:
             [cycle_id],
         ).fetchall()
     if not rows:
-        _fail(f"no board for cycle {cycle_id!r} in {warehouse_path()}")
+        _fail(f"no board for cycle {cycle_id!r} in {_copy_name()}")
     demo = any(r[-1] for r in rows)
     title = f"Argusic board — cycle {cycle_id}" + (" (scaled budgets: not a real cycle)" if demo else "")
     table = Table(title=title)
@@ -204,7 +221,7 @@ def print_board(cycle_id: str) -> None:
 
 def print_attempts(cycle_id: str) -> None:
     """One row per attempt (reruns included): outcome, points, score, and why an attempt is invalid."""
-    with _read_only() as con:
+    with _analyst() as con:
         rows = con.execute(
             """
             SELECT agent_id, project_id, attempt_no, attempt_id, outcome, install_points, run_points,
@@ -216,7 +233,7 @@ def print_attempts(cycle_id: str) -> None:
             [cycle_id],
         ).fetchall()
     if not rows:
-        _fail(f"no attempts for cycle {cycle_id!r} in {warehouse_path()}")
+        _fail(f"no attempts for cycle {cycle_id!r} in {_copy_name()}")
     table = Table(title=f"attempts — cycle {cycle_id} (points: install + run + recovery + depth)")
     for column in ("agent", "project", "#", "outcome", "points", "score", "ended", "seconds", "note"):
         table.add_column(column, no_wrap=column != "note", justify="right" if column == "seconds" else "left")
@@ -227,7 +244,7 @@ def print_attempts(cycle_id: str) -> None:
             agent,
             project,
             f"{no}{' ' + rerun if rerun else ''}",
-            outcome or "invalid",
+            outcome,
             points,
             "—" if score is None else f"{score:.1f}",
             end,
@@ -241,7 +258,7 @@ def print_attempts(cycle_id: str) -> None:
 def board(
     cycle: Annotated[str | None, typer.Option(help="Cycle id (default: the latest cycle)")] = None,
 ) -> None:
-    """Print a cycle's board from the warehouse (read-only; waits for a writer)."""
+    """Print a cycle's board from the analyst copy (never waits for the pipeline)."""
     with _warehouse_errors():
         print_board(cycle or latest_cycle())
 
@@ -250,9 +267,82 @@ def board(
 def attempts(
     cycle: Annotated[str | None, typer.Option(help="Cycle id (default: the latest cycle)")] = None,
 ) -> None:
-    """Print every attempt of a cycle: outcome, points, score, and the reason of an invalid one."""
+    """Print every attempt of a cycle: outcome, points, score, and the reason of an invalid one (from the
+    analyst copy)."""
     with _warehouse_errors():
         print_attempts(cycle or latest_cycle())
+
+
+@app.command()
+def sql(
+    query: Annotated[
+        list[str] | None,
+        typer.Argument(help="SQL to run once (or .tables, .schema [TABLE]); none: the interactive shell"),
+    ] = None,
+    output: Annotated[str, typer.Option("--format", help="One-shot output: table, csv or json")] = "table",
+) -> None:
+    """The analyst copy in an SQL shell (Harlequin, read-only), or one statement for scripts.
+
+    `argusic sql` opens the interactive shell; `argusic sql "SELECT …"` (or SQL on standard input)
+    prints the result and exits. Reads the copy published by the last successful build, never the
+    pipeline's own file: it never waits for a cycle and never holds one up."""
+    from argusic import sql_shell
+    from argusic.analyst import DB_NAME, PARQUET, AnalystCopyMissing, current_copy
+
+    if output not in sql_shell.FORMATS:
+        _fail(f"--format {output!r}: expected one of {', '.join(sql_shell.FORMATS)}")
+    try:
+        folder = current_copy()
+    except AnalystCopyMissing as err:
+        _fail(str(err))
+    text = " ".join(query or [])
+    if not text and not sys.stdin.isatty():
+        text = sys.stdin.read()
+    if not text.strip():
+        if not sys.stdin.isatty() or not sys.stdout.isatty():
+            _fail('no SQL given: pass a statement (argusic sql "SELECT …") or run it in a terminal')
+        try:
+            sql_shell.exec_harlequin(folder / DB_NAME, folder / PARQUET)
+        except FileNotFoundError as err:
+            _fail(str(err))
+        return
+    import duckdb
+
+    with duckdb.connect(str(folder / DB_NAME), read_only=True) as con:
+        try:
+            result = sql_shell.run(con, text)
+        except (duckdb.Error, ValueError) as err:
+            read_only = "read-only" in str(err) or "read only" in str(err)
+            note = " (the analyst copy is read-only: CREATE TEMP TABLE works)" if read_only else ""
+            _fail(f"{str(err).strip()}{note}")
+    if result is not None:
+        sql_shell.render(result, output, console)
+
+
+@app.command()
+def docs(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one)")] = 0,
+    serve: Annotated[bool, typer.Option("--serve/--no-serve", help="Serve the site once generated")] = True,
+    out: Annotated[Path | None, typer.Option(help="Site folder (default: warehouse/dbt_docs)")] = None,
+) -> None:
+    """Generate dbt's documentation (every model, column, test and its lineage) and serve it on
+    127.0.0.1 until Ctrl-C."""
+    from argusic import dbt_docs
+
+    console.print("generating dbt docs (dbt docs generate --static) …")
+    try:
+        generated = dbt_docs.generate(out)
+    except dbt_docs.DocsError as err:
+        _fail(str(err))
+    console.print(f"dbt docs in {generated.folder} ({generated.catalog_from})")
+    console.print(f"  one file, no server needed: {generated.folder / 'static_index.html'}")
+    if not serve:
+        return
+
+    def ready(url: str) -> None:
+        console.print(f"serving dbt docs at {url}  (Ctrl-C to stop)", soft_wrap=True)
+
+    dbt_docs.serve(generated.folder, port, on_ready=ready)
 
 
 def print_selection(pool_path: Path) -> None:
@@ -434,6 +524,7 @@ def cycle_run(
 
     from argusic import airflow_tasks as steps
     from argusic.agents import known_agents
+    from argusic.analyst import AnalystCopyError
     from argusic.attempt import attempt_dir
     from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError
@@ -533,7 +624,7 @@ def cycle_run(
         published = steps.publish_cycle_board(cycle)
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
-    except BuildWorkerError as err:
+    except (BuildWorkerError, AnalystCopyError) as err:
         _fail(str(err))
     print_attempts(cycle)
     print_board(cycle)

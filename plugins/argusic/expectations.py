@@ -41,7 +41,7 @@ SCHEMA = "marts"
 # Suites as data
 # ---------------------------------------------------------------------------------------------------
 
-OUTCOMES = ["pass_full", "pass_mock", "fail", "timeout"]
+OUTCOMES = ["pass_full", "pass_mock", "fail", "timeout", "invalid"]
 VERDICTS = ["runs", "runs_with_mocks", "could_not_verify", "not_yet_verified"]
 ESTIMATE_STATUSES = ["estimate", "unknown"]
 
@@ -86,28 +86,42 @@ def _if_present(*specs: dict[str, Any]) -> list[dict[str, Any]]:
     return list(specs)
 
 
-def _check(column: str, why: str) -> dict[str, Any]:
-    """Expect a boolean check column computed in pandas (see CHECKS) to be true on every row."""
-    return _e("expect_column_values_to_be_in_set", why, column=column, value_set=[True])
+def _check(column: str, why: str, when_columns: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Expect a boolean check column computed in SQL (see CHECKS) to be true on every row.
+
+    ``when_columns``: for a check on columns beyond the contract, skipped (and reported) when one of
+    them is absent."""
+    return _e("expect_column_values_to_be_in_set", why, when_columns, column=column, value_set=[True])
 
 
 SUITES: dict[str, list[dict[str, Any]]] = {
     "attempt_scores": [
         _unique("attempt_id"),
-        *_not_null("attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "attempt_no", "is_valid"),
+        *_not_null(
+            "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "attempt_no", "is_valid", "outcome"
+        ),
         _in_set("purpose", ["board", "verdict"], "purpose is board or verdict"),
         _between("attempt_no", 1, None, "attempt numbers start at 1"),
-        _in_set("outcome", OUTCOMES, "outcome is pass_full, pass_mock, fail or timeout (null when invalid)"),
+        _in_set("outcome", OUTCOMES, "outcome is pass_full, pass_mock, fail, timeout or invalid"),
         _between("score", 0, 100, "a score is out of 100"),
         _in_set("install_points", [0, 30], "install earns 0 or 30"),
         _in_set("run_points", [0, 30], "run or test earns 0 or 30"),
         _between("recovery_points", 0, 20, "error recovery earns 0 to 20"),
         _in_set("depth_points", [0, 12, 20], "verification depth earns 0, 12 or 20"),
-        _check("check_invalid_unscored", "an invalid attempt has a null score and a null outcome"),
+        _check("check_invalid_unscored", "an invalid attempt has a null score and the outcome invalid"),
         _check("check_invalid_has_reason", "an invalid attempt keeps its reason"),
-        _check("check_valid_scored", "a valid attempt has a score and an outcome"),
+        _check("check_valid_scored", "a valid attempt has a score and an outcome other than invalid"),
         _check("check_score_is_sum", "score = install + run + recovery + depth points"),
         _check("check_timeout_zero", "a timeout scores 0 in every category"),
+        *_if_present(
+            *_not_null("budget_seconds", "effective_budget_seconds", "served_copy_withheld"),
+            _between("duration_seconds", 0, None, "an attempt never ends before it starts"),
+        ),
+        _check(
+            "check_effective_budget_within_budget",
+            "a scaled budget is never above the recorded budget",
+            ("budget_seconds", "effective_budget_seconds"),
+        ),
     ],
     "pair_sets": [
         _unique("cycle_id", "agent_id", "project_id"),
@@ -120,6 +134,11 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         _check("check_scores_ordered", "low_score <= middle_score <= high_score"),
         _check("check_complete_is_three", "a complete set holds three valid attempts"),
         _check("check_unstable_is_spread", "a set is unstable exactly when its spread is above 30%"),
+        _check(
+            "check_middle_named_iff_complete",
+            "a complete set names its middle attempt, an incomplete one does not",
+            ("middle_attempt_id", "is_complete"),
+        ),
     ],
     "project_review": [
         _unique("cycle_id", "project_id"),
@@ -268,14 +287,15 @@ _PARTS = ("install_points", "run_points", "recovery_points", "depth_points")
 CHECKS: dict[str, dict[str, Check]] = {
     "attempt_scores": {
         "check_invalid_unscored": Check(
-            "coalesce(t.is_valid, false) or ({null:score} and {null:outcome})",
+            "coalesce(t.is_valid, false) or ({null:score} and coalesce(t.outcome = 'invalid', false))",
             ("is_valid", "score", "outcome"),
         ),
         "check_invalid_has_reason": Check(
             "coalesce(t.is_valid, false) or not {null:invalid_reason}", ("is_valid", "invalid_reason")
         ),
         "check_valid_scored": Check(
-            "not coalesce(t.is_valid, false) or (not {null:score} and not {null:outcome})",
+            "not coalesce(t.is_valid, false) "
+            "or (not {null:score} and coalesce(t.outcome <> 'invalid', false))",
             ("is_valid", "score", "outcome"),
         ),
         "check_score_is_sum": Check(
@@ -291,6 +311,11 @@ CHECKS: dict[str, dict[str, Check]] = {
             )
             + ")",
             ("outcome", "score", *_PARTS),
+        ),
+        "check_effective_budget_within_budget": Check(
+            "{null:effective_budget_seconds} or {null:budget_seconds} "
+            "or t.effective_budget_seconds::double <= t.budget_seconds::double",
+            ("budget_seconds", "effective_budget_seconds"),
         ),
     },
     "pair_sets": {
@@ -309,6 +334,10 @@ CHECKS: dict[str, dict[str, Check]] = {
             f"{{null:spread_pct}} or abs(t.spread_pct::double - 30) <= {_TOL} "
             "or coalesce(t.is_unstable, false) = (t.spread_pct::double > 30)",
             ("spread_pct", "is_unstable"),
+        ),
+        "check_middle_named_iff_complete": Check(
+            "(t.middle_attempt_id is not null) = coalesce(t.is_complete, false)",
+            ("middle_attempt_id", "is_complete"),
         ),
     },
     "project_verdicts": {

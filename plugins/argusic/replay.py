@@ -80,15 +80,10 @@ class AttemptFacts:
 
 
 def analyst_database() -> Path:
-    """The analyst copy's DuckDB file: ``$ARGUSIC_ANALYST_DIR/argusic.duckdb``, by default beside the
-    warehouse (``warehouse/analyst/argusic.duckdb``)."""
-    from argusic import settings
+    """The analyst copy's DuckDB file (``argusic.analyst.analyst_db_path``)."""
+    from argusic.analyst import analyst_db_path
 
-    if folder := os.environ.get(ANALYST_DIR_ENV):
-        return Path(folder) / "argusic.duckdb"
-    if hasattr(settings, "analyst_dir"):  # the analyst copy's own setting, where it exists
-        return Path(settings.analyst_dir()) / "argusic.duckdb"
-    return warehouse_path().parent / "analyst" / "argusic.duckdb"
+    return analyst_db_path()
 
 
 def _from_database(con, attempt_id: str, source: str) -> AttemptFacts | None:

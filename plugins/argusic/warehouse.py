@@ -76,7 +76,83 @@ CREATE TABLE IF NOT EXISTS raw.run_records (
 -- Added after the first release; older warehouse files gain them on the next ingest.
 ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS masking_applied BOOLEAN;
 ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS presentation_withheld BOOLEAN;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS effective_budget_seconds INTEGER;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS served_log_uri VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS served_recording_uri VARCHAR;
 """
+
+# Column comments of the raw layer (DuckDB `COMMENT ON`, shown by duckdb_columns() and carried into the
+# analyst copy); the marts' come from their dbt descriptions (argusic.analyst).
+RAW_TABLE_COMMENT = (
+    "The run records (argusic.run_record/1) as loaded: checked, write-once. Grain: one row per attempt "
+    "(attempt_id). Every number is computed from it by dbt (marts.*)."
+)
+RAW_COLUMN_COMMENTS = {
+    "attempt_id": "<cycle_id>.<purpose>.<agent_id>.<project_id>.a<attempt_no>[.r<n> for the n-th rerun]",
+    "cycle_id": "Benchmark cycle (YYYY-MM, optional suffix)",
+    "purpose": "board | verdict",
+    "agent_id": "Agent (reference.agents)",
+    "project_id": "Project (from the cycle's pool)",
+    "commit_sha": "Pinned commit the attempt ran against",
+    "tier": "standard | heavy | gpu (sets the budget)",
+    "attempt_no": "1..3 within the set; a rerun keeps the number it replaces",
+    "methodology_version": "Edition the attempt was measured under",
+    "started_at": "Start (UTC)",
+    "ended_at": "End (UTC)",
+    "budget_seconds": "The tier's budget in seconds (the real one, also in scaled runs)",
+    "end_reason": "completed | timeout | cancelled | harness_error",
+    "invalid_reason": "Reason the pipeline marked the attempt invalid when it recorded it (null if none)",
+    "executor": "docker | local (development only, no isolation)",
+    "is_demo": "Ran with scaled-down budgets (demo or dry run)",
+    "rerun_of": "attempt_id this attempt reruns",
+    "log_sha256": "sha256 of the raw log",
+    "log_uri": "Raw log in the evidence store (private: may hold unmasked output)",
+    "log_bytes": "Size of the raw log",
+    "recording_sha256": "sha256 of the raw asciicast recording",
+    "recording_uri": "Raw recording in the evidence store (private)",
+    "recording_bytes": "Size of the raw recording",
+    "report_sha256": "sha256 of the agent's report.json",
+    "report_uri": "The agent's report in the evidence store",
+    "report_bytes": "Size of the report",
+    "has_report": "The harness could read the agent's report",
+    "install_ok": "Report: installed",
+    "ran_ok": "Report: ran or tested successfully",
+    "errors_encountered": "Report: errors met",
+    "errors_fixed": "Report: errors fixed",
+    "test_depth": "Report: tier1_real | tier2_mock | tier3_none",
+    "verified_how": "Report: how the agent verified the result",
+    "final_state": "Report: where the agent left the project",
+    "key_kind": "Model key: per_run | shared | none",
+    "harness_name": "Harness that drove the agent",
+    "harness_version": "Its version",
+    "record_json": "The whole run record as loaded (not in the analyst copy)",
+    "masking_applied": "Live credentials were masked in the served copies",
+    "presentation_withheld": "The served copies were withheld (could not be verified clean)",
+    "effective_budget_seconds": "Budget actually allowed in a scaled run (null: budget_seconds)",
+    "served_log_uri": "Served (masked) log shown to the public",
+    "served_recording_uri": "Served (masked) recording shown to the public",
+}
+
+
+def _raw_comments_sql() -> str:
+    def literal(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    lines = [f"COMMENT ON TABLE raw.run_records IS {literal(RAW_TABLE_COMMENT)};"]
+    lines += [
+        f"COMMENT ON COLUMN raw.run_records.{c} IS {literal(t)};" for c, t in RAW_COLUMN_COMMENTS.items()
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# Columns flattened out of record_json after the first release. A warehouse that predates a column
+# gets it filled from the records already loaded (the same values ingest writes), once, when the
+# column is added: record_json is the record itself, so this only copies what is already there.
+BACKFILL = {
+    "effective_budget_seconds": "TRY_CAST(record_json ->> '$.effective_budget_seconds' AS INTEGER)",
+    "served_log_uri": "record_json ->> '$.presentation.log.uri'",
+    "served_recording_uri": "record_json ->> '$.presentation.recording.uri'",
+}
 
 COLUMNS = [
     "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "commit_sha", "tier", "attempt_no",
@@ -87,7 +163,10 @@ COLUMNS = [
     "errors_encountered", "errors_fixed", "test_depth", "verified_how", "final_state",
     "key_kind", "harness_name", "harness_version", "record_json",
     "masking_applied", "presentation_withheld",
+    "effective_budget_seconds", "served_log_uri", "served_recording_uri",
 ]  # fmt: skip
+assert set(COLUMNS) == set(RAW_COLUMN_COMMENTS), "every raw column has a comment"
+RAW_DDL += _raw_comments_sql()
 
 
 def _row(record: RunRecord) -> tuple:
@@ -97,6 +176,10 @@ def _row(record: RunRecord) -> tuple:
     def ref(name: str, part: str):
         item = getattr(ev, name)
         return None if item is None else getattr(item, part)
+
+    def served(name: str):
+        item = getattr(record.presentation, name) if record.presentation else None
+        return None if item is None else item.uri
 
     return (
         record.attempt_id, record.cycle_id, record.purpose, record.agent_id, record.project_id,
@@ -118,6 +201,8 @@ def _row(record: RunRecord) -> tuple:
         record.to_json(),
         record.presentation.masking_applied if record.presentation else None,
         record.presentation.withheld if record.presentation else None,
+        record.effective_budget_seconds,
+        served("log"), served("recording"),
     )  # fmt: skip
 
 
@@ -216,6 +301,28 @@ def connect(db_path: Path | None = None, read_only: bool = False) -> duckdb.Duck
     return open_duckdb(path)
 
 
+def migrate_raw(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Create the raw layer, or bring an older one up to RAW_DDL; the columns added, by name.
+
+    A column flattened out of record_json (BACKFILL) is filled from the records already loaded when
+    it is added, so an older warehouse answers the new columns for every attempt."""
+    before = {
+        row[0]
+        for row in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'raw' AND table_name = 'run_records'"
+        ).fetchall()
+    }
+    con.execute(RAW_DDL)
+    if not before:
+        return []
+    added = [c for c in COLUMNS if c not in before]
+    fills = [f"{c} = {BACKFILL[c]}" for c in added if c in BACKFILL]
+    if fills:
+        con.execute(f"UPDATE raw.run_records SET {', '.join(fills)}")
+    return added
+
+
 def ingest(
     paths: Iterable[Path],
     db_path: Path | None = None,
@@ -232,7 +339,7 @@ def ingest(
     files = record_files([Path(p) for p in paths])
     records = validate_batch(files, known_agents, store_url)
     with writer_lock(path), connect(path) as con:
-        con.execute(RAW_DDL)
+        migrate_raw(con)
         con.execute("BEGIN")
         try:
             inserted = already = 0
@@ -269,6 +376,7 @@ __all__ = [
     "WarehouseBusy",
     "connect",
     "ingest",
+    "migrate_raw",
     "record_files",
     "validate_batch",
     "writer_lock",

@@ -276,11 +276,11 @@ def conflict_advice(conflict: DuckDBConflict, read_only: bool) -> str:
     if read_only:
         return (
             f"{who} has the warehouse open for writing outside Argusic's writer lock: close that "
-            "connection (analysts open it with `duckdb -readonly`)"
+            "connection (analysts read the analyst copy instead: `argusic sql`)"
         )
     return (
         f"{who} has the warehouse open outside Argusic's writer lock (a read-only connection keeps "
-        "writers out too): close that connection"
+        "writers out too): close that connection (analysts read the analyst copy instead: `argusic sql`)"
     )
 
 

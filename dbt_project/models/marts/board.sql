@@ -5,7 +5,7 @@
 -- score and no rank and are listed last (display_position).
 with board_attempts as (
 
-    select * from {{ ref('attempt_scores') }}
+    select * from {{ ref('int_attempt_scores') }}
     where purpose = 'board'
 
 ),

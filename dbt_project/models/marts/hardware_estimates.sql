@@ -21,13 +21,13 @@ inputs as (
         machines.memory_gb,
         machines.memory_type,
         machines.chip_id,
-        chips.bandwidth_gbps,
+        chips.bandwidth_gb_per_s,
         machines.price_usd,
         machines.price_date,
         nullif(concat_ws(', ',
             case when machines.memory_gb is null then 'memory_gb' end,
             case when machines.memory_type is null then 'memory_type' end,
-            case when chips.bandwidth_gbps is null then 'bandwidth_gbps' end
+            case when chips.bandwidth_gb_per_s is null then 'bandwidth_gb_per_s' end
         ), '') as missing_inputs
     from machines
     left join chips
@@ -71,7 +71,7 @@ final as (
         memory.memory_gb,
         memory.memory_type,
         memory.chip_id,
-        memory.bandwidth_gbps,
+        memory.bandwidth_gb_per_s,
         memory.model_memory_gb,
         fits.largest_tier,
         fits.largest_tier_order,

@@ -23,7 +23,7 @@ final as (
             when estimates.status = 'estimate' then estimates.model_memory_gb >= tiers.required_gb
         end as fits,
         case
-            when estimates.status = 'estimate' then estimates.bandwidth_gbps / tiers.weights_gb
+            when estimates.status = 'estimate' then estimates.bandwidth_gb_per_s / tiers.weights_gb
         end as tokens_per_s_max,
         estimates.status
     from estimates

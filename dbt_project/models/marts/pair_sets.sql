@@ -4,7 +4,7 @@
 -- spread > 30%  <=>  (high - low) * 100 > 30 * middle.
 with board_attempts as (
 
-    select * from {{ ref('attempt_scores') }}
+    select * from {{ ref('int_attempt_scores') }}
     where purpose = 'board'
 
 ),
@@ -26,6 +26,7 @@ keyed as (
         cycle_id,
         agent_id,
         project_id,
+        attempt_id,
         attempt_no,
         is_valid,
         n * 268435456 + d as p,
@@ -65,7 +66,10 @@ sets as (
         ) as is_complete,
         arg_min(p, k) filter (where is_valid) as low_p,
         arg_max(p, k) filter (where is_valid) as high_p,
-        sum(p) filter (where is_valid) as sum_p
+        sum(p) filter (where is_valid) as sum_p,
+        -- the valid attempts from lowest to highest score (equal scores by attempt_no): the first
+        -- is the low attempt, the last the high one, and in a complete set the second the middle
+        list(attempt_id order by k, attempt_no, attempt_id) filter (where is_valid) as valid_in_order
     from keyed
     group by cycle_id, agent_id, project_id
 
@@ -77,7 +81,10 @@ sets as (
 picked as (
 
     select
-        * exclude (low_p, high_p, sum_p, mid_p),
+        * exclude (low_p, high_p, sum_p, mid_p, valid_in_order),
+        valid_in_order[1] as low_attempt_id,
+        case when is_complete then valid_in_order[2] end as middle_attempt_id,
+        valid_in_order[-1] as high_attempt_id,
         (low_p // 268435456)::hugeint as low_n,
         (low_p % 268435456)::hugeint as low_d,
         (mid_p // 268435456)::hugeint as mid_n,
@@ -134,7 +141,11 @@ final as (
             when not is_complete then false
             -- spread_n / spread_d > 30 with spread_d >= 0; middle 0 and any score above 0 is +inf
             else spread_n > 30 * spread_d
-        end as is_unstable
+        end as is_unstable,
+        -- added after the first release (appended: the contract's columns keep their places)
+        low_attempt_id,
+        middle_attempt_id,
+        high_attempt_id
     from spread
 
 )

@@ -4,7 +4,7 @@
 -- project_at_fault -> its results count again; environment_at_fault -> they stay excluded.
 with board_attempts as (
 
-    select * from {{ ref('attempt_scores') }}
+    select * from {{ ref('int_attempt_scores') }}
     where purpose = 'board'
 
 ),

@@ -7,7 +7,7 @@ with attempts as (
     select
         scores.*,
         coalesce(agents.is_standard, false) as by_standard_agent
-    from {{ ref('attempt_scores') }} as scores
+    from {{ ref('int_attempt_scores') }} as scores
     left join {{ ref('agents') }} as agents
         on agents.agent_id = scores.agent_id
 

@@ -20,6 +20,8 @@ renamed as (
         started_at,
         ended_at,
         budget_seconds,
+        -- a scaled run (demo, dry run) ran under a shorter budget than the tier's; else the same
+        coalesce(effective_budget_seconds, budget_seconds) as effective_budget_seconds,
         end_reason,
         invalid_reason as recorded_invalid_reason,
         executor,
@@ -33,6 +35,13 @@ renamed as (
         log_uri,
         recording_uri,
         report_uri,
+        log_sha256,
+        recording_sha256,
+        report_sha256,
+        -- the served (masked) copies shown to the public; null when withheld or never made
+        served_log_uri,
+        served_recording_uri,
+        coalesce(presentation_withheld, false) as served_copy_withheld,
 
         -- the agent's report (null when there is no report)
         install_ok,

@@ -1,0 +1,533 @@
+"""The analyst copy: published after each successful build only, atomically, read by every reader
+(pandas, DuckDB, `argusic board`, `argusic sql`, dbt docs) while the pipeline keeps writing.
+
+Readers that must not notice a publication are real second processes (a DuckDB connection held open,
+a Parquet reader); they report what they saw when the test lets them go, so nothing depends on timing.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from argusic import analyst, build
+from argusic.analyst import (
+    AnalystCopyError,
+    AnalystCopyMissing,
+    analyst_dir,
+    connect_analyst,
+    current_copy,
+    publish_analyst_copy,
+    read_manifest,
+)
+from argusic.build import PublicationBlocked, build_warehouse
+from argusic.cli import app
+from test_expectations import good_frames, write_marts
+from typer.testing import CliRunner
+
+runner = CliRunner()
+MARTS = [
+    "attempt_scores", "board", "hardware_estimates", "hardware_speed_bounds", "hardware_tiers",
+    "methodology_editions", "pair_sets", "project_review", "project_verdicts",
+]  # fmt: skip
+BIG = 2**62 + 1  # a HUGEINT a DOUBLE cannot hold exactly
+
+
+def _warehouse(path: Path, frames: dict | None = None) -> Path:
+    """A warehouse as a build leaves it: the raw layer, the marts (with comments), a seed."""
+    frames = frames or good_frames()
+    frames["board"] = frames["board"].assign(sets_incomplete=0, sets_total=3, is_demo_cycle=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_marts(path, frames)
+    with duckdb.connect(str(path)) as con:
+        con.execute("ALTER TABLE marts.board ADD COLUMN IF NOT EXISTS board_score_numerator HUGEINT")
+        con.execute(f"UPDATE marts.board SET board_score_numerator = {BIG} WHERE agent_id = 'a1'")
+        con.execute("COMMENT ON TABLE marts.board IS 'Grain: one row per (cycle_id, agent_id).'")
+        con.execute("COMMENT ON COLUMN marts.board.rank IS '1 = best'")
+        con.execute("CREATE SCHEMA IF NOT EXISTS reference")
+        con.execute("CREATE OR REPLACE TABLE reference.agents AS SELECT 'a1' AS agent_id")
+        con.execute("CREATE SCHEMA IF NOT EXISTS staging")
+        con.execute("CREATE OR REPLACE VIEW staging.stg AS SELECT 1 AS x")  # dbt's internals
+        con.execute(
+            "INSERT OR IGNORE INTO raw.run_records (attempt_id, cycle_id, purpose, agent_id, project_id, "
+            "commit_sha, tier, attempt_no, methodology_version, started_at, ended_at, budget_seconds, "
+            "end_reason, is_demo, has_report, record_json) "
+            "VALUES ('a1-p1-1', 'c1', 'board', 'a1', 'p1', 'abc', 'standard', 1, '1.5', "
+            "now()::timestamp, now()::timestamp, 5400, 'completed', false, true, "
+            """'{"whole": "record"}')"""
+        )
+    return path
+
+
+def _versions(target: Path) -> list[Path]:
+    return sorted(analyst._versions_dir(target).iterdir())
+
+
+# ---------------------------------------------------------------------------------------------------
+# The copy itself
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_copy_holds_marts_seeds_and_raw_layer_with_comments(tmp_path: Path):
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    copy = publish_analyst_copy(db)
+    target = tmp_path / "warehouse" / "analyst"  # beside the warehouse file by default
+    assert copy.target == target and target.is_symlink() and (target / "argusic.duckdb").is_file()
+    assert copy.bytes > 0 and copy.seconds > 0 and "analyst copy" in copy.summary()
+
+    with connect_analyst(target) as con:
+        tables = {
+            f"{s}.{t}"
+            for s, t in con.execute("SELECT schema_name, table_name FROM duckdb_tables()").fetchall()
+        }
+        assert tables == {f"marts.{m}" for m in MARTS} | {"reference.agents", "raw.run_records"}
+        assert not con.execute(
+            "SELECT * FROM duckdb_views() WHERE NOT internal"
+        ).fetchall()  # no dbt internals
+        # the raw layer slimmed to what attempt_scores does not carry (the agent's report, sizes…)
+        raw_columns = {r[0] for r in con.execute("DESCRIBE raw.run_records").fetchall()}
+        assert {"attempt_id", "install_ok", "errors_encountered", "harness_name", "log_bytes"} <= raw_columns
+        assert not raw_columns & {"record_json", "log_uri", "served_log_uri", "log_sha256", "cycle_id"}
+        # comments travel with the tables: the marts' (dbt descriptions) and the raw layer's
+        (board_comment,) = con.execute(
+            "SELECT comment FROM duckdb_tables() WHERE table_name = 'board'"
+        ).fetchone()
+        assert board_comment == "Grain: one row per (cycle_id, agent_id)."
+        assert con.execute(
+            "SELECT comment FROM duckdb_columns() WHERE table_name = 'board' AND column_name = 'rank'"
+        ).fetchone() == ("1 = best",)
+        assert con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'raw' AND comment IS NULL"
+        ).fetchone() == (0,)
+        assert con.execute(
+            "SELECT board_score_numerator FROM marts.board WHERE agent_id = 'a1'"
+        ).fetchone() == (BIG,)
+
+    manifest = read_manifest(target)
+    assert manifest["schema"] == "argusic.analyst_copy/1" and manifest["warehouse"] == str(db.resolve())
+    by_name = {t["name"]: t for t in manifest["tables"]}
+    scores = by_name["marts.attempt_scores"]
+    assert (scores["rows"], scores["parquet"], scores["partitioned_by"]) == (
+        7,
+        "parquet/attempt_scores",
+        "cycle_id",
+    )
+    assert by_name["marts.project_verdicts"]["partitioned_by"] is None
+    assert by_name["raw.run_records"]["parquet"] is None
+
+
+def test_dbt_descriptions_become_the_copys_comments(tmp_path: Path):
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    manifest = {
+        "nodes": {
+            "model.argusic.board": {
+                "resource_type": "model", "schema": "marts", "alias": "board", "description": "The board.",
+                "columns": {"rank": {"description": "From dbt."}, "no_such_column": {"description": "x"}},
+            },
+            "test.argusic.something": {"resource_type": "test", "schema": "marts", "alias": "board"},
+        }
+    }  # fmt: skip
+    described = analyst.descriptions_of(manifest)
+    assert described == {("marts", "board"): ("The board.", {"rank": "From dbt.", "no_such_column": "x"})}
+    target = publish_analyst_copy(db, descriptions=described).target
+    with connect_analyst(target) as con:
+        assert con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'board'").fetchone() == (
+            "The board.",
+        )
+        comments = dict(
+            con.execute(
+                "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = 'board'"
+            ).fetchall()
+        )
+    assert comments["rank"] == "From dbt." and "no_such_column" not in comments
+
+
+def test_parquet_is_hive_partitioned_by_cycle_and_exact(tmp_path: Path):
+    frames = good_frames()
+    frames["attempt_scores"].loc[6, "cycle_id"] = "c2"  # a second cycle
+    db = _warehouse(tmp_path / "w" / "argusic.duckdb", frames)
+    target = tmp_path / "elsewhere" / "copy"
+    publish_analyst_copy(db, target)
+    parquet = target / "parquet"
+    assert sorted(p.name for p in (parquet / "attempt_scores").iterdir()) == ["cycle_id=c1", "cycle_id=c2"]
+    assert [p.name for p in (parquet / "project_verdicts").iterdir()] == ["data.parquet"]
+    assert sorted(p.name for p in parquet.iterdir()) == sorted(MARTS)
+
+    # pandas (pyarrow): the partition folder becomes the cycle_id column again
+    scores = pd.read_parquet(parquet / "attempt_scores")
+    assert len(scores) == 7 and sorted(scores["cycle_id"].astype(str).unique()) == ["c1", "c2"]
+    assert set(scores.columns) >= {"attempt_id", "outcome", "score"}
+    # HUGEINT numerators are exact DECIMAL(38,0), never a rounded DOUBLE
+    board = pd.read_parquet(parquet / "board")
+    big = board.loc[board["agent_id"] == "a1", "board_score_numerator"].iloc[0]
+    assert isinstance(big, decimal.Decimal) and int(big) == BIG
+    # DuckDB with hive partitioning
+    with duckdb.connect() as con:
+        rows = con.execute(
+            f"SELECT cycle_id, count(*) FROM read_parquet('{parquet}/attempt_scores/**/*.parquet', "
+            "hive_partitioning = true) GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
+    assert rows == [("c1", 6), ("c2", 1)]
+
+
+def test_failed_publication_keeps_the_previous_copy(tmp_path: Path, monkeypatch):
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    first = publish_analyst_copy(db)
+
+    def broken(db_path: Path, folder: Path, descriptions=None):
+        (folder / "argusic.duckdb").write_bytes(b"half a file")
+        raise duckdb.IOException("IO Error: No space left on device")
+
+    monkeypatch.setattr(analyst, "_write", broken)
+    with pytest.raises(AnalystCopyError, match="No space left on device.*previous copy .* is left as it was"):
+        publish_analyst_copy(db)
+    assert current_copy(first.target) == first.folder.resolve()
+    assert _versions(first.target) == [first.folder]  # the half-written folder is gone
+
+
+def test_analyst_dir_setting(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("ARGUSIC_ANALYST_DIR", raising=False)
+    monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(tmp_path / "wh" / "argusic.duckdb"))
+    assert analyst_dir() == tmp_path / "wh" / "analyst"
+    monkeypatch.setenv("ARGUSIC_ANALYST_DIR", str(tmp_path / "shared" / "argusic"))
+    assert analyst_dir() == tmp_path / "shared" / "argusic"
+    with pytest.raises(AnalystCopyMissing, match="does not exist yet: it is published by every successful"):
+        connect_analyst()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Only after a successful build; readers keep what they hold
+# ---------------------------------------------------------------------------------------------------
+
+
+def _fake_dbt(frames_for: list):
+    """dbt stand-in writing the marts of the next frames (the lock is held by the build)."""
+
+    def run(project_dir, db_path, quiet, include_unit_tests=False, manifest=None, exclude=()):
+        _warehouse(db_path, frames_for.pop(0))
+        return [build.NodeResult("model.argusic.board", "success", "")]
+
+    return run
+
+
+def test_only_a_successful_build_publishes_and_two_copies_are_kept(tmp_path: Path, monkeypatch):
+    db = tmp_path / "warehouse" / "argusic.duckdb"
+    broken = good_frames()
+    broken["pair_sets"].loc[0, "valid_attempts"] = 4  # an expectation fails
+    changed = good_frames()
+    changed["attempt_scores"] = changed["attempt_scores"].iloc[:6]
+    plan = [good_frames(), broken, changed, good_frames()]
+    monkeypatch.setattr(build, "_run_dbt", _fake_dbt(plan))
+
+    first = build_warehouse(db, project_dir=tmp_path)
+    assert first.analyst is not None and first.analyst_seconds > 0
+    assert "analyst copy" in first.summary()
+    target = first.analyst.target
+
+    with pytest.raises(PublicationBlocked):
+        build_warehouse(db, project_dir=tmp_path)
+    assert current_copy(target) == first.analyst.folder.resolve()  # the failed build published nothing
+    assert _versions(target) == [first.analyst.folder]
+
+    third = build_warehouse(db, project_dir=tmp_path)
+    with connect_analyst(target) as con:
+        assert con.execute("SELECT count(*) FROM marts.attempt_scores").fetchone() == (6,)
+    assert _versions(target) == sorted([first.analyst.folder, third.analyst.folder])  # current + previous
+
+    fourth = build_warehouse(db, project_dir=tmp_path)
+    assert _versions(target) == sorted([third.analyst.folder, fourth.analyst.folder])  # the first is gone
+
+
+HOLD_COPY = """
+import json, sys, time
+from pathlib import Path
+from argusic.analyst import connect_analyst
+target, release = Path(sys.argv[1]), Path(sys.argv[2])
+con = connect_analyst(target)
+count = lambda: con.execute("SELECT count(*) FROM marts.attempt_scores").fetchone()[0]
+print(json.dumps({"held": count()}), flush=True)
+seen, errors = set(), []
+while not release.exists():
+    try:
+        seen.add(count())
+    except Exception as err:
+        errors.append(repr(err))
+    time.sleep(0.05)
+seen.add(count())
+print(json.dumps({"seen": sorted(seen), "errors": errors}), flush=True)
+"""
+
+READ_PARQUET = """
+import json, sys, time
+from pathlib import Path
+import duckdb
+target, release = Path(sys.argv[1]), Path(sys.argv[2])
+def rows():  # as a fresh reader does: the link resolved once per read (argusic.analyst.parquet_dir)
+    glob = str(target.resolve() / "parquet" / "attempt_scores" / "**" / "*.parquet")
+    with duckdb.connect() as con:
+        query = f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning = true)"
+        return con.execute(query).fetchone()[0]
+print(json.dumps({"held": rows()}), flush=True)
+seen, errors, reads = set(), [], 0
+while not release.exists():
+    try:
+        seen.add(rows())
+        reads += 1
+    except Exception as err:
+        errors.append(repr(err))
+    time.sleep(0.02)
+seen.add(rows())
+print(json.dumps({"seen": sorted(seen), "errors": errors, "reads": reads}), flush=True)
+"""
+
+
+def _start_reader(
+    tmp_path: Path, name: str, source: str, target: Path
+) -> tuple[subprocess.Popen, Path, dict]:
+    script = tmp_path / f"{name}.py"
+    script.write_text(source)
+    release = tmp_path / f"release-{name}"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(target), str(release)], stdout=subprocess.PIPE, text=True
+    )
+    line = proc.stdout.readline()
+    if not line:  # it failed before holding anything: nothing left running
+        proc.wait(timeout=60)
+        raise AssertionError(f"{name} ended before it held the copy (exit {proc.returncode})")
+    return proc, release, json.loads(line)
+
+
+def _finish_reader(proc: subprocess.Popen, release: Path) -> dict:
+    release.touch()
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_a_reader_holding_the_copy_keeps_its_snapshot_across_publications(tmp_path: Path):
+    frames = good_frames()
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb", frames)
+    first = publish_analyst_copy(db)
+    holder, release, held = _start_reader(tmp_path, "hold_copy", HOLD_COPY, first.target)
+    try:
+        assert held == {"held": 7}
+        frames["attempt_scores"] = frames["attempt_scores"].iloc[:5]
+        _warehouse(db, frames)
+        publish_analyst_copy(db)
+        publish_analyst_copy(db)  # the copy the reader holds is now deleted from disk
+        assert not first.folder.exists()
+        with connect_analyst(first.target) as con:  # a new reader sees the new copy
+            assert con.execute("SELECT count(*) FROM marts.attempt_scores").fetchone() == (5,)
+    finally:
+        report = _finish_reader(holder, release)
+    assert report == {"seen": [7], "errors": []}  # the old snapshot, whole, to the end
+
+
+# ---------------------------------------------------------------------------------------------------
+# A whole cycle with readers held open
+# ---------------------------------------------------------------------------------------------------
+
+
+def _argusic() -> list[str]:
+    script = Path(sys.executable).parent / "argusic"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "argusic.cli"]
+
+
+def _cycle(cycle: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            *_argusic(), "cycle", "run", "--catalogue", env["ARGUSIC_FORGE_DIR"] + "/catalogue.json",
+            "--cycle", cycle, "--agents", "readme-runner", "--executor", "local",
+            "--budget-scale", "0.003", "--pool-size", "2",
+        ],
+        env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_path: Path):
+    """A real cycle (demo forge, local executor: pool → attempts → ingest → build → publish) runs while
+    one process holds a read-only DuckDB connection on the analyst copy and another reads its Parquet
+    files over and over. ARGUSIC_LOCK_TIMEOUT=0 turns any wait for the warehouse into a failure."""
+    from argusic.forge import build_forge
+
+    build_forge(isolated / "forge")
+    env = dict(
+        os.environ,
+        ARGUSIC_LOCK_TIMEOUT="0",
+        DBT_TARGET_PATH=str(tmp_path / "dbt_target"),
+        DBT_LOG_PATH=str(tmp_path / "dbt_logs"),
+        COLUMNS="200",
+    )
+    first = _cycle("2026-12", env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    target = isolated / "warehouse" / "analyst"
+    holder, hold_release, held = _start_reader(tmp_path, "hold_copy", HOLD_COPY, target)
+    try:
+        reader, read_release, read = _start_reader(tmp_path, "read_parquet", READ_PARQUET, target)
+        try:
+            assert held == read == {"held": 6}  # 1 agent x 2 projects x 3 attempts
+            second = _cycle("2027-01", env)
+        finally:
+            read_report = _finish_reader(reader, read_release)
+    finally:
+        held_report = _finish_reader(holder, hold_release)
+    output = second.stdout + second.stderr
+    assert second.returncode == 0, output
+    assert "waiting" not in output and "gave up" not in output and "Traceback" not in output
+    assert "Argusic board — cycle 2027-01" in output and "published " in output
+    assert held_report == {"seen": [6], "errors": []}  # its snapshot, unchanged, no error
+    assert read_report["errors"] == [] and set(read_report["seen"]) <= {6, 12}  # old or new copy, never half
+    assert 12 in read_report["seen"] and read_report["reads"] > 0
+    with connect_analyst(target) as con:
+        assert con.execute("SELECT count(*) FROM marts.attempt_scores").fetchone() == (12,)
+        assert {r[0] for r in con.execute("SELECT cycle_id FROM marts.board").fetchall()} == {
+            "2026-12",
+            "2027-01",
+        }
+        # every mart column carries its dbt description, in the copy analysts open
+        undescribed = con.execute(
+            "SELECT table_name || '.' || column_name FROM duckdb_columns() "
+            "WHERE schema_name = 'marts' AND coalesce(comment, '') = ''"
+        ).fetchall()
+        assert undescribed == []
+        assert con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'marts' AND coalesce(comment, '') = ''"
+        ).fetchone() == (0,)
+        # the columns analysts asked for, filled from a real cycle
+        row = con.execute(
+            "SELECT middle_attempt_id FROM marts.pair_sets WHERE cycle_id = '2027-01' AND is_complete LIMIT 1"
+        ).fetchone()
+        assert row and row[0].startswith("2027-01.board.readme-runner.")
+        evidence = con.execute(
+            "SELECT served_log_uri, served_recording_uri, log_sha256, budget_seconds, "
+            "effective_budget_seconds, final_state FROM marts.attempt_scores WHERE cycle_id = '2027-01'"
+        ).fetchall()
+        assert all(r[0] and r[1] and len(r[2]) == 64 for r in evidence)
+        assert all(r[3] >= 5400 and 1 <= r[4] < r[3] for r in evidence)  # real budget, scaled budget
+        assert all(r[5] for r in evidence)
+
+
+# ---------------------------------------------------------------------------------------------------
+# argusic sql and argusic docs
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def published(isolated: Path) -> Path:
+    db = _warehouse(isolated / "warehouse" / "argusic.duckdb")
+    return publish_analyst_copy(db).target
+
+
+def test_sql_one_shot(published: Path):
+    result = runner.invoke(app, ["sql", "SELECT agent_id, rank FROM marts.board ORDER BY agent_id"])
+    assert result.exit_code == 0, result.output
+    assert "agent_id" in result.output and "a1" in result.output and "4 row(s)" in result.output
+    csv = runner.invoke(
+        app, ["sql", "--format", "csv", "SELECT agent_id, valid_attempts FROM marts.board ORDER BY 1"]
+    )
+    assert csv.output.splitlines()[:3] == ["agent_id,valid_attempts", "a1,3", "a2,2"]
+    as_json = runner.invoke(
+        app, ["sql", "--format", "json", "SELECT board_score_numerator AS n FROM marts.board"]
+    )
+    assert {"n": BIG} in json.loads(as_json.output)  # exact, not a float
+    tables = runner.invoke(app, ["sql", ".tables"])
+    assert "marts.board" in tables.output and "one row per (cycle_id, agent_id)" in tables.output
+    schema = runner.invoke(app, ["sql", ".schema", "board"])
+    assert "rank" in schema.output and "1 = best" in schema.output
+    refused = runner.invoke(app, ["sql", "DELETE FROM marts.board"])
+    assert refused.exit_code == 2 and "read-only" in refused.output
+    unknown = runner.invoke(app, ["sql", ".dump"])
+    assert unknown.exit_code == 2 and ".dump: unknown command" in unknown.output
+
+
+def test_sql_without_a_copy_says_how_to_make_one(isolated: Path):
+    result = runner.invoke(app, ["sql", "SELECT 1"])
+    assert (
+        result.exit_code == 2 and "does not exist yet" in result.output and "argusic build" in result.output
+    )
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def _screen_until(session: str, words: list[str], seconds: float = 120) -> str:
+    deadline = time.monotonic() + seconds
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux("capture-pane", "-p", "-t", session)
+        if all(w in screen for w in words):
+            return screen
+        time.sleep(0.5)
+    raise AssertionError(f"never showed {words}:\n{screen}")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by `make test` (terminal-tools)")
+def test_sql_opens_harlequin_on_the_copy_in_a_terminal(published: Path, tmp_path: Path):
+    """As a person would: `argusic sql` in a terminal (tmux), a query typed and run, the answer on screen."""
+    session = f"argusic-sql-{os.getpid()}"
+    settings = {
+        "ARGUSIC_WAREHOUSE": os.environ["ARGUSIC_WAREHOUSE"],
+        "HOME": str(tmp_path),
+        "TERM": "xterm-256color",
+    }
+    env = " ".join(f"{k}={v}" for k, v in settings.items())
+    _tmux(
+        "new-session", "-d", "-s", session, "-x", "160", "-y", "40", f"env {env} {' '.join(_argusic())} sql"
+    )
+    try:
+        screen = _screen_until(session, ["Query Editor", "Data Catalog", "Database Connected"])
+        assert "argusic db" in screen  # the copy's file, in the catalog
+        _tmux("send-keys", "-t", session, "SELECT agent_id || '!' AS shout FROM marts.board WHERE rank = 1")
+        _tmux("send-keys", "-t", session, "C-j")
+        screen = _screen_until(session, ["a1!", "executed successfully"])
+        _tmux("send-keys", "-t", session, "C-q")
+        deadline = time.monotonic() + 60
+        while "Query Editor" in _tmux("capture-pane", "-p", "-t", session) and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    assert "shout" in screen
+
+
+@pytest.mark.slow
+def test_docs_are_generated_and_served_on_localhost(published: Path, tmp_path: Path):
+    env = dict(os.environ, COLUMNS="300")
+    env.pop("ARGUSIC_DBT_PROJECT", None)
+    proc = subprocess.Popen(
+        [*_argusic(), "docs", "--out", str(tmp_path / "site")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        said = ""
+        while "serving dbt docs at " not in said:
+            line = proc.stdout.readline()
+            assert line, said
+            said += line
+        url = said.split("serving dbt docs at ", 1)[1].split()[0]
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert page.status == 200 and b"dbt" in page.read()
+        with urllib.request.urlopen(url + "catalog.json", timeout=30) as page:
+            catalog = json.loads(page.read())
+        with urllib.request.urlopen(url + "manifest.json", timeout=30) as page:
+            manifest = json.loads(page.read())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    pair_sets = manifest["nodes"]["model.argusic.pair_sets"]
+    assert "middle score" in pair_sets["columns"]["middle_attempt_id"]["description"]
+    assert catalog["nodes"]["model.argusic.board"]["metadata"]["comment"].startswith("Grain:")
+    assert (tmp_path / "site" / "static_index.html").is_file()
