@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui build-worker clean
+.PHONY: install docker image agents-image chromium demo test test-fast lint format airflow-ui airflow-screenshots build-worker clean
 
 # One virtualenv for everything (Airflow, dbt, GX, the argusic package).
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
@@ -29,6 +29,10 @@ agents-image: image
 	command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null)
 	bash scripts/build_agents_image.sh
 
+# Debian's chromium, for the headless screenshots of the Airflow UI (a slow test takes them).
+chromium:
+	bash scripts/setup_chromium.sh
+
 demo: install image
 	$(BIN)/argusic demo
 
@@ -40,7 +44,7 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: install image agents-image lint
+test: install image agents-image chromium lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
 	$(BIN)/pytest -q
@@ -50,6 +54,12 @@ test-fast: install
 
 airflow-ui: install
 	bash scripts/airflow_ui.sh
+
+# Start the UI on a free port in a temp folder, run the demo and the documented trigger, and take
+# screenshots of what ops see (grid, attempts, a log, the trigger form, health) into $(SHOTS).
+SHOTS ?= screenshots
+airflow-screenshots: install image chromium
+	$(PY) scripts/airflow_screenshots.py --out $(SHOTS)
 
 # One warm process for builds and publications (dbt and GX imported once); export the same
 # ARGUSIC_BUILD_WORKER to `argusic build` and Airflow so that they use it.

@@ -51,9 +51,14 @@ def _attempt_label(spec_path) -> str:
 
 
 def _fail_at_once(err: Exception):
-    """A configuration error no retry can fix: the task fails now, with the fix in the message."""
+    """A configuration error no retry can fix: the task fails now, with the fix in the message (also
+    logged line by line, so that it reads without scrolling)."""
+    import logging
+
     from airflow.sdk.exceptions import AirflowFailException
 
+    for line in str(err).splitlines():
+        logging.getLogger("argusic").error("%s", line)
     return AirflowFailException(str(err))
 
 

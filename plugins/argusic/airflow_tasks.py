@@ -326,6 +326,29 @@ def attempt_story(spec_path: str | Path, record_paths: list[str]) -> AttemptStor
     return AttemptStory(label=label, lines=lines, invalid=last.invalid_reason is not None)
 
 
+def measured_records(spec: AttemptSpec) -> list[str] | None:
+    """The run records of an attempt measured before (reruns included) when nothing is left to do for
+    it (its last record is valid, or invalid after the bounded reruns); None when it is still to run
+    or to resume."""
+    from argusic.attempt import attempt_dir
+    from argusic.record import RecordError, load_record_file
+    from argusic.settings import orchestrator_config
+
+    chain: list[str] = []
+    current = spec
+    while (path := attempt_dir(current) / "run_record.json").exists():
+        chain.append(str(path))
+        current = current.rerun()
+    if not chain:
+        return None
+    try:
+        last = load_record_file(Path(chain[-1]))
+    except (OSError, RecordError):
+        return None  # damaged: running it again measures it again
+    done = last.invalid_reason is None or current.rerun_no > orchestrator_config().max_reruns
+    return chain if done else None
+
+
 def records_of_plan(spec_paths: list[str]) -> tuple[list[str], list[str]]:
     """Every run record of the planned attempts (reruns included), and the labels of the attempts that
     have none (their task failed before measuring). Ingest reads the plan, not the attempt tasks'
@@ -418,12 +441,16 @@ def recorded_pool_conflict(cycle_id: str, recorded: Path, asked: str) -> str:
     """Why a cycle with a recorded pool cannot be run with another one, and the two ways on."""
     pool = load_pool(recorded)
     ids = ", ".join(e.project_id for e in pool.entries[:8]) + (", …" if len(pool.entries) > 8 else "")
-    return (
-        f"cycle {cycle_id} already has a pool: {recorded} ({len(pool.entries)} projects: {ids}; drawn from "
-        f"the catalogue with sha256 {pool.catalogue_sha256[:12]}…), and a cycle's pool never changes once "
-        f"drawn; this run asks for {asked}. To run cycle {cycle_id} again, leave pool_size and catalogue "
-        f"empty (its pool is used, measured attempts are not run twice); for another pool, use a new "
-        f"cycle id (e.g. {cycle_id}-b)"
+    return "\n".join(
+        [
+            f"cycle {cycle_id} already has a pool: {recorded}",
+            f"  ({len(pool.entries)} projects: {ids}; drawn from the catalogue with sha256 "
+            f"{pool.catalogue_sha256[:12]}…), and a cycle's pool never changes once drawn.",
+            f"This run asks for {asked}. Either:",
+            f"  - run cycle {cycle_id} with its pool: leave pool_size and catalogue empty (attempts "
+            "measured before are not run twice), or",
+            f"  - use a new cycle id for another pool (e.g. {cycle_id}-b).",
+        ]
     )
 
 

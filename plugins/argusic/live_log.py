@@ -37,6 +37,7 @@ from argusic.landing import StreamRedactor
 log = logging.getLogger("argusic.live")
 
 CHUNK = 64 * 1024
+MAX_LINE_BYTES = 64 * 1024  # a line longer than this is shown cut, the rest of it skipped
 LOG_NAME = "log.txt"
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -100,6 +101,8 @@ class LiveLog:
         self._offset = 0
         self._identity: tuple[int, int] | None = None
         self._pending = b""
+        self._skipping = False
+        self._later: list[str] = []
         self._done = False  # capped, or the file became something we do not read
         self._out: Path | None = None
         self._stop = threading.Event()
@@ -198,12 +201,12 @@ class LiveLog:
 
     def _refuse(self, why: str) -> None:
         self._done = True
-        self._note(f"live log stopped: {why}; the landing refuses it too (the attempt will say so)")
+        self._later.append(f"live log stopped: {why}; the landing refuses it too (the attempt will say so)")
 
     def _cap(self, what: str) -> None:
         if not self._done:
             self._done = True
-            self._note(f"live log stopped at {what}; the whole log is in the attempt's evidence")
+            self._later.append(f"live log stopped at {what}; the whole log is in the attempt's evidence")
 
     def _poll(self, final: bool) -> None:
         for _ in range(64 if final else 4):  # bounded work per poll; the rest comes at the next one
@@ -216,14 +219,26 @@ class LiveLog:
             self._pending += self.redactor.flush()
         lines = self._pending.split(b"\n")
         self._pending = lines.pop()
-        if len(self._pending) > CHUNK:  # a line without end: show its beginning, drop the rest
+        if self._skipping:  # the rest of an over-long line, whose beginning was shown
+            if lines:
+                lines.pop(0)
+                self._skipping = False
+            else:
+                self._pending = b""
+        if not self._skipping and len(self._pending) > MAX_LINE_BYTES:
+            # A line without end: its beginning is shown (cut to max_line), the rest up to its end is
+            # dropped, never shown as lines of its own (a key cut there would be a fragment).
             lines.append(self._pending[: self.max_line * 4])
             self._pending = b""
+            self._skipping = True
         if final and self._pending:
             lines.append(self._pending)
             self._pending = b""
         if lines:
             self._show(lines)
+        for note in self._later:  # after the lines read before it
+            self._note(note)
+        self._later.clear()
 
     def _show(self, raw_lines: list[bytes]) -> None:
         from argusic.masking import MaskingError, mask_text
