@@ -189,9 +189,10 @@ class Browser:
         self.page.wait_for_load_state("networkidle")
         if wait_text:
             self.page.get_by_text(wait_text, exact=False).first.wait_for(timeout=60_000)
+        time.sleep(settle)
         for key in keys:
             self.page.keyboard.press(key)
-        time.sleep(settle)
+        time.sleep(0.5 if keys else 0)
         target = self.out / f"{name}.png"
         self.page.screenshot(path=str(target))
         return str(target)
