@@ -60,7 +60,9 @@ def test_the_documented_trigger_works_after_the_demo_and_the_run_id_carries_the_
 def test_attempts_are_labelled_before_they_start_and_with_how_they_ended(shots) -> None:
     waiting = shots["pending"]
     assert waiting, "no moment with attempts waiting was seen"
-    assert all(re.fullmatch(r"readme-runner / [\w-]+ / attempt [123]( · .*)?", w["label"] or "") for w in waiting)
+    assert all(
+        re.fullmatch(r"readme-runner / [\w-]+ / attempt [123]( · .*)?", w["label"] or "") for w in waiting
+    )
     assert any(w["state"] in (None, "scheduled", "queued") for w in waiting)
     ended = [t["rendered_map_index"] for t in shots["docs_run"]["tis"] if t["task_id"] == "run_attempt"]
     assert all(" · ✓ " in label or " · ✗ " in label for label in ended), ended
@@ -73,11 +75,13 @@ def test_an_attempt_log_shows_its_own_log_then_how_it_ended(shots) -> None:
     live = [line for line in attempt if line.startswith("│ ")]
     assert any("STEP install" in line for line in live), attempt
     summary = "\n".join(attempt[attempt.index(next(x for x in attempt if x.startswith("── "))) :])
-    for part in ("final state: completed", "agent's report: installed yes", "served log:", "served recording:",
-                 "raw log: sha256", "run record:", "decided by the rubric"):  # fmt: skip
+    parts = ("final state: completed", "agent's report: installed yes", "served log:", "served recording:")
+    for part in (*parts, "raw log: sha256", "run record:", "decided by the rubric"):
         assert part in summary, (part, summary)
     published = "\n".join(logs["publish"])
-    assert "as scored by the rubric" in published and "pass_full, points 30+30+20+20, score 100.0" in published
+    assert (
+        "as scored by the rubric" in published and "pass_full, points 30+30+20+20, score 100.0" in published
+    )
     assert re.search(r"zigfmt / attempt 1: fail, points 0\+0\+0\+0, score 0\.0", published), published
 
 
