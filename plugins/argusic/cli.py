@@ -618,7 +618,7 @@ def demo(
         _fail(f"{err}\nnothing of this batch was loaded")
     console.print(
         f"warehouse: {result.inserted} new record(s), {result.already_present} already present; "
-        f"built and published in {time.monotonic() - started:.1f} s"
+        f"built and published ({time.monotonic() - started:.1f} s in all)"
     )
     with _warehouse_errors():
         if result.inserted:
