@@ -116,7 +116,7 @@ def test_demo_cycle_end_to_end_twice(isolated, monkeypatch):
     second = runner.invoke(app, ["demo"])
     assert second.exit_code == 0, second.output
     # Nothing measured, nothing repeated: one line says so, then the board and where things are.
-    assert "48 attempt(s) already measured: nothing to run" in second.output
+    assert "48 attempt(s), 48 already measured: nothing to run" in second.output
     assert " / attempt " not in second.output and "48/48" not in second.output
     assert "where things are" in second.output
     with duckdb.connect(str(db), read_only=True) as con:

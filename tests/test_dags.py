@@ -364,7 +364,10 @@ def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_pat
     assert all(t["try"] == 1 for t in attempts)
     labels = sorted(t["label"] for t in attempts)
     assert all(label.startswith("readme-runner / ") for label in labels), labels
-    assert {label.rsplit(" / ", 1)[1] for label in labels} == {"attempt 1", "attempt 2", "attempt 3"}
+    # The label says how each attempt ended, once it has: "agent / project / attempt N · ✓ ran, …".
+    assert all(" · ✓ " in label or " · ✗ " in label for label in labels), labels
+    named = {label.split(" · ")[0].rsplit(" / ", 1)[1] for label in labels}
+    assert named == {"attempt 1", "attempt 2", "attempt 3"}
 
     returned = [p for x in first["xcom"] if x["task_id"] == "run_attempt" for p in x["value"]]
     assert len(returned) >= 6

@@ -417,11 +417,15 @@ def _run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[l
             counts["invalid"] += tally.invalid
         else:
             todo[path] = spec
+    measured = len(specs) - len(todo)
     if not todo:
-        console.print(f"{len(specs)} attempt(s) already measured: nothing to run")
+        console.print(f"{len(specs)} attempt(s), {measured} already measured: nothing to run")
         return records, not_started, counts
-    if len(todo) < len(specs):
-        console.print(f"{len(specs) - len(todo)} attempt(s) already measured; {len(todo)} to run")
+    if measured:
+        console.print(
+            f"{len(specs)} attempt(s), {measured} already measured (resumed: not measured again); "
+            f"{len(todo)} to run"
+        )
     with _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
         bar = progress.add_task(title, total=len(todo), **counts)
         futures = {
