@@ -5,8 +5,8 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui build-worker clean \
-	player browser notebook sql docs terminal-tools
+.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui airflow-screenshots \
+	build-worker clean player browser notebook sql docs terminal-tools
 .DEFAULT_GOAL := install
 PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
 
@@ -27,10 +27,9 @@ $(PLAYER): scripts/vendor_player.sh
 
 player: $(PLAYER)
 
-# Debian's headless Chromium and its driver: the report page's browser test opens the page in it.
+# Debian's headless Chromium and its driver: the attempt page's browser test and the UI screenshots.
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null)
+	bash scripts/setup_chromium.sh
 
 # Docker engine (Debian's docker.io, dockerd started when none answers) and the runner image.
 docker:
@@ -81,6 +80,12 @@ docs: install
 # tmux drives the interactive SQL shell in its test, as a person at a terminal would (Debian's).
 terminal-tools:
 	command -v tmux >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null)
+
+# Start the UI on a free port in a temp folder, run the demo and the documented trigger, and take
+# screenshots of what ops see (grid, attempts, a log, the trigger form, health) into $(SHOTS).
+SHOTS ?= screenshots
+airflow-screenshots: install image browser
+	$(PY) scripts/airflow_screenshots.py --out $(SHOTS)
 
 # One warm process for builds and publications (dbt and GX imported once); export the same
 # ARGUSIC_BUILD_WORKER to `argusic build` and Airflow so that they use it.

@@ -13,26 +13,34 @@ WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
 DOC_MD = """
 ### Argusic cycle (manual, one run per cycle — or per agent / shard of a cycle)
 
-1. **prepare_pool** — the cycle's pool: param `pool`, else the pool recorded by
-   `argusic_pool_rotation`, else drawn now from `catalogue` (`pool_size` projects): every
-   candidate's repository is mirrored and its pinned commit verified first; a candidate that fails
-   is left out with its reason (`runs/pools/<cycle>/selection.json`, and this task's log). A bad
-   catalogue fails the task at once, every problem listed (docs/catalogue.md).
-2. **plan** — writes one AttemptSpec JSON per attempt to `runs/<cycle>/plan/<attempt_id>.json`
-   (only this run's `shard_index` of `shard_count`) and returns their paths. An empty plan fails.
-   `budget_scale` (0 < x <= 1) scales the time budgets for a dry run; the records say so (`demo`).
-3. **run_attempt** — mapped over the plan, one task instance per attempt, labelled
-   *agent / project / attempt N*. Runs the agent harness in a Docker container (bounded automatic
-   reruns of an invalid attempt) and returns the run record path(s). Idempotent by attempt_id: clearing
-   or retrying a finished attempt never measures it twice.
-4. **ingest** → **build** (dbt build + expectations) — one task each, in the one-slot pool `argusic_warehouse`
-   (DuckDB has a single writer). Loads are keyed by attempt_id: re-running adds no rows. A run whose
-   attempts all ended invalid fails **ingest** with the reasons: nothing is loaded or published.
-5. **publish** — re-validates, then writes `<ARGUSIC_PUBLISH_DIR>/<cycle>/board.json`; a failed
-   expectation fails **build** (or **publish**) and nothing is published. Also in the one-slot pool.
+**Trigger it with the cycle in the run id**, so every list of runs shows which cycle a run is:
+Run ID `cycle__<cycle_id>__<time>` (e.g. `cycle__2026-12-ui__20261201T1200Z`) in the trigger
+form's advanced options, `airflow dags trigger argusic_cycle --run-id …`, or `dag_run_id` in the
+REST API. A run id that names a cycle sets `cycle_id` when the param is empty; the two may not
+disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (docs/airflow.md).
 
-Big cycles: one run may map at most `[core] max_map_length` attempts (16,384 in our config). Split a
-cycle with one run per agent (`agents: ["x"]`) and/or `shard_count` > 1; see docs/airflow.md.
+1. **prepare_pool** — the cycle's pool: param `pool`, else the pool recorded for the cycle (by
+   `argusic_pool_rotation`, `argusic demo` or an earlier run), else drawn now from `catalogue`
+   (`pool_size` projects): every candidate's repository is mirrored and its pinned commit verified
+   first; a candidate that fails is left out with its reason. A bad catalogue, or a pool_size /
+   catalogue other than the recorded pool's, fails at once (no retries) saying how to go on.
+2. **plan** — one AttemptSpec JSON per attempt (`runs/<cycle>/plan/`); refuses real budgets on the
+   demo forge's fixtures (set `demo`), an empty plan, and a plan above `[core] max_map_length`.
+3. **run_attempt** — one task instance per attempt, labelled *agent / project / attempt N* (also
+   before it starts). Its log shows the attempt's own log as it grows (masked: keys and tokens
+   removed, terminal escapes stripped, lines cut) and ends with the final state, the agent's report
+   and the evidence. When it ends, its label says how: `✓ ran, verified for real`, `✗ install
+   failed`, `✗ timeout at 5400 s`, `INVALID: …`. **Green** = measured (whatever the agent achieved:
+   read the label); **skipped** = invalid even after the bounded reruns (our tooling failed; kept
+   with its reason, loaded, never scored); **red** = could not be measured at all (nothing is
+   published). Retries cover infrastructure only; a finished attempt is never measured twice.
+4. **ingest** → **build** (dbt build + expectations) — in the one-slot pool `argusic_warehouse`
+   (DuckDB has a single writer). Ingest loads every record of the plan, reruns included; a run
+   whose attempts are all invalid fails here: nothing is loaded or published.
+5. **publish** — audits the evidence, re-validates, writes `<ARGUSIC_PUBLISH_DIR>/<cycle>/board.json`,
+   and its log lists this run's attempts **as the rubric scored them**: outcome, points, score.
+
+Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` > 1 (docs/airflow.md).
 """
 
 
@@ -42,14 +50,24 @@ def _attempt_label(spec_path) -> str:
     return attempt_label(spec_path)
 
 
+def _fail_at_once(err: Exception):
+    """A configuration error no retry can fix: the task fails now, with the fix in the message (also
+    logged line by line, so that it reads without scrolling)."""
+    import logging
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    for line in str(err).splitlines():
+        logging.getLogger("argusic").error("%s", line)
+    return AirflowFailException(str(err))
+
+
 def _cycle_id(params: dict) -> str:
-    if params.get("cycle_id"):
-        return params["cycle_id"]
-    from argusic.airflow_tasks import cycle_id_for
+    from argusic.airflow_tasks import cycle_id_of_run
 
     context = get_current_context()
     moment = context.get("logical_date") or context["dag_run"].run_after
-    return cycle_id_for(moment.date())
+    return cycle_id_of_run(params.get("cycle_id"), context["dag_run"].run_id, moment.date())
 
 
 @dag(
@@ -67,45 +85,112 @@ def _cycle_id(params: dict) -> str:
         "retry_delay": timedelta(minutes=1),
     },
     params={
-        "cycle_id": Param(None, type=["null", "string"], description="YYYY-MM[-suffix]; default: run month"),
-        "agents": Param(["readme-runner"], type="array", items={"type": "string"}, minItems=1),
-        "catalogue": Param(None, type=["null", "string"], description="Candidate catalogue JSON path"),
-        "pool": Param(None, type=["null", "string"], description="An existing pool.json to use as is"),
-        "pool_size": Param(None, type=["null", "integer"], minimum=1),
-        "demo": Param(False, type="boolean", description="Scale time budgets down (demo / tests)"),
+        "cycle_id": Param(
+            None,
+            type=["null", "string"],
+            title="Cycle id",
+            description="YYYY-MM[-suffix], e.g. 2026-12-ui. Empty: the cycle named by the run id "
+            "(cycle__<cycle_id>__<time>), else the month of the run. A cycle's pool never changes once "
+            "drawn: for another pool_size or catalogue, use a new cycle id.",
+        ),
+        "agents": Param(
+            ["readme-runner"],
+            type="array",
+            items={"type": "string"},
+            minItems=1,
+            title="Agents",
+            description="Agent ids (dbt_project/seeds/agents.csv), e.g. readme-runner, "
+            "readme-runner-norecover. One run per agent splits a big cycle.",
+        ),
+        "catalogue": Param(
+            None,
+            type=["null", "string"],
+            title="Catalogue",
+            description="Absolute path of a candidate catalogue (docs/catalogue.md) on the workers. Empty: "
+            "the pool recorded for the cycle, else ARGUSIC_CATALOGUE, else the demo forge (fixture "
+            "projects, made if missing; they need demo: true).",
+        ),
+        "pool": Param(
+            None,
+            type=["null", "string"],
+            title="Pool file",
+            description="An existing pool.json of this cycle to use as is (instead of catalogue).",
+        ),
+        "pool_size": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            title="Pool size",
+            description="Projects to draw when the cycle has no pool yet. Empty: the largest 80/20 pool.",
+        ),
+        "demo": Param(
+            False,
+            type="boolean",
+            title="Demo budgets",
+            description="On: every time budget x 1/360 (90 min -> 15 s), recorded as a demo, flagged on "
+            "the board. Needed for the demo forge's fixtures. Off: real budgets (90 / 120 min per attempt).",
+        ),
         "budget_scale": Param(
             None,
             type=["null", "number"],
             exclusiveMinimum=0,
             maximum=1,
-            description="Dry runs: multiply every time budget by this (e.g. 0.01); recorded as demo",
+            title="Budget scale",
+            description="Dry runs: multiply every time budget by this (e.g. 0.01: 90 min -> 54 s); "
+            "recorded as a demo. Empty: 1 (or 1/360 with demo).",
         ),
-        "attempts_per_pair": Param(None, type=["null", "integer"], minimum=1),
-        "shard_index": Param(0, type="integer", minimum=0),
-        "shard_count": Param(1, type="integer", minimum=1),
+        "attempts_per_pair": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            title="Attempts per pair",
+            description="Attempts per agent x project. Empty: 3, the methodology's (fewer: incomplete sets).",
+        ),
+        "shard_index": Param(
+            0,
+            type="integer",
+            minimum=0,
+            title="Shard index",
+            description="This run's shard, 0 .. shard_count - 1 (projects dealt round-robin).",
+        ),
+        "shard_count": Param(
+            1,
+            type="integer",
+            minimum=1,
+            title="Shard count",
+            description="Runs the cycle is split into (one run maps at most [core] max_map_length attempts).",
+        ),
     },
 )
 def argusic_cycle():
     @task
     def prepare_pool(params: dict) -> str:
-        from airflow.sdk.exceptions import AirflowFailException
-        from argusic.airflow_tasks import resolve_pool
+        from argusic.airflow_tasks import ConfigurationError, resolve_pool
         from argusic.pool import CatalogueError
 
         try:
+            cycle_id = _cycle_id(params)
             return resolve_pool(
-                _cycle_id(params), params.get("pool"), params.get("catalogue"), params.get("pool_size")
+                cycle_id, params.get("pool"), params.get("catalogue"), params.get("pool_size")
             )
-        except CatalogueError as err:
-            raise AirflowFailException(str(err)) from None  # a retry cannot fix the catalogue
+        except (CatalogueError, ConfigurationError, ValueError) as err:
+            raise _fail_at_once(err) from None  # a retry cannot fix a catalogue or a param
 
     @task
     def plan(pool_path: str, params: dict) -> list[str]:
         from airflow.sdk import conf
-        from airflow.sdk.exceptions import AirflowFailException
-        from argusic.airflow_tasks import NothingPlanned, PlanTooLarge, write_plan
+        from argusic.airflow_tasks import (
+            ConfigurationError,
+            NothingPlanned,
+            PlanTooLarge,
+            require_scaled_budgets_on_the_forge,
+            write_plan,
+        )
 
         try:
+            require_scaled_budgets_on_the_forge(
+                pool_path, bool(params.get("demo")), params.get("budget_scale")
+            )
             return write_plan(
                 pool_path,
                 list(params["agents"]),
@@ -116,31 +201,50 @@ def argusic_cycle():
                 max_specs=conf.getint("core", "max_map_length", fallback=1024),
                 budget_scale=params.get("budget_scale"),
             )
-        except (PlanTooLarge, NothingPlanned) as err:
-            raise AirflowFailException(str(err)) from None  # a retry cannot help: re-plan the run
+        except (PlanTooLarge, NothingPlanned, ConfigurationError, ValueError) as err:
+            raise _fail_at_once(err) from None  # a retry cannot help: re-plan the run
 
     @task(
         retries=3,
         retry_delay=timedelta(minutes=2),
         retry_exponential_backoff=True,
         execution_timeout=timedelta(hours=8),  # 120 min budget × (1 + 2 bounded reruns), with margin
-        map_index_template="{{ attempt_label(task.op_kwargs['spec_path']) }}",
+        # Rendered when the task starts (the attempt's label) and again when it ends, with how it
+        # ended (`attempt_result`, set below). Before it starts, the argusic policy plugin
+        # (argusic.airflow_policy) has already set the label from the plan.
+        map_index_template="{{ attempt_result | default(attempt_label(task.op_kwargs['spec_path'])) }}",
     )
     def run_attempt(spec_path: str) -> list[str]:
-        from argusic.airflow_tasks import run_planned_attempt
+        import logging
 
-        return run_planned_attempt(spec_path)
+        from airflow.sdk.exceptions import AirflowSkipException
+        from argusic.airflow_tasks import attempt_story, run_planned_attempt
 
-    @task(pool=WAREHOUSE_POOL, pool_slots=1)
-    def ingest(record_groups, params: dict) -> dict[str, int]:
-        from airflow.sdk.exceptions import AirflowFailException
-        from argusic.airflow_tasks import flatten_paths, ingest_cycle_records
+        paths = run_planned_attempt(spec_path, live_log=True)
+        story = attempt_story(spec_path, paths)
+        for line in story.lines:
+            logging.getLogger("argusic.attempt").info("%s", line)
+        get_current_context()["attempt_result"] = story.label
+        if story.invalid:  # measured nothing that counts: not green; loaded by ingest, never scored
+            raise AirflowSkipException(f"invalid after the bounded reruns: {story.label}")
+        return paths
+
+    @task(pool=WAREHOUSE_POOL, pool_slots=1, trigger_rule="none_failed")
+    def ingest(spec_paths: list[str], params: dict) -> dict[str, int]:
+        from argusic.airflow_tasks import ingest_cycle_records, records_of_plan
         from argusic.cycle import CycleFailed
 
+        cycle_id = _cycle_id(params)
+        record_paths, missing = records_of_plan(spec_paths)
         try:
-            return ingest_cycle_records(_cycle_id(params), flatten_paths(record_groups))
+            if missing:
+                raise CycleFailed(
+                    f"cycle {cycle_id}: {len(missing)} planned attempt(s) have no run record (their task "
+                    f"was marked done without running?): {', '.join(missing[:10])}. Clear those tasks."
+                )
+            return ingest_cycle_records(cycle_id, record_paths)
         except CycleFailed as err:
-            raise AirflowFailException(str(err)) from None  # nothing valid: never an empty board
+            raise _fail_at_once(err) from None  # nothing valid: never an empty board
 
     @task(pool=WAREHOUSE_POOL, pool_slots=1)
     def build(ingested: dict[str, int]) -> str:
@@ -149,14 +253,22 @@ def argusic_cycle():
         return build_warehouse_summary()
 
     @task(pool=WAREHOUSE_POOL, pool_slots=1)
-    def publish(built: str, params: dict) -> str:
-        from argusic.airflow_tasks import publish_cycle_board
+    def publish(built: str, spec_paths: list[str], params: dict) -> str:
+        import logging
 
-        return publish_cycle_board(_cycle_id(params))
+        from argusic.airflow_tasks import publish_cycle_board, published_attempt_lines
+
+        cycle_id = _cycle_id(params)
+        published = publish_cycle_board(cycle_id)
+        for line in published_attempt_lines(cycle_id, spec_paths):
+            logging.getLogger("argusic.publish").info("%s", line)
+        return published
 
     specs = plan(prepare_pool())
     records = run_attempt.expand(spec_path=specs)
-    publish(build(ingest(records)))
+    ingested = ingest(specs)
+    records >> ingested
+    publish(build(ingested), specs)
 
 
 argusic_cycle()

@@ -49,9 +49,27 @@ def _run_day():
         "retry_exponential_backoff": True,
     },
     params={
-        "catalogue": Param(None, type=["null", "string"], description="Candidate catalogue JSON path"),
-        "cycle_id": Param(None, type=["null", "string"], description="YYYY-MM; default: logical month"),
-        "pool_size": Param(None, type=["null", "integer"], minimum=1, description="Projects in the pool"),
+        "catalogue": Param(
+            None,
+            type=["null", "string"],
+            title="Catalogue",
+            description="Absolute path of the candidate catalogue on the workers. Empty: ARGUSIC_CATALOGUE, "
+            "else the demo forge's (made if missing).",
+        ),
+        "cycle_id": Param(
+            None,
+            type=["null", "string"],
+            title="Cycle id",
+            description="YYYY-MM[-suffix]. Empty: the run's logical month. A cycle's pool never changes once "
+            "drawn: drawing it again gives the same pool; another size or catalogue is refused.",
+        ),
+        "pool_size": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            title="Pool size",
+            description="Projects to draw (80% public, 20% recently popular). Empty: the largest such pool.",
+        ),
     },
 )
 def argusic_pool_rotation():
@@ -59,12 +77,17 @@ def argusic_pool_rotation():
     def rotate_pool(params: dict) -> dict[str, str]:
         from pathlib import Path
 
+        from airflow.sdk.exceptions import AirflowFailException
         from argusic.airflow_tasks import cycle_id_for, default_catalogue
         from argusic.cycle import rotate_pool as do_rotate
+        from argusic.pool import CatalogueError
 
         cycle_id = params.get("cycle_id") or cycle_id_for(_run_day())
-        catalogue = Path(params["catalogue"]) if params.get("catalogue") else default_catalogue()
-        return do_rotate(cycle_id, catalogue, params.get("pool_size"))
+        catalogue = Path(params["catalogue"]) if params.get("catalogue") else default_catalogue(build=True)
+        try:
+            return do_rotate(cycle_id, catalogue, params.get("pool_size"))
+        except (CatalogueError, ValueError) as err:  # a retry cannot fix a catalogue or a cycle id
+            raise AirflowFailException(str(err)) from None
 
     @task
     def reveal_previous_private(params: dict) -> str:

@@ -8,7 +8,8 @@
 #   bash scripts/airflow_ui.sh --stop   # stop a detached UI, by the PIDs it recorded
 #
 # Why not `airflow standalone`: it starts log servers on 0.0.0.0:8793/8794 (Airflow 3.3 hard-codes the
-# bind host), a triggerer we do not need, and SIGTERM can leave its scheduler running.
+# bind host), and SIGTERM can leave its scheduler running. The triggerer runs (our DAGs defer nothing
+# yet) because Airflow's health check, shown on the home page, counts it: without one it is red.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/airflow_env.sh
@@ -66,6 +67,7 @@ start() {  # name, command...
 start api-server airflow api-server --host "$AIRFLOW__API__HOST" --port "$AIRFLOW__API__PORT" --workers 1
 start scheduler airflow scheduler --skip-serve-logs
 start dag-processor airflow dag-processor
+start triggerer airflow triggerer --skip-serve-logs
 
 URL="http://$AIRFLOW__API__HOST:$AIRFLOW__API__PORT"
 for _ in $(seq 1 120); do
@@ -77,6 +79,12 @@ if ! curl -fsS "$URL/api/v2/monitor/health" >/dev/null 2>&1; then
   stop
   exit 1
 fi
+# Every component heartbeats within a few seconds of starting: wait until the health check says so.
+for _ in $(seq 1 60); do
+  health="$(curl -fsS "$URL/api/v2/monitor/health" 2>/dev/null || true)"
+  [[ "$(grep -o '"status":"healthy"' <<<"$health" | wc -l)" -ge 4 ]] && break
+  sleep 1
+done
 echo "Airflow UI: $URL   (user admin)"
 echo "admin password: $AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
 echo "logs and PIDs: $RUN_DIR   stop: bash scripts/airflow_ui.sh --stop"

@@ -70,6 +70,12 @@ def test_demo_cycle_end_to_end_twice(isolated, monkeypatch):
     first = runner.invoke(app, ["demo"])
     assert first.exit_code == 0, first.output
     assert "Argusic board" in first.output
+    assert "demo cycle 2026-12-demo: 48 attempts" in first.output
+    assert "48/48" in first.output and "passes" in first.output and "ETA" in first.output  # the progress bar
+    closing = first.output[first.output.index("where things are") :]
+    places = ("board", "warehouse", "analyst copy", "notebook", "evidence", "Airflow UI", "make airflow-ui")
+    for what in (*places, "what to do next", "cycle__2026-12-ui__"):
+        assert what in closing, what
     db = isolated / "warehouse" / "argusic.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         outcomes = {r[0] for r in con.execute("SELECT DISTINCT outcome FROM marts.attempt_scores").fetchall()}
@@ -109,6 +115,10 @@ def test_demo_cycle_end_to_end_twice(isolated, monkeypatch):
     # The same cycle again adds no rows.
     second = runner.invoke(app, ["demo"])
     assert second.exit_code == 0, second.output
+    # Nothing measured, nothing repeated: one line says so, then the board and where things are.
+    assert "48 attempt(s), 48 already measured: nothing to run" in second.output
+    assert " / attempt " not in second.output and "48/48" not in second.output
+    assert "where things are" in second.output
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0] == rows
     assert (published / "board.json").read_bytes() == board_bytes  # same data, same publication

@@ -141,9 +141,11 @@ out = {"errors": {k: str(v) for k, v in bag.import_errors.items()}, "dags": {},
 for dag_id, dag in bag.dags.items():
     out["dags"][dag_id] = {
         "tags": sorted(dag.tags), "doc_md": bool(dag.doc_md), "catchup": dag.catchup,
-        "schedule": str(dag.schedule), "params": sorted(dag.params.keys()),
+        "schedule": str(dag.schedule),
+        "params": {k: dag.params.get_param(k).description for k in dag.params.keys()},
         "tasks": {t.task_id: {"retries": t.retries, "pool": t.pool,
                               "mapped": "Mapped" in type(t).__name__,
+                              "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
                               "map_index_template": getattr(t, "map_index_template", None)}
                   for t in dag.tasks},
     }
@@ -175,6 +177,13 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     cycle = info["dags"]["argusic_cycle"]["tasks"]
     assert set(cycle) == {"prepare_pool", "plan", "run_attempt", "ingest", "build", "publish"}
     assert cycle["run_attempt"]["mapped"] and "attempt_label" in cycle["run_attempt"]["map_index_template"]
+    assert "attempt_result" in cycle["run_attempt"]["map_index_template"]  # how it ended, once known
+    # An invalid attempt is skipped (not scored, its records still loaded); a failed one stops ingest.
+    assert cycle["ingest"]["trigger_rule"] == "none_failed"
+    # Every param says what it is for (the trigger form shows it under the field).
+    for dag_id in ("argusic_cycle", "argusic_pool_rotation"):
+        described = info["dags"][dag_id]["params"]
+        assert all(d and len(d) > 20 for d in described.values()), (dag_id, described)
     for single_writer in ("ingest", "build", "publish"):
         assert cycle[single_writer]["pool"] == "argusic_warehouse"
         assert not cycle[single_writer]["mapped"]
@@ -355,7 +364,10 @@ def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_pat
     assert all(t["try"] == 1 for t in attempts)
     labels = sorted(t["label"] for t in attempts)
     assert all(label.startswith("readme-runner / ") for label in labels), labels
-    assert {label.rsplit(" / ", 1)[1] for label in labels} == {"attempt 1", "attempt 2", "attempt 3"}
+    # The label says how each attempt ended, once it has: "agent / project / attempt N · ✓ ran, …".
+    assert all(" · ✓ " in label or " · ✗ " in label for label in labels), labels
+    named = {label.split(" · ")[0].rsplit(" / ", 1)[1] for label in labels}
+    assert named == {"attempt 1", "attempt 2", "attempt 3"}
 
     returned = [p for x in first["xcom"] if x["task_id"] == "run_attempt" for p in x["value"]]
     assert len(returned) >= 6
@@ -407,6 +419,11 @@ def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
     mapped = [t for t in ours["tis"] if t["task_id"] == "run_attempt"]
     assert len(mapped) == 1200 and sorted(t["map_index"] for t in mapped) == list(range(1200))
     assert all(t["state"] == "success" for t in mapped)
+    # Marked successful without running: their labels are the ones the scheduler gave them when it
+    # expanded the plan (argusic.airflow_policy), what attempts that wait for a worker show.
+    labels = {t["map_index"]: t["label"] for t in mapped}
+    assert labels[0] == "readme-runner / p00000 / attempt 1" and labels[1199].endswith(" / attempt 3")
+    assert not [label for label in labels.values() if not label or label.isdigit()]
 
     default_env = env_for(
         airflow_db, tmp_path / "default", AIRFLOW__CORE__MAX_MAP_LENGTH="1024", ARGUSIC_REPO_ROOTS=roots
@@ -457,3 +474,77 @@ print("@@RESULT@@" + json.dumps(doc["evidence"]))
     assert states(tampered, "audit_evidence") == ["failed"], tampered
     report = json.loads((tmp_path / "runs" / "audit" / "2026-01-02.json").read_text())
     assert [(f["kind"], f["problem"]) for f in report["findings"]] == [("log", "mismatch")]
+
+
+@pytest.mark.slow
+def test_configuration_errors_fail_at_once_with_the_fix(airflow_db, tmp_path) -> None:
+    """A different pool for a recorded cycle, and real budgets on the demo forge: each fails its task
+    on the first try (no retries), saying how to go on."""
+    from argusic.forge import build_forge
+
+    catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=8, recent=2)
+    forge = build_forge(tmp_path / "forge")
+    env = env_for(
+        airflow_db, tmp_path, ARGUSIC_REPO_ROOTS=str(tmp_path), ARGUSIC_FORGE_DIR=str(tmp_path / "forge")
+    )
+    base = {"agents": ["readme-runner"], "catalogue": str(catalogue)}
+    marked = "run_attempt|ingest|build|publish"
+    first, other_size, forge_real = dag_test(
+        env,
+        [
+            {"dag_id": "argusic_cycle", "conf": base | {"cycle_id": "2026-12", "pool_size": 10},
+             "mark_success_pattern": marked},
+            {"dag_id": "argusic_cycle", "conf": base | {"cycle_id": "2026-12", "pool_size": 5}},
+            {"dag_id": "argusic_cycle",
+             "conf": {"cycle_id": "2026-12-f", "catalogue": str(forge), "pool_size": 3}},
+        ],
+    )  # fmt: skip
+    assert first["state"] == "success", first
+    prepare = [t for t in other_size["tis"] if t["task_id"] == "prepare_pool"]
+    assert other_size["state"] == "failed" and [(t["state"], t["try"]) for t in prepare] == [("failed", 1)]
+    assert states(forge_real, "prepare_pool") == ["success"]
+    plan = [t for t in forge_real["tis"] if t["task_id"] == "plan"]
+    assert forge_real["state"] == "failed" and [(t["state"], t["try"]) for t in plan] == [("failed", 1)]
+
+
+def _empty_image(tag: str) -> str:
+    """A local image with nothing in it: every attempt container fails to start (our tooling's
+    failure: invalid), without any registry being asked."""
+    import io
+    import tarfile
+
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        info = tarfile.TarInfo("empty")
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+    subprocess.run(["docker", "import", "-", tag], input=data.getvalue(), check=True, capture_output=True)
+    return tag
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_ingest(
+    airflow_db, forge, tmp_path
+):
+    from argusic.executor import docker_available
+
+    if not docker_available():
+        pytest.skip("no Docker daemon")
+    image = _empty_image(f"argusic-test-empty:{os.getpid()}")
+    try:
+        env = env_for(
+            airflow_db, tmp_path, ARGUSIC_EXECUTOR="docker", ARGUSIC_RUNNER_IMAGE=image,
+            ARGUSIC_REPO_ROOTS=str(forge.parent),
+        )  # fmt: skip
+        conf = {"cycle_id": "2026-12-inv", "catalogue": str(forge), "pool_size": 2,
+                "agents": ["readme-runner"], "demo": True, "attempts_per_pair": 1}  # fmt: skip
+        (run,) = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}])
+    finally:
+        subprocess.run(["docker", "image", "rm", "-f", image], capture_output=True)
+    attempts = [t for t in run["tis"] if t["task_id"] == "run_attempt"]
+    assert len(attempts) == 2 and {t["state"] for t in attempts} == {"skipped"}, attempts
+    assert all("· INVALID: executor error" in t["label"] for t in attempts), attempts
+    ingest = [t for t in run["tis"] if t["task_id"] == "ingest"]
+    assert [(t["state"], t["try"]) for t in ingest] == [("failed", 1)]  # nothing valid: not retried
+    assert run["state"] == "failed" and states(run, "publish") == ["upstream_failed"]

@@ -7,7 +7,9 @@ Plan layout: `runs/<cycle_id>/plan/<attempt_id>.json`, one small AttemptSpec doc
 from __future__ import annotations
 
 import os
-from datetime import date, timedelta
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from argusic.attempt import AttemptSpec, run_with_reruns
@@ -24,9 +26,48 @@ class NothingPlanned(ValueError):
     """The plan of this run is empty: a cycle that planned nothing fails loudly."""
 
 
+class ConfigurationError(ValueError):
+    """A trigger's params that no retry can fix; the message says what to change."""
+
+
 def cycle_id_for(day: date) -> str:
     """The cycle a date belongs to: a calendar month, `YYYY-MM`."""
     return f"{day.year:04d}-{day.month:02d}"
+
+
+RUN_ID_PREFIX = "cycle__"
+
+
+def run_id_for(cycle_id: str, moment: datetime) -> str:
+    """The run id a cycle run is triggered with (`cycle__2026-12__20261201T120000Z`): the cycle is
+    read in every list of runs, not hidden in the run's conf. Airflow allows `[A-Za-z0-9_.~:+-]`."""
+    return f"{RUN_ID_PREFIX}{cycle_id}__{moment.astimezone(UTC):%Y%m%dT%H%M%SZ}"
+
+
+def cycle_of_run_id(run_id: str | None) -> str | None:
+    """The cycle a run id names (`cycle__<cycle_id>__<anything>`), or None."""
+    if not run_id or not run_id.startswith(RUN_ID_PREFIX):
+        return None
+    return run_id[len(RUN_ID_PREFIX) :].split("__", 1)[0] or None
+
+
+def cycle_id_of_run(param: str | None, run_id: str | None, day: date) -> str:
+    """The cycle of a DAG run: the `cycle_id` param, else the cycle its run id names, else the month
+    of the run. A param and a run id that name different cycles are refused (ConfigurationError)."""
+    named = cycle_of_run_id(run_id)
+    if param and named and param != named:
+        raise ConfigurationError(
+            f"the run id {run_id!r} names cycle {named} but the param cycle_id is {param!r}: trigger "
+            f"again with one cycle in both (run id cycle__{param}__<time>), or leave cycle_id empty"
+        )
+    cycle_id = param or named or cycle_id_for(day)
+    try:
+        cycle_window(cycle_id)
+    except ValueError as err:
+        raise ConfigurationError(
+            f"{err}; set the param cycle_id (or the run id cycle__<cycle_id>__<time>)"
+        ) from None
+    return cycle_id
 
 
 def previous_cycle_of(cycle_id: str) -> str:
@@ -35,13 +76,40 @@ def previous_cycle_of(cycle_id: str) -> str:
     return cycle_id_for(start - timedelta(days=1))
 
 
-def default_catalogue() -> Path:
-    """ARGUSIC_CATALOGUE, or the demo forge's catalogue (`<ARGUSIC_FORGE_DIR>/catalogue.json`)."""
+def default_catalogue(build: bool = False) -> Path:
+    """ARGUSIC_CATALOGUE, or the demo forge's catalogue (`<ARGUSIC_FORGE_DIR>/catalogue.json`; with
+    `build`, the forge is made first when it is missing: it is deterministic, so any machine makes
+    the same repositories and commits)."""
     if catalogue := os.environ.get("ARGUSIC_CATALOGUE"):
         return Path(catalogue)
     from argusic.settings import forge_dir
 
-    return forge_dir() / "catalogue.json"
+    path = forge_dir() / "catalogue.json"
+    if build and not path.exists():
+        from argusic.forge import build_forge
+
+        return build_forge(forge_dir())
+    return path
+
+
+def require_scaled_budgets_on_the_forge(
+    pool_path: str | Path, demo: bool, budget_scale: float | None
+) -> None:
+    """Refuse real budgets on the demo forge's fixture projects (its timeout fixture alone would hold
+    a worker for 90 minutes): a configuration error that says how to proceed."""
+    from argusic.settings import forge_dir
+
+    if demo or budget_scale:
+        return
+    repos = (forge_dir() / "repos").resolve()
+    pool = load_pool(Path(pool_path))
+    if pool.entries and all(Path(e.repo_url).resolve().is_relative_to(repos) for e in pool.entries):
+        raise ConfigurationError(
+            f"cycle {pool.cycle_id}: the pool is the demo forge's fixture projects ({repos}) with real "
+            "budgets (90 min an attempt; its timeout fixture alone would take 90 min): set demo: true "
+            "(budgets x 1/360: 15 s) or budget_scale, or name your own catalogue (catalogue: /abs/path.json "
+            "with a new cycle_id)"
+        )
 
 
 def pool_path_for(cycle_id: str) -> Path:
@@ -129,16 +197,175 @@ def attempt_label(spec_path: str | Path) -> str:
     try:
         return read_spec(spec_path).label
     except (OSError, ValueError):
-        return Path(str(spec_path)).stem
+        return label_of_attempt_id(Path(str(spec_path)).stem)
 
 
-def run_planned_attempt(spec_path: str | Path, executor=None) -> list[str]:
+_ATTEMPT_ID = re.compile(
+    r"^[^.]+\.[^.]+\.(?P<agent>[^.]+)\.(?P<project>[^.]+)\.a(?P<no>\d+)(?:\.r(?P<rerun>\d+))?$"
+)
+
+
+def label_of_attempt_id(attempt_id: str) -> str:
+    """The label of an attempt from its id alone (`<cycle>.<purpose>.<agent>.<project>.a<N>`), the same
+    as AttemptSpec.label: what the scheduler shows for an attempt that has not started yet (it reads
+    the plan's paths, never the spec files). Anything else is returned as it is."""
+    match = _ATTEMPT_ID.match(attempt_id)
+    if not match:
+        return attempt_id[:MAP_LABEL_MAX]
+    rerun = f" (rerun {match['rerun']})" if match["rerun"] else ""
+    return f"{match['agent']} / {match['project']} / attempt {int(match['no'])}{rerun}"[:MAP_LABEL_MAX]
+
+
+def run_planned_attempt(spec_path: str | Path, executor=None, live_log: bool = False) -> list[str]:
     """Run one planned attempt (with its bounded reruns); returns every run record path it made.
 
     Idempotent by attempt_id: a retry of the task finds the record and does not measure again.
     `executor`: the CLI's choice; the DAG leaves it to ARGUSIC_EXECUTOR (default docker when up).
+    `live_log`: show the attempt's own log, masked, in the task log while it runs (the DAG does).
     """
-    return [str(p) for p in run_with_reruns(read_spec(spec_path), executor)]
+    return [str(p) for p in run_with_reruns(read_spec(spec_path), executor, live_log=live_log)]
+
+
+# --- what an attempt task tells (its log's last lines and its label in the UI) -----------------------
+
+MAP_LABEL_MAX = 250  # Airflow's rendered_map_index column
+
+
+@dataclass(frozen=True)
+class AttemptStory:
+    """How one planned attempt ended, for people: `label` is shown in the grid and the mapped-instance
+    list (the rendered map index), `lines` end the task's log, `invalid` decides the task's state
+    (skipped: measured nothing that counts; the records are kept and loaded)."""
+
+    label: str
+    lines: list[str]
+    invalid: bool
+
+
+def _text(value: str | None, limit: int = 300) -> str:
+    """An agent-written text as it may be shown in a log line (hostile: escapes and controls out)."""
+    from argusic.live_log import clean_line
+
+    return clean_line(" ".join((value or "").split()), limit) or "—"
+
+
+def _result_words(record) -> str:
+    """The end of an attempt in words, from the record's facts alone: the rubric (dbt) decides the
+    outcome, points and score at build; these words never claim them."""
+    if record.invalid_reason is not None:
+        return "INVALID: " + _text(record.invalid_reason, 90)
+    if record.end_reason == "timeout":
+        budget = record.effective_budget_seconds or record.budget_seconds
+        return f"✗ timeout at {budget} s"
+    report = record.report
+    if record.end_reason != "completed" or report is None:
+        return f"✗ {record.end_reason}"
+    if not report.install_ok:
+        return "✗ install failed"
+    if not report.ran_ok:
+        return "✗ installed, did not run"
+    if report.test_depth == "tier1_real":
+        return "✓ ran, verified for real"
+    if report.test_depth == "tier2_mock":
+        return "✓ ran, verified with mocks"
+    return "✗ ran, not verified"
+
+
+def attempt_story(spec_path: str | Path, record_paths: list[str]) -> AttemptStory:
+    """The closing lines of an attempt task's log and its label, from its run records (reruns
+    included): end state, validity, the agent's report, the evidence, and where outcome, points and
+    score are (decided by the rubric in dbt at `build`, listed in `publish`'s log)."""
+    from argusic.record import load_record_file
+
+    spec = read_spec(spec_path)
+    records = [load_record_file(Path(p)) for p in record_paths]
+    last = records[-1]
+    words = _result_words(last)
+    lines = [f"── {last.attempt_id}: {words}"]
+    budget = f"budget {last.budget_seconds} s"
+    if last.demo and last.effective_budget_seconds:
+        budget += f", scaled to {last.effective_budget_seconds} s (demo)"
+    seconds = (last.ended_at - last.started_at).total_seconds()
+    lines.append(
+        f"   final state: {last.end_reason} after {seconds:.1f} s ({budget}), executor {last.executor}"
+    )
+    if last.invalid_reason is not None:
+        lines.append(
+            f"   invalid (our tooling failed; not scored, kept with its reason): {_text(last.invalid_reason)}"
+        )
+    for earlier in records[:-1]:
+        lines.append(f"   rerun of {earlier.attempt_id}: it was invalid: {_text(earlier.invalid_reason)}")
+    if last.report is not None:
+        r = last.report
+        yes = {True: "yes", False: "no"}
+        lines.append(
+            f"   agent's report: installed {yes[r.install_ok]}, ran {yes[r.ran_ok]}, "
+            f"test depth {r.test_depth}, errors fixed {r.errors_fixed} of {r.errors_encountered}"
+        )
+        lines.append(f"   verified how: {_text(r.verified_how)}")
+        lines.append(f"   agent's final state: {_text(r.final_state)}")
+    elif last.end_reason == "timeout":
+        lines.append("   agent's report: none (a timeout scores 0 in every category, whatever was written)")
+    lines.append(
+        "   outcome, points and score: decided by the rubric (dbt: marts.attempt_scores) at `build`; "
+        f"listed in this run's `publish` log, `argusic attempts --cycle {last.cycle_id}` and "
+        f"published/{last.cycle_id}/attempts.json"
+    )
+    shown = last.presentation
+    if shown is not None and shown.withheld:
+        lines.append(f"   served copy withheld: {_text(shown.withheld_reason)}")
+    if shown is not None and shown.log is not None:
+        lines.append(f"   served log:       {shown.log.uri}")
+    if shown is not None and shown.recording is not None:
+        lines.append(f"   served recording: {shown.recording.uri}")
+    for kind in ("log", "recording", "report"):
+        ref = getattr(last.evidence, kind)
+        lines.append(f"   raw {kind}: " + (f"sha256 {ref.sha256} ({ref.bytes} bytes)" if ref else "none"))
+    lines.append(f"   run record: {record_paths[-1]}")
+    label = f"{spec.label} · {words}"[:MAP_LABEL_MAX]
+    return AttemptStory(label=label, lines=lines, invalid=last.invalid_reason is not None)
+
+
+def measured_records(spec: AttemptSpec) -> list[str] | None:
+    """The run records of an attempt measured before (reruns included) when nothing is left to do for
+    it (its last record is valid, or invalid after the bounded reruns); None when it is still to run
+    or to resume."""
+    from argusic.attempt import attempt_dir
+    from argusic.record import RecordError, load_record_file
+    from argusic.settings import orchestrator_config
+
+    chain: list[str] = []
+    current = spec
+    while (path := attempt_dir(current) / "run_record.json").exists():
+        chain.append(str(path))
+        current = current.rerun()
+    if not chain:
+        return None
+    try:
+        last = load_record_file(Path(chain[-1]))
+    except (OSError, RecordError):
+        return None  # damaged: running it again measures it again
+    done = last.invalid_reason is None or current.rerun_no > orchestrator_config().max_reruns
+    return chain if done else None
+
+
+def records_of_plan(spec_paths: list[str]) -> tuple[list[str], list[str]]:
+    """Every run record of the planned attempts (reruns included), and the labels of the attempts that
+    have none (their task failed before measuring). Ingest reads the plan, not the attempt tasks'
+    return values: an attempt task whose measurement is invalid is skipped and returns nothing."""
+    from argusic.attempt import attempt_dir
+
+    found: list[str] = []
+    missing: list[str] = []
+    for spec_path in spec_paths:
+        spec = read_spec(spec_path)
+        current = spec
+        while (path := attempt_dir(current) / "run_record.json").exists():
+            found.append(str(path))
+            current = current.rerun()
+        if current is spec:
+            missing.append(spec.label)
+    return found, missing
 
 
 def flatten_paths(groups) -> list[str]:
@@ -185,23 +412,64 @@ def resolve_pool(
             raise ValueError(f"{path} is the pool of cycle {load_pool(path).cycle_id}, not {cycle_id}")
         return str(path)
     recorded = pool_path_for(cycle_id)
-    if size is None and recorded.exists():
+    if recorded.exists():
+        existing = load_pool(recorded)
+        asked = []
         if catalogue:
             import hashlib
 
-            digest = hashlib.sha256(Path(catalogue).read_bytes()).hexdigest()
-            drawn_from = load_pool(recorded).catalogue_sha256
-            if digest != drawn_from:
-                raise CatalogueError(
-                    f"cycle {cycle_id} already has a pool ({recorded}) drawn from another catalogue "
-                    f"(sha256 {drawn_from[:12]}…, this one is {digest[:12]}…): a cycle's pool never "
-                    "changes once drawn; use a new cycle id for this catalogue"
-                )
+            try:
+                digest = hashlib.sha256(Path(catalogue).read_bytes()).hexdigest()
+            except OSError as err:
+                raise CatalogueError(f"catalogue {catalogue}: cannot be read ({err.strerror})") from None
+            if digest != existing.catalogue_sha256:
+                asked.append(f"catalogue {catalogue} (sha256 {digest[:12]}…)")
+        if size is not None and size != len(existing.entries):
+            asked.append(f"pool_size {size}")
+        if asked:
+            raise CatalogueError(recorded_pool_conflict(cycle_id, recorded, " and ".join(asked)))
         return str(recorded)
     from argusic.cycle import rotate_pool
 
-    chosen = Path(catalogue) if catalogue else default_catalogue()
+    chosen = Path(catalogue) if catalogue else default_catalogue(build=True)
+    if not chosen.is_file():
+        raise CatalogueError(f"catalogue {chosen}: no such file (give an absolute path on the worker)")
     return rotate_pool(cycle_id, chosen, size, repo_roots or ())["pool"]
+
+
+def recorded_pool_conflict(cycle_id: str, recorded: Path, asked: str) -> str:
+    """Why a cycle with a recorded pool cannot be run with another one, and the two ways on."""
+    pool = load_pool(recorded)
+    ids = ", ".join(e.project_id for e in pool.entries[:8]) + (", …" if len(pool.entries) > 8 else "")
+    return "\n".join(
+        [
+            f"cycle {cycle_id} already has a pool: {recorded}",
+            f"  ({len(pool.entries)} projects: {ids}; drawn from the catalogue with sha256 "
+            f"{pool.catalogue_sha256[:12]}…), and a cycle's pool never changes once drawn.",
+            f"This run asks for {asked}. Either:",
+            f"  - run cycle {cycle_id} with its pool: leave pool_size and catalogue empty (attempts "
+            "measured before are not run twice), or",
+            f"  - use a new cycle id for another pool (e.g. {cycle_id}-b).",
+        ]
+    )
+
+
+def release_semaphores_at_exit() -> None:
+    """Let multiprocessing unlink the semaphores dbt makes in this process when it exits.
+
+    dbt makes its locks from a `spawn` context (dbt.mp_context): named POSIX semaphores, tracked by
+    multiprocessing's resource tracker and unlinked by multiprocessing's exit hook. An Airflow task
+    runs in a forked process that clears the exit hooks it inherited and leaves with os._exit after
+    running only the hooks registered since the fork; without this, the hook never runs, the
+    semaphores stay in /dev/shm, and the resource tracker reports them as two `leaked semaphore`
+    lines on stderr (ERROR lines in the task's log). Registering it again is harmless elsewhere."""
+    import atexit
+    import multiprocessing.util
+
+    exit_hook = getattr(multiprocessing.util, "_exit_function", None)
+    if exit_hook is not None:
+        atexit.unregister(exit_hook)  # once, whatever was registered before
+        atexit.register(exit_hook)
 
 
 def build_warehouse_summary() -> str:
@@ -211,6 +479,7 @@ def build_warehouse_summary() -> str:
     """
     from argusic.build_worker import build_or_delegate
 
+    release_semaphores_at_exit()
     return build_or_delegate()
 
 
@@ -218,4 +487,37 @@ def publish_cycle_board(cycle_id: str) -> str:
     """The board of the cycle, re-validated under the writer lock; returns the published path."""
     from argusic.build_worker import publish_or_delegate
 
+    release_semaphores_at_exit()
     return str(publish_or_delegate(cycle_id, publish_dir()))
+
+
+def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
+    """The planned attempts of a run as the rubric scored them (published/<cycle>/attempts.json,
+    written from marts.attempt_scores): outcome, points, score, served evidence. One line each."""
+    import json
+
+    path = publish_dir() / cycle_id / "attempts.json"
+    rows = {a["attempt_id"]: a for a in json.loads(path.read_text())["attempts"]}
+    lines = [f"attempts of this run as scored by the rubric ({path}):"]
+    for spec_path in spec_paths:
+        spec = read_spec(spec_path)
+        current, chain = spec, []
+        while current.attempt_id in rows:
+            chain.append(rows[current.attempt_id])
+            current = current.rerun()
+        if not chain:
+            lines.append(f"  {spec.label}: not in the published attempts")
+            continue
+        row = chain[-1]
+        reruns = f", after {len(chain) - 1} rerun(s)" if len(chain) > 1 else ""
+        if not row["is_valid"]:
+            lines.append(f"  {spec.label}: invalid{reruns}: {_text(row['invalid_reason'], 160)}")
+            continue
+        points = (
+            f"{row['install_points']}+{row['run_points']}+{row['recovery_points']:g}+{row['depth_points']}"
+        )
+        lines.append(
+            f"  {spec.label}: {row['outcome']}, points {points}, score {row['score']:.1f}{reruns}; "
+            f"log {row['served_log_uri']}"
+        )
+    return lines

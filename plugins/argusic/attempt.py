@@ -304,8 +304,12 @@ def run_attempt(
     store: EvidenceStore | None = None,
     base_dir: Path | None = None,
     broker: KeyBroker | None = None,
+    live_log: bool = False,
 ) -> Path:
     """Run one attempt (unless its record exists already) and return the run record's path.
+
+    `live_log`: show the attempt's own log, masked, in this process's log while it runs
+    (``argusic.live_log``; the Airflow task does, the CLI's progress bar does not).
 
     An agent routed through our gateway gets a key made for this attempt alone, deleted when the
     container is gone whatever the ending; if the key cannot be made, KeyUnavailable is raised and the
@@ -343,6 +347,16 @@ def run_attempt(
         if driver.external:  # the key goes through the driver's own environment (build_env)
             run_kwargs = {"launch": driver.launch(key_env, title=spec.label), "image": driver.image()}
             key_env = {}
+        if live_log:
+            from argusic.live_log import LiveLog
+
+            log.info(
+                "%s: running (budget %.0f s); its log, masked, follows as it grows", spec.label, effective
+            )
+            shown = LiveLog(
+                redactions=key.redactions(), secrets=presentation_secrets(), budget_seconds=effective
+            )
+            run_kwargs["watch"] = shown.watch
         # The key's value is replaced in every file while the output is landed (streaming); a
         # cancelled or crashed attempt lands nothing, and its raw output area is deleted unread.
         result = executor.run(
@@ -402,20 +416,21 @@ def run_with_reruns(
     store: EvidenceStore | None = None,
     base_dir: Path | None = None,
     broker: KeyBroker | None = None,
+    live_log: bool = False,
 ) -> list[Path]:
     """Run an attempt; rerun it (bounded) while its record is invalid. Returns every record made."""
     paths = []
     max_reruns = orchestrator_config().max_reruns
     current = spec
     while True:
-        path = run_attempt(current, executor, store, base_dir, broker)
+        path = run_attempt(current, executor, store, base_dir, broker, live_log=live_log)
         paths.append(path)
         record = load_record_file(path)
         if record.invalid_reason is None:
             log.info("%s: %s (record %s)", current.label, record.end_reason, path)
             return paths
         if current.rerun_no >= max_reruns:
-            log.error("%s: invalid after %d rerun(s): %s", current.label, max_reruns, record.invalid_reason)
+            log.warning("%s: invalid after %d rerun(s): %s", current.label, max_reruns, record.invalid_reason)
             return paths
         log.warning("%s: invalid (%s); rerunning", current.label, record.invalid_reason)
         current = current.rerun()

@@ -484,6 +484,63 @@ def _progress():
     )
 
 
+def _run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[list[str], list[str], dict]:
+    """Run the planned attempts side by side under the progress bar (done/total, passes, invalid,
+    not started, elapsed, ETA), one line as each ends. Attempts measured before are not run again,
+    not shown again and not counted in the estimate: their records are read and tallied at once.
+
+    Returns (every run record path, why each attempt that could not start did not, the counts)."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from argusic import airflow_tasks as steps
+    from argusic.cycle import tally_records
+
+    records: list[str] = []
+    not_started: list[str] = []
+    counts = {"passes": 0, "invalid": 0, "failed": 0}
+    todo = {}
+    for path, spec in specs.items():
+        if (done := steps.measured_records(spec)) is not None:
+            records.extend(done)
+            tally = tally_records(done)
+            counts["passes"] += tally.passes
+            counts["invalid"] += tally.invalid
+        else:
+            todo[path] = spec
+    measured = len(specs) - len(todo)
+    if not todo:
+        console.print(f"{len(specs)} attempt(s), {measured} already measured: nothing to run")
+        return records, not_started, counts
+    if measured:
+        console.print(
+            f"{len(specs)} attempt(s), {measured} already measured (resumed: not measured again); "
+            f"{len(todo)} to run"
+        )
+    with _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
+        bar = progress.add_task(title, total=len(todo), **counts)
+        futures = {
+            pool_exec.submit(steps.run_planned_attempt, path, runner): spec for path, spec in todo.items()
+        }
+        for future in as_completed(futures):
+            spec = futures[future]
+            try:
+                paths = future.result()
+            except Exception as err:  # the attempt did not start (source, key, engine): reported, not run
+                not_started.append(f"{spec.label}: {type(err).__name__}: {err}")
+                counts["failed"] += 1
+                progress.console.print(f"  [red]not started[/] {spec.label}: {err}")
+            else:
+                records.extend(paths)
+                tally = tally_records(paths)
+                counts["passes"] += tally.passes
+                counts["invalid"] += tally.invalid
+                what = "pass" if tally.passes else ("invalid" if tally.invalid else "no pass")
+                reruns = f", {len(paths) - 1} rerun(s)" if len(paths) > 1 else ""
+                progress.console.print(f"  {what:8} {spec.label}{reruns}")
+            progress.update(bar, advance=1, **counts)
+    return records, not_started, counts
+
+
 @cycle_app.command("run")
 def cycle_run(
     catalogue: Annotated[
@@ -520,15 +577,12 @@ def cycle_run(
     Resumable: run the same command again and finished attempts are not measured again (keyed by
     attempt_id). Exit 1 when the cycle fails (nothing planned, nothing valid, an attempt that could
     not start); exit 2 for a bad catalogue or option. Same functions as the argusic_cycle DAG."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
     from argusic import airflow_tasks as steps
     from argusic.agents import known_agents
     from argusic.analyst import AnalystCopyError
-    from argusic.attempt import attempt_dir
     from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError
-    from argusic.cycle import CycleFailed, tally_records
+    from argusic.cycle import CycleFailed
     from argusic.executor import get_executor
     from argusic.pool import CatalogueError
 
@@ -571,41 +625,14 @@ def cycle_run(
     except steps.NothingPlanned as err:
         _cycle_failed(f"{err}: nothing to run, nothing published")
     specs = {path: steps.read_spec(path) for path in spec_paths}
-    done_before = sum((attempt_dir(s) / "run_record.json").exists() for s in specs.values())
     budgets = "real budgets" if budget_scale >= 1 else f"budgets scaled ×{budget_scale:g} (recorded as demo)"
     console.print(
         f"cycle {cycle}: {len(specs)} attempt(s) ({len(agent_ids)} agent(s) × "
         f"{len({s.project_id for s in specs.values()})} project(s) × attempts), executor {runner.name}, "
         f"{budgets}, {workers} worker(s)"
-        + (f"; {done_before} already measured (resumed: not measured again)" if done_before else "")
     )
 
-    records: list[str] = []
-    not_started: list[str] = []
-    counts = {"passes": 0, "invalid": 0, "failed": 0}
-    with _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
-        bar = progress.add_task(f"cycle {cycle}", total=len(specs), **counts)
-        futures = {
-            pool_exec.submit(steps.run_planned_attempt, path, runner): spec for path, spec in specs.items()
-        }
-        for future in as_completed(futures):
-            spec = futures[future]
-            try:
-                paths = future.result()
-            except Exception as err:  # the attempt did not start (source, key, engine): reported, not run
-                not_started.append(f"{spec.label}: {type(err).__name__}: {err}")
-                counts["failed"] += 1
-                progress.console.print(f"  [red]not started[/] {spec.label}: {err}")
-            else:
-                records.extend(paths)
-                tally = tally_records(paths)
-                counts["passes"] += tally.passes
-                counts["invalid"] += tally.invalid
-                what = "pass" if tally.passes else ("invalid" if tally.invalid else "measured")
-                reruns = f", {len(paths) - 1} rerun(s)" if len(paths) > 1 else ""
-                progress.console.print(f"  {what:8} {spec.label}{reruns}")
-            progress.update(bar, advance=1, **counts)
-
+    records, not_started, _counts = _run_with_progress(f"cycle {cycle}", specs, runner, workers)
     if not_started:
         _cycle_failed(
             f"{len(not_started)} attempt(s) could not start, so nothing was loaded or published:\n  "
@@ -637,12 +664,18 @@ def demo(
     executor: Annotated[str | None, typer.Option(help="docker | local (default: docker if up)")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Attempts run side by side")] = 2,
 ) -> None:
-    """Run a whole demo cycle on the embedded default: forge → pool → attempts → warehouse → board."""
+    """Run a whole demo cycle on the embedded default: forge → pool → attempts → warehouse → board.
+
+    Budgets are scaled down (90 min → 15 s). Run it again: attempts measured before are not run again;
+    it says so and goes straight to the board. It ends by saying where everything is."""
+    from argusic import airflow_tasks as steps
     from argusic.agents import known_agents
+    from argusic.analyst import AnalystCopyError
     from argusic.build import PublicationBlocked, build_warehouse, publish_board
-    from argusic.cycle import publish_dir, run_cycle
+    from argusic.cycle import publish_dir
     from argusic.executor import get_executor
     from argusic.forge import build_forge
+    from argusic.pool import CatalogueError
     from argusic.warehouse import IngestError
     from argusic.warehouse import ingest as do_ingest
 
@@ -652,29 +685,107 @@ def demo(
     except (ValueError, RuntimeError) as err:
         _fail(str(err))
     catalogue = build_forge(forge_dir())
-    console.print(f"demo cycle {cycle}: executor {runner.name}, forge catalogue {catalogue}")
-
-    def progress(spec, paths) -> None:
-        console.print(f"  done {spec.label} ({len(paths)} record(s))")
-
-    run = run_cycle(
-        cycle, catalogue, DEMO_AGENTS, demo=True, workers=workers, executor=runner, on_done=progress
-    )
     try:
-        with _warehouse_errors():
-            result = do_ingest([p.parent for p in run.record_paths], known_agents=known_agents())
-            console.print(
-                f"warehouse: {result.inserted} new record(s), {result.already_present} already present"
-            )
+        pool_path = steps.resolve_pool(cycle, None, str(catalogue))
+    except (CatalogueError, ValueError) as err:
+        _fail(str(err))
+    spec_paths = steps.write_plan(Path(pool_path), DEMO_AGENTS, demo=True)
+    specs = {path: steps.read_spec(path) for path in spec_paths}
+    console.print(
+        f"demo cycle {cycle}: {len(specs)} attempts ({len(DEMO_AGENTS)} agents × "
+        f"{len({s.project_id for s in specs.values()})} projects × 3), executor {runner.name}, "
+        "budgets scaled 90 min → 15 s"
+    )
+    records, not_started, _counts = _run_with_progress(f"demo {cycle}", specs, runner, workers)
+    if not_started:
+        _cycle_failed(
+            f"{len(not_started)} attempt(s) could not start:\n  "
+            + "\n  ".join(not_started)
+            + "\nFix the cause and run `argusic demo` again: finished attempts are not measured twice."
+        )
+    try:
+        with _warehouse_errors(), console.status("warehouse: loading the records, dbt build, expectations…"):
+            result = do_ingest([Path(p).parent for p in records], known_agents=known_agents())
             build_result = build_warehouse(quiet=True)
             published = publish_board(cycle, publish_dir(), build_result=build_result)
-            print_attempts(cycle)
-            print_board(cycle)
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
     except IngestError as err:
         _fail(f"{err}\nnothing of this batch was loaded")
-    console.print(f"published {published} in {time.monotonic() - started:.1f} s")
+    except AnalystCopyError as err:
+        _fail(str(err))
+    console.print(
+        f"warehouse: {result.inserted} new record(s), {result.already_present} already present; "
+        f"built and published ({time.monotonic() - started:.1f} s in all)"
+    )
+    with _warehouse_errors():
+        if result.inserted:
+            print_attempts(cycle)
+        print_board(cycle)
+    _print_where(cycle, Path(published))
+
+
+def _shown_path(path: Path) -> str:
+    """A path as a person types it from here: relative under the current folder, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) + ("/" if path.is_dir() else "")
+    except ValueError:
+        return str(path)
+
+
+def _print_where(cycle: str, published: Path) -> None:
+    """The demo's closing block: where each thing is, and what to do next."""
+    import os
+
+    from argusic.analyst import analyst_dir
+    from argusic.settings import code_root, evidence_url, project_root, runs_dir
+
+    analyst = analyst_dir()  # the read-only snapshot and Parquet files every build refreshes
+    airflow_home = Path(os.environ.get("AIRFLOW_HOME") or project_root() / ".airflow")
+    notebooks = sorted((code_root() / "notebooks").glob("*.ipynb"))
+    evidence = evidence_url()
+    served = evidence.rstrip("/") + "/served/<attempt id>/"
+    if evidence.startswith("file://"):
+        evidence = _shown_path(Path(evidence.removeprefix("file://")))
+        served = evidence.rstrip("/") + "/served/<attempt id>/"
+    table = Table(title=f"where things are — cycle {cycle}", show_header=False, box=None, padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    table.add_row("board", f"{_shown_path(published)}  (`argusic board`)")
+    table.add_row(
+        "attempts",
+        f"{_shown_path(published.with_name('attempts.json'))}  (`argusic attempts`: outcome, points, "
+        "score, served log and recording of each)",
+    )
+    table.add_row("warehouse", f"{_shown_path(warehouse_path())}  (the pipeline's own file: writers only)")
+    table.add_row(
+        "analyst copy",
+        f"{_shown_path(analyst)}  (argusic.duckdb + parquet/, refreshed after each build: "
+        "query this one" + ("" if analyst.exists() else "; not made yet") + ")",
+    )
+    table.add_row("notebook", ", ".join(_shown_path(n) for n in notebooks) or "notebooks/ (none found)")
+    table.add_row("evidence", f"{evidence}  (raw, by sha256; served copies, credentials masked: {served})")
+    table.add_row("run records", f"{_shown_path(runs_dir() / cycle)}  (one folder per attempt)")
+    table.add_row(
+        "Airflow UI",
+        "`make airflow-ui` → http://127.0.0.1:8080, user admin, password in "
+        f"{_shown_path(airflow_home / 'simple_auth_manager_passwords.json.generated')}",
+    )
+    console.print()
+    console.print(table)
+    steps = Table(title="what to do next", show_header=False, box=None, padding=(0, 2))
+    steps.add_column(style="bold", no_wrap=True)
+    steps.add_column(overflow="fold")
+    steps.add_row("argusic attempts", "every attempt: outcome, points, score; why an invalid one is")
+    steps.add_row("the notebook", "the board, pass rates and scores, read from the analyst copy")
+    steps.add_row(
+        "make airflow-ui",
+        "then trigger argusic_cycle as docs/airflow.md shows: run id cycle__2026-12-ui__<time>, "
+        'params {"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}',
+    )
+    steps.add_row("docs/operators.md", "a first real cycle, on real repositories")
+    console.print()
+    console.print(steps, highlight=False)
 
 
 @app.command()

@@ -112,6 +112,10 @@ class Launch:
 
 
 LaunchBuilder = Callable[[HarnessPaths], Launch]
+# Called with the host folder the attempt writes its evidence to, once it runs; returns the function
+# that stops watching, called once the attempt's processes are gone (before its output is landed and
+# the folder removed). argusic.live_log shows the growing log.txt in the task log through it.
+Watch = Callable[[Path], Callable[[], None]]
 
 
 def readme_runner_launch(harness_args: list[str]) -> LaunchBuilder:
@@ -139,6 +143,7 @@ class Executor(Protocol):
         launch: LaunchBuilder | None = None,
         image: str | None = None,
         redactions: Sequence[tuple[bytes, bytes]] = (),
+        watch: Watch | None = None,
     ) -> ExecutionResult: ...
 
 
@@ -274,6 +279,7 @@ class DockerExecutor:
         launch: LaunchBuilder | None = None,
         image: str | None = None,
         redactions: Sequence[tuple[bytes, bytes]] = (),
+        watch: Watch | None = None,
     ) -> ExecutionResult:
         c = self.containment
         image = image or self.image
@@ -286,7 +292,7 @@ class DockerExecutor:
         installation = installation_id()
         name = container_name(attempt_id, installation)
         started = _now()
-        container = scratch = reaper = None
+        container = scratch = reaper = stop_watching = None
         try:
             self._remove_leftover(name, installation)
             scratch = AttemptScratch.new(attempt_id)
@@ -324,6 +330,7 @@ class DockerExecutor:
                 },
                 **self.host_config(name, labels, areas, task_dir, source),
             )
+            stop_watching = watch(areas["out"]) if watch else None
             deadline = time.monotonic() + budget_seconds
             timed_out = False
             while True:
@@ -339,6 +346,8 @@ class DockerExecutor:
             ended = _now()
             container.remove(force=True)  # every process of the attempt is gone before we read /out
             container = None
+            if stop_watching is not None:
+                stop_watching()
             landing = land_outputs(areas["out"], out_dir, c.landing, redactions)
             _log_landing(attempt_id, landing)
             code = None if timed_out else int(result.get("StatusCode", -1))
@@ -352,6 +361,8 @@ class DockerExecutor:
             if container is not None:
                 with contextlib.suppress(self._docker.errors.DockerException):
                     container.remove(force=True)
+            if stop_watching is not None:
+                stop_watching()  # idempotent; before the areas are removed
             if scratch is not None and not (reaper is not None and reaper.hand_over()):
                 for problem in scratch.destroy():
                     log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
@@ -412,9 +423,11 @@ class LocalExecutor:
         launch: LaunchBuilder | None = None,
         image: str | None = None,  # no images here: the host's tools run (development only)
         redactions: Sequence[tuple[bytes, bytes]] = (),
+        watch: Watch | None = None,
     ) -> ExecutionResult:
         out_dir.mkdir(parents=True, exist_ok=True)
         extra_env = env or {}
+        stop_watching = None
         scratch = AttemptScratch.new(attempt_id)
         reaper = Reaper.start(scratch, container=None)
         try:
@@ -440,6 +453,7 @@ class LocalExecutor:
                 stderr=subprocess.DEVNULL,
             )
             reaper.watch_group(proc.pid)
+            stop_watching = watch(raw_out) if watch else None
             timed_out = False
             try:
                 code: int | None = proc.wait(timeout=budget_seconds)
@@ -450,12 +464,16 @@ class LocalExecutor:
             proc.wait()
             reaper.forget_group()
             ended = _now()
+            if stop_watching is not None:
+                stop_watching()
             landing = land_outputs(raw_out, out_dir, self.landing or LandingLimits.from_config(), redactions)
             _log_landing(attempt_id, landing)
         finally:
             with contextlib.suppress(ProcessLookupError):  # an exception while it ran: it goes too
                 if reaper.watching:
                     os.killpg(reaper.watching, signal.SIGKILL)
+            if stop_watching is not None:
+                stop_watching()
             if not reaper.hand_over():
                 for problem in scratch.destroy():
                     log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)

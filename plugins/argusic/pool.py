@@ -363,7 +363,11 @@ def write_pool(pool: Pool, pools_dir: Path, publish_dir: Path) -> dict[str, str]
     internal = pools_dir / pool.cycle_id / "pool.json"
     text = pool.model_dump_json(by_alias=True, indent=2)
     if internal.exists() and internal.read_text() != text:
-        raise CatalogueError(f"{internal}: a different pool is already recorded for cycle {pool.cycle_id}")
+        raise CatalogueError(
+            f"{internal}: a different pool is already recorded for cycle {pool.cycle_id}, and a cycle's pool "
+            "never changes once drawn: run the cycle with that pool (the same catalogue and size, or the "
+            f"file itself), or use a new cycle id (e.g. {pool.cycle_id}-b)"
+        )
     _write_atomic(internal, text)
     public = {
         "schema": "argusic.public_pool/1",

@@ -1,0 +1,89 @@
+"""Airflow cluster policy (registered under the `airflow.policy` entry point in pyproject.toml): the
+attempts of an `argusic_cycle` run carry their label from the moment they exist.
+
+Airflow renders `map_index_template` only in the worker, when an instance starts, so the instances
+still waiting show bare numbers (0, 1, 2 … 11,006). When the scheduler expands `run_attempt`, this
+hook gives each new instance its label, `agent / project / attempt N`, read from the path that
+instance will run: the plan task's return value (one spec path per attempt, named by its attempt id;
+no file is read). The worker's own render replaces it when the attempt starts, and again when it
+ends (with how it ended).
+
+The hook runs in the scheduler, inside its transaction: it only reads the plan's XCom row through
+the session the run is already bound to (never a new session, never a commit), caches the plan of
+the last few runs (one read per run, not one per instance), and never raises: anything unexpected
+leaves the number, as without it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from pathlib import PurePath
+
+from airflow.policies import hookimpl
+
+log = logging.getLogger(__name__)
+
+DAG_ID = "argusic_cycle"
+TASK_ID = "run_attempt"
+PLAN_TASK_ID = "plan"
+_CACHE: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
+_CACHE_RUNS = 4
+
+
+def _plan_paths(dag_run, session) -> list[str] | None:
+    key = (dag_run.dag_id, dag_run.run_id)
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    from airflow.models.xcom import XComModel
+    from sqlalchemy import select
+
+    value = session.scalar(
+        select(XComModel.value).where(
+            XComModel.dag_id == dag_run.dag_id,
+            XComModel.run_id == dag_run.run_id,
+            XComModel.task_id == PLAN_TASK_ID,
+            XComModel.map_index == -1,
+            XComModel.key == "return_value",
+        )
+    )
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    _CACHE[key] = value
+    while len(_CACHE) > _CACHE_RUNS:
+        _CACHE.popitem(last=False)
+    return value
+
+
+def pending_label(task_instance, dag_run) -> str | None:
+    """The label of a new `run_attempt` instance of an `argusic_cycle` run, or None."""
+    if task_instance.dag_id != DAG_ID or task_instance.task_id != TASK_ID or task_instance.map_index < 0:
+        return None
+    if dag_run is None or getattr(task_instance, "_rendered_map_index", None) is not None:
+        return None
+    from sqlalchemy.orm import object_session
+
+    session = object_session(dag_run)
+    if session is None:
+        return None
+    paths = _plan_paths(dag_run, session)
+    if not paths or task_instance.map_index >= len(paths):
+        return None
+    from argusic.airflow_tasks import label_of_attempt_id
+
+    return label_of_attempt_id(PurePath(paths[task_instance.map_index]).stem)
+
+
+@hookimpl
+def task_instance_mutation_hook(task_instance, dag_run) -> None:
+    try:
+        label = pending_label(task_instance, dag_run)
+    except Exception:  # never let a label stop the scheduler
+        log.debug("argusic: no pending label for %s", task_instance, exc_info=True)
+        return
+    if label:
+        task_instance._rendered_map_index = label

@@ -1,0 +1,377 @@
+"""Look at the Airflow UI as a person would: start it on 127.0.0.1, run the demo, trigger the cycle
+exactly as docs/airflow.md says, and take screenshots in headless Chromium (Debian's package).
+
+    .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots          # everything in a temp dir
+    .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots --skip-demo
+
+Steps (one UI, started with scripts/airflow_ui.sh on a free port, stopped at the end):
+
+1. `argusic demo` (what `make demo` runs), unless --skip-demo: the state the documented trigger
+   must work after (the demo cycle's pool recorded, its attempts measured);
+2. the documented trigger, word for word: `airflow dags unpause argusic_cycle`, then `airflow dags
+   trigger argusic_cycle --run-id cycle__2026-12-ui__<time> --conf '<the docs' params>'`; a
+   screenshot of the attempts while some still wait (labels, not numbers), then once it succeeded:
+   the grid, the attempts, one attempt's log, the trigger form, the home page (health);
+3. the trigger that used to fail slowly: the demo cycle with another pool size. It must fail at
+   `prepare_pool` on its first try, saying which pool is recorded and how to go on (screenshot of
+   that log).
+
+Prints one JSON line (`@@RESULT@@{...}`) with what was checked through the REST API: states, labels,
+log lines, ERROR events in the successful run's task logs, the health check, the params' descriptions.
+tests/test_airflow_screenshots.py asserts on it. The screenshots are PNG files in --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from datetime import UTC, datetime
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+CHROMIUM = os.environ.get("ARGUSIC_CHROMIUM", "/usr/bin/chromium")
+DAG = "argusic_cycle"
+# docs/airflow.md, "Trigger a cycle": the params of the documented example (kept in step by the test).
+DOCS_CONF = {"cycle_id": "2026-12-ui", "demo": True, "pool_size": 3}
+CONFLICT_CONF = {"cycle_id": "2026-12-demo", "demo": True, "pool_size": 3}
+MARK = "@@RESULT@@"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def environment(work: Path, port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ARGUSIC_"))}
+    env |= {
+        "AIRFLOW_HOME": str(work / "airflow"),
+        "AIRFLOW_UI_PORT": str(port),
+        "ARGUSIC_WAREHOUSE": str(work / "warehouse" / "argusic.duckdb"),
+        "ARGUSIC_EVIDENCE_URL": (work / "evidence_store").as_uri(),
+        "ARGUSIC_RUNS_DIR": str(work / "runs"),
+        "ARGUSIC_PUBLISH_DIR": str(work / "published"),
+        "ARGUSIC_FORGE_DIR": str(work / "forge"),
+        "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+    }
+    dump = subprocess.run(
+        ["bash", "-c", f"source {ROOT / 'scripts' / 'airflow_env.sh'} && env -0"],
+        env=env,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    return dict(item.split("=", 1) for item in dump.split("\0") if "=" in item)
+
+
+def say(text: str) -> None:
+    print(f"[screenshots] {text}", file=sys.stderr, flush=True)
+
+
+class Api:
+    """The public REST API (api/v2) with a token from the simple auth manager."""
+
+    def __init__(self, base: str, password: str) -> None:
+        self.base = base
+        answer = requests.post(
+            f"{base}/auth/token", json={"username": "admin", "password": password}, timeout=30
+        )
+        answer.raise_for_status()
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {answer.json()['access_token']}"
+
+    def get(self, path: str, **params) -> dict:
+        answer = self.session.get(f"{self.base}/api/v2{path}", params=params, timeout=60)
+        answer.raise_for_status()
+        return answer.json()
+
+    def run(self, run_id: str) -> dict:
+        return self.get(f"/dags/{DAG}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
+
+    def task_instances(self, run_id: str) -> list[dict]:
+        quoted = urllib.parse.quote(run_id, safe="")
+        return self.get(f"/dags/{DAG}/dagRuns/{quoted}/taskInstances", limit=1000)["task_instances"]
+
+    def log_events(self, run_id: str, ti: dict) -> list[dict]:
+        quoted = urllib.parse.quote(run_id, safe="")
+        path = f"/dags/{DAG}/dagRuns/{quoted}/taskInstances/{ti['task_id']}/logs/{max(1, ti['try_number'])}"
+        answer = self.session.get(
+            f"{self.base}/api/v2{path}",
+            params={"map_index": ti["map_index"], "full_content": "true"},
+            headers={"Accept": "application/json"},
+            timeout=60,
+        )
+        answer.raise_for_status()
+        content = answer.json().get("content") or []
+        return [e for e in content if isinstance(e, dict)]
+
+    def wait_run(self, run_id: str, timeout: float, during=None) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                run = self.run(run_id)
+            except requests.HTTPError as err:  # not created yet (the form posts it a moment later)
+                if err.response is None or err.response.status_code != 404:
+                    raise
+                time.sleep(1)
+                continue
+            if run["state"] in ("success", "failed"):
+                return run
+            if during:
+                during()
+            time.sleep(2)
+        raise TimeoutError(f"run {run_id} not finished after {timeout:.0f} s")
+
+
+def airflow(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([str(BIN / "airflow"), *args], env=env, capture_output=True, text=True, timeout=180)
+    if done.returncode != 0:
+        raise RuntimeError(f"airflow {' '.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def wait_for_dag(api: Api, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            api.get(f"/dags/{DAG}")
+            return
+        except requests.HTTPError:
+            time.sleep(2)
+    raise TimeoutError(f"the DAG processor did not parse {DAG} in {timeout:.0f} s")
+
+
+def event_text(event: dict) -> str:
+    return str(event.get("event", ""))
+
+
+class Browser:
+    """Headless Chromium through Playwright (executable_path: Debian's chromium; nothing downloaded)."""
+
+    def __init__(self, base: str, password: str, out: Path) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self.base, self.out = base, out
+        self._pw = sync_playwright().start()
+        self.browser = self._pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        self.page = self.browser.new_page(viewport={"width": 1440, "height": 900})
+        self.page.goto(f"{base}/")
+        self.page.get_by_label("Username").fill("admin")
+        self.page.get_by_label("Password").fill(password)
+        self.page.get_by_role("button", name="Sign in").click()
+        self.page.wait_for_url(lambda url: "/auth/login" not in url, timeout=60_000)
+
+    def shot(
+        self, name: str, path: str, wait_text: str | None = None, settle: float = 2.0, keys: str = ""
+    ) -> str:
+        self.page.goto(f"{self.base}/{path.lstrip('/')}")
+        self.page.wait_for_load_state("networkidle")
+        if wait_text:
+            self.page.get_by_text(wait_text, exact=False).first.wait_for(timeout=60_000)
+        time.sleep(settle)
+        for key in keys:
+            self.page.keyboard.press(key)
+        time.sleep(0.5 if keys else 0)
+        target = self.out / f"{name}.png"
+        self.page.screenshot(path=str(target))
+        return str(target)
+
+    def trigger(self, run_id: str, conf: dict) -> dict[str, str]:
+        """Trigger the DAG through its trigger form, filled as docs/airflow.md says; screenshots of the
+        filled form (params, then the advanced options with the run id)."""
+        page = self.page
+        page.goto(f"{self.base}/dags/{DAG}")
+        page.wait_for_load_state("networkidle")
+        page.get_by_role("button", name="Trigger").first.click()
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Cycle id").first.wait_for(timeout=30_000)
+        dialog.locator("[name='element_cycle_id']").fill(conf["cycle_id"])
+        dialog.locator("[name='element_pool_size']").fill(str(conf["pool_size"]))
+        if conf.get("demo"):
+            dialog.locator("label:has([name='element_demo'])").click()  # a switch: its input is hidden
+            if not dialog.locator("[name='element_demo']").is_checked():
+                raise RuntimeError("the trigger form's demo switch did not turn on")
+        time.sleep(1)
+        shots = {"trigger": str(self.out / "trigger-form.png")}
+        page.screenshot(path=shots["trigger"])
+        dialog.get_by_text("Advanced Options").click()
+        dialog.locator("[name='dagRunId']").fill(run_id)
+        dialog.get_by_text("Configuration JSON").scroll_into_view_if_needed()
+        time.sleep(1)
+        shots["trigger_advanced"] = str(self.out / "trigger-form-run-id.png")
+        page.screenshot(path=shots["trigger_advanced"])
+        dialog.get_by_role("button", name="Trigger").last.click()
+        return shots
+
+    def close(self) -> None:
+        self.browser.close()
+        self._pw.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the PNG files")
+    parser.add_argument("--workdir", type=Path, help="Airflow and Argusic state (default: a new temp dir)")
+    parser.add_argument("--port", type=int, default=0, help="API server port (default: a free one)")
+    parser.add_argument("--skip-demo", action="store_true", help="do not run `argusic demo` first")
+    args = parser.parse_args()
+
+    if not Path(CHROMIUM).exists():
+        subprocess.run(["bash", str(ROOT / "scripts" / "setup_chromium.sh")], check=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="argusic-ui-"))
+    port = args.port or free_port()
+    env = environment(work, port)
+    base = f"http://127.0.0.1:{port}"
+    result: dict = {"base": base, "workdir": str(work), "screenshots": {}}
+
+    if not args.skip_demo:
+        say("argusic demo (what `make demo` runs)")
+        started = time.monotonic()
+        demo = subprocess.run(
+            [str(BIN / "argusic"), "demo"], env=env, capture_output=True, text=True, timeout=900
+        )
+        result["demo"] = {"exit": demo.returncode, "seconds": round(time.monotonic() - started, 1)}
+        if demo.returncode != 0:
+            raise RuntimeError(f"argusic demo failed:\n{demo.stdout[-3000:]}\n{demo.stderr[-3000:]}")
+
+    say(f"starting the UI on {base}")
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "airflow_ui.sh"), "--detach"], env=env, check=True, timeout=600
+    )
+    browser = None
+    try:
+        password = json.loads(Path(env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]).read_text())[
+            "admin"
+        ]
+        api = Api(base, password)
+        result["health"] = requests.get(f"{base}/api/v2/monitor/health", timeout=30).json()
+        wait_for_dag(api)
+        details = api.get(f"/dags/{DAG}/details")
+        result["params"] = {
+            name: (p or {}).get("description") for name, p in (details.get("params") or {}).items()
+        }
+
+        # The documented trigger (docs/airflow.md, "Trigger a cycle"): unpause, then the trigger form
+        # filled as the docs say (run id in the advanced options, the three params), as a person would.
+        airflow(env, "dags", "unpause", DAG)
+        run_id = f"cycle__2026-12-ui__{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+        browser = Browser(base, password, args.out)
+        say(f"trigger form: run id {run_id}, params {json.dumps(DOCS_CONF)}")
+        result["screenshots"] |= browser.trigger(run_id, DOCS_CONF)
+        started = time.monotonic()
+        pending: list[dict] = []
+
+        def look_while_waiting() -> None:
+            if pending:
+                return
+            tis = [
+                t for t in api.task_instances(run_id) if t["task_id"] == "run_attempt" and t["map_index"] >= 0
+            ]
+            if not [t for t in tis if t["state"] in (None, "scheduled", "queued")]:
+                return
+            shot = browser.shot(
+                "attempts-waiting",
+                f"dags/{DAG}/runs/{run_id}/tasks/run_attempt/mapped",
+                wait_text=" / attempt ",
+            )
+            tis = [
+                t for t in api.task_instances(run_id) if t["task_id"] == "run_attempt" and t["map_index"] >= 0
+            ]
+            pending.extend({"state": t["state"], "label": t["rendered_map_index"]} for t in tis)
+            result["screenshots"]["pending"] = shot
+
+        run = api.wait_run(run_id, timeout=900, during=look_while_waiting)
+        result["docs_run"] = {
+            "run_id": run_id,
+            "state": run["state"],
+            "seconds": round(time.monotonic() - started),
+        }
+        result["pending"] = pending
+        tis = api.task_instances(run_id)
+        result["docs_run"]["tis"] = [
+            {k: t[k] for k in ("task_id", "map_index", "state", "try_number", "rendered_map_index")}
+            for t in tis
+        ]
+        errors, logs = [], {}
+        for ti in tis:
+            events = api.log_events(run_id, ti)
+            key = ti["task_id"] if ti["map_index"] < 0 else f"{ti['task_id']}[{ti['map_index']}]"
+            logs[key] = [event_text(e) for e in events]
+            errors += [
+                f"{key}: {event_text(e)}"
+                for e in events
+                if str(e.get("level", "")).lower() in ("error", "critical")
+            ]
+        result["docs_run"]["error_events"] = errors
+        result["docs_run"]["logs"] = logs
+
+        attempts = sorted((t for t in tis if t["task_id"] == "run_attempt"), key=lambda t: t["map_index"])
+        shown = next((t for t in attempts if "✗" in (t["rendered_map_index"] or "")), attempts[0])
+        result["screenshots"] |= {
+            "grid": browser.shot("grid", f"dags/{DAG}/runs/{run_id}", wait_text="run_attempt"),
+            "attempts": browser.shot("attempts", f"dags/{DAG}/runs/{run_id}/tasks/run_attempt/mapped"),
+            "log": browser.shot(
+                "attempt-log",
+                f"dags/{DAG}/runs/{run_id}/tasks/run_attempt/mapped/{shown['map_index']}",
+                wait_text="served log",
+                keys="wt",  # the log viewer's shortcuts: wrap long lines, hide timestamps
+            ),
+            "home": browser.shot("home", "", wait_text="Health"),
+        }
+
+        # The trigger that used to be retried for 138 s: the demo cycle with another pool size, with
+        # the documented command line this time.
+        conflict_id = f"cycle__2026-12-demo__{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+        say(f"airflow dags trigger {DAG} --run-id {conflict_id} --conf '{json.dumps(CONFLICT_CONF)}'")
+        started = time.monotonic()
+        airflow(env, "dags", "trigger", DAG, "--run-id", conflict_id, "--conf", json.dumps(CONFLICT_CONF))
+        run = api.wait_run(conflict_id, timeout=300)
+        tis = {t["task_id"]: t for t in api.task_instances(conflict_id)}
+        prepare = tis["prepare_pool"]
+        result["conflict_run"] = {
+            "run_id": conflict_id,
+            "state": run["state"],
+            "seconds": round(time.monotonic() - started),
+            "prepare_pool": {"state": prepare["state"], "try_number": prepare["try_number"]},
+            "log": [event_text(e) for e in api.log_events(conflict_id, prepare)],
+        }
+        result["screenshots"]["conflict"] = browser.shot(
+            "conflict-log",
+            f"dags/{DAG}/runs/{conflict_id}/tasks/prepare_pool",
+            wait_text="already has a pool",
+            keys="wt",
+        )
+    finally:
+        if browser is not None:
+            browser.close()
+        subprocess.run(["bash", str(ROOT / "scripts" / "airflow_ui.sh"), "--stop"], env=env, timeout=120)
+    print(MARK + json.dumps(result, default=str))
+    if not args.workdir and os.environ.get("ARGUSIC_KEEP_WORKDIR") != "1":
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
