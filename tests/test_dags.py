@@ -548,3 +548,13 @@ def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_inge
     ingest = [t for t in run["tis"] if t["task_id"] == "ingest"]
     assert [(t["state"], t["try"]) for t in ingest] == [("failed", 1)]  # nothing valid: not retried
     assert run["state"] == "failed" and states(run, "publish") == ["upstream_failed"]
+    # containers that were created but never started (the image has no python3) are gone too
+    installation = subprocess.run(
+        [sys.executable, "-c", "from argusic.settings import installation_id; print(installation_id())"],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=argusic.installation={installation}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert left == [], f"containers left behind: {left}"

@@ -358,9 +358,11 @@ class DockerExecutor:
         except self._docker.errors.DockerException as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"docker: {err}", image)
         finally:
-            if container is not None:
-                with contextlib.suppress(self._docker.errors.DockerException):
+            with contextlib.suppress(self._docker.errors.DockerException):
+                if container is not None:
                     container.remove(force=True)
+                elif scratch is not None:  # created but never started (a bad image): no handle
+                    self._remove_leftover(name, installation)
             if stop_watching is not None:
                 stop_watching()  # idempotent; before the areas are removed
             if scratch is not None and not (reaper is not None and reaper.hand_over()):
