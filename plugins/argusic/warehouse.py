@@ -21,6 +21,7 @@ from pathlib import Path
 
 import duckdb
 
+from argusic.decisions import ddl as decisions_ddl
 from argusic.evidence import record_evidence_problems
 from argusic.record import RecordError, RunRecord, load_record_file
 from argusic.settings import evidence_url, warehouse_path
@@ -314,6 +315,7 @@ def migrate_raw(con: duckdb.DuckDBPyConnection) -> list[str]:
         ).fetchall()
     }
     con.execute(RAW_DDL)
+    con.execute(decisions_ddl())  # empty decision tables exist before anyone decides: marts read them
     if not before:
         return []
     added = [c for c in COLUMNS if c not in before]
