@@ -101,7 +101,8 @@ def display_quote(text: str | None) -> str:
         out, last = [], 0
         for match in _DASH.finditer(segment):
             before, after = segment[last : match.start()], segment[match.end() :]
-            if not before.strip() or not after.strip():  # a dash at an edge: not between words
+            # a dash at the very start or end is not between words (a code span next to it counts)
+            if not (before.strip() or i > 0) or not (after.strip() or i + 1 < len(parts)):
                 continue
             out.append(before.rstrip(",;:"))
             out.append(". " if after[:1].isupper() else ", ")
