@@ -245,3 +245,123 @@ def test_number_checker_finds_numbers_not_published() -> None:
         {"page": "p", "v": "2027-01"},
     ]
     assert len(number_problems(bad, numbers, strings)) == 3
+
+
+# -- a site from a small published folder ---------------------------------------------------------
+
+
+def _published(tmp_path: Path, *, masked: bool, withheld: bool = False) -> tuple[Path, str]:
+    """A published cycle of one attempt (hand-made files; its served copies really in a store)."""
+    import hashlib
+
+    from argusic.evidence import EvidenceStore, served_key_for
+
+    store = EvidenceStore((tmp_path / "store").as_uri())
+    attempt_id = "2026-11-x.board.readme-runner.demo.a1"
+    log = b"STEP install: make\nok\n" + b"".join(b"line %d\n" % i for i in range(30)) + b"stopped here\n"
+    cast = b'{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "$ make\\r\\n"]\n'
+    served = {}
+    for kind, data in (("log", log), ("recording", cast)):
+        sha = hashlib.sha256(data).hexdigest()
+        store.put_bytes(served_key_for(attempt_id, kind, sha), data)
+        served[kind] = (sha, len(data))
+    attempt = {
+        "attempt_id": attempt_id, "agent_id": "readme-runner", "project_id": "demo", "purpose": "board",
+        "attempt_no": 1, "is_valid": True, "invalid_reason": None, "outcome": "pass_full", "score": 100.0,
+        "install_points": 30, "run_points": 30, "recovery_points": 20.0, "depth_points": 20,
+        "commit_sha": "ab" * 20, "tier": "standard", "budget_seconds": 5400, "effective_budget_seconds": 5400,
+        "demo": False, "end_reason": "completed", "started_at": "2026-11-02T10:00:00Z",
+        "ended_at": "2026-11-02T10:05:00Z", "methodology_version": "1.5", "rerun_of": None,
+        "executor": "docker", "image": "argusic-runner:bookworm", "harness_name": "readme-runner",
+        "harness_version": "2.0.1", "model_requested": None, "model_responded": None, "key_kind": "none",
+        "verified_how": "decode out/x.json", "final_state": "It runs \u2014 the demo works.",
+        "log_sha256": "cd" * 32, "recording_sha256": "ef" * 32, "report_sha256": "01" * 32,
+        "served_log_sha256": served["log"][0], "served_log_bytes": served["log"][1],
+        "served_recording_sha256": served["recording"][0], "served_recording_bytes": served["recording"][1],
+        "masking_applied": masked, "served_copy_withheld": withheld,
+    }  # fmt: skip
+    board = {
+        "schema": "argusic.board/1", "cycle_id": "2026-11-x", "attempts_through": "2026-11-02T10:05:00Z",
+        "attempts_file": "attempts.json", "rows": [], "corrections": [], "hardware": {}, "target_kinds": [],
+        "instructions": None,
+        "projects": [{"project_id": "demo", "commit_sha": "ab" * 20, "verdict": "runs",
+                      "verified_by_agent": "readme-runner", "verified_by_attempt_id": attempt_id,
+                      "verified_at": "2026-11-02T10:05:00Z", "complete_attempts": 1, "valid_attempts": 1,
+                      "recorded_attempts": 1, "review_status": "not_under_review"}],
+    }  # fmt: skip
+    folder = tmp_path / "published" / "2026-11-x"
+    folder.mkdir(parents=True)
+    (folder / "board.json").write_text(json.dumps(board))
+    attempts = {"schema": "argusic.cycle_attempts/1", "cycle_id": "2026-11-x", "attempts": [attempt]}
+    (folder / "attempts.json").write_text(json.dumps(attempts))
+    (folder / "public_pool.json").write_text(
+        json.dumps(
+            {
+                "schema": "argusic.public_pool/1",
+                "cycle_id": "2026-11-x",
+                "published_before": "2026-11-01",
+                "projects": [{"project_id": "demo", "commit": "ab" * 20, "tier": "standard"}],
+                "private_count": 1,
+            }
+        )
+    )
+    return tmp_path / "published", store.url  # fmt: skip
+
+
+def test_site_run_page_private_pool_masking_and_dashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argusic.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=True)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    site = build_site(publish)
+    run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    assert "masking was applied" in run
+    assert "It runs, the demo works." in run  # shown with a comma; stored as written
+    stored = json.loads((publish / "2026-11-x" / "attempts.json").read_text())["attempts"][0]
+    assert stored["final_state"] == "It runs \u2014 the demo works."
+    assert '<span id="stopped">' in run and "stopped here" in run.split('<span id="stopped">')[1]
+    assert 'id="argusic-recording"' in run and "file:" not in run
+    pool = (site / "cycles/2026-11-x/pool.html").read_text()
+    assert 'id="private-sealed"' in pool and "private-pool" not in pool
+    # The private part, once revealed after the cycle, is shown.
+    (publish / "2026-11-x" / "private_pool.json").write_text(json.dumps({
+        "schema": "argusic.private_pool/1", "cycle_id": "2026-11-x", "revealed_after": "2026-11-30",
+        "projects": [{"project_id": "fresh-one", "commit": "cd" * 20, "tier": "heavy"}]}))  # fmt: skip
+    pool = (build_site(publish) / "cycles/2026-11-x/pool.html").read_text()
+    assert 'id="private-pool"' in pool and "fresh-one" in pool and "private-sealed" not in pool
+    checked, problems = link_problems(site)
+    assert problems == [] and checked > 10
+    # Under a public evidence base: the copies are linked there and not kept in the site.
+    monkeypatch.setenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", "https://evidence.example.org/")
+    site = build_site(publish)
+    assert not (site / "evidence").exists()
+    run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    assert 'href="https://evidence.example.org/served/2026-11-x.board.readme-runner.demo.a1/' in run
+    assert link_problems(site, "https://evidence.example.org/")[1] == []
+
+
+def test_site_withheld_copies_show_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from argusic.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=False, withheld=True)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    site = build_site(publish)
+    run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    assert "served copies withheld" in run
+    assert "argusic-recording" not in run and 'id="log"' not in run and not (site / "evidence").exists()
+
+
+def test_site_refuses_a_link_in_place_of_a_published_file(tmp_path: Path, monkeypatch) -> None:
+    from argusic.site import SiteError, build_site
+
+    publish, store_url = _published(tmp_path, masked=False)
+    attempts = publish / "2026-11-x" / "attempts.json"
+    attempts.rename(tmp_path / "elsewhere.json")
+    attempts.symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(SiteError, match="a link, not a published file"):
+        build_site(publish)
+    assert not (publish / "site").exists()

@@ -225,6 +225,7 @@ def test_recording_plays(demo: Path, served: str, browser, tmp_path) -> None:
     wait.until(lambda d: last_command in d.execute_script(terminal))
     assert "$ " in browser.execute_script(terminal)
     assert browser.find_element(By.ID, "masking").text.startswith("no masking was needed")
+    browser.execute_script("document.getElementById('player').scrollIntoView(); window.scrollBy(0, -220)")
     browser.save_screenshot(str(_shots_dir(tmp_path) / "site-run.png"))
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
 

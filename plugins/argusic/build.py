@@ -605,9 +605,15 @@ def publish_board(
     _write_atomically(target, json.dumps(board, indent=2, allow_nan=False) + "\n")
     if site:
         # The last step of publishing: the public site, from the files just written (argusic.site).
-        from argusic.site import build_site
+        from argusic.attempt_page import PlayerMissing
+        from argusic.site import SiteError, build_site
 
-        build_site(Path(out_dir), front_cycle=cycle_id)
+        try:
+            build_site(Path(out_dir), front_cycle=cycle_id)
+        except (SiteError, PlayerMissing) as err:
+            raise PublicationBlocked(
+                f"board of cycle {cycle_id!r} written ({target}), but the public site was not built: {err}"
+            ) from err
     return target
 
 

@@ -757,6 +757,8 @@ def _print_where(cycle: str, published: Path) -> None:
         f"{_shown_path(published.with_name('attempts.json'))}  (`argusic attempts`: outcome, points, "
         "score, served log and recording of each)",
     )
+    site = published.parent.parent / "site" / "index.html"
+    table.add_row("public site", f"{_shown_path(site)}  (`argusic site serve`: a preview on 127.0.0.1)")
     table.add_row("warehouse", f"{_shown_path(warehouse_path())}  (the pipeline's own file: writers only)")
     table.add_row(
         "analyst copy",

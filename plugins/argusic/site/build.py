@@ -357,7 +357,12 @@ def build_site(
                 _write_cycle(writer, cycle, store, base, Path(tmp), common)
         _write_cycle_board(writer, front, "index.html", common)
         shared = front.board
-        writer.page("hardware.html", "hardware.html.j2", hw=shared.get("hardware", {}), **common)
+        writer.page(
+            "hardware.html",
+            "hardware.html.j2",
+            hw={"tiers": [], "machines": [], "speed_bounds": [], **shared.get("hardware", {})},
+            **common,
+        )
         writer.page("kinds.html", "kinds.html.j2", kinds=shared.get("target_kinds", []), **common)
         writer.page("instructions.html", "instructions.html.j2", ins=shared.get("instructions"), **common)
         _swap(staging, target)
