@@ -381,7 +381,7 @@ def test_validate_warehouse_reads_duckdb(tmp_path: Path) -> None:
 def test_publish_board_writes_json_atomically(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     write_marts(db, good_frames())
-    path = publish_board("c1", tmp_path / "out", db_path=db, site=False)  # stand-in marts: no site
+    path = publish_board("c1", tmp_path / "out", db_path=db)
     assert path == tmp_path / "out" / "c1" / "board.json"
     data = json.loads(path.read_text())
     assert data["cycle_id"] == "c1"
@@ -507,7 +507,7 @@ def test_build_warehouse_runs_dbt_and_publishes(tmp_path: Path) -> None:
     assert isinstance(result, BuildResult)
     assert result.validation.success
     assert "model.standin.board" in [n.unique_id for n in result.nodes]
-    out = publish_board("c1", tmp_path / "out", build_result=result, site=False)  # stand-in marts
+    out = publish_board("c1", tmp_path / "out", build_result=result)
     assert json.loads(out.read_text())["rows"][0]["agent_id"] == "a1"
     with pytest.raises(ValueError, match="build_result is for"):
         publish_board("c1", tmp_path / "out", db_path=tmp_path / "other.duckdb", build_result=result)

@@ -77,6 +77,46 @@ VERDICT_WORDS = {
 }
 
 
+# The fields the pages read from each kind of published row. A row without one of them (a file
+# written from a partial warehouse, an older publication) shows it as "none" rather than failing.
+FIELDS = {
+    "board": (
+        "agent_id display_name is_standard_agent rank board_score pass_rate passes valid_attempts "
+        "invalid_attempts sets_total sets_counted sets_unstable sets_under_review sets_incomplete "
+        "is_demo_cycle"
+    ),
+    "project": (
+        "project_id commit_sha verdict verified_by_agent verified_by_attempt_id verified_at "
+        "complete_attempts valid_attempts recorded_attempts review_status"
+    ),
+    "attempt": (
+        "attempt_id agent_id project_id purpose attempt_no is_valid invalid_reason outcome score "
+        "install_points run_points recovery_points depth_points commit_sha tier budget_seconds "
+        "effective_budget_seconds demo end_reason started_at ended_at methodology_version rerun_of "
+        "executor image harness_name harness_version model_requested model_responded key_kind "
+        "verified_how final_state log_sha256 recording_sha256 report_sha256 served_log_sha256 "
+        "served_log_bytes served_recording_sha256 served_recording_bytes masking_applied "
+        "served_copy_withheld"
+    ),
+    "correction": "attempt_id dispute_id note decided_by decided_at rerun_attempt_id",
+    "tier": "tier reference_model weights_gb context_gb overhead_gb required_gb required_unified_gb",
+    "machine": (
+        "machine_id name memory_gb memory_type bandwidth_gb_per_s model_memory_gb largest_tier "
+        "gb_per_dollar price_usd price_date status missing_inputs"
+    ),
+    "speed": "machine_id tier fits tokens_per_s_max status",
+    "kind": "kind label status targets_tested runs_recorded",
+}
+
+
+def complete(rows: Any, kind: str) -> list[dict[str, Any]]:
+    """Published rows with every field the pages read (a missing one is None)."""
+    names = FIELDS[kind].split()
+    if not isinstance(rows, list):
+        return []
+    return [{**dict.fromkeys(names), **row} for row in rows if isinstance(row, dict)]
+
+
 class SiteError(RuntimeError):
     """The site cannot be built: a published file is missing, too large, a link, or not what it says."""
 
@@ -163,7 +203,19 @@ def published_cycles(publish_dir: Path) -> list[PublishedCycle]:
         cycle_id = _part(board.get("cycle_id"), "cycle id")
         if cycle_id != folder.name:
             raise SiteError(f"{folder / 'board.json'}: holds cycle {cycle_id!r}, not {folder.name!r}")
-        attempts = _load(folder / board.get("attempts_file", "attempts.json"))["attempts"]
+        attempts = complete(_load(folder / "attempts.json").get("attempts"), "attempt")
+        board["rows"] = complete(board.get("rows"), "board")
+        board["projects"] = complete(board.get("projects"), "project")
+        board["corrections"] = complete(board.get("corrections"), "correction")
+        board["target_kinds"] = complete(board.get("target_kinds"), "kind")
+        hardware = board.get("hardware") if isinstance(board.get("hardware"), dict) else {}
+        board["hardware"] = {
+            "tiers": complete(hardware.get("tiers"), "tier"),
+            "machines": complete(hardware.get("machines"), "machine"),
+            "speed_bounds": complete(hardware.get("speed_bounds"), "speed"),
+        }
+        board.setdefault("attempts_through", None)
+        board.setdefault("instructions", None)
         cycle = PublishedCycle(
             cycle_id,
             board,
@@ -360,11 +412,11 @@ def build_site(
         writer.page(
             "hardware.html",
             "hardware.html.j2",
-            hw={"tiers": [], "machines": [], "speed_bounds": [], **shared.get("hardware", {})},
+            hw=shared["hardware"],
             **common,
         )
-        writer.page("kinds.html", "kinds.html.j2", kinds=shared.get("target_kinds", []), **common)
-        writer.page("instructions.html", "instructions.html.j2", ins=shared.get("instructions"), **common)
+        writer.page("kinds.html", "kinds.html.j2", kinds=shared["target_kinds"], **common)
+        writer.page("instructions.html", "instructions.html.j2", ins=shared["instructions"], **common)
         _swap(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
