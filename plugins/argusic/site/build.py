@@ -31,6 +31,7 @@ temporary folder beside it and swapped in whole.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -310,6 +311,12 @@ class SiteWriter:
         path.write_bytes(data)
         os.chmod(path, PUBLISHED_FILE_MODE)
 
+    def copy_file(self, source: Path, relative: str) -> None:
+        path = self.root / relative
+        make_published_dir(path.parent)
+        shutil.copyfile(source, path)  # streamed: a served log can be large
+        os.chmod(path, PUBLISHED_FILE_MODE)
+
     def page(self, relative: str, template: str, **context: Any) -> None:
         depth = relative.count("/")
         context.setdefault("root", "../" * depth)
@@ -337,7 +344,7 @@ def _served(
         )
     served = Served(link=(base + key) if base else f"evidence/{key}")
     if not base:
-        writer.write_bytes(f"evidence/{key}", dest.read_bytes())
+        writer.copy_file(dest, f"evidence/{key}")
     if kind == "log":
         text, note = _read_log(dest, got_size)
         served.text, served.note = strip_terminal_codes(text), note
@@ -398,6 +405,16 @@ def build_site(
     base = public_evidence_base()
     target = Path(out) if out else publish_dir / SITE_DIR
     make_published_dir(target.parent)
+    # One build at a time per site (two publications at once): the later one swaps in last.
+    with open(target.parent / f".{target.name}.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _build_into(target, cycles, front, store, base)
+    return target
+
+
+def _build_into(
+    target: Path, cycles: list[PublishedCycle], front: PublishedCycle, store: EvidenceStore, base: str | None
+) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         os.chmod(staging, PUBLISHED_DIR_MODE)
@@ -421,7 +438,6 @@ def build_site(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
 
 
 def _swap(staging: Path, target: Path) -> None:
