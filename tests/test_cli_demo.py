@@ -111,7 +111,10 @@ def test_demo_cycle_end_to_end_twice(isolated, monkeypatch):
     for attempt in trace:
         assert attempt["served_log_uri"] and attempt["served_recording_uri"], attempt["attempt_id"]
         assert len(attempt["log_sha256"]) == 64 and len(attempt["recording_sha256"]) == 64
-        assert store.read(attempt["served_recording_uri"]).startswith(b'{"version": 2')
+        # linked relative to the published file, to the copy the public site holds (never file://)
+        link = attempt["served_recording_uri"]
+        assert link.startswith("../site/evidence/served/") and "file:" not in json.dumps(attempt)
+        assert (published / link).read_bytes().startswith(b'{"version": 2')
     # The same cycle again adds no rows.
     second = runner.invoke(app, ["demo"])
     assert second.exit_code == 0, second.output

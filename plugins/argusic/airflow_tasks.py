@@ -518,6 +518,6 @@ def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
         )
         lines.append(
             f"  {spec.label}: {row['outcome']}, points {points}, score {row['score']:.1f}{reruns}; "
-            f"log {row['served_log_uri']}"
+            f"log {row['served_log_uri'] or 'none (no served copy)'}"
         )
     return lines

@@ -30,7 +30,7 @@ from typing import Any
 
 from argusic.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
 from argusic.expectations import ValidationReport, validate_warehouse
-from argusic.settings import dbt_project_dir, warehouse_path
+from argusic.settings import dbt_project_dir, public_evidence_base, warehouse_path
 from argusic.warehouse import connect, writer_lock
 from argusic.warehouse_lock import WarehouseBusy
 
@@ -42,11 +42,26 @@ ATTEMPTS_SCHEMA = "argusic.cycle_attempts/1"
 ATTEMPTS_SQL = """
 SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_valid, s.invalid_reason,
        s.outcome, s.score, s.install_points, s.run_points, s.recovery_points, s.depth_points,
-       r.commit_sha, r.tier, r.budget_seconds, r.end_reason, r.started_at, r.ended_at,
+       r.commit_sha, r.tier, r.budget_seconds,
+       coalesce(TRY_CAST(r.record_json ->> '$.effective_budget_seconds' AS INTEGER), r.budget_seconds)
+           AS effective_budget_seconds,
+       coalesce(TRY_CAST(r.record_json ->> '$.demo' AS BOOLEAN), false) AS demo,
+       r.end_reason, r.started_at, r.ended_at,
+       r.record_json ->> '$.methodology_version' AS methodology_version,
+       r.record_json ->> '$.rerun_of' AS rerun_of,
+       r.record_json ->> '$.executor' AS executor,
+       r.record_json ->> '$.image' AS image,
+       r.record_json ->> '$.harness.name' AS harness_name,
+       r.record_json ->> '$.harness.version' AS harness_version,
+       r.record_json ->> '$.model.requested' AS model_requested,
+       r.record_json ->> '$.model.responded' AS model_responded,
+       r.record_json ->> '$.key.kind' AS key_kind,
        r.verified_how, r.final_state,
        r.log_sha256, r.recording_sha256, r.report_sha256,
-       r.record_json ->> '$.presentation.log.uri' AS served_log_uri,
-       r.record_json ->> '$.presentation.recording.uri' AS served_recording_uri,
+       r.record_json ->> '$.presentation.log.sha256' AS served_log_sha256,
+       TRY_CAST(r.record_json ->> '$.presentation.log.bytes' AS BIGINT) AS served_log_bytes,
+       r.record_json ->> '$.presentation.recording.sha256' AS served_recording_sha256,
+       TRY_CAST(r.record_json ->> '$.presentation.recording.bytes' AS BIGINT) AS served_recording_bytes,
        coalesce(r.masking_applied, false) AS masking_applied,
        coalesce(r.presentation_withheld, false) AS served_copy_withheld
 FROM marts.attempt_scores AS s
@@ -54,6 +69,33 @@ JOIN raw.run_records AS r USING (attempt_id)
 WHERE s.cycle_id = ?
 ORDER BY s.agent_id, s.project_id, s.attempt_no, s.attempt_id
 """
+# The verdict of every project the cycle attempted, at the commits it attempted, with its review.
+PROJECTS_SQL = """
+SELECT v.*, pr.* EXCLUDE (cycle_id, project_id)
+FROM marts.project_verdicts AS v
+JOIN (SELECT DISTINCT project_id, commit_sha FROM marts.attempt_scores WHERE cycle_id = ?) AS c
+    USING (project_id, commit_sha)
+LEFT JOIN marts.project_review AS pr ON pr.cycle_id = ? AND pr.project_id = v.project_id
+ORDER BY v.project_id, v.commit_sha
+"""
+# Every row in a fixed order (ORDER BY ALL), then tiers smallest first (see _hardware).
+HARDWARE_SQL = {
+    "tiers": "SELECT * FROM marts.hardware_tiers ORDER BY ALL",
+    "machines": "SELECT * FROM marts.hardware_estimates ORDER BY ALL",
+    "speed_bounds": "SELECT * FROM marts.hardware_speed_bounds ORDER BY ALL",
+}
+# Corrections after a dispute (marts.attempt_corrections, made by the review step; read only when
+# the relation exists): the note shown on the original attempt's page, linking its rerun.
+CORRECTIONS_SQL = """
+SELECT c.attempt_id, c.dispute_id, c.note, c.decided_by, c.decided_at, c.rerun_attempt_id
+FROM marts.attempt_corrections AS c
+JOIN marts.attempt_scores AS s USING (attempt_id)
+WHERE s.cycle_id = ?
+ORDER BY c.attempt_id, c.decided_at, c.dispute_id
+"""
+# What the published files may show of the standard instructions (the prompt every external harness
+# gets; the reference harness takes none: it reads the project's README).
+INSTRUCTED_HARNESSES = ("claude-code", "codex")
 _FAILED = {"error", "fail", "runtime error"}
 
 
@@ -427,20 +469,43 @@ def seed_only_tests(manifest: Any) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+def utc_text(value: dt.datetime) -> str:
+    """A time as ISO 8601 in UTC with its zone (``…Z``); a naive time is UTC (the warehouse's rule)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dt.datetime | dt.date):
+    if isinstance(value, dt.datetime):
+        return utc_text(value)
+    if isinstance(value, dt.date):
         return value.isoformat()
     return value
 
 
+PUBLISHED_FILE_MODE = 0o644  # published files are for everyone to read
+PUBLISHED_DIR_MODE = 0o755
+
+
+def make_published_dir(path: Path) -> None:
+    """Create ``path`` (and missing parents) world-readable; an existing folder gets 0755 too."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    path.mkdir(parents=True, exist_ok=True)
+    for folder in (*missing, path):
+        os.chmod(folder, PUBLISHED_DIR_MODE)
+
+
 def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``text`` to ``path`` whole or not at all, world-readable (0644, its folder 0755)."""
+    make_published_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, PUBLISHED_FILE_MODE)  # mkstemp makes 0600
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
@@ -452,7 +517,12 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def publish_board(
-    cycle_id: str, out_dir: Path, db_path: Path | None = None, build_result: BuildResult | None = None
+    cycle_id: str,
+    out_dir: Path,
+    db_path: Path | None = None,
+    build_result: BuildResult | None = None,
+    *,
+    site: bool = True,
 ) -> Path:
     """Write ``out_dir/<cycle_id>/board.json`` from marts.board, only if every expectation passes now
     and the evidence of every attempt of the cycle passes the audit.
@@ -463,6 +533,11 @@ def publish_board(
     references read under the lock, the objects hashed after it is released, streamed) and checks
     that every URI is where its sha256 puts it in the store; any problem raises PublicationBlocked
     naming the attempts and problems, and nothing is written.
+
+    Files are world-readable (0644, folders 0755), times are UTC with their zone, and evidence is
+    linked only through its served copies: under ``ARGUSIC_PUBLIC_EVIDENCE_BASE`` when set, else by
+    links relative to the files (the copies the site holds). Last, ``site`` (default): the public
+    site is built from the published files (``argusic.site.build_site``).
     """
     from argusic.audit import audit_refs, refs_of_connection
     from argusic.evidence import EvidenceStore
@@ -489,6 +564,7 @@ def publish_board(
                 cycle_id,
             )
             attempts = _rows(con, ATTEMPTS_SQL, cycle_id)
+            extra = _publication_extras(con, cycle_id) if rows else {}
             refs = refs_of_connection(con, cycle_id) if rows else []
     if not rows:
         raise PublicationBlocked(f"no board rows for cycle {cycle_id!r} in marts.board")
@@ -505,19 +581,137 @@ def publish_board(
     # Dated by the data, not the clock: publishing the same warehouse twice gives the same bytes.
     through = max((a["ended_at"] for a in attempts if a["ended_at"]), default=None)
     folder = Path(out_dir) / cycle_id
+    base = public_evidence_base()
+    for attempt in attempts:
+        for kind in ("log", "recording"):
+            attempt[f"served_{kind}_uri"] = served_link(attempt, kind, base)
     board = {
         "schema": BOARD_SCHEMA,
         "cycle_id": cycle_id,
         "attempts_through": through,
         "validation": {"tables": len(report.tables), "skipped_tables": report.skipped_tables},
         "attempts_file": "attempts.json",
+        "evidence_base": base or SITE_EVIDENCE_LINK,
         "rows": rows,
+        "projects": extra["projects"],
+        "corrections": extra["corrections"],
+        "hardware": extra["hardware"],
+        "target_kinds": extra["target_kinds"],
+        "instructions": standard_instructions(),
     }
     trace = {"schema": ATTEMPTS_SCHEMA, "cycle_id": cycle_id, "attempts": attempts}
     _write_atomically(folder / "attempts.json", json.dumps(trace, indent=2, allow_nan=False) + "\n")
     target = folder / "board.json"
     _write_atomically(target, json.dumps(board, indent=2, allow_nan=False) + "\n")
+    if site:
+        # The last step of publishing: the public site, from the files just written (argusic.site).
+        from argusic.attempt_page import PlayerMissing
+        from argusic.site import SiteError, build_site
+
+        try:
+            build_site(Path(out_dir), front_cycle=cycle_id)
+        except (SiteError, PlayerMissing) as err:
+            raise PublicationBlocked(
+                f"board of cycle {cycle_id!r} written ({target}), but the public site was not built: {err}"
+            ) from err
     return target
+
+
+# Where the published JSON (in <publish dir>/<cycle>/) finds the served copies the site holds.
+SITE_EVIDENCE_LINK = "../site/evidence/"
+
+
+def served_link(attempt: dict[str, Any], kind: str, base: str | None) -> str | None:
+    """The public link of an attempt's served log or recording: under the public evidence base when
+    one is configured, else relative to the published JSON (the copy in the site). None: withheld or
+    no served copy (the raw evidence is never linked)."""
+    from argusic.evidence import served_key_for
+
+    sha = attempt.get(f"served_{kind}_sha256")
+    if not sha or attempt.get("served_copy_withheld"):
+        return None
+    return (base or SITE_EVIDENCE_LINK) + served_key_for(attempt["attempt_id"], kind, sha)
+
+
+# Target kinds the methodology declares (section 2). Only the declaration is typed here: a kind's
+# status is counted from the run records at publication. A run record (argusic.run_record/1) names a
+# git commit, so every recorded run is of a repository.
+TARGET_KINDS = (
+    ("repository", "Source repositories"),
+    ("huggingface_model", "Hugging Face models"),
+    ("huggingface_space", "Hugging Face Spaces"),
+    ("npm_package", "Published packages (npm)"),
+    ("pypi_package", "Published packages (PyPI)"),
+    ("vendor_tool", "Vendor tools"),
+    ("cloud_template", "Cloud templates"),
+    ("container_image", "Container images"),
+    ("mcp_server", "MCP servers"),
+)
+RECORDED_KIND_SQL = """
+SELECT 'repository' AS kind, count(DISTINCT project_id) AS targets_tested, count(*) AS runs_recorded
+FROM raw.run_records
+"""
+
+
+def target_kind_rows(con) -> list[dict[str, Any]]:
+    """Every declared kind with its status read from the records: "in use" with the number of
+    targets tested when a run of that kind is recorded, else "declared" with no count at all."""
+    recorded = {r["kind"]: r for r in _rows(con, RECORDED_KIND_SQL) if r["runs_recorded"]}
+    out = []
+    for kind, label in TARGET_KINDS:
+        if kind in recorded:
+            row = recorded[kind]
+            out.append(
+                {
+                    "kind": kind,
+                    "label": label,
+                    "status": "in_use",
+                    "targets_tested": row["targets_tested"],
+                    "runs_recorded": row["runs_recorded"],
+                }
+            )
+        else:
+            out.append({"kind": kind, "label": label, "status": "declared"})
+    return out  # fmt: skip
+
+
+def standard_instructions() -> dict[str, Any]:
+    """The standard instructions every external harness is given (argusic/external/instructions.md)."""
+    from argusic.external import INSTRUCTIONS_TEMPLATE
+
+    text = INSTRUCTIONS_TEMPLATE.read_text(encoding="utf-8")
+    return {
+        "file": "plugins/argusic/external/instructions.md",
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "harnesses": list(INSTRUCTED_HARNESSES),
+        "text": text,
+    }
+
+
+def _relation_exists(con, schema: str, name: str) -> bool:
+    query = "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?"
+    return con.execute(query, [schema, name]).fetchone()[0] > 0
+
+
+def _hardware(con) -> dict[str, list[dict[str, Any]]]:
+    """The hardware marts as published: machines by id, tiers smallest first, bounds by machine."""
+    tables = {name: _rows(con, sql) for name, sql in HARDWARE_SQL.items()}
+    tables["tiers"].sort(key=lambda r: r.get("tier_order") or 0)
+    tables["speed_bounds"].sort(key=lambda r: (r.get("machine_id") or "", r.get("tier_order") or 0))
+    return tables
+
+
+def _publication_extras(con, cycle_id: str) -> dict[str, Any]:
+    """What board.json carries beside the board: verdicts, corrections, hardware, target kinds."""
+    corrections = []
+    if _relation_exists(con, "marts", "attempt_corrections"):
+        corrections = _rows(con, CORRECTIONS_SQL, cycle_id)
+    return {
+        "projects": _rows(con, PROJECTS_SQL, cycle_id, cycle_id),
+        "corrections": corrections,
+        "hardware": _hardware(con),
+        "target_kinds": target_kind_rows(con),
+    }
 
 
 def _rows(con, query: str, *params: Any) -> list[dict[str, Any]]:

@@ -757,6 +757,8 @@ def _print_where(cycle: str, published: Path) -> None:
         f"{_shown_path(published.with_name('attempts.json'))}  (`argusic attempts`: outcome, points, "
         "score, served log and recording of each)",
     )
+    site = published.parent.parent / "site" / "index.html"
+    table.add_row("public site", f"{_shown_path(site)}  (`argusic site serve`: a preview on 127.0.0.1)")
     table.add_row("warehouse", f"{_shown_path(warehouse_path())}  (the pipeline's own file: writers only)")
     table.add_row(
         "analyst copy",
@@ -921,6 +923,54 @@ def report(
         )
     size = written.stat().st_size
     console.print(f"wrote {written} ({size:,} bytes): open it in a browser, no network needed")
+
+
+site_app = typer.Typer(
+    help='The public site: static pages from the published files (README "The public site").'
+)
+app.add_typer(site_app, name="site")
+
+
+@site_app.command("build")
+def site_build(
+    cycle: Annotated[
+        str | None, typer.Option(help="Cycle on the front page (default: the one published last)")
+    ] = None,
+) -> None:
+    """Write <ARGUSIC_PUBLISH_DIR>/site/ from every published cycle's board.json and attempts.json
+    (publishing does this as its last step)."""
+    from argusic.attempt_page import PlayerMissing
+    from argusic.cycle import publish_dir
+    from argusic.site import SiteError, build_site
+
+    try:
+        site = build_site(publish_dir(), cycle)
+    except (SiteError, PlayerMissing, ValueError) as err:
+        _fail(str(err))
+    pages = sum(1 for _ in site.rglob("*.html"))
+    console.print(
+        f"site: {pages} pages in {_shown_path(site)} (index.html: the board); preview: `argusic site serve`"
+    )
+
+
+@site_app.command("serve")
+def site_serve(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one)")] = 8000,
+    host: Annotated[str, typer.Option(help="Bind address: 127.0.0.1 only (a preview)")] = "127.0.0.1",
+) -> None:
+    """Preview the built site on 127.0.0.1 until Ctrl-C."""
+    from argusic.cycle import publish_dir
+    from argusic.site import serve
+
+    def ready(url: str) -> None:
+        console.print(f"serving the site at {url}  (Ctrl-C to stop)", soft_wrap=True)
+
+    try:
+        serve(publish_dir() / "site", host, port, ready=ready)
+    except (ValueError, FileNotFoundError, OSError) as err:
+        _fail(str(err))
+    except KeyboardInterrupt:
+        pass
 
 
 def main() -> None:  # pragma: no cover - console entry

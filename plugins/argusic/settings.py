@@ -145,3 +145,23 @@ def scratch_root() -> Path:
     Kept beside the runs rather than in /tmp so that a process killed with SIGKILL leaves nothing in
     shared places; a later run of the same installation sweeps folders whose owner process is gone."""
     return Path(os.environ.get("ARGUSIC_SCRATCH_DIR", runs_dir() / ".scratch"))
+
+
+PUBLIC_EVIDENCE_BASE_ENV = "ARGUSIC_PUBLIC_EVIDENCE_BASE"
+
+
+def public_evidence_base() -> str | None:
+    """ARGUSIC_PUBLIC_EVIDENCE_BASE: the public https:// (or http://) address under which the served
+    copies are published with the store's layout (``<base>/served/<attempt id>/<sha256>/log.txt``).
+
+    Unset: the published files link the copies the site holds, by relative links. Never a file://
+    or s3:// address (those name this machine's or the operator's store, not a public place)."""
+    base = os.environ.get(PUBLIC_EVIDENCE_BASE_ENV, "").strip()
+    if not base:
+        return None
+    if not re.fullmatch(r"https?://[^\s\"'<>\\]+", base):
+        raise ValueError(
+            f"{PUBLIC_EVIDENCE_BASE_ENV}={base!r}: expected a public http(s):// address (no spaces or "
+            "quotes); leave it unset to link the site's own copies"
+        )
+    return base.rstrip("/") + "/"

@@ -1,0 +1,288 @@
+"""The public site read as a visitor would, in Debian's headless Chromium (`make browser`).
+
+The site comes from a real cycle made the way `argusic demo` makes one: real Docker attempts on the
+demo forge, ingested, built by dbt, validated, audited and published; publication builds the site
+as its last step. Every page is opened through the preview server (127.0.0.1): no console error,
+every link resolves, every number shown is a published number, no digit on a page outside a
+marked field or quoted text; the recording plays; the same published files give the same bytes; a
+correction (marts.attempt_corrections, hand-made here until the review step makes it) shows its
+note and links the rerun.
+
+ARGUSIC_SITE_SCREENSHOTS=<folder>: also write the screenshots there (docs/screenshots/site-*.png).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from argusic.executor import docker_available
+from test_attempt_page_browser import BROWSER_ARGS
+from test_site import link_problems, number_problems, published_values
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.docker,
+    pytest.mark.skipif(not docker_available(), reason="no Docker daemon answers"),
+]
+CYCLE = "2026-12-demo"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory):
+    """A published demo cycle (48 real attempts) in its own folders; yields the publish folder."""
+    from argusic.cli import app
+    from typer.testing import CliRunner
+
+    home = tmp_path_factory.mktemp("site-demo")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ARGUSIC_WAREHOUSE", str(home / "warehouse" / "argusic.duckdb"))
+        mp.setenv("ARGUSIC_EVIDENCE_URL", (home / "evidence_store").as_uri())
+        mp.setenv("ARGUSIC_RUNS_DIR", str(home / "runs"))
+        mp.setenv("ARGUSIC_PUBLISH_DIR", str(home / "published"))
+        mp.setenv("ARGUSIC_FORGE_DIR", str(home / "forge"))
+        mp.setenv("ARGUSIC_HOME", str(home))
+        mp.delenv("ARGUSIC_ANALYST_DIR", raising=False)
+        mp.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+        result = CliRunner().invoke(app, ["demo"])
+        assert result.exit_code == 0, result.output
+        yield home / "published"
+
+
+@pytest.fixture(scope="module")
+def served(demo: Path):
+    """The preview server on 127.0.0.1 (any free port), serving the published site."""
+    from argusic.site.serve import make_server
+
+    server = make_server(demo / "site", "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and chromedriver):
+        pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tmp_path_factory.mktemp("chromium")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SE_OFFLINE", "true")  # Selenium Manager must never download a driver
+        options = webdriver.ChromeOptions()
+        options.binary_location = chromium
+        size = [a for a in BROWSER_ARGS if not a.startswith("--window-size")]
+        for arg in (*size, "--window-size=1200,900", f"--user-data-dir={profile / 'profile'}"):
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        driver = webdriver.Chrome(
+            service=Service(chromedriver, log_output=str(profile / "driver.log")), options=options
+        )
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+MARKS_JS = """
+const page = arguments[0];
+const marks = [];
+document.querySelectorAll('[data-n]').forEach(e => marks.push(
+  {page: page, n: e.dataset.n, scale: e.dataset.scale, digits: e.dataset.digits, text: e.textContent}));
+document.querySelectorAll('[data-v]').forEach(e => marks.push({page: page, v: e.dataset.v}));
+const skip = '[data-n], [data-v], [data-quote], pre, script, style, #player';
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+const loose = [];
+while (walker.nextNode()) {
+  const node = walker.currentNode;
+  if (/(^|[^A-Za-z0-9])[0-9]/.test(node.textContent) && !node.parentElement.closest(skip)) {
+    loose.push(node.textContent.trim());
+  }
+}
+return {marks: marks, loose: loose, title: document.title};
+"""
+
+
+def _kind(relative: str) -> str:
+    parts = relative.split("/")
+    return parts[2] if len(parts) == 4 else parts[-1].removesuffix(".html")
+
+
+def _shots_dir(tmp_path: Path) -> Path:
+    return Path(os.environ.get("ARGUSIC_SITE_SCREENSHOTS") or tmp_path)
+
+
+def test_published_files_are_public_and_carry_no_file_links(demo: Path) -> None:
+    folder = demo / CYCLE
+    for name in ("board.json", "attempts.json"):
+        text = (folder / name).read_text()
+        assert "file:" not in text, name
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o644
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    board = json.loads((folder / "board.json").read_text())
+    assert board["attempts_through"].endswith("Z")
+    attempts = json.loads((folder / "attempts.json").read_text())["attempts"]
+    for attempt in attempts:
+        assert attempt["started_at"].endswith("Z") and attempt["ended_at"].endswith("Z")
+        link = attempt["served_log_uri"]
+        assert link.startswith("../site/evidence/served/") and (folder / link).is_file()
+    # Every file and folder of the site is readable by everyone.
+    for path in (demo / "site").rglob("*"):
+        assert stat.S_IMODE(path.stat().st_mode) == (0o755 if path.is_dir() else 0o644), path
+    kinds = {k["kind"]: k for k in board["target_kinds"]}
+    assert kinds["repository"]["status"] == "in_use" and kinds["repository"]["targets_tested"] == 8
+    assert all("targets_tested" not in k for name, k in kinds.items() if name != "repository")
+
+
+def test_every_link_resolves(demo: Path) -> None:
+    checked, problems = link_problems(demo / "site")
+    assert problems == []
+    assert checked > 500  # 62 pages: navigation, projects, runs, evidence, assets
+
+
+def test_every_page_in_chromium_shows_only_published_numbers(
+    demo: Path, served: str, browser, tmp_path
+) -> None:
+    site = demo / "site"
+    pages = sorted(str(p.relative_to(site)) for p in site.rglob("*.html"))
+    kinds = {_kind(p) for p in pages}
+    assert kinds == {"index", "pool", "projects", "runs", "hardware", "kinds", "instructions"}, kinds
+    assert len([p for p in pages if "/runs/" in p]) == 48
+    numbers, strings = published_values(demo)
+    marks, loose, errors = [], [], []
+    for page in pages:
+        browser.get(served + page)
+        found = browser.execute_script(MARKS_JS, page)
+        marks += found["marks"]
+        loose += [f"{page}: {text!r}" for text in found["loose"]]
+        errors += [f"{page}: {e['message']}" for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []  # no console error anywhere (a blocked script or a missing file would be one)
+    assert loose == []  # no number outside a marked field (a published number or string) or quoted text
+    assert number_problems(marks, numbers, strings) == []
+    shown = [m for m in marks if "n" in m]
+    assert len(shown) > 500  # 62 pages: the board, verdicts, points, budgets, hardware
+    # The board shows the board's own numbers: the first agent's score and pass rate.
+    board = json.loads((demo / CYCLE / "board.json").read_text())
+    browser.get(served + "index.html")
+    cells = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#board tbody tr:first-child .n')).map(e => e.dataset.n)"
+    )
+    first = board["rows"][0]
+    assert cells[:4] == [json.dumps(first[k]) for k in ("rank", "board_score", "pass_rate", "passes")]
+    browser.save_screenshot(str(_shots_dir(tmp_path) / "site-board.png"))
+
+
+def test_project_page_links_where_each_attempt_stopped(demo: Path, served: str, browser, tmp_path) -> None:
+    from selenium.webdriver.common.by import By
+
+    board = json.loads((demo / CYCLE / "board.json").read_text())
+    project = next(p for p in board["projects"] if p["verdict"] != "runs")
+    browser.get(f"{served}cycles/{CYCLE}/projects/{project['project_id']}.html")
+    assert browser.find_element(By.ID, "verdict").text == "Verdict: " + project["verdict"].replace("_", " ")
+    stops = browser.find_elements(By.CSS_SELECTOR, "#attempts a[href$='#stopped']")
+    assert len(stops) == project["recorded_attempts"]
+    browser.save_screenshot(str(_shots_dir(tmp_path) / "site-project.png"))
+    stops[0].click()
+    stopped = browser.find_element(By.ID, "stopped").text
+    assert stopped.strip() and browser.current_url.endswith("#stopped")
+
+
+def test_recording_plays(demo: Path, served: str, browser, tmp_path) -> None:
+    from argusic.evidence import served_segment
+    from argusic.replay import strip_terminal_codes
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
+    attempt = max(attempts, key=lambda a: (a["served_recording_bytes"] or 0, a["attempt_id"]))  # the longest
+    cast = (demo / CYCLE / attempt["served_recording_uri"]).read_text().splitlines()
+    drawn = strip_terminal_codes("".join(json.loads(line)[2] for line in cast[1:]))
+    last_command = [ln for ln in drawn.splitlines() if ln.startswith("$ ")][-1][2:].strip()
+
+    browser.get(f"{served}cycles/{CYCLE}/runs/{served_segment(attempt['attempt_id'])}.html")
+    wait = WebDriverWait(browser, 30, poll_frequency=0.05)
+    wait.until(
+        lambda d: d.execute_script("return !!(window.argusicPlayer && document.querySelector('.ap-player'))")
+    )
+    assert browser.execute_script("return window.argusicPlayer.getCurrentTime()") == 0
+    browser.execute_async_script(
+        "const done = arguments[0]; window.argusicPlayer.play().then(() => done(true));"
+    )
+    # Playing advances the player's clock and the terminal draws the recording up to its last command.
+    wait.until(lambda d: d.execute_script("return window.argusicPlayer.getCurrentTime()") > 0)
+    terminal = "return document.querySelector('.ap-term').textContent"
+    wait.until(lambda d: last_command in d.execute_script(terminal))
+    assert "$ " in browser.execute_script(terminal)
+    assert browser.find_element(By.ID, "masking").text.startswith("no masking was needed")
+    browser.execute_script("document.getElementById('player').scrollIntoView(); window.scrollBy(0, -220)")
+    browser.save_screenshot(str(_shots_dir(tmp_path) / "site-run.png"))
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_same_published_files_give_the_same_site(demo: Path, tmp_path: Path) -> None:
+    from argusic.site import build_site
+
+    def tree(root: Path) -> dict[str, tuple[int, bytes]]:
+        return {
+            str(p.relative_to(root)): (stat.S_IMODE(p.stat().st_mode), p.read_bytes() if p.is_file() else b"")
+            for p in sorted(root.rglob("*"))
+        }
+
+    first = tree(build_site(demo, out=tmp_path / "a"))
+    second = tree(build_site(demo, out=tmp_path / "b"))
+    assert first == second and len(first) > 100
+    assert tree(demo / "site") == first  # and the site publication built is that very site
+
+
+def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str, browser) -> None:
+    """marts.attempt_corrections (the review step's contract), hand-made: the original's page shows
+    the note (authors' dashes as commas) and links the rerun; the rerun's page links back."""
+    import duckdb
+    from argusic.build import publish_board
+    from argusic.cycle import publish_dir
+    from argusic.evidence import served_segment
+    from argusic.settings import warehouse_path
+    from selenium.webdriver.common.by import By
+
+    attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
+    original, rerun = attempts[0]["attempt_id"], attempts[1]["attempt_id"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ARGUSIC_WAREHOUSE", str(demo.parent / "warehouse" / "argusic.duckdb"))
+        mp.setenv("ARGUSIC_EVIDENCE_URL", (demo.parent / "evidence_store").as_uri())
+        mp.setenv("ARGUSIC_PUBLISH_DIR", str(demo))
+        with duckdb.connect(str(warehouse_path())) as con:
+            con.execute(
+                "CREATE TABLE marts.attempt_corrections AS SELECT ?::VARCHAR AS attempt_id, "
+                "'d-1' AS dispute_id, "
+                "'The mirror was stale — our fault' AS note, 'reviewer' AS decided_by, "
+                "TIMESTAMP '2026-12-20 10:00:00' AS decided_at, ?::VARCHAR AS rerun_attempt_id",
+                [original, rerun],
+            )
+        try:
+            publish_board(CYCLE, publish_dir())
+            corrections = json.loads((demo / CYCLE / "board.json").read_text())["corrections"]
+            assert corrections == [
+                {"attempt_id": original, "dispute_id": "d-1", "note": "The mirror was stale — our fault",
+                 "decided_by": "reviewer", "decided_at": "2026-12-20T10:00:00Z", "rerun_attempt_id": rerun}
+            ]  # fmt: skip
+            browser.get(f"{served}cycles/{CYCLE}/runs/{served_segment(original)}.html")
+            note = browser.find_element(By.CSS_SELECTOR, "p.correction")
+            assert "The mirror was stale, our fault" in note.text and "2026-12-20 10:00:00 UTC" in note.text
+            note.find_element(By.LINK_TEXT, rerun).click()
+            assert browser.current_url.endswith(f"{served_segment(rerun)}.html")
+            back = browser.find_element(By.CSS_SELECTOR, "p.correction")
+            assert "redoes" in back.text and back.find_element(By.LINK_TEXT, original)
+        finally:
+            with duckdb.connect(str(warehouse_path())) as con:
+                con.execute("DROP TABLE marts.attempt_corrections")
