@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.warehouse import COLUMNS, RAW_DDL
+from argusic.warehouse import COLUMNS, migrate_raw
 
 pytestmark = pytest.mark.slow
 
@@ -219,7 +219,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     (project / "seeds" / "review_decisions.csv").write_text(DECISIONS)
     db = tmp / "warehouse.duckdb"
     with duckdb.connect(str(db)) as con:
-        con.execute(RAW_DDL)
+        migrate_raw(con)  # raw layer, pool entries and the (empty) decision tables
         rows = records()
         con.executemany(
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
