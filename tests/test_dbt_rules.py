@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.warehouse import COLUMNS, migrate_raw
+from argusic.warehouse import COLUMNS, RAW_DDL, migrate_raw
 
 pytestmark = pytest.mark.slow
 

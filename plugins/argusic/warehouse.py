@@ -392,7 +392,7 @@ class PoolEntriesError(ValueError):
     """A pool that cannot be loaded as given (the message names the entry and the problem)."""
 
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
 def load_pool_entries(pool_path: Path, db_path: Path | None = None) -> int:
@@ -408,7 +408,7 @@ def load_pool_entries(pool_path: Path, db_path: Path | None = None) -> int:
         for name, value in (("cycle_id", pool.cycle_id), ("project_id", e.project_id)):
             if not ID_PART_RE.fullmatch(value):
                 problems.append(f"{e.project_id!r}: {name} {value!r} is not [A-Za-z0-9_-]{{1,128}}")
-        if not _COMMIT.fullmatch(e.commit):
+        if not COMMIT_RE.fullmatch(e.commit):
             problems.append(f"{e.project_id!r}: commit {e.commit!r} is not a 40-hex SHA-1")
     if problems:
         raise PoolEntriesError(f"{pool_path}: " + "; ".join(problems))

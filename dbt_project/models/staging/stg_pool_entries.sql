@@ -1,3 +1,4 @@
+{{ config(materialized='ephemeral') }}
 -- One row per (cycle_id, project_id): a project a cycle's pool pinned, at its commit.
 select
     cycle_id,

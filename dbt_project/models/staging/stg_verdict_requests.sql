@@ -1,3 +1,4 @@
+{{ config(materialized='ephemeral') }}
 -- One row per (project_id, commit_sha, agent_id): a person asked for a stronger agent's attempt.
 select
     project_id,
