@@ -29,9 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from argusic.attempt import AttemptSpec
-from argusic.pool import Pool, load_pool
+if TYPE_CHECKING:  # the DAG file imports this module at parse time: keep it light
+    from argusic.attempt import AttemptSpec
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,7 @@ def check_stronger_agent(agent_id: str) -> str:
 def pool_of_cycle(cycle_id: str, pool: str | None = None) -> Path:
     """The pool a verdict run reads: an explicit pool file of the cycle, else the one recorded for it."""
     from argusic.airflow_tasks import pool_path_for
+    from argusic.pool import load_pool
 
     if pool:
         path = Path(pool)
@@ -143,7 +145,9 @@ def pool_of_cycle(cycle_id: str, pool: str | None = None) -> Path:
 
 def select_targets(cycle_id: str, pool_path: Path, projects: Iterable[str] = ()) -> Targets:
     """The cycle's pool entries, all of them or the ones named (a name not in the pool is refused)."""
-    pool: Pool = load_pool(pool_path)
+    from argusic.pool import load_pool
+
+    pool = load_pool(pool_path)
     wanted = [p.strip() for p in projects if p and p.strip()]
     ids = [e.project_id for e in pool.entries]
     unknown = [p for p in wanted if p not in ids]
@@ -256,6 +260,7 @@ def read_plan(
     last built). A new attempt takes the run's cycle; a rerun keeps the cycle of the invalid attempt.
     An attempt whose chain is invalid after the bounded reruns is listed apart (never run again)."""
     from argusic.airflow_tasks import measured_records
+    from argusic.attempt import AttemptSpec
     from argusic.cycle import budget_scale_for
 
     demo, scale = budget_scale_for(demo, budget_scale)
