@@ -290,7 +290,7 @@ def test_build_passes_every_node_including_unit_tests(built):
         kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
     assert kinds.get("unit_test", 0) >= 30
     assert kinds.get("seed") == 6
-    assert kinds.get("model") == 13  # the ephemeral staging models are inlined, not built
+    assert kinds.get("model") == 15
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):
