@@ -340,3 +340,18 @@ def test_verdicts_cli_request_and_plan(isolated, walk):
         app, ["verdicts", "plan", "--cycle", CYCLE, "--projects", "nope", "--no-build"]
     )
     assert missing.exit_code == 2 and "not in the pool" in missing.output
+
+
+def test_waiting_verdict_attempts_are_labelled_from_their_rounds_plan(tmp_path):
+    """The cluster policy labels a waiting attempt of either DAG from the plan task of its round.
+    (Airflow is imported in a subprocess with its own settings, as in tests/test_dags.py.)"""
+    from test_dags import airflow_env, run_python
+
+    code = """
+from argusic.airflow_policy import plan_task_of as p
+print([p("argusic_cycle", "run_attempt"), p("argusic_verdicts", "run_attempt_3"),
+       p("argusic_verdicts", "run_attempt"), p("argusic_verdicts", "run_attempt_x"),
+       p("argusic_cycle", "run_attempt_1"), p("other", "run_attempt")])
+"""
+    out = run_python(airflow_env(tmp_path), code).strip().splitlines()[-1]
+    assert out == "['plan', 'plan_3', None, None, None, None]"
