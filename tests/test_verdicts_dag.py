@@ -93,7 +93,8 @@ def test_verdicts_dag_runs_rounds_until_settled_then_does_nothing(airflow_db, fo
         asked = con.execute("SELECT project_id, agent_id, decided_by, note FROM decisions.verdict_requests "
                             "ORDER BY project_id").fetchall()  # fmt: skip
     assert loaded == 5
-    assert asked == [(p, OTHER, "airflow", "the maintainer says it runs")
+    # who asked: the user who triggered the run (dag.test() triggers as "dag_test"); why: the note
+    assert asked == [(p, OTHER, "dag_test", "the maintainer says it runs")
                      for p in ("csvstats", "tonegen-sh", "weatherfetch")]  # fmt: skip
 
     # The same run again: nothing pending, so nothing planned, run or loaded.
