@@ -178,7 +178,7 @@ def argusic_verdicts():
         return ingest_plan(spec_paths)
 
     @task(trigger_rule="none_failed")
-    def verdicts(targets: dict, _last=None) -> list[str]:
+    def verdicts(targets: dict) -> list[str]:
         import logging
 
         from argusic.verdicts import plan_lines, read_plan, verdict_lines
@@ -202,7 +202,8 @@ def argusic_verdicts():
         ingested = ingest.override(task_id=f"ingest_{n}")(specs)
         attempts >> ingested
         built = build.override(task_id=f"build_{n}")(ingested)
-    verdicts(targets, built)
+    # an ordering, not an argument: the last build is usually skipped and has no value to read
+    built >> verdicts(targets)
 
 
 argusic_verdicts()
