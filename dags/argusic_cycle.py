@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
-
-WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
+from airflow.sdk import Param, dag, task
+from argusic.airflow_dag import ATTEMPT_MAP_INDEX_TEMPLATE, WAREHOUSE_POOL, run_attempt_task
+from argusic.airflow_dag import attempt_label as _attempt_label
+from argusic.airflow_dag import cycle_id_of_context as _cycle_id
+from argusic.airflow_dag import fail_at_once as _fail_at_once
 
 DOC_MD = """
 ### Argusic cycle (manual, one run per cycle — or per agent / shard of a cycle)
@@ -42,32 +44,6 @@ disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (
 
 Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` > 1 (docs/airflow.md).
 """
-
-
-def _attempt_label(spec_path) -> str:
-    from argusic.airflow_tasks import attempt_label
-
-    return attempt_label(spec_path)
-
-
-def _fail_at_once(err: Exception):
-    """A configuration error no retry can fix: the task fails now, with the fix in the message (also
-    logged line by line, so that it reads without scrolling)."""
-    import logging
-
-    from airflow.sdk.exceptions import AirflowFailException
-
-    for line in str(err).splitlines():
-        logging.getLogger("argusic").error("%s", line)
-    return AirflowFailException(str(err))
-
-
-def _cycle_id(params: dict) -> str:
-    from argusic.airflow_tasks import cycle_id_of_run
-
-    context = get_current_context()
-    moment = context.get("logical_date") or context["dag_run"].run_after
-    return cycle_id_of_run(params.get("cycle_id"), context["dag_run"].run_id, moment.date())
 
 
 @dag(
@@ -209,25 +185,10 @@ def argusic_cycle():
         retry_delay=timedelta(minutes=2),
         retry_exponential_backoff=True,
         execution_timeout=timedelta(hours=8),  # 120 min budget × (1 + 2 bounded reruns), with margin
-        # Rendered when the task starts (the attempt's label) and again when it ends, with how it
-        # ended (`attempt_result`, set below). Before it starts, the argusic policy plugin
-        # (argusic.airflow_policy) has already set the label from the plan.
-        map_index_template="{{ attempt_result | default(attempt_label(task.op_kwargs['spec_path'])) }}",
+        map_index_template=ATTEMPT_MAP_INDEX_TEMPLATE,  # the attempt's label, then how it ended
     )
     def run_attempt(spec_path: str) -> list[str]:
-        import logging
-
-        from airflow.sdk.exceptions import AirflowSkipException
-        from argusic.airflow_tasks import attempt_story, run_planned_attempt
-
-        paths = run_planned_attempt(spec_path, live_log=True)
-        story = attempt_story(spec_path, paths)
-        for line in story.lines:
-            logging.getLogger("argusic.attempt").info("%s", line)
-        get_current_context()["attempt_result"] = story.label
-        if story.invalid:  # measured nothing that counts: not green; loaded by ingest, never scored
-            raise AirflowSkipException(f"invalid after the bounded reruns: {story.label}")
-        return paths
+        return run_attempt_task(spec_path)
 
     @task(pool=WAREHOUSE_POOL, pool_slots=1, trigger_rule="none_failed")
     def ingest(spec_paths: list[str], params: dict) -> dict[str, int]:

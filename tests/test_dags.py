@@ -159,8 +159,10 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     info = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
 
     assert info["errors"] == {}
-    assert {"argusic_pool_rotation", "argusic_cycle", "argusic_maintenance"} <= set(info["dags"])
-    for dag_id in ("argusic_pool_rotation", "argusic_cycle", "argusic_maintenance"):
+    assert {"argusic_pool_rotation", "argusic_cycle", "argusic_maintenance", "argusic_verdicts"} <= set(
+        info["dags"]
+    )
+    for dag_id in ("argusic_pool_rotation", "argusic_cycle", "argusic_maintenance", "argusic_verdicts"):
         dag = info["dags"][dag_id]
         assert "argusic" in dag["tags"] and len(dag["tags"]) >= 2, dag_id
         assert dag["doc_md"], dag_id
@@ -181,7 +183,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     # An invalid attempt is skipped (not scored, its records still loaded); a failed one stops ingest.
     assert cycle["ingest"]["trigger_rule"] == "none_failed"
     # Every param says what it is for (the trigger form shows it under the field).
-    for dag_id in ("argusic_cycle", "argusic_pool_rotation"):
+    for dag_id in ("argusic_cycle", "argusic_pool_rotation", "argusic_verdicts"):
         described = info["dags"][dag_id]["params"]
         assert all(d and len(d) > 20 for d in described.values()), (dag_id, described)
     for single_writer in ("ingest", "build", "publish"):

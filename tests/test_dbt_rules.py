@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.warehouse import COLUMNS, RAW_DDL
+from argusic.warehouse import COLUMNS, RAW_DDL, migrate_raw
 
 pytestmark = pytest.mark.slow
 
@@ -219,7 +219,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     (project / "seeds" / "review_decisions.csv").write_text(DECISIONS)
     db = tmp / "warehouse.duckdb"
     with duckdb.connect(str(db)) as con:
-        con.execute(RAW_DDL)
+        migrate_raw(con)  # raw layer, pool entries and the (empty) decision tables
         rows = records()
         con.executemany(
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
@@ -290,7 +290,7 @@ def test_build_passes_every_node_including_unit_tests(built):
         kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
     assert kinds.get("unit_test", 0) >= 30
     assert kinds.get("seed") == 6
-    assert kinds.get("model") == 12
+    assert kinds.get("model") == 15
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):

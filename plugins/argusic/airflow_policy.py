@@ -1,5 +1,5 @@
 """Airflow cluster policy (registered under the `airflow.policy` entry point in pyproject.toml): the
-attempts of an `argusic_cycle` run carry their label from the moment they exist.
+attempts of an `argusic_cycle` or `argusic_verdicts` run carry their label from the moment they exist.
 
 Airflow renders `map_index_template` only in the worker, when an instance starts, so the instances
 still waiting show bare numbers (0, 1, 2 … 11,006). When the scheduler expands `run_attempt`, this
@@ -28,12 +28,24 @@ log = logging.getLogger(__name__)
 DAG_ID = "argusic_cycle"
 TASK_ID = "run_attempt"
 PLAN_TASK_ID = "plan"
-_CACHE: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
+# argusic_verdicts plans and runs in rounds: run_attempt_<n> runs what plan_<n> planned
+VERDICTS_DAG_ID = "argusic_verdicts"
+_CACHE: OrderedDict[tuple[str, str, str], list[str]] = OrderedDict()
 _CACHE_RUNS = 4
 
 
-def _plan_paths(dag_run, session) -> list[str] | None:
-    key = (dag_run.dag_id, dag_run.run_id)
+def plan_task_of(dag_id: str, task_id: str) -> str | None:
+    """The task whose return value lists the spec paths a mapped attempt task runs, or None."""
+    if dag_id == DAG_ID and task_id == TASK_ID:
+        return PLAN_TASK_ID
+    prefix = f"{TASK_ID}_"
+    if dag_id == VERDICTS_DAG_ID and task_id.startswith(prefix) and task_id[len(prefix) :].isdigit():
+        return f"{PLAN_TASK_ID}_{task_id[len(prefix) :]}"
+    return None
+
+
+def _plan_paths(dag_run, session, plan_task_id: str = PLAN_TASK_ID) -> list[str] | None:
+    key = (dag_run.dag_id, dag_run.run_id, plan_task_id)
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
@@ -44,7 +56,7 @@ def _plan_paths(dag_run, session) -> list[str] | None:
         select(XComModel.value).where(
             XComModel.dag_id == dag_run.dag_id,
             XComModel.run_id == dag_run.run_id,
-            XComModel.task_id == PLAN_TASK_ID,
+            XComModel.task_id == plan_task_id,
             XComModel.map_index == -1,
             XComModel.key == "return_value",
         )
@@ -60,8 +72,10 @@ def _plan_paths(dag_run, session) -> list[str] | None:
 
 
 def pending_label(task_instance, dag_run) -> str | None:
-    """The label of a new `run_attempt` instance of an `argusic_cycle` run, or None."""
-    if task_instance.dag_id != DAG_ID or task_instance.task_id != TASK_ID or task_instance.map_index < 0:
+    """The label of a new mapped attempt instance of an `argusic_cycle` or `argusic_verdicts` run, or
+    None."""
+    plan_task_id = plan_task_of(task_instance.dag_id, task_instance.task_id)
+    if plan_task_id is None or task_instance.map_index < 0:
         return None
     if dag_run is None or getattr(task_instance, "_rendered_map_index", None) is not None:
         return None
@@ -70,7 +84,7 @@ def pending_label(task_instance, dag_run) -> str | None:
     session = object_session(dag_run)
     if session is None:
         return None
-    paths = _plan_paths(dag_run, session)
+    paths = _plan_paths(dag_run, session, plan_task_id)
     if not paths or task_instance.map_index >= len(paths):
         return None
     from argusic.airflow_tasks import label_of_attempt_id

@@ -31,7 +31,7 @@ from typing import Any
 from argusic.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
 from argusic.expectations import ValidationReport, validate_warehouse
 from argusic.settings import dbt_project_dir, public_evidence_base, warehouse_path
-from argusic.warehouse import connect, writer_lock
+from argusic.warehouse import connect, migrate_raw, writer_lock
 from argusic.warehouse_lock import WarehouseBusy
 
 BOARD_SCHEMA = "argusic.board/1"
@@ -318,8 +318,11 @@ def _build(
     copy = None
     with writer_lock(path):
         # dbt opens the file read-write: first wait (saying for whom) until no other process has it
-        # open, e.g. an analyst's connection, rather than letting dbt fail on DuckDB's lock.
-        connect(path).close()
+        # open, e.g. an analyst's connection, rather than letting dbt fail on DuckDB's lock. Every
+        # source dbt reads must exist: bring the raw layer and the decision tables up to date first,
+        # as ingest does (a warehouse from before a table was added, or made with RAW_DDL alone).
+        with connect(path) as con:
+            migrate_raw(con)
         started = time.perf_counter()
         plan = plan_for(path) if plan_for else DbtPlan(None)
         nodes = _run_dbt(

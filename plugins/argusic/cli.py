@@ -1,5 +1,6 @@
 """The `argusic` command line (typer): ingest, build, board, attempts, sql, docs, pool, catalogue check,
-cycle run, demo, audit, play (an attempt's recording in the terminal), report (an attempt's HTML page)."""
+cycle run, verdicts, demo, audit, play (an attempt's recording in the terminal), report (an attempt's
+HTML page)."""
 
 from __future__ import annotations
 
@@ -447,6 +448,10 @@ def catalogue_check(
     if reasons:
         raise typer.Exit(code=1)
 
+
+from argusic.verdicts_cli import verdicts_app  # noqa: E402  (argusic verdicts plan|run|request)
+
+app.add_typer(verdicts_app, name="verdicts")
 
 cycle_app = typer.Typer(help="Benchmark cycles: the same steps as the argusic_cycle DAG, in one process.")
 app.add_typer(cycle_app, name="cycle")

@@ -101,6 +101,17 @@ def read_selection(pool_path: Path) -> dict | None:
         return None
 
 
+def budget_scale_for(demo: bool, budget_scale: float | None) -> tuple[bool, float]:
+    """(demo, scale) of planned attempts: `budget_scale` when given, else 1/360 for a demo, else 1.
+
+    A scaled budget is recorded as the demo cycles are: demo true, real budget_seconds kept,
+    effective_budget_seconds beside it; the board flags the cycle (is_demo_cycle)."""
+    if budget_scale is not None and not 0 < budget_scale <= 1:
+        raise ValueError(f"budget scale {budget_scale}: expected a number in (0, 1]")
+    scale = budget_scale if budget_scale is not None else (DEMO_BUDGET_SCALE if demo else 1.0)
+    return demo or scale < 1, scale
+
+
 def plan_attempts(
     pool_path: Path,
     agents: list[str],
@@ -111,12 +122,7 @@ def plan_attempts(
     """Every (agent × project × attempt 1..n) of the cycle, in a stable order."""
     pool = load_pool(Path(pool_path))
     n = attempts_per_pair or orchestrator_config().attempts_per_pair
-    if budget_scale is not None and not 0 < budget_scale <= 1:
-        raise ValueError(f"budget scale {budget_scale}: expected a number in (0, 1]")
-    scale = budget_scale if budget_scale is not None else (DEMO_BUDGET_SCALE if demo else 1.0)
-    # A scaled budget is recorded as the demo cycles are: demo true, real budget_seconds kept,
-    # effective_budget_seconds beside it; the board flags the cycle (is_demo_cycle).
-    demo = demo or scale < 1
+    demo, scale = budget_scale_for(demo, budget_scale)
     return [
         AttemptSpec(
             cycle_id=pool.cycle_id,

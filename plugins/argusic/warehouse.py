@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,22 @@ COLUMNS = [
 assert set(COLUMNS) == set(RAW_COLUMN_COMMENTS), "every raw column has a comment"
 RAW_DDL += _raw_comments_sql()
 
+# The projects each cycle's pool pinned (runs/pools/<cycle>/pool.json), loaded by `load_pool_entries`:
+# the projects whose verdict is judged at that commit (marts.verdict_plan). Write-once per
+# (cycle_id, project_id), like the pool itself.
+POOL_DDL = """
+CREATE SCHEMA IF NOT EXISTS raw;
+CREATE TABLE IF NOT EXISTS raw.pool_entries (
+    cycle_id    VARCHAR NOT NULL,
+    project_id  VARCHAR NOT NULL,
+    commit_sha  VARCHAR NOT NULL,
+    repo_url    VARCHAR NOT NULL,
+    tier        VARCHAR NOT NULL,
+    visibility  VARCHAR NOT NULL,
+    PRIMARY KEY (cycle_id, project_id)
+);
+"""
+
 
 def _row(record: RunRecord) -> tuple:
     ev = record.evidence
@@ -316,6 +333,7 @@ def migrate_raw(con: duckdb.DuckDBPyConnection) -> list[str]:
     }
     con.execute(RAW_DDL)
     con.execute(decisions_ddl())  # empty decision tables exist before anyone decides: marts read them
+    con.execute(POOL_DDL)  # empty until a pool is loaded: marts.verdict_plan reads it
     if not before:
         return []
     added = [c for c in COLUMNS if c not in before]
@@ -370,14 +388,69 @@ def ingest(
     return IngestResult(files=len(files), inserted=inserted, already_present=already)
 
 
+class PoolEntriesError(ValueError):
+    """A pool that cannot be loaded as given (the message names the entry and the problem)."""
+
+
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def load_pool_entries(pool_path: Path, db_path: Path | None = None) -> int:
+    """Load a cycle's pool (its projects at their pinned commits) into raw.pool_entries; the number of
+    entries added. Idempotent: an entry already loaded is left alone; one loaded with another commit,
+    repository or tier is refused (a cycle's pool never changes once drawn)."""
+    from argusic.pool import load_pool
+    from argusic.record import ID_PART_RE
+
+    pool = load_pool(Path(pool_path))
+    problems = []
+    for e in pool.entries:
+        for name, value in (("cycle_id", pool.cycle_id), ("project_id", e.project_id)):
+            if not ID_PART_RE.fullmatch(value):
+                problems.append(f"{e.project_id!r}: {name} {value!r} is not [A-Za-z0-9_-]{{1,128}}")
+        if not COMMIT_RE.fullmatch(e.commit):
+            problems.append(f"{e.project_id!r}: commit {e.commit!r} is not a 40-hex SHA-1")
+    if problems:
+        raise PoolEntriesError(f"{pool_path}: " + "; ".join(problems))
+    rows = [(pool.cycle_id, e.project_id, e.commit, e.repo_url, e.tier, e.visibility) for e in pool.entries]
+    path = db_path or warehouse_path()
+    with writer_lock(path), connect(path) as con:
+        migrate_raw(con)
+        con.execute("BEGIN")
+        try:
+            added = 0
+            for row in rows:
+                seen = con.execute(
+                    "SELECT commit_sha, repo_url, tier, visibility FROM raw.pool_entries "
+                    "WHERE cycle_id = ? AND project_id = ?",
+                    list(row[:2]),
+                ).fetchone()
+                if seen is not None:
+                    if tuple(seen) != row[2:]:
+                        raise PoolEntriesError(
+                            f"{pool_path}: {row[1]!r} of cycle {row[0]} is already loaded as {tuple(seen)}, "
+                            f"not {row[2:]}: a cycle's pool never changes once drawn"
+                        )
+                    continue
+                con.execute("INSERT INTO raw.pool_entries VALUES (?, ?, ?, ?, ?, ?)", list(row))
+                added += 1
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    return added
+
+
 __all__ = [
     "COLUMNS",
     "RAW_DDL",
     "IngestError",
     "IngestResult",
+    "PoolEntriesError",
     "WarehouseBusy",
     "connect",
     "ingest",
+    "load_pool_entries",
     "migrate_raw",
     "record_files",
     "validate_batch",

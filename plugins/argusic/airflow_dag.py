@@ -1,0 +1,64 @@
+"""What the argusic DAG files share, so that each DAG reuses rather than copies: the one-slot warehouse
+pool, the attempt label, failing at once on a configuration error, the cycle of a run, and the body of
+the mapped attempt task. Airflow is imported inside the functions (the package imports without it)."""
+
+from __future__ import annotations
+
+WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
+
+# The mapped attempt task's label: rendered when the instance starts (the attempt's label) and again
+# when it ends, with how it ended (`attempt_result`, set by run_attempt_task). Before it starts, the
+# argusic policy plugin (argusic.airflow_policy) has already set the label from the plan.
+ATTEMPT_MAP_INDEX_TEMPLATE = "{{ attempt_result | default(attempt_label(task.op_kwargs['spec_path'])) }}"
+
+
+def attempt_label(spec_path) -> str:
+    """The DAGs' `attempt_label` macro: `agent / project / attempt N`."""
+    from argusic.airflow_tasks import attempt_label as label
+
+    return label(spec_path)
+
+
+def fail_at_once(err: Exception):
+    """A configuration error no retry can fix: the task fails now, with the fix in the message (also
+    logged line by line, so that it reads without scrolling)."""
+    import logging
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    for line in str(err).splitlines():
+        logging.getLogger("argusic").error("%s", line)
+    return AirflowFailException(str(err))
+
+
+def cycle_id_of_context(params: dict) -> str:
+    """The cycle of the running DAG run: the `cycle_id` param, else the cycle its run id names, else
+    the month of the run (argusic.airflow_tasks.cycle_id_of_run)."""
+    from airflow.sdk import get_current_context
+
+    from argusic.airflow_tasks import cycle_id_of_run
+
+    context = get_current_context()
+    moment = context.get("logical_date") or context["dag_run"].run_after
+    return cycle_id_of_run(params.get("cycle_id"), context["dag_run"].run_id, moment.date())
+
+
+def run_attempt_task(spec_path: str) -> list[str]:
+    """The mapped attempt task: one planned attempt through the one attempt path (bounded reruns,
+    resumable), its own log shown live and masked, and its story at the end. An attempt that is
+    invalid even after the reruns is skipped (measured nothing that counts; its records are loaded)."""
+    import logging
+
+    from airflow.sdk import get_current_context
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from argusic.airflow_tasks import attempt_story, run_planned_attempt
+
+    paths = run_planned_attempt(spec_path, live_log=True)
+    story = attempt_story(spec_path, paths)
+    for line in story.lines:
+        logging.getLogger("argusic.attempt").info("%s", line)
+    get_current_context()["attempt_result"] = story.label
+    if story.invalid:  # measured nothing that counts: not green; loaded by ingest, never scored
+        raise AirflowSkipException(f"invalid after the bounded reruns: {story.label}")
+    return paths
