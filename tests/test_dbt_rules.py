@@ -1,7 +1,8 @@
 """The dbt project end to end: hand-made run records -> `dbt build` -> the marts' numbers.
 
 One `dbt build` per module (seeds, models, data tests and every dbt unit test) into a temporary
-DuckDB file, on a temporary copy of dbt_project/ whose review_decisions seed holds two decisions.
+DuckDB file, on a temporary copy of dbt_project/, with three people's review decisions in the
+warehouse's decisions schema (as argusic.decisions records them).
 Nothing here computes a score: the expected values are written by hand from RULES.md.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from argusic.decisions import ddl as decisions_ddl
 from argusic.warehouse import COLUMNS, RAW_DDL
 
 pytestmark = pytest.mark.slow
@@ -202,11 +204,11 @@ def records() -> list[dict]:
     return r
 
 
-DECISIONS = f"""project_id,cycle_id,decision,decided_by,decided_at
-p-env,{CYCLE},environment_at_fault,ops-ana,2026-10-12 09:00:00
-p-proj,{CYCLE},environment_at_fault,ops-ana,2026-10-12 09:00:00
-p-proj,{CYCLE},project_at_fault,ops-bo,2026-10-13 10:00:00
-"""
+DECISIONS = [  # (project_id, decision, decided_by, decided_at)
+    ("p-env", "environment_at_fault", "ops-ana", datetime(2026, 10, 12, 9)),
+    ("p-proj", "environment_at_fault", "ops-ana", datetime(2026, 10, 12, 9)),
+    ("p-proj", "project_at_fault", "ops-bo", datetime(2026, 10, 13, 10)),
+]
 
 
 @pytest.fixture(scope="module")
@@ -216,10 +218,14 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("dbt_rules")
     project = tmp / "dbt_project"
     shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
-    (project / "seeds" / "review_decisions.csv").write_text(DECISIONS)
     db = tmp / "warehouse.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute(RAW_DDL)
+        con.execute(decisions_ddl())
+        con.executemany(
+            "INSERT INTO decisions.review_decisions VALUES (?, ?, ?, ?, ?, ?)",
+            [(CYCLE, p, d, who, at, f"{who}: read the logs") for p, d, who, at in DECISIONS],
+        )
         rows = records()
         con.executemany(
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
@@ -289,8 +295,8 @@ def test_build_passes_every_node_including_unit_tests(built):
     for r in built["results"]:
         kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
     assert kinds.get("unit_test", 0) >= 30
-    assert kinds.get("seed") == 6
-    assert kinds.get("model") == 12
+    assert kinds.get("seed") == 5  # review decisions are data now (decisions schema), not a seed
+    assert kinds.get("model") == 15  # + int_attempt_corrections, int_attempts_corrected, attempt_corrections
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):
