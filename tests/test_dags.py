@@ -159,8 +159,15 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     info = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
 
     assert info["errors"] == {}
-    assert {"argusic_pool_rotation", "argusic_cycle", "argusic_maintenance"} <= set(info["dags"])
-    for dag_id in ("argusic_pool_rotation", "argusic_cycle", "argusic_maintenance"):
+    ours = (
+        "argusic_pool_rotation",
+        "argusic_cycle",
+        "argusic_maintenance",
+        "argusic_review",
+        "argusic_disputes",
+    )
+    assert set(ours) <= set(info["dags"])
+    for dag_id in ours:
         dag = info["dags"][dag_id]
         assert "argusic" in dag["tags"] and len(dag["tags"]) >= 2, dag_id
         assert dag["doc_md"], dag_id
@@ -175,7 +182,10 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert set(rotation["tasks"]) == {"rotate_pool", "reveal_previous_private"}
 
     cycle = info["dags"]["argusic_cycle"]["tasks"]
-    assert set(cycle) == {"prepare_pool", "plan", "run_attempt", "ingest", "build", "publish"}
+    assert set(cycle) == {
+        "prepare_pool", "plan", "run_attempt", "ingest", "build", "prepare_publication",
+        "approve_publication", "publish",
+    }  # fmt: skip
     assert cycle["run_attempt"]["mapped"] and "attempt_label" in cycle["run_attempt"]["map_index_template"]
     assert "attempt_result" in cycle["run_attempt"]["map_index_template"]  # how it ended, once known
     # An invalid attempt is skipped (not scored, its records still loaded); a failed one stops ingest.
@@ -184,7 +194,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     for dag_id in ("argusic_cycle", "argusic_pool_rotation"):
         described = info["dags"][dag_id]["params"]
         assert all(d and len(d) > 20 for d in described.values()), (dag_id, described)
-    for single_writer in ("ingest", "build", "publish"):
+    for single_writer in ("ingest", "build", "prepare_publication", "publish"):
         assert cycle[single_writer]["pool"] == "argusic_warehouse"
         assert not cycle[single_writer]["mapped"]
     assert {
@@ -410,7 +420,7 @@ def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
     run = {
         "dag_id": "argusic_cycle",
         "conf": conf,
-        "mark_success_pattern": "run_attempt|ingest|build|publish",
+        "mark_success_pattern": "run_attempt|ingest|build|prepare_publication|approve_publication|publish",
     }
 
     roots = str(tmp_path)
@@ -488,7 +498,7 @@ def test_configuration_errors_fail_at_once_with_the_fix(airflow_db, tmp_path) ->
         airflow_db, tmp_path, ARGUSIC_REPO_ROOTS=str(tmp_path), ARGUSIC_FORGE_DIR=str(tmp_path / "forge")
     )
     base = {"agents": ["readme-runner"], "catalogue": str(catalogue)}
-    marked = "run_attempt|ingest|build|publish"
+    marked = "run_attempt|ingest|build|prepare_publication|approve_publication|publish"
     first, other_size, forge_real = dag_test(
         env,
         [
