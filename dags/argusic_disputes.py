@@ -62,7 +62,8 @@ From a shell: `argusic dispute file|rule|list` (docs/operators.md).
             minLength=1,
             maxLength=300,
             title="Contact",
-            description="How to reach the maintainer with the ruling (kept with the dispute, never published).",
+            description="How to reach the maintainer with the ruling (kept with the dispute, "
+            "never published).",
         ),
     },
 )

@@ -10,7 +10,9 @@ Steps (one UI, started with scripts/airflow_ui.sh on a free port, stopped at the
    must work after (the demo cycle's pool recorded, its attempts measured);
 2. the documented trigger, word for word: `airflow dags unpause argusic_cycle`, then `airflow dags
    trigger argusic_cycle --run-id cycle__2026-12-ui__<time> --conf '<the docs' params>'`; a
-   screenshot of the attempts while some still wait (labels, not numbers), then once it succeeded:
+   screenshot of the attempts while some still wait (labels, not numbers); the publication form
+   (approve_publication) read and approved in the browser, as a person does (hitl-approval.png,
+   hitl-approved.png); then once it succeeded:
    the grid, the attempts, one attempt's log, the trigger form, the home page (health);
 3. the trigger that used to fail slowly: the demo cycle with another pool size. It must fail at
    `prepare_pool` on its first try, saying which pool is recorded and how to go on (screenshot of
@@ -45,6 +47,8 @@ DAG = "argusic_cycle"
 # docs/airflow.md, "Trigger a cycle": the params of the documented example (kept in step by the test).
 DOCS_CONF = {"cycle_id": "2026-12-ui", "demo": True, "pool_size": 3}
 CONFLICT_CONF = {"cycle_id": "2026-12-demo", "demo": True, "pool_size": 3}
+# Nothing is published before a person approves it: the script answers the form in the browser.
+APPROVAL_NOTE = "screenshots script: read the changes in this form before approving"
 MARK = "@@RESULT@@"
 
 
@@ -224,6 +228,24 @@ class Browser:
         dialog.get_by_role("button", name="Trigger").last.click()
         return shots
 
+    def approve(self, run_id: str, note: str) -> dict[str, str]:
+        """Answer the publication form as a person does: open the task's Required actions page, read
+        it (screenshot), write the note, press Approve (screenshot of the answered form)."""
+        page = self.page
+        page.goto(f"{self.base}/dags/{DAG}/runs/{run_id}/tasks/approve_publication/required_actions")
+        page.wait_for_load_state("networkidle")
+        page.get_by_text("sha256", exact=False).first.wait_for(timeout=60_000)
+        time.sleep(1)
+        shots = {"hitl_approval": str(self.out / "hitl-approval.png")}
+        page.screenshot(path=shots["hitl_approval"], full_page=True)
+        page.locator("[name='element_note']").fill(note)
+        page.get_by_role("button", name="Approve").click()
+        page.get_by_text(note, exact=False).first.wait_for(timeout=60_000)
+        time.sleep(1)
+        shots["hitl_approved"] = str(self.out / "hitl-approved.png")
+        page.screenshot(path=shots["hitl_approved"])
+        return shots
+
     def close(self) -> None:
         self.browser.close()
         self._pw.stop()
@@ -283,7 +305,16 @@ def main() -> int:
         started = time.monotonic()
         pending: list[dict] = []
 
+        approved: dict = {}
+
         def look_while_waiting() -> None:
+            if not approved:
+                tis = {t["task_id"]: t for t in api.task_instances(run_id)}
+                if (tis.get("approve_publication") or {}).get("state") == "awaiting_input":
+                    say("approve_publication waits: reading the form, approving it in the browser")
+                    approved.update(browser.approve(run_id, APPROVAL_NOTE))
+                    result["screenshots"] |= approved
+                    return
             if pending:
                 return
             tis = [

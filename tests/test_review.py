@@ -23,18 +23,32 @@ def test_hostile_text_is_inert_in_a_form() -> None:
     assert shown.startswith("`") and shown.endswith("`") and shown.count("`") == 2  # one code span
     assert "\n" not in shown and "\x1b" not in shown
     assert quoted("x" * 1000, 50).count("x") <= 50
-    assert link("https://evidence.example/served/a/log.txt", "log") == "[log](https://evidence.example/served/a/log.txt)"
-    assert link("file:///srv/evidence/served/a/log.txt", "log").startswith("log: `file://")  # text, not a link
+    assert (
+        link("https://evidence.example/served/a/log.txt", "log")
+        == "[log](https://evidence.example/served/a/log.txt)"
+    )
+    assert link("file:///srv/evidence/served/a/log.txt", "log").startswith(
+        "log: `file://"
+    )  # text, not a link
     assert link("https://x/a) [y](https://evil", "log").startswith("log: `")
     assert link(None, "recording") == "recording: none"
 
 
 def test_an_answer_is_read_whole_or_refused() -> None:
     answer = answer_of(
-        {"chosen_options": ["Approve"], "params_input": {"note": " fine "},
-         "responded_by_user": {"id": "7", "name": "ana"}, "responded_at": "2026-12-03T10:00:00+01:00"}
-    )  # fmt: skip
-    assert (answer.choice, answer.note, answer.by, answer.at) == ("Approve", "fine", "ana", datetime(2026, 12, 3, 9))
+        {
+            "chosen_options": ["Approve"],
+            "params_input": {"note": " fine "},
+            "responded_by_user": {"id": "7", "name": "ana"},
+            "responded_at": "2026-12-03T10:00:00+01:00",
+        }
+    )
+    assert (answer.choice, answer.note, answer.by, answer.at) == (
+        "Approve",
+        "fine",
+        "ana",
+        datetime(2026, 12, 3, 9),
+    )
     with pytest.raises(DecisionError, match="exactly one option"):
         answer_of({"chosen_options": [], "responded_at": T})
     with pytest.raises(DecisionError, match="no response time"):
@@ -76,24 +90,48 @@ def test_changes_say_what_publishing_would_change() -> None:
         {"agent_id": "a1", "board_score": 90.0, "rank": 1, "sets_under_review": 1},
         {"agent_id": "a3", "board_score": 70.0, "rank": 2, "sets_under_review": 0},
     ]
-    previous = {"rows": [
-        {"agent_id": "a1", "board_score": 85.0, "rank": 2, "sets_under_review": 2},
-        {"agent_id": "a2", "board_score": 88.0, "rank": 1, "sets_under_review": 0},
-    ]}  # fmt: skip
+    previous = {
+        "rows": [
+            {"agent_id": "a1", "board_score": 85.0, "rank": 2, "sets_under_review": 2},
+            {"agent_id": "a2", "board_score": 88.0, "rank": 1, "sets_under_review": 0},
+        ]
+    }
     agents = [
-        publication.AgentChange(r["agent_id"], r["board_score"],
-                                previous["rows"][0]["board_score"] if r["agent_id"] == "a1" else None,
-                                r["rank"], 2 if r["agent_id"] == "a1" else None, r["sets_under_review"],
-                                2 if r["agent_id"] == "a1" else None)
+        publication.AgentChange(
+            r["agent_id"],
+            r["board_score"],
+            previous["rows"][0]["board_score"] if r["agent_id"] == "a1" else None,
+            r["rank"],
+            2 if r["agent_id"] == "a1" else None,
+            r["sets_under_review"],
+            2 if r["agent_id"] == "a1" else None,
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     changes = publication.Changes(
-        "c1", False, added=["a3"], removed=["a2"], agents=agents,
-        excluded=[{"project_id": "p9", "status": "environment_at_fault", "decided_by": "ana",
-                   "note": "image lacks `make`"}],
-        corrected=[{"attempt_id": "c1.board.a1.p1.a2", "dispute_id": "dispute-1", "rerun_attempt_id":
-                    "c1.board.a1.p1.a2.r1", "decided_by": "bo", "note": "stale mirror"}],
-    )  # fmt: skip
+        "c1",
+        False,
+        added=["a3"],
+        removed=["a2"],
+        agents=agents,
+        excluded=[
+            {
+                "project_id": "p9",
+                "status": "environment_at_fault",
+                "decided_by": "ana",
+                "note": "image lacks `make`",
+            }
+        ],
+        corrected=[
+            {
+                "attempt_id": "c1.board.a1.p1.a2",
+                "dispute_id": "dispute-1",
+                "rerun_attempt_id": "c1.board.a1.p1.a2.r1",
+                "decided_by": "bo",
+                "note": "stale mirror",
+            }
+        ],
+    )
     body = publication.body_of(changes, "f" * 64)
     assert "agents added: `a3`" in body and "agents removed: `a2`" in body
     assert "| `a1` | 90.00 | 85.00 | 1 | 2 | 1 | 2 |" in body
@@ -106,14 +144,26 @@ def test_a_correction_is_the_disputed_attempts_next_run(isolated: Path) -> None:
     from argusic.attempt import AttemptSpec
     from argusic.review.disputes import DisputeError, correction_spec, dispute_id_for
 
-    spec = AttemptSpec(cycle_id="2026-12", agent_id="readme-runner", project_id="wavgen", repo_url="file:///r",
-                       commit="0" * 40, tier="standard", attempt_no=2)  # fmt: skip
+    spec = AttemptSpec(
+        cycle_id="2026-12",
+        agent_id="readme-runner",
+        project_id="wavgen",
+        repo_url="file:///r",
+        commit="0" * 40,
+        tier="standard",
+        attempt_no=2,
+    )
     plan_dir("2026-12").mkdir(parents=True)
     (plan_dir("2026-12") / f"{spec.attempt_id}.json").write_text(spec.model_dump_json())
     first = correction_spec(spec.attempt_id)
     assert (first.attempt_id, first.rerun_of) == (f"{spec.attempt_id}.r1", spec.attempt_id)
     after_invalid = correction_spec(f"{spec.attempt_id}.r1")  # the valid rerun of an invalid attempt
-    assert (after_invalid.attempt_id, after_invalid.rerun_of) == (f"{spec.attempt_id}.r2", f"{spec.attempt_id}.r1")
+    assert (after_invalid.attempt_id, after_invalid.rerun_of) == (
+        f"{spec.attempt_id}.r2",
+        f"{spec.attempt_id}.r1",
+    )
     with pytest.raises(DisputeError, match="no planned spec"):
         correction_spec("2026-12.board.readme-runner.other.a1")
-    assert dispute_id_for("a", "claim", "c") == dispute_id_for("a", " claim ", "c")  # filed twice: one dispute
+    assert dispute_id_for("a", "claim", "c") == dispute_id_for(
+        "a", " claim ", "c"
+    )  # filed twice: one dispute

@@ -136,7 +136,7 @@ def dispute_file(
     contact: Annotated[str, typer.Option(help="How to reach them (kept, never published)")],
     by: Annotated[str, typer.Option("--by", help="Who files it (you)")] = "",
 ) -> None:
-    """Record a dispute; prints its id (rule on it with `argusic dispute rule` or the argusic_disputes DAG)."""
+    """Record a dispute; prints its id (rule on it: `argusic dispute rule`, or argusic_disputes)."""
     import getpass
 
     from argusic.decisions import DecisionError, utc_now

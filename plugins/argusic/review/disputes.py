@@ -270,7 +270,7 @@ def correct(dispute_id: str, executor=None, db_path: Path | None = None, live_lo
     dispute = get(dispute_id, db_path)
     if dispute.ruling != "environment_at_fault":
         raise DisputeError(
-            f"dispute {dispute_id} is {'not ruled yet' if dispute.ruling is None else 'ruled ' + dispute.ruling}: "
+            f"dispute {dispute_id} is {'ruled ' + dispute.ruling if dispute.ruling else 'not ruled yet'}: "
             "only an environment_at_fault ruling is corrected"
         )
     spec = correction_spec(dispute.attempt_id)

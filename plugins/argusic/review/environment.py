@@ -104,7 +104,8 @@ def body_of(case: Case) -> str:
         evidence = (
             "served copies withheld"
             if a.get("served_copy_withheld")
-            else f"{link(a.get('served_log_uri'), 'log')} · {link(a.get('served_recording_uri'), 'recording')}"
+            else f"{link(a.get('served_log_uri'), 'log')} · "
+            f"{link(a.get('served_recording_uri'), 'recording')}"
         )
         outcome = a["outcome"] if a.get("is_valid") else f"invalid: {quoted(a.get('invalid_reason'), 120)}"
         lines.append(
@@ -113,7 +114,8 @@ def body_of(case: Case) -> str:
         )
     if len(case.attempts) > LISTED_ATTEMPTS:
         lines.append(
-            f"- … and {len(case.attempts) - LISTED_ATTEMPTS} more (`argusic attempts --cycle {case.cycle_id}`)"
+            f"- … and {len(case.attempts) - LISTED_ATTEMPTS} more "
+            f"(`argusic attempts --cycle {case.cycle_id}`)"
         )
     return "\n".join(lines)
 

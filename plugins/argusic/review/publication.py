@@ -268,7 +268,8 @@ def publish_approved(
     if decision is None:
         raise NotApproved(
             f"board of cycle {cycle_id!r} not published: nobody approved it yet (the argusic_cycle "
-            f"form approve_publication, or `argusic publish --cycle {cycle_id} --approve --by WHO --note WHY`)"
+            f"form approve_publication, or `argusic publish --cycle {cycle_id} --approve --by WHO "
+            "--note WHY`)"
         )
     if decision["decision"] != "approved":
         raise NotApproved(
