@@ -355,7 +355,16 @@ def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_pat
 
     if not docker_available():
         pytest.skip("no Docker daemon")
-    env = env_for(airflow_db, tmp_path, ARGUSIC_EXECUTOR="docker", ARGUSIC_REPO_ROOTS=str(forge.parent))
+    from hitl_people import Answerer, Person, api_server, free_port
+
+    port = free_port()
+    env = env_for(
+        airflow_db,
+        tmp_path,
+        ARGUSIC_EXECUTOR="docker",
+        ARGUSIC_REPO_ROOTS=str(forge.parent),
+        AIRFLOW_UI_PORT=str(port),
+    )
     conf = {
         "cycle_id": "2026-12-demo",
         "catalogue": str(forge),
@@ -364,8 +373,16 @@ def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_pat
         "demo": True,
     }
     started = time.perf_counter()
-    first, second = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}] * 2)
+    # Nothing is published before a person approves the board: ops approves each run's form through
+    # the REST API (tests/test_review_dags.py covers every decision).
+    with api_server(env, tmp_path / "api-server.log", port) as server:
+        ops = Person(server["url"], "admin", server["passwords"]["admin"])
+        with Answerer(ops, lambda detail: (ops, "Approve", "docker end to end: checked")) as answerer:
+            first, second = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}] * 2, timeout=900)
     print(f"dag.test x2: {time.perf_counter() - started:.1f}s ({first['seconds']}s, {second['seconds']}s)")
+    assert not answerer.errors, answerer.errors
+    answered = [a["detail"]["task_instance"]["task_id"] for a in answerer.answered]
+    assert answered == ["approve_publication"] * 2
 
     assert first["state"] == "success", [t for t in first["tis"] if t["state"] != "success"]
     attempts = [t for t in first["tis"] if t["task_id"] == "run_attempt"]

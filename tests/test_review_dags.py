@@ -17,17 +17,13 @@ fault → the attempt is rerun and the rerun counts in its place (marts.attempt_
 
 from __future__ import annotations
 
-import json
-import os
-import signal
+import hashlib
 import subprocess
-import threading
-import time
 from pathlib import Path
 
 import duckdb
 import pytest
-import requests
+from hitl_people import Answerer, Person, api_server, free_port
 from test_dags import PYTHON, airflow_env, dag_test, states
 
 pytestmark = pytest.mark.slow
@@ -36,21 +32,13 @@ CYCLE = "2026-12-rv"
 USERS = "ana:admin,bo:admin"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory):
     """A migrated metadata DB, the demo forge, and an API server on 127.0.0.1 (stopped at the end)."""
     from argusic.forge import build_forge
 
     base = tmp_path_factory.mktemp("review")
-    port = _free_port()
+    port = free_port()
     forge = build_forge(base / "forge")
     env = airflow_env(
         base,
@@ -68,106 +56,8 @@ def world(tmp_path_factory: pytest.TempPathFactory):
         check=True,
         capture_output=True,
     )
-    log = (base / "api-server.log").open("w")
-    server = subprocess.Popen(
-        [
-            str(bin_dir / "airflow"),
-            "api-server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(180):
-            try:
-                if requests.get(f"{url}/api/v2/monitor/health", timeout=2).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            time.sleep(1)
-        else:
-            raise AssertionError(
-                "the API server did not start: " + (base / "api-server.log").read_text()[-3000:]
-            )
-        passwords = json.loads(Path(env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]).read_text())
-        yield {"env": env, "url": url, "passwords": passwords, "base": base, "forge": forge}
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        log.close()
-
-
-class Person:
-    """One user of the REST API, logged in with their password."""
-
-    def __init__(self, url: str, name: str, password: str) -> None:
-        self.url, self.name = url, name
-        self.session = requests.Session()
-        answer = self.session.post(
-            f"{url}/auth/token", json={"username": name, "password": password}, timeout=30
-        )
-        assert answer.status_code in (200, 201), answer.text
-        self.session.headers["Authorization"] = f"Bearer {answer.json()['access_token']}"
-
-    def waiting(self) -> list[dict]:
-        got = self.session.get(
-            f"{self.url}/api/v2/dags/~/dagRuns/~/hitlDetails",
-            params={"response_received": "false"},
-            timeout=30,
-        )
-        got.raise_for_status()
-        return list(got.json()["hitl_details"])
-
-    def answer(self, detail: dict, option: str, note: str) -> requests.Response:
-        ti = detail["task_instance"]
-        return self.session.patch(
-            f"{self.url}/api/v2/dags/{ti['dag_id']}/dagRuns/{ti['dag_run_id']}/taskInstances/"
-            f"{ti['task_id']}/{ti['map_index']}/hitlDetails",
-            json={"chosen_options": [option], "params_input": {"note": note}},
-            timeout=30,
-        )
-
-
-class Answerer(threading.Thread):
-    """Answers every waiting form with `policy(detail) -> (person, option, note)` while a DAG runs."""
-
-    def __init__(self, policy) -> None:
-        super().__init__(daemon=True)
-        self.policy, self.answered, self.errors = policy, [], []
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                for detail in self.policy.__self__.ana.waiting():
-                    person, option, note = self.policy(detail)
-                    got = person.answer(detail, option, note)
-                    if got.status_code != 200:
-                        self.errors.append((got.status_code, got.text))
-                    self.answered.append(
-                        {
-                            "detail": detail,
-                            "by": person.name,
-                            "option": option,
-                            "note": note,
-                            "response": got.json() if got.ok else None,
-                        }
-                    )
-            except Exception as err:  # keep answering; the test reports what went wrong
-                self.errors.append(repr(err))
-            self.stop.wait(1.0)
+    with api_server(env, base / "api-server.log", port) as server:
+        yield {"env": env, "base": base, "forge": forge, **server}
 
 
 class Story:
@@ -194,15 +84,11 @@ class Story:
 
 
 def _run(world, story: Story, runs: list[dict], timeout: float = 900) -> list[dict]:
-    answerer = Answerer(story.policy)
-    answerer.start()
-    try:
-        return dag_test(world["env"], runs, timeout=timeout)
-    finally:
-        answerer.stop.set()
-        answerer.join(timeout=10)
-        assert not answerer.errors, answerer.errors
-        story.last_answers = answerer.answered
+    with Answerer(story.ana, story.policy) as answerer:
+        results = dag_test(world["env"], runs, timeout=timeout)
+    story.last_answers = answerer.answered
+    assert not answerer.errors, answerer.errors
+    return results
 
 
 def _q(world, sql: str, *params) -> list[tuple]:
@@ -230,8 +116,6 @@ def test_decisions_answered_through_the_rest_api(world) -> None:
     assert "First publication of this cycle" in approval["detail"]["body"]
     prepared = next(x["value"] for x in first["xcom"] if x["task_id"] == "prepare_publication")
     assert prepared["board_sha256"] in approval["detail"]["body"]
-    import hashlib
-
     assert hashlib.sha256(published.read_bytes()).hexdigest() == prepared["board_sha256"]
     rows = _q(world, "SELECT decision, decided_by, note, board_sha256 FROM decisions.publication_decisions")
     assert rows == [("approved", "ana", "checked the changes against the attempts", prepared["board_sha256"])]
