@@ -75,7 +75,9 @@ class Story:
             return self.bo, "Reject", "hold: the review decisions of this cycle need a second look"
         if task_id == "review_project":
             self.reviewed.append(detail["subject"])
-            if len(self.reviewed) == 1:
+            if len(self.reviewed) == 1:  # a person forgets the note: the task fails, its retry asks again
+                return self.bo, "Project at fault", ""
+            if detail["subject"] == self.reviewed[0]:  # the same form again, on its retry
                 return self.bo, "Project at fault", "the README's install step is wrong; every agent hit it"
             return self.ana, "Environment at fault", "the runner image lacks the tool this project needs"
         if task_id == "rule":
@@ -133,7 +135,14 @@ def test_decisions_answered_through_the_rest_api(world) -> None:
     forms = [t for t in review["tis"] if t["task_id"] == "review_project"]
     assert sorted(t["label"] for t in forms) == sorted(f"{p} · cycle {CYCLE}" for (p,) in waiting)
     assert states(review, "build") == ["success"]
-    body = story.last_answers[0]["detail"]["body"]
+    # the form answered without a note failed (nothing recorded) and was asked again on its retry
+    first = story.last_answers[0]
+    assert first["note"] == "" and story.reviewed.count(first["detail"]["subject"]) == 2
+    retried = [
+        t for t in forms if t["label"].startswith(first["detail"]["subject"].split(": ")[1].split(" ")[0])
+    ]
+    assert [t["try"] for t in retried] == [2]
+    body = first["detail"]["body"]
     assert "final state" in body and "end reason" in body and "log" in body
     decided = _q(
         world,
@@ -143,8 +152,15 @@ def test_decisions_answered_through_the_rest_api(world) -> None:
     )
     kinds = {(status, by, excluded) for _, status, by, _, excluded in decided}
     assert ("project_at_fault", "bo", False) in kinds and ("environment_at_fault", "ana", True) in kinds
-    when = _q(world, "SELECT min(decided_at) FROM decisions.review_decisions")[0][0]
-    assert when is not None  # the time Airflow recorded for the answer
+    # who and when are Airflow's: the logged-in user, the time the API server recorded the response
+    from datetime import UTC, datetime
+
+    bo = next(a for a in story.last_answers if a["by"] == "bo" and a["note"])
+    responded = datetime.fromisoformat(bo["response"]["responded_at"]).astimezone(UTC).replace(tzinfo=None)
+    assert bo["response"]["responded_by"]["name"] == "bo"
+    assert _q(
+        world, "SELECT decided_by, decided_at FROM decisions.review_decisions WHERE decided_by = 'bo'"
+    ) == [("bo", responded)]
 
     # 3. the cycle again: the board changed (a project counts again); bo rejects; nothing published
     before = published.read_bytes()

@@ -163,7 +163,8 @@ def dispute_list(
         rows = listing(open_only=open_only)
     table = Table(title="disputes")
     for column in ("dispute", "attempt", "claim", "ruling", "by", "note", "rerun"):
-        table.add_column(column, overflow="fold")
+        # ids and the ruling are read whole (copied into `dispute rule`); texts fold
+        table.add_column(column, overflow="fold", no_wrap=column in ("dispute", "ruling"))
     for d in rows:
         table.add_row(d.dispute_id, d.attempt_id, d.claim, d.ruling or "open", d.ruled_by or "",
                       d.ruling_note or "", d.rerun_attempt_id or "")  # fmt: skip
