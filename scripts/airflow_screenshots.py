@@ -340,6 +340,13 @@ def main() -> int:
             "seconds": round(time.monotonic() - started),
         }
         result["pending"] = pending
+        quoted_run = urllib.parse.quote(run_id, safe="")
+        answered = api.get(
+            f"/dags/{DAG}/dagRuns/{quoted_run}/taskInstances/approve_publication/-1/hitlDetails"
+        )
+        result["approval"] = {
+            k: answered.get(k) for k in ("responded_by_user", "chosen_options", "params_input")
+        }
         tis = api.task_instances(run_id)
         result["docs_run"]["tis"] = [
             {k: t[k] for k in ("task_id", "map_index", "state", "try_number", "rendered_map_index")}

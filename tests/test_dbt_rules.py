@@ -201,8 +201,25 @@ def records() -> list[dict]:
     r += [
         s_fail("ed-13", STD, "v-ed", 2, methodology_version="1.3", started_at=datetime(2026, 9, 5, 12), **v)
     ]
+    # --- a dispute (cycle CORR): attempt 2 timed out (0); the maintainer's dispute was ruled our
+    # environment's fault and the attempt rerun (2c, rerun_of 2: a pass, 100) -> the set counts
+    # 100, 100, 100 with the rerun in the original's place; the original stays, marked corrected
+    c = {"cycle_id": CORR}
+    r += [
+        rec("corr-1", STD, "p-corr", 1, **c),
+        rec("corr-2", STD, "p-corr", 2, end_reason="timeout", **c),
+        rec("corr-2c", STD, "p-corr", 2, rerun_of="corr-2", **c),
+        rec("corr-3", STD, "p-corr", 3, **c),
+    ]
     return r
 
+
+CORR = "2026-10-corr"
+DISPUTE = ("dispute-1", "corr-2", "the runner lost its network mid-install", "m@example.org")
+RULINGS = [  # the ruling, then the row naming its rerun once it exists
+    ("dispute-1", "environment_at_fault", None, "ops-ana", datetime(2026, 10, 20, 9), "mirror down"),
+    ("dispute-1", "environment_at_fault", "corr-2c", "ops-ana", datetime(2026, 10, 20, 11), "mirror down"),
+]
 
 DECISIONS = [  # (project_id, decision, decided_by, decided_at)
     ("p-env", "environment_at_fault", "ops-ana", datetime(2026, 10, 12, 9)),
@@ -226,6 +243,11 @@ def built(tmp_path_factory: pytest.TempPathFactory):
             "INSERT INTO decisions.review_decisions VALUES (?, ?, ?, ?, ?, ?)",
             [(CYCLE, p, d, who, at, f"{who}: read the logs") for p, d, who, at in DECISIONS],
         )
+        con.execute(
+            "INSERT INTO decisions.disputes VALUES (?, ?, ?, ?, 'maintainer', ?, 'filed')",
+            [*DISPUTE, datetime(2026, 10, 19)],
+        )
+        con.executemany("INSERT INTO decisions.dispute_rulings VALUES (?, ?, ?, ?, ?, ?)", RULINGS)
         rows = records()
         con.executemany(
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
@@ -364,6 +386,9 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
         "rival-claim": "claims more errors fixed than encountered",
         "v-nyv-2": "cut by our tooling (harness_error): not a complete attempt",
         "v-nyv-3": "claims more errors fixed than encountered",
+        # corrected after a dispute: kept, never scored, its reason names the dispute and the rerun
+        "corr-2": "corrected: dispute dispute-1 found our environment at fault; rerun corr-2c counts "
+        "in its place",
     }
     rows = {r["attempt_id"]: r for r in q(built, "select * from marts.attempt_scores where not is_valid")}
     assert set(rows) == set(expected)
@@ -449,6 +474,28 @@ def test_project_review_and_decisions(built):
     for project in ("p-exact", "p-inf", "p-above", "p-rerun", "p-incomplete"):
         assert review[project]["under_review"] is False, project
         assert review[project]["excluded_from_board"] is False, project
+
+
+def test_a_dispute_ruled_against_our_environment_puts_the_rerun_in_the_original_place(built):
+    corrections = q(built, "select * from marts.attempt_corrections")
+    assert corrections == [
+        {"attempt_id": "corr-2", "dispute_id": "dispute-1", "note": "mirror down", "decided_by": "ops-ana",
+         "decided_at": datetime(2026, 10, 20, 9), "rerun_attempt_id": "corr-2c"}
+    ]  # fmt: skip
+    scores = {
+        r["attempt_id"]: r for r in q(built, "select * from marts.attempt_scores where cycle_id = ?", CORR)
+    }
+    assert scores["corr-2"]["is_valid"] is False and scores["corr-2"]["score"] is None
+    assert scores["corr-2"]["invalid_reason"] == (
+        "corrected: dispute dispute-1 found our environment at fault; rerun corr-2c counts in its place"
+    )
+    assert scores["corr-2c"]["is_valid"] is True and scores["corr-2c"]["score"] == 100
+    (pair,) = q(built, "select * from marts.pair_sets where cycle_id = ?", CORR)
+    chosen = {pair["low_attempt_id"], pair["middle_attempt_id"], pair["high_attempt_id"]}
+    assert "corr-2" not in chosen and chosen <= {"corr-1", "corr-2c", "corr-3"}
+    assert pair["is_complete"] and pair["valid_attempts"] == 3 and pair["invalid_attempts"] == 1
+    (board,) = q(built, "select * from marts.board where cycle_id = ?", CORR)
+    assert board["board_score"] == 100 and board["sets_counted"] == 1  # not 0: the timeout no longer counts
 
 
 def test_board_scores_ranks_and_pass_rates(built):
