@@ -257,8 +257,8 @@ class Browser:
         """Answer one environment-review form (argusic_review) in the browser, after a screenshot."""
         page = self.page
         page.goto(
-            f"{self.base}/dags/argusic_review/runs/{run_id}/tasks/review_project/required_actions"
-            f"?map_index={map_index}"
+            f"{self.base}/dags/argusic_review/runs/{run_id}/tasks/review_project/mapped/{map_index}"
+            "/required_actions"
         )
         page.wait_for_load_state("networkidle")
         page.get_by_text("end reason", exact=False).first.wait_for(timeout=60_000)
