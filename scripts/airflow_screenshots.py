@@ -386,6 +386,7 @@ def main() -> int:
         result["approval"] = {
             k: answered.get(k) for k in ("responded_by_user", "chosen_options", "params_input")
         }
+        result["approval"]["answered_tries"] = approved.get("tries", [])
         tis = api.task_instances(run_id)
         result["docs_run"]["tis"] = [
             {k: t[k] for k in ("task_id", "map_index", "state", "try_number", "rendered_map_index")}

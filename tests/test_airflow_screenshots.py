@@ -112,7 +112,7 @@ def test_an_environment_review_is_answered_in_the_browser_and_the_api(shots) -> 
     review = shots["review"]
     assert review["state"] == "success", review
     assert review["labels"] and all(label.endswith(" · cycle 2026-12-ui") for label in review["labels"])
-    assert ("admin", "Environment at fault") in review["answers"]
+    assert ["admin", "Environment at fault"] in review["answers"]  # JSON: pairs come back as lists
     assert len(review["answers"]) == len(review["labels"])
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from argusic.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
+from argusic.decisions import ddl as decisions_ddl
 from argusic.expectations import ValidationReport, validate_warehouse
 from argusic.settings import dbt_project_dir, warehouse_path
 from argusic.warehouse import connect, writer_lock
@@ -277,7 +278,11 @@ def _build(
     with writer_lock(path):
         # dbt opens the file read-write: first wait (saying for whom) until no other process has it
         # open, e.g. an analyst's connection, rather than letting dbt fail on DuckDB's lock.
-        connect(path).close()
+        con = connect(path)
+        try:  # the marts read people's decisions: their tables exist (empty) before anyone decides
+            con.execute(decisions_ddl())
+        finally:
+            con.close()
         started = time.perf_counter()
         plan = plan_for(path) if plan_for else DbtPlan(None)
         nodes = _run_dbt(
