@@ -11,6 +11,7 @@ from argusic.airflow_dag import ATTEMPT_MAP_INDEX_TEMPLATE, WAREHOUSE_POOL, run_
 from argusic.airflow_dag import attempt_label as _attempt_label
 from argusic.airflow_dag import cycle_id_of_context as _cycle_id
 from argusic.airflow_dag import fail_at_once as _fail_at_once
+from argusic.review.operators import PublicationApproval
 
 DOC_MD = """
 ### Argusic cycle (manual, one run per cycle — or per agent / shard of a cycle)
@@ -39,8 +40,15 @@ disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (
 4. **ingest** → **build** (dbt build + expectations) — in the one-slot pool `argusic_warehouse`
    (DuckDB has a single writer). Ingest loads every record of the plan, reruns included; a run
    whose attempts are all invalid fails here: nothing is loaded or published.
-5. **publish** — audits the evidence, re-validates, writes `<ARGUSIC_PUBLISH_DIR>/<cycle>/board.json`,
-   and its log lists this run's attempts **as the rubric scored them**: outcome, points, score.
+5. **prepare_publication** — the board as it would be published (expectations re-checked, evidence
+   audited) and its sha256, and what changed since the cycle's last publication.
+6. **approve_publication** — waits for a person (Browse → Required actions; no worker slot held):
+   the form shows the changes (agents added/removed, scores, ranks, exclusions by review,
+   corrections); **Approve** or **Reject** with a note, recorded (who, when, why). Reject: publish
+   is skipped and nothing is published.
+7. **publish** — only the approved board, byte for byte (refused if it changed since): writes
+   `<ARGUSIC_PUBLISH_DIR>/<cycle>/board.json`, and its log lists this run's attempts **as the
+   rubric scored them**: outcome, points, score.
 
 Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` > 1 (docs/airflow.md).
 """
@@ -214,13 +222,27 @@ def argusic_cycle():
         return build_warehouse_summary()
 
     @task(pool=WAREHOUSE_POOL, pool_slots=1)
-    def publish(built: str, spec_paths: list[str], params: dict) -> str:
+    def prepare_publication(built: str, params: dict) -> dict:
+        from argusic.build import PublicationBlocked
+        from argusic.review.publication import prepare
+
+        try:
+            return prepare(_cycle_id(params)).to_dict()
+        except PublicationBlocked as err:
+            raise _fail_at_once(err) from None  # nothing publishable: no form to answer
+
+    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    def publish(prepared: dict, spec_paths: list[str], params: dict) -> str:
         import logging
 
         from argusic.airflow_tasks import publish_cycle_board, published_attempt_lines
+        from argusic.build import PublicationBlocked
 
         cycle_id = _cycle_id(params)
-        published = publish_cycle_board(cycle_id)
+        try:  # only the board the person approved, exactly (its sha256)
+            published = publish_cycle_board(cycle_id, prepared["board_sha256"])
+        except PublicationBlocked as err:
+            raise _fail_at_once(err) from None  # changed since approved: trigger again, approve again
         for line in published_attempt_lines(cycle_id, spec_paths):
             logging.getLogger("argusic.publish").info("%s", line)
         return published
@@ -229,7 +251,11 @@ def argusic_cycle():
     records = run_attempt.expand(spec_path=specs)
     ingested = ingest(specs)
     records >> ingested
-    publish(build(ingested), specs)
+    prepared = prepare_publication(build(ingested))
+    # A person approves the exact board (or rejects it: recorded with the reason, publish skipped).
+    approval = PublicationApproval(task_id="approve_publication", prepared_task="prepare_publication")
+    published = publish(prepared, specs)
+    prepared >> approval >> published
 
 
 argusic_cycle()

@@ -10,7 +10,9 @@ Steps (one UI, started with scripts/airflow_ui.sh on a free port, stopped at the
    must work after (the demo cycle's pool recorded, its attempts measured);
 2. the documented trigger, word for word: `airflow dags unpause argusic_cycle`, then `airflow dags
    trigger argusic_cycle --run-id cycle__2026-12-ui__<time> --conf '<the docs' params>'`; a
-   screenshot of the attempts while some still wait (labels, not numbers), then once it succeeded:
+   screenshot of the attempts while some still wait (labels, not numbers); the publication form
+   (approve_publication) read and approved in the browser, as a person does (hitl-approval.png,
+   hitl-approved.png); then once it succeeded:
    the grid, the attempts, one attempt's log, the trigger form, the home page (health);
 3. the trigger that used to fail slowly: the demo cycle with another pool size. It must fail at
    `prepare_pool` on its first try, saying which pool is recorded and how to go on (screenshot of
@@ -45,6 +47,10 @@ DAG = "argusic_cycle"
 # docs/airflow.md, "Trigger a cycle": the params of the documented example (kept in step by the test).
 DOCS_CONF = {"cycle_id": "2026-12-ui", "demo": True, "pool_size": 3}
 CONFLICT_CONF = {"cycle_id": "2026-12-demo", "demo": True, "pool_size": 3}
+# Nothing is published before a person approves it: the script answers the form in the browser.
+APPROVAL_NOTE = "screenshots script: read the changes in this form before approving"
+REVIEW_NOTE = "screenshots script: an example answer, not a reading of the logs"
+READING_SECONDS = 10.0  # how long the script "reads" a form before answering it
 MARK = "@@RESULT@@"
 
 
@@ -224,6 +230,53 @@ class Browser:
         dialog.get_by_role("button", name="Trigger").last.click()
         return shots
 
+    def approve(self, run_id: str, note: str) -> dict[str, str]:
+        """Answer the publication form as a person does: open the task's Required actions page, read
+        it (screenshot), write the note, press Approve (screenshot of the answered form)."""
+        page = self.page
+        page.goto(f"{self.base}/dags/{DAG}/runs/{run_id}/tasks/approve_publication/required_actions")
+        page.wait_for_load_state("networkidle")
+        page.get_by_text("sha256", exact=False).first.wait_for(timeout=60_000)
+        time.sleep(1)
+        shots = {"hitl_approval": str(self.out / "hitl-approval.png")}
+        page.screenshot(path=shots["hitl_approval"], full_page=True)
+        page.locator("[name='element_note']").fill(note)  # Approve and Reject stay disabled until then
+        with page.expect_response(
+            lambda r: r.url.endswith("/approve_publication/-1/hitlDetails") and r.request.method == "PATCH",
+            timeout=60_000,
+        ) as answered:
+            page.get_by_role("button", name="Approve").click()
+        if answered.value.status != 200:
+            raise RuntimeError(f"the approval was refused: {answered.value.status} {answered.value.text()}")
+        time.sleep(3)
+        shots["hitl_approved"] = str(self.out / "hitl-approved.png")
+        page.screenshot(path=shots["hitl_approved"])
+        return shots
+
+    def review(self, run_id: str, map_index: int, option: str, note: str) -> dict[str, str]:
+        """Answer one environment-review form (argusic_review) in the browser, after a screenshot."""
+        page = self.page
+        page.goto(
+            f"{self.base}/dags/argusic_review/runs/{run_id}/tasks/review_project/mapped/{map_index}"
+            "/required_actions"
+        )
+        page.wait_for_load_state("networkidle")
+        page.get_by_text("end reason", exact=False).first.wait_for(timeout=60_000)
+        time.sleep(1)
+        shots = {"hitl_review": str(self.out / "hitl-review.png")}
+        page.screenshot(path=shots["hitl_review"], full_page=True)
+        page.locator("[name='element_note']").fill(note)
+        with page.expect_response(
+            lambda r: (
+                r.url.endswith(f"/review_project/{map_index}/hitlDetails") and r.request.method == "PATCH"
+            ),
+            timeout=60_000,
+        ) as answered:
+            page.get_by_role("button", name=option).click()
+        if answered.value.status != 200:
+            raise RuntimeError(f"the review was refused: {answered.value.status} {answered.value.text()}")
+        return shots
+
     def close(self) -> None:
         self.browser.close()
         self._pw.stop()
@@ -283,7 +336,24 @@ def main() -> int:
         started = time.monotonic()
         pending: list[dict] = []
 
+        approved: dict = {}
+        seen_waiting: dict[int, float] = {}  # try number -> when its form was first seen waiting
+
         def look_while_waiting() -> None:
+            form = {t["task_id"]: t for t in api.task_instances(run_id)}.get("approve_publication") or {}
+            if form.get("state") == "awaiting_input" and form["try_number"] not in approved.setdefault(
+                "tries", []
+            ):
+                # A person reads the form before answering. Answering within a second or two of the
+                # form appearing races Airflow 3.3's scheduler (docs/airflow.md): the answered try is
+                # failed and retried, and its form asked again, which is answered again here.
+                first = seen_waiting.setdefault(form["try_number"], time.monotonic())
+                if time.monotonic() - first < READING_SECONDS:
+                    return
+                say(f"approve_publication waits (try {form['try_number']}): reading the form, approving it")
+                result["screenshots"] |= browser.approve(run_id, APPROVAL_NOTE)
+                approved["tries"].append(form["try_number"])
+                return
             if pending:
                 return
             tis = [
@@ -309,6 +379,14 @@ def main() -> int:
             "seconds": round(time.monotonic() - started),
         }
         result["pending"] = pending
+        quoted_run = urllib.parse.quote(run_id, safe="")
+        answered = api.get(
+            f"/dags/{DAG}/dagRuns/{quoted_run}/taskInstances/approve_publication/-1/hitlDetails"
+        )
+        result["approval"] = {
+            k: answered.get(k) for k in ("responded_by_user", "chosen_options", "params_input")
+        }
+        result["approval"]["answered_tries"] = approved.get("tries", [])
         tis = api.task_instances(run_id)
         result["docs_run"]["tis"] = [
             {k: t[k] for k in ("task_id", "map_index", "state", "try_number", "rendered_map_index")}
@@ -339,6 +417,57 @@ def main() -> int:
                 keys="wt",  # the log viewer's shortcuts: wrap long lines, hide timestamps
             ),
             "home": browser.shot("home", "", wait_text="Health"),
+        }
+
+        # Environment review of the same cycle: one form per project every agent failed; the first
+        # is read (screenshot) and answered in the browser, the others through the REST API.
+        airflow(env, "dags", "unpause", "argusic_review")
+        review_id = f"review__2026-12-ui__{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+        airflow(env, "dags", "trigger", "argusic_review", "--run-id", review_id,
+                "--conf", json.dumps({"cycle_id": DOCS_CONF["cycle_id"]}))  # fmt: skip
+        quoted_review = urllib.parse.quote(review_id, safe="")
+        deadline = time.monotonic() + 300
+        forms: list[dict] = []
+        while time.monotonic() < deadline and not forms:
+            try:
+                tis = api.get(f"/dags/argusic_review/dagRuns/{quoted_review}/taskInstances", limit=100)
+            except requests.HTTPError:
+                tis = {"task_instances": []}
+            forms = [
+                t for t in tis["task_instances"]
+                if t["task_id"] == "review_project" and t["state"] == "awaiting_input"
+            ]  # fmt: skip
+            time.sleep(2)
+        if not forms:
+            raise TimeoutError("argusic_review: no form waits for an answer")
+        time.sleep(READING_SECONDS)  # read before answering (see look_while_waiting above)
+        first = min(forms, key=lambda t: t["map_index"])
+        result["screenshots"] |= browser.review(
+            review_id, first["map_index"], "Environment at fault", REVIEW_NOTE
+        )
+        for form in api.get(f"/dags/argusic_review/dagRuns/{quoted_review}/hitlDetails")["hitl_details"]:
+            if not form["response_received"] and form["task_instance"]["map_index"] != first["map_index"]:
+                api.session.patch(
+                    f"{base}/api/v2/dags/argusic_review/dagRuns/{quoted_review}/taskInstances/review_project/"
+                    f"{form['task_instance']['map_index']}/hitlDetails",
+                    json={"chosen_options": ["Project at fault"], "params_input": {"note": REVIEW_NOTE}},
+                    timeout=60,
+                ).raise_for_status()
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            review_run = api.get(f"/dags/argusic_review/dagRuns/{quoted_review}")
+            if review_run["state"] in ("success", "failed"):
+                break
+            time.sleep(2)
+        answered = api.get(f"/dags/argusic_review/dagRuns/{quoted_review}/hitlDetails")["hitl_details"]
+        result["review"] = {
+            "state": review_run["state"],
+            "labels": sorted(f["task_instance"]["rendered_map_index"] or "" for f in answered),
+            "answers": sorted(
+                (f["responded_by_user"]["name"], f["chosen_options"][0])
+                for f in answered
+                if f["response_received"]
+            ),
         }
 
         # The trigger that used to be retried for 138 s: the demo cycle with another pool size, with

@@ -51,7 +51,6 @@ from pathlib import Path
 from argusic.warehouse import COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
-SEEDS = ROOT / "dbt_project" / "seeds"
 DEFAULT_SIZES = [10_000, 100_000, 1_000_000]
 TARGET_RATIO = 5.0
 TARGET_PEAK_MB = 2048.0
@@ -313,9 +312,7 @@ judged AS (
 ),
 decisions AS (
     SELECT cycle_id, project_id, decision
-    FROM read_csv('{decisions}', header = true, columns = {
-        'project_id': 'VARCHAR', 'cycle_id': 'VARCHAR', 'decision': 'VARCHAR',
-        'decided_by': 'VARCHAR', 'decided_at': 'TIMESTAMP'})
+    FROM decisions.review_decisions
     QUALIFY row_number() OVER (PARTITION BY cycle_id, project_id
                                ORDER BY decided_at DESC, decided_by DESC) = 1
 ),
@@ -381,8 +378,7 @@ FROM marts.board ORDER BY cycle_id, agent_id
 
 
 def floor_sql() -> str:
-    decisions = str(SEEDS / "review_decisions.csv").replace("'", "''")
-    return FLOOR_SQL.replace("{decisions}", decisions).replace("{scale}", f"'{10**25}'::HUGEINT")
+    return FLOOR_SQL.replace("{scale}", f"'{10**25}'::HUGEINT")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -392,12 +388,14 @@ def floor_sql() -> str:
 
 def phase_generate(db: Path, size: int) -> dict:
     import duckdb
+    from argusic.decisions import ddl as decisions_ddl
     from argusic.warehouse import RAW_DDL
 
     agents, projects = plan(size)
     started = time.perf_counter()
     with duckdb.connect(str(db)) as con:
         con.execute(RAW_DDL)
+        con.execute(decisions_ddl())  # as ingest leaves it: people's decisions (none here) beside the records
         con.execute(generate_sql(agents, projects))
         rows = con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0]
         shape = con.execute(

@@ -100,8 +100,25 @@ def test_a_different_pool_for_the_demo_cycle_fails_at_once_with_the_way_on(shots
     assert "leave pool_size and catalogue empty" in text and "new cycle id" in text
 
 
+def test_the_publication_was_approved_in_the_browser_by_the_logged_in_user(shots) -> None:
+    approval = shots["approval"]
+    assert approval["chosen_options"] == ["Approve"] and approval["responded_by_user"]["name"] == "admin"
+    assert approval["params_input"]["note"].startswith("screenshots script: read the changes")
+    assert "publish" in shots["docs_run"]["logs"] and shots["docs_run"]["state"] == "success"
+    assert approval["answered_tries"] == [1]  # read, then answered once: no race with the scheduler
+
+
+def test_an_environment_review_is_answered_in_the_browser_and_the_api(shots) -> None:
+    review = shots["review"]
+    assert review["state"] == "success", review
+    assert review["labels"] and all(label.endswith(" · cycle 2026-12-ui") for label in review["labels"])
+    assert ["admin", "Environment at fault"] in review["answers"]  # JSON: pairs come back as lists
+    assert len(review["answers"]) == len(review["labels"])
+
+
 def test_the_screenshots_were_taken(shots) -> None:
     names = {"pending", "grid", "attempts", "log", "home", "trigger", "trigger_advanced", "conflict"}
+    names |= {"hitl_approval", "hitl_approved", "hitl_review"}
     assert names <= set(shots["screenshots"])
     for path in shots["screenshots"].values():
         data = Path(path).read_bytes()

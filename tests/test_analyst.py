@@ -348,7 +348,7 @@ def _cycle(cycle: str, env: dict) -> subprocess.CompletedProcess:
         [
             *_argusic(), "cycle", "run", "--catalogue", env["ARGUSIC_FORGE_DIR"] + "/catalogue.json",
             "--cycle", cycle, "--agents", "readme-runner", "--executor", "local",
-            "--budget-scale", "0.003", "--pool-size", "2",
+            "--budget-scale", "0.003", "--pool-size", "2", "--approve-as", "test", "--note", "a test cycle",
         ],
         env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip

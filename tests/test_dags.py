@@ -159,10 +159,16 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     info = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
 
     assert info["errors"] == {}
-    assert {"argusic_pool_rotation", "argusic_cycle", "argusic_maintenance", "argusic_verdicts"} <= set(
-        info["dags"]
+    ours = (
+        "argusic_pool_rotation",
+        "argusic_cycle",
+        "argusic_maintenance",
+        "argusic_review",
+        "argusic_disputes",
+        "argusic_verdicts",
     )
-    for dag_id in ("argusic_pool_rotation", "argusic_cycle", "argusic_maintenance", "argusic_verdicts"):
+    assert set(ours) <= set(info["dags"])
+    for dag_id in ours:
         dag = info["dags"][dag_id]
         assert "argusic" in dag["tags"] and len(dag["tags"]) >= 2, dag_id
         assert dag["doc_md"], dag_id
@@ -177,7 +183,10 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert set(rotation["tasks"]) == {"rotate_pool", "reveal_previous_private"}
 
     cycle = info["dags"]["argusic_cycle"]["tasks"]
-    assert set(cycle) == {"prepare_pool", "plan", "run_attempt", "ingest", "build", "publish"}
+    assert set(cycle) == {
+        "prepare_pool", "plan", "run_attempt", "ingest", "build", "prepare_publication",
+        "approve_publication", "publish",
+    }  # fmt: skip
     assert cycle["run_attempt"]["mapped"] and "attempt_label" in cycle["run_attempt"]["map_index_template"]
     assert "attempt_result" in cycle["run_attempt"]["map_index_template"]  # how it ended, once known
     # An invalid attempt is skipped (not scored, its records still loaded); a failed one stops ingest.
@@ -186,7 +195,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     for dag_id in ("argusic_cycle", "argusic_pool_rotation", "argusic_verdicts"):
         described = info["dags"][dag_id]["params"]
         assert all(d and len(d) > 20 for d in described.values()), (dag_id, described)
-    for single_writer in ("ingest", "build", "publish"):
+    for single_writer in ("ingest", "build", "prepare_publication", "publish"):
         assert cycle[single_writer]["pool"] == "argusic_warehouse"
         assert not cycle[single_writer]["mapped"]
     assert {
@@ -347,7 +356,16 @@ def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_pat
 
     if not docker_available():
         pytest.skip("no Docker daemon")
-    env = env_for(airflow_db, tmp_path, ARGUSIC_EXECUTOR="docker", ARGUSIC_REPO_ROOTS=str(forge.parent))
+    from hitl_people import Answerer, Person, api_server, free_port
+
+    port = free_port()
+    env = env_for(
+        airflow_db,
+        tmp_path,
+        ARGUSIC_EXECUTOR="docker",
+        ARGUSIC_REPO_ROOTS=str(forge.parent),
+        AIRFLOW_UI_PORT=str(port),
+    )
     conf = {
         "cycle_id": "2026-12-demo",
         "catalogue": str(forge),
@@ -356,8 +374,16 @@ def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_pat
         "demo": True,
     }
     started = time.perf_counter()
-    first, second = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}] * 2)
+    # Nothing is published before a person approves the board: ops approves each run's form through
+    # the REST API (tests/test_review_dags.py covers every decision).
+    with api_server(env, tmp_path / "api-server.log", port) as server:
+        ops = Person(server["url"], "admin", server["passwords"]["admin"])
+        with Answerer(ops, lambda detail: (ops, "Approve", "docker end to end: checked")) as answerer:
+            first, second = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}] * 2, timeout=900)
     print(f"dag.test x2: {time.perf_counter() - started:.1f}s ({first['seconds']}s, {second['seconds']}s)")
+    assert not answerer.errors, answerer.errors
+    answered = [a["detail"]["task_instance"]["task_id"] for a in answerer.answered]
+    assert answered == ["approve_publication"] * 2
 
     assert first["state"] == "success", [t for t in first["tis"] if t["state"] != "success"]
     attempts = [t for t in first["tis"] if t["task_id"] == "run_attempt"]
@@ -412,7 +438,7 @@ def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
     run = {
         "dag_id": "argusic_cycle",
         "conf": conf,
-        "mark_success_pattern": "run_attempt|ingest|build|publish",
+        "mark_success_pattern": "run_attempt|ingest|build|prepare_publication|approve_publication|publish",
     }
 
     roots = str(tmp_path)
@@ -490,7 +516,7 @@ def test_configuration_errors_fail_at_once_with_the_fix(airflow_db, tmp_path) ->
         airflow_db, tmp_path, ARGUSIC_REPO_ROOTS=str(tmp_path), ARGUSIC_FORGE_DIR=str(tmp_path / "forge")
     )
     base = {"agents": ["readme-runner"], "catalogue": str(catalogue)}
-    marked = "run_attempt|ingest|build|publish"
+    marked = "run_attempt|ingest|build|prepare_publication|approve_publication|publish"
     first, other_size, forge_real = dag_test(
         env,
         [

@@ -1,7 +1,8 @@
 """The dbt project end to end: hand-made run records -> `dbt build` -> the marts' numbers.
 
 One `dbt build` per module (seeds, models, data tests and every dbt unit test) into a temporary
-DuckDB file, on a temporary copy of dbt_project/ whose review_decisions seed holds two decisions.
+DuckDB file, on a temporary copy of dbt_project/, with three people's review decisions in the
+warehouse's decisions schema (as argusic.decisions records them).
 Nothing here computes a score: the expected values are written by hand from RULES.md.
 """
 
@@ -199,14 +200,31 @@ def records() -> list[dict]:
     r += [
         s_fail("ed-13", STD, "v-ed", 2, methodology_version="1.3", started_at=datetime(2026, 9, 5, 12), **v)
     ]
+    # --- a dispute (cycle CORR): attempt 2 timed out (0); the maintainer's dispute was ruled our
+    # environment's fault and the attempt rerun (2c, rerun_of 2: a pass, 100) -> the set counts
+    # 100, 100, 100 with the rerun in the original's place; the original stays, marked corrected
+    c = {"cycle_id": CORR}
+    r += [
+        rec("corr-1", STD, "p-corr", 1, **c),
+        rec("corr-2", STD, "p-corr", 2, end_reason="timeout", **c),
+        rec("corr-2c", STD, "p-corr", 2, rerun_of="corr-2", **c),
+        rec("corr-3", STD, "p-corr", 3, **c),
+    ]
     return r
 
 
-DECISIONS = f"""project_id,cycle_id,decision,decided_by,decided_at
-p-env,{CYCLE},environment_at_fault,ops-ana,2026-10-12 09:00:00
-p-proj,{CYCLE},environment_at_fault,ops-ana,2026-10-12 09:00:00
-p-proj,{CYCLE},project_at_fault,ops-bo,2026-10-13 10:00:00
-"""
+CORR = "2026-10-corr"
+DISPUTE = ("dispute-1", "corr-2", "the runner lost its network mid-install", "m@example.org")
+RULINGS = [  # the ruling, then the row naming its rerun once it exists
+    ("dispute-1", "environment_at_fault", None, "ops-ana", datetime(2026, 10, 20, 9), "mirror down"),
+    ("dispute-1", "environment_at_fault", "corr-2c", "ops-ana", datetime(2026, 10, 20, 11), "mirror down"),
+]
+
+DECISIONS = [  # (project_id, decision, decided_by, decided_at)
+    ("p-env", "environment_at_fault", "ops-ana", datetime(2026, 10, 12, 9)),
+    ("p-proj", "environment_at_fault", "ops-ana", datetime(2026, 10, 12, 9)),
+    ("p-proj", "project_at_fault", "ops-bo", datetime(2026, 10, 13, 10)),
+]
 
 
 @pytest.fixture(scope="module")
@@ -216,10 +234,18 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("dbt_rules")
     project = tmp / "dbt_project"
     shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
-    (project / "seeds" / "review_decisions.csv").write_text(DECISIONS)
     db = tmp / "warehouse.duckdb"
     with duckdb.connect(str(db)) as con:
         migrate_raw(con)  # raw layer, pool entries and the (empty) decision tables
+        con.executemany(
+            "INSERT INTO decisions.review_decisions VALUES (?, ?, ?, ?, ?, ?)",
+            [(CYCLE, p, d, who, at, f"{who}: read the logs") for p, d, who, at in DECISIONS],
+        )
+        con.execute(
+            "INSERT INTO decisions.disputes VALUES (?, ?, ?, ?, 'maintainer', ?, 'filed')",
+            [*DISPUTE, datetime(2026, 10, 19)],
+        )
+        con.executemany("INSERT INTO decisions.dispute_rulings VALUES (?, ?, ?, ?, ?, ?)", RULINGS)
         rows = records()
         con.executemany(
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
@@ -289,8 +315,10 @@ def test_build_passes_every_node_including_unit_tests(built):
     for r in built["results"]:
         kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
     assert kinds.get("unit_test", 0) >= 30
-    assert kinds.get("seed") == 6
-    assert kinds.get("model") == 15
+    assert kinds.get("seed") == 5  # review decisions are data now (decisions schema), not a seed
+    # 12 + verdict_plan and its two staging views + int_attempt_corrections, int_attempts_corrected,
+    # attempt_corrections
+    assert kinds.get("model") == 18
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):
@@ -358,6 +386,9 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
         "rival-claim": "claims more errors fixed than encountered",
         "v-nyv-2": "cut by our tooling (harness_error): not a complete attempt",
         "v-nyv-3": "claims more errors fixed than encountered",
+        # corrected after a dispute: kept, never scored, its reason names the dispute and the rerun
+        "corr-2": "corrected: dispute dispute-1 found our environment at fault; rerun corr-2c counts "
+        "in its place",
     }
     rows = {r["attempt_id"]: r for r in q(built, "select * from marts.attempt_scores where not is_valid")}
     assert set(rows) == set(expected)
@@ -443,6 +474,28 @@ def test_project_review_and_decisions(built):
     for project in ("p-exact", "p-inf", "p-above", "p-rerun", "p-incomplete"):
         assert review[project]["under_review"] is False, project
         assert review[project]["excluded_from_board"] is False, project
+
+
+def test_a_dispute_ruled_against_our_environment_puts_the_rerun_in_the_original_place(built):
+    corrections = q(built, "select * from marts.attempt_corrections")
+    assert corrections == [
+        {"attempt_id": "corr-2", "dispute_id": "dispute-1", "note": "mirror down", "decided_by": "ops-ana",
+         "decided_at": datetime(2026, 10, 20, 9), "rerun_attempt_id": "corr-2c"}
+    ]  # fmt: skip
+    scores = {
+        r["attempt_id"]: r for r in q(built, "select * from marts.attempt_scores where cycle_id = ?", CORR)
+    }
+    assert scores["corr-2"]["is_valid"] is False and scores["corr-2"]["score"] is None
+    assert scores["corr-2"]["invalid_reason"] == (
+        "corrected: dispute dispute-1 found our environment at fault; rerun corr-2c counts in its place"
+    )
+    assert scores["corr-2c"]["is_valid"] is True and scores["corr-2c"]["score"] == 100
+    (pair,) = q(built, "select * from marts.pair_sets where cycle_id = ?", CORR)
+    chosen = {pair["low_attempt_id"], pair["middle_attempt_id"], pair["high_attempt_id"]}
+    assert "corr-2" not in chosen and chosen <= {"corr-1", "corr-2c", "corr-3"}
+    assert pair["is_complete"] and pair["valid_attempts"] == 3 and pair["invalid_attempts"] == 1
+    (board,) = q(built, "select * from marts.board where cycle_id = ?", CORR)
+    assert board["board_score"] == 100 and board["sets_counted"] == 1  # not 0: the timeout no longer counts
 
 
 def test_board_scores_ranks_and_pass_rates(built):

@@ -245,7 +245,8 @@ def test_cycle_run_from_remote_catalogue_local_executor_is_resumable(
     monkeypatch.setenv("ARGUSIC_MIRROR_TRIES", "1")
     catalogue = remote_catalogue(git_server, isolated, closed_port())
     args = ["cycle", "run", "--catalogue", str(catalogue), "--cycle", "2026-12-remote", "--agents",
-            "readme-runner", "--executor", "local", "--budget-scale", "0.01"]  # fmt: skip
+            "readme-runner", "--executor", "local", "--budget-scale", "0.01", "--approve-as", "test",
+            "--note", "a test cycle"]  # fmt: skip
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     out = first.output
@@ -277,7 +278,8 @@ def test_cycle_run_from_remote_catalogue_in_docker(git_server, isolated, mirror_
     result = runner.invoke(
         app,
         ["cycle", "run", "--catalogue", str(catalogue), "--cycle", "2026-12-docker", "--agents",
-         "readme-runner", "--executor", "docker", "--budget-scale", "0.01"],
+         "readme-runner", "--executor", "docker", "--budget-scale", "0.01", "--approve-as", "test",
+         "--note", "a test cycle"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.output.count("pass_full") == 3

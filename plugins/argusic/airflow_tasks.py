@@ -483,12 +483,14 @@ def build_warehouse_summary() -> str:
     return build_or_delegate()
 
 
-def publish_cycle_board(cycle_id: str) -> str:
-    """The board of the cycle, re-validated under the writer lock; returns the published path."""
-    from argusic.build_worker import publish_or_delegate
+def publish_cycle_board(cycle_id: str, board_sha256: str | None = None) -> str:
+    """The board of the cycle, re-validated under the writer lock, published only when the cycle's
+    latest publication decision approves it exactly as it is (argusic.review.publication; with
+    `board_sha256`, only that board); returns the published path."""
+    from argusic.review.publication import publish_approved
 
     release_semaphores_at_exit()
-    return str(publish_or_delegate(cycle_id, publish_dir()))
+    return str(publish_approved(cycle_id, board_sha256, publish_dir()))
 
 
 def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:

@@ -519,28 +519,86 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
+class BoardChanged(PublicationBlocked):
+    """The board that would be published is not the one a person approved (its sha256 differs)."""
+
+
+def board_sha256(board_text: str) -> str:
+    """The fingerprint an approval binds: sha256 of board.json's bytes as they would be written."""
+    return hashlib.sha256(board_text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What publishing a cycle would write, composed under the same checks: board.json and
+    attempts.json as text, and the board's rows."""
+
+    cycle_id: str
+    board_text: str
+    attempts_text: str
+    rows: list[dict[str, Any]]
+
+    @property
+    def board_sha256(self) -> str:
+        return board_sha256(self.board_text)
+
+
 def publish_board(
     cycle_id: str,
     out_dir: Path,
     db_path: Path | None = None,
     build_result: BuildResult | None = None,
+    approved_sha256: str | None = None,
     *,
     site: bool = True,
 ) -> Path:
-    """Write ``out_dir/<cycle_id>/board.json`` from marts.board, only if every expectation passes now
-    and the evidence of every attempt of the cycle passes the audit.
+    """Write ``out_dir/<cycle_id>/board.json`` (and attempts.json) as ``compose_publication`` makes
+    them. ``approved_sha256``: the board a person approved; any other board raises BoardChanged and
+    nothing is written (the pipeline's publish steps always pass it: argusic.review.publication).
+    Last, ``site`` (default): the public site is built from the files just written
+    (``argusic.site.build_site``)."""
+    publication = compose_publication(cycle_id, db_path, build_result)
+    if approved_sha256 is not None and publication.board_sha256 != approved_sha256:
+        raise BoardChanged(
+            f"board of cycle {cycle_id!r} not published: it changed after it was approved (approved "
+            f"sha256 {approved_sha256[:12]}…, now {publication.board_sha256[:12]}…); approve the board "
+            "as it is now"
+        )
+    folder = Path(out_dir) / cycle_id
+    _write_atomically(folder / "attempts.json", publication.attempts_text)
+    target = folder / "board.json"
+    _write_atomically(target, publication.board_text)
+    if site:
+        # The last step of publishing: the public site, from the files just written (argusic.site).
+        from argusic.attempt_page import PlayerMissing
+        from argusic.site import SiteError, build_site
+
+        try:
+            build_site(Path(out_dir), front_cycle=cycle_id)
+        except (SiteError, PlayerMissing) as err:
+            raise PublicationBlocked(
+                f"board of cycle {cycle_id!r} written ({target}), but the public site was not built: {err}"
+            ) from err
+    return target
+
+
+def compose_publication(
+    cycle_id: str, db_path: Path | None = None, build_result: BuildResult | None = None
+) -> Publication:
+    """board.json and attempts.json of a cycle as publishing would write them, from marts.board, only
+    if every expectation passes now and the evidence of every attempt of the cycle passes the audit.
 
     The warehouse is always re-validated under the writer lock (a build result could be stale);
     ``build_result``, when given, must be a passed build of the same warehouse file. The audit
     re-hashes each attempt's raw log, recording and report and its served log and recording (the
     references read under the lock, the objects hashed after it is released, streamed) and checks
     that every URI is where its sha256 puts it in the store; any problem raises PublicationBlocked
-    naming the attempts and problems, and nothing is written.
+    naming the attempts and problems. Nothing is written here (``publish_board`` writes); the same
+    warehouse gives the same bytes, so an approval can bind the board's sha256.
 
-    Files are world-readable (0644, folders 0755), times are UTC with their zone, and evidence is
-    linked only through its served copies: under ``ARGUSIC_PUBLIC_EVIDENCE_BASE`` when set, else by
-    links relative to the files (the copies the site holds). Last, ``site`` (default): the public
-    site is built from the published files (``argusic.site.build_site``).
+    Evidence is linked only through its served copies: under ``ARGUSIC_PUBLIC_EVIDENCE_BASE`` when
+    set, else by links relative to the files (the copies the site holds); times are UTC with their
+    zone.
     """
     from argusic.audit import audit_refs, refs_of_connection
     from argusic.evidence import EvidenceStore
@@ -583,7 +641,6 @@ def publish_board(
         )
     # Dated by the data, not the clock: publishing the same warehouse twice gives the same bytes.
     through = max((a["ended_at"] for a in attempts if a["ended_at"]), default=None)
-    folder = Path(out_dir) / cycle_id
     base = public_evidence_base()
     for attempt in attempts:
         for kind in ("log", "recording"):
@@ -603,21 +660,12 @@ def publish_board(
         "instructions": standard_instructions(),
     }
     trace = {"schema": ATTEMPTS_SCHEMA, "cycle_id": cycle_id, "attempts": attempts}
-    _write_atomically(folder / "attempts.json", json.dumps(trace, indent=2, allow_nan=False) + "\n")
-    target = folder / "board.json"
-    _write_atomically(target, json.dumps(board, indent=2, allow_nan=False) + "\n")
-    if site:
-        # The last step of publishing: the public site, from the files just written (argusic.site).
-        from argusic.attempt_page import PlayerMissing
-        from argusic.site import SiteError, build_site
-
-        try:
-            build_site(Path(out_dir), front_cycle=cycle_id)
-        except (SiteError, PlayerMissing) as err:
-            raise PublicationBlocked(
-                f"board of cycle {cycle_id!r} written ({target}), but the public site was not built: {err}"
-            ) from err
-    return target
+    return Publication(
+        cycle_id,
+        board_text=json.dumps(board, indent=2, allow_nan=False) + "\n",
+        attempts_text=json.dumps(trace, indent=2, allow_nan=False) + "\n",
+        rows=rows,
+    )
 
 
 # Where the published JSON (in <publish dir>/<cycle>/) finds the served copies the site holds.

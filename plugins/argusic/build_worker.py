@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from argusic.analyst import AnalystCopyError, analyst_dir
-from argusic.build import BuildSession, PublicationBlocked, build_warehouse, publish_board
+from argusic.build import BoardChanged, BuildSession, PublicationBlocked, build_warehouse, publish_board
 from argusic.settings import warehouse_path
 from argusic.warehouse_lock import WarehouseBusy
 
@@ -116,7 +116,13 @@ def _handle(session: BuildSession, request: Any) -> dict[str, Any]:
     for field in ("cycle_id", "out_dir"):
         if not request.get(field):
             raise ValueError(f"publish needs {field!r}")
-    return {"path": str(publish_board(str(request["cycle_id"]), Path(request["out_dir"]), db_path))}
+    approved = request.get("approved_sha256")
+    if approved is not None and not (isinstance(approved, str) and len(approved) == 64):
+        raise ValueError("publish: approved_sha256 must be a sha256 (64 hex digits)")
+    path = publish_board(
+        str(request["cycle_id"]), Path(request["out_dir"]), db_path, approved_sha256=approved
+    )
+    return {"path": str(path)}
 
 
 def _receive(conn: Connection) -> bytes:
@@ -228,6 +234,8 @@ def request(path: Path, op: str, **params: Any) -> dict[str, Any]:
             raise BuildWorkerError(f"the build worker on {path} closed without answering {op!r}") from err
     if answer.get("ok"):
         return answer
+    if answer.get("error") == BoardChanged.__name__:
+        raise BoardChanged(answer["message"])
     if answer.get("error") == PublicationBlocked.__name__:
         raise PublicationBlocked(answer["message"])
     if answer.get("error") == WarehouseBusy.__name__:
@@ -267,10 +275,14 @@ def build_or_delegate(db_path: Path | None = None) -> str:
     return build_warehouse(db_path, quiet=True).summary()
 
 
-def publish_or_delegate(cycle_id: str, out_dir: Path, db_path: Path | None = None) -> Path:
-    """Publish a cycle's board through the worker when one answers, else in this process."""
+def publish_or_delegate(
+    cycle_id: str, out_dir: Path, db_path: Path | None = None, approved_sha256: str | None = None
+) -> Path:
+    """Publish a cycle's board through the worker when one answers, else in this process.
+    ``approved_sha256``: the approved board's fingerprint (any other board is refused, BoardChanged)."""
     db = _absolute(db_path or warehouse_path())
-    answer = _delegate("publish", cycle_id=cycle_id, out_dir=_absolute(out_dir), db_path=db)
+    extra = {"approved_sha256": approved_sha256} if approved_sha256 else {}
+    answer = _delegate("publish", cycle_id=cycle_id, out_dir=_absolute(out_dir), db_path=db, **extra)
     if answer is not None:
         return Path(answer["path"])
-    return publish_board(cycle_id, out_dir, db_path)
+    return publish_board(cycle_id, out_dir, db_path, approved_sha256=approved_sha256)

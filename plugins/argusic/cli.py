@@ -576,8 +576,16 @@ def cycle_run(
     ] = None,
     pool: Annotated[Path | None, typer.Option(dir_okay=False, help="Use this pool.json as is")] = None,
     repo_root: RepoRoots = None,
+    approve_as: Annotated[
+        str,
+        typer.Option(
+            help="Approve the built board as this person and publish it (with --note). Without it the "
+            "cycle stops after the build and prints what changed: approve later with `argusic publish`."
+        ),
+    ] = "",
+    note: Annotated[str, typer.Option(help="Why you approve (required with --approve-as)")] = "",
 ) -> None:
-    """Run a whole cycle: pool (mirror + checks) → plan → attempts → ingest → build → publish → board.
+    """Run a whole cycle: pool (mirror + checks) → plan → attempts → ingest → build → approval → publish.
 
     Resumable: run the same command again and finished attempts are not measured again (keyed by
     attempt_id). Exit 1 when the cycle fails (nothing planned, nothing valid, an attempt that could
@@ -651,16 +659,30 @@ def cycle_run(
     console.print(
         f"warehouse: {result['inserted']} new record(s), {result['already_present']} already present"
     )
+    from argusic.decisions import DecisionError, utc_now
+    from argusic.review import publication
+
     try:
         steps.build_warehouse_summary()
-        published = steps.publish_cycle_board(cycle)
+        prepared = publication.prepare(cycle)
+        if approve_as:
+            publication.record(cycle, prepared.board_sha256, "approved", approve_as, utc_now(), note)
+            published = publication.publish_approved(cycle, prepared.board_sha256)
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
-    except (BuildWorkerError, AnalystCopyError) as err:
+    except (BuildWorkerError, AnalystCopyError, DecisionError) as err:
         _fail(str(err))
     print_attempts(cycle)
+    if not approve_as:
+        console.print(prepared.body, markup=False, highlight=False)
+        console.print(
+            f"built in {time.monotonic() - started:.1f} s; nothing published until a person approves this "
+            f"board: argusic publish --cycle {cycle} --approve --by NAME --note WHY",
+            style="yellow",
+        )
+        return
     print_board(cycle)
-    console.print(f"published {published} in {time.monotonic() - started:.1f} s")
+    console.print(f"approved by {approve_as}; published {published} in {time.monotonic() - started:.1f} s")
 
 
 @app.command()
@@ -676,11 +698,14 @@ def demo(
     from argusic import airflow_tasks as steps
     from argusic.agents import known_agents
     from argusic.analyst import AnalystCopyError
-    from argusic.build import PublicationBlocked, build_warehouse, publish_board
-    from argusic.cycle import publish_dir
+    from argusic.build import PublicationBlocked, build_warehouse
+    from argusic.decisions import utc_now
     from argusic.executor import get_executor
     from argusic.forge import build_forge
     from argusic.pool import CatalogueError
+    from argusic.review.publication import prepare as prepare_publication
+    from argusic.review.publication import publish_approved
+    from argusic.review.publication import record as record_publication
     from argusic.warehouse import IngestError
     from argusic.warehouse import ingest as do_ingest
 
@@ -711,8 +736,15 @@ def demo(
     try:
         with _warehouse_errors(), console.status("warehouse: loading the records, dbt build, expectations…"):
             result = do_ingest([Path(p).parent for p in records], known_agents=known_agents())
-            build_result = build_warehouse(quiet=True)
-            published = publish_board(cycle, publish_dir(), build_result=build_result)
+            build_warehouse(quiet=True)
+            # Nothing is published without an approval of the exact board: the demo approves its own
+            # fixture board, openly, as "demo" (the cycle's publication_decisions says so).
+            prepared = prepare_publication(cycle)
+            record_publication(
+                cycle, prepared.board_sha256, "approved", "demo", utc_now(),
+                "approved by `argusic demo` itself, not by a person: a demo cycle on fixture projects",
+            )  # fmt: skip
+            published = publish_approved(cycle, prepared.board_sha256)
     except PublicationBlocked as err:
         _fail(f"publication blocked: {err}")
     except IngestError as err:
@@ -721,7 +753,9 @@ def demo(
         _fail(str(err))
     console.print(
         f"warehouse: {result.inserted} new record(s), {result.already_present} already present; "
-        f"built and published ({time.monotonic() - started:.1f} s in all)"
+        f"built and published ({time.monotonic() - started:.1f} s in all); board sha256 "
+        f'{prepared.board_sha256[:12]}… approved by "demo" (the demo approves itself; a real cycle '
+        "waits for a person: argusic publish --approve, or the argusic_cycle form)"
     )
     with _warehouse_errors():
         if result.inserted:
@@ -976,6 +1010,14 @@ def site_serve(
         _fail(str(err))
     except KeyboardInterrupt:
         pass
+
+
+# People's decisions (argusic.review.cli): environment review, publication approval, disputes.
+from argusic.review.cli import dispute_app, publish, review_app  # noqa: E402
+
+app.add_typer(review_app, name="review")
+app.add_typer(dispute_app, name="dispute")
+app.command("publish")(publish)
 
 
 def main() -> None:  # pragma: no cover - console entry

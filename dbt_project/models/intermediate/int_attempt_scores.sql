@@ -11,7 +11,7 @@
 -- numerator and denominator are published as HUGEINT (the contract type).
 with attempts as (
 
-    select * from {{ ref('int_attempts_validated') }}
+    select * from {{ ref('int_attempts_corrected') }}
 
 ),
 

@@ -24,7 +24,9 @@ projects as (
 
 decisions as (
 
-    select * from {{ ref('review_decisions') }}
+    -- people's decisions (decisions.review_decisions: the Airflow form argusic_review, or
+    -- `argusic review decide`); the latest per (cycle, project) is in force
+    select * from {{ source('decisions', 'review_decisions') }}
     qualify row_number() over (
         partition by cycle_id, project_id order by decided_at desc, decided_by desc
     ) = 1
@@ -51,7 +53,8 @@ final as (
         (
             projects.valid_attempts > 0 and projects.passes = 0
             and coalesce(decisions.decision, '') <> 'project_at_fault'
-        ) as excluded_from_board
+        ) as excluded_from_board,
+        decisions.note as decision_note
     from projects
     left join decisions
         on decisions.cycle_id = projects.cycle_id

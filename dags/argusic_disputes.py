@@ -1,0 +1,108 @@
+"""Disputes: a maintainer's dispute of one attempt is filed, a person rules on it, and when our
+environment was at fault the attempt is rerun (the one attempt path), loaded and built. Thin: every
+rule lives in argusic.review.disputes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import Param, dag, get_current_context, task
+from argusic.review.operators import DisputeRulingForm
+
+WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
+
+DOC_MD = """
+### Disputes (RULES.md section 17)
+
+Trigger with the dispute as filed by the maintainer (the trigger form: attempt id, claim, contact):
+
+1. **file_dispute** — records it (`decisions.disputes`; filed by the user who triggered the run).
+   Only the attempt that counts can be disputed (not one that was rerun).
+2. **rule** — a form (Browse → Required actions): the claim, the attempt as scored, links to its
+   served log and recording. **Environment at fault** or **Result stands**, with a required note.
+3. **correct** — environment at fault only (else skipped): reruns the attempt through the same
+   attempt path as its next run (`<attempt>.r<n>`, `rerun_of` the original), loads the records and
+   records the correction with the ruling (`dispute_rulings.rerun_attempt_id`).
+4. **build** — the rerun counts in the original's place (`marts.attempt_corrections`); the original
+   stays loaded, marked corrected; no evidence is touched. Publish through `argusic_cycle`'s approval.
+
+From a shell: `argusic dispute file|rule|list` (docs/operators.md).
+"""
+
+
+@dag(
+    dag_id="argusic_disputes",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    tags=["argusic", "disputes"],
+    doc_md=DOC_MD,
+    default_args={"owner": "argusic", "retries": 1, "retry_delay": timedelta(minutes=1)},
+    params={
+        "attempt_id": Param(
+            "",
+            type="string",
+            minLength=1,
+            title="Attempt id",
+            description="The disputed attempt, e.g. 2026-12.board.readme-runner.demo-cli.a2 "
+            "(`argusic attempts`, or the attempt's page).",
+        ),
+        "claim": Param(
+            "",
+            type="string",
+            minLength=1,
+            maxLength=4000,
+            title="Claim",
+            description="What the maintainer says went wrong, as they wrote it.",
+        ),
+        "contact": Param(
+            "",
+            type="string",
+            minLength=1,
+            maxLength=300,
+            title="Contact",
+            description="How to reach the maintainer with the ruling (kept with the dispute, "
+            "never published).",
+        ),
+    },
+)
+def argusic_disputes():
+    @task
+    def file_dispute(params: dict) -> str:
+        from airflow.sdk.exceptions import AirflowFailException
+        from argusic.decisions import DecisionError
+        from argusic.review.disputes import file
+
+        context = get_current_context()
+        run = context["dag_run"]
+        by = getattr(run, "triggering_user_name", None) or "airflow"
+        filed_at = run.run_after or run.start_date  # the time the trigger was recorded
+        try:
+            return file(params["attempt_id"], params["claim"], params["contact"], by, filed_at,
+                        note=f"filed through argusic_disputes run {run.run_id}")  # fmt: skip
+        except DecisionError as err:
+            raise AirflowFailException(str(err)) from None
+
+    @task(execution_timeout=timedelta(hours=8))
+    def correct(ruled: dict) -> list[str]:
+        from airflow.sdk.exceptions import AirflowSkipException
+        from argusic.review.disputes import correct as run_correction
+
+        if ruled["ruling"] != "environment_at_fault":
+            raise AirflowSkipException(f"dispute {ruled['dispute_id']}: the result stands, nothing to rerun")
+        return run_correction(ruled["dispute_id"], live_log=True)
+
+    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    def build(records: list[str]) -> str:
+        from argusic.airflow_tasks import build_warehouse_summary
+
+        return build_warehouse_summary()
+
+    filed = file_dispute()
+    ruling = DisputeRulingForm(task_id="rule", filed_task="file_dispute")
+    filed >> ruling
+    build(correct(ruling.output))
+
+
+argusic_disputes()

@@ -1,0 +1,179 @@
+"""The Airflow forms people answer: Airflow 3.3's human-in-the-loop operators (standard provider),
+each recording its answer the moment it is given, through the same functions as the CLI.
+
+In Airflow 3.3 a waiting form holds no worker slot (the task waits in `awaiting_input`). A person
+answers in the UI (Browse → Required actions, or the task's page) or through the REST API
+(`PATCH /api/v2/dags/{dag}/dagRuns/{run}/taskInstances/{task}/{map_index}/hitlDetails`). Who = the
+responding user as Airflow authenticated them; when = the time Airflow recorded the response; why =
+the required note. Nothing here renders Jinja: the bodies carry text written by others (an agent's
+final state, a claim), so template_fields is empty and the text is built in the package.
+
+`ARGUSIC_REVIEWERS` (comma-separated Airflow user ids), when set where the DAGs are parsed, limits
+who may answer (the operators' assigned_users); unset, any user allowed to answer forms may.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
+from airflow.sdk import Param
+
+from argusic.decisions import NOTE_MAX, DecisionError
+from argusic.review import disputes, environment  # light: publication (dbt, GX) is imported when used
+from argusic.review.text import answer_of
+
+log = logging.getLogger("argusic.review")
+
+
+def reviewers() -> list[dict[str, str]] | None:
+    ids = [u.strip() for u in os.environ.get("ARGUSIC_REVIEWERS", "").split(",") if u.strip()]
+    return [{"id": u, "name": u} for u in ids] or None
+
+
+def note_param(description: str) -> dict[str, Param]:
+    return {
+        # A default that passes the schema: Airflow validates a task's params when it builds the
+        # task's context, before anyone answered. The note is required when the answer is recorded
+        # (an empty one fails the task, and its retry asks again).
+        "note": Param(
+            "",
+            type="string",
+            maxLength=NOTE_MAX,
+            title="Note (required)",
+            description=description,
+        )
+    }
+
+
+def _with_note(kwargs: dict, description: str) -> dict:
+    """kwargs with the required note among the task's params (Airflow may already have put the DAG's
+    params there: they are kept, and the form shows only the task's own)."""
+    from airflow.sdk.definitions.param import ParamsDict
+
+    given = kwargs.pop("params", None) or {}
+    merged = {k: given.get_param(k) for k in given} if isinstance(given, ParamsDict) else dict(given)
+    merged.update(note_param(description))
+    return {**kwargs, "params": merged}
+
+
+def _answer(result: dict[str, Any]):
+    answer = answer_of(result)
+    if not answer.note:
+        raise DecisionError("the note is required (who, what and why are all recorded); answer again")
+    if not answer.by:
+        raise DecisionError("the answer has no responding user")
+    return answer
+
+
+class EnvironmentReviewForm(HITLOperator):
+    """One project under environment review: *Project at fault* / *Environment at fault* + a note;
+    the answer is recorded in decisions.review_decisions."""
+
+    template_fields = ()
+
+    def __init__(self, *, cycle_id: str, project_id: str, **kwargs) -> None:
+        kwargs.setdefault("assigned_users", reviewers())
+        super().__init__(
+            options=list(environment.OPTIONS),
+            **_with_note(kwargs, "Why: what in the logs and recordings shows whose fault it was."),
+        )
+        self.cycle_id = cycle_id
+        self.project_id = project_id
+
+    def execute_complete(self, context, event: dict[str, Any]) -> Any:
+        result = super().execute_complete(context, event)
+        answer = _answer(result)
+        new = environment.decide(
+            self.cycle_id, self.project_id, answer.choice, answer.by, answer.at, answer.note
+        )
+        log.info(
+            "review of %s in cycle %s: %s by %s at %s UTC (%s)%s",
+            self.project_id, self.cycle_id, environment.OPTIONS[answer.choice], answer.by,
+            answer.at, answer.note, "" if new else " — already recorded",
+        )  # fmt: skip
+        return {"cycle_id": self.cycle_id, "project_id": self.project_id,
+                "decision": environment.OPTIONS[answer.choice], "decided_by": answer.by,
+                "decided_at": answer.at.isoformat(), "note": answer.note}  # fmt: skip
+
+
+class PublicationApproval(ApprovalOperator):
+    """Approve / Reject the board `prepared_task` composed (its sha256 and changes are the body).
+    The decision is recorded (decisions.publication_decisions) before anything else; a rejection
+    skips the publish task (skipped, not failed)."""
+
+    template_fields = ()
+
+    def __init__(self, *, prepared_task: str, **kwargs) -> None:
+        kwargs.setdefault("assigned_users", reviewers())
+        kwargs.setdefault("subject", "Publish the board?")
+        super().__init__(
+            **_with_note(kwargs, "Why you approve or reject this board (a rejection's reason is recorded).")
+        )
+        self.prepared_task = prepared_task
+
+    def _prepared(self, context) -> dict:
+        prepared = context["ti"].xcom_pull(task_ids=self.prepared_task)
+        if not isinstance(prepared, dict) or "board_sha256" not in prepared:
+            raise ValueError(f"no prepared board from task {self.prepared_task!r}")
+        return prepared
+
+    def execute(self, context):
+        prepared = self._prepared(context)
+        self.subject = prepared["subject"]
+        self.body = prepared["body"]
+        return super().execute(context)
+
+    def execute_complete(self, context, event: dict[str, Any]) -> Any:
+        if "error" not in event:
+            from argusic.review import publication
+
+            prepared = self._prepared(context)
+            answer = _answer(event)
+            decision = "approved" if answer.choice == self.APPROVE else "rejected"
+            publication.record(
+                prepared["cycle_id"], prepared["board_sha256"], decision, answer.by, answer.at, answer.note
+            )
+            log.info(
+                "board of cycle %s (sha256 %s) %s by %s at %s UTC: %s",
+                prepared["cycle_id"], prepared["board_sha256"], decision, answer.by, answer.at, answer.note,
+            )  # fmt: skip
+        return super().execute_complete(context, event)
+
+
+class DisputeRulingForm(HITLOperator):
+    """Rule on the dispute `filed_task` filed: *Environment at fault* / *Result stands* + a note;
+    recorded in decisions.dispute_rulings. Returns the ruling for the correction task."""
+
+    template_fields = ()
+
+    def __init__(self, *, filed_task: str, **kwargs) -> None:
+        kwargs.setdefault("assigned_users", reviewers())
+        kwargs.setdefault("subject", "Rule on a dispute")
+        super().__init__(
+            options=list(disputes.OPTIONS),
+            **_with_note(kwargs, "Why: what the full log and recording show. Published with a correction."),
+        )
+        self.filed_task = filed_task
+
+    def _dispute_id(self, context) -> str:
+        dispute_id = context["ti"].xcom_pull(task_ids=self.filed_task)
+        if not isinstance(dispute_id, str):
+            raise ValueError(f"no dispute filed by task {self.filed_task!r}")
+        return dispute_id
+
+    def execute(self, context):
+        dispute = disputes.get(self._dispute_id(context))
+        self.subject = disputes.subject_of(dispute)
+        self.body = disputes.body_of(dispute, disputes.attempt_facts(dispute.attempt_id))
+        return super().execute(context)
+
+    def execute_complete(self, context, event: dict[str, Any]) -> Any:
+        result = super().execute_complete(context, event)
+        answer = _answer(result)
+        dispute = disputes.rule(self._dispute_id(context), answer.choice, answer.by, answer.at, answer.note)
+        log.info("dispute %s ruled %s by %s at %s UTC: %s", dispute.dispute_id, dispute.ruling,
+                 answer.by, answer.at, answer.note)  # fmt: skip
+        return {"dispute_id": dispute.dispute_id, "ruling": dispute.ruling}

@@ -1,0 +1,288 @@
+"""Publication approval: nothing is published before a person approves the exact board.
+
+`prepare` composes the board as publishing would write it (same checks: expectations, evidence
+audit), fingerprints it (sha256 of board.json's bytes) and says what changed since the cycle's last
+publication: agents added or removed, scores, ranks, projects kept out by environment review,
+attempts corrected by dispute. A person approves or rejects that board (Airflow form in
+argusic_cycle, or `argusic publish --approve/--reject`); `record` stores the decision
+(decisions.publication_decisions: cycle, board_sha256, decision, who, when, why). `publish_approved`
+publishes only when the cycle's latest decision approves the board exactly as it is now: a board
+that changed after the approval is refused (BoardChanged) and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from argusic import decisions
+from argusic.build import PublicationBlocked
+from argusic.review.text import quoted
+
+MAX_BOARD_BYTES = 16 * 1024**2  # a published board is a few KB per agent; anything bigger is not read
+
+
+class NotApproved(PublicationBlocked):
+    """No approval in force for the board that would be published (none, or the latest is a rejection)."""
+
+
+@dataclass(frozen=True)
+class AgentChange:
+    agent_id: str
+    score: float | None
+    was_score: float | None
+    rank: int | None
+    was_rank: int | None
+    sets_under_review: int
+    was_sets_under_review: int | None
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What publishing would change, against the cycle's last published board.json (None: first)."""
+
+    cycle_id: str
+    first_publication: bool
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    agents: list[AgentChange] = field(default_factory=list)
+    excluded: list[dict] = field(default_factory=list)  # projects kept out by environment review
+    corrected: list[dict] = field(default_factory=list)  # attempts replaced by a correction rerun
+    unchanged: bool = False
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the approval form shows and binds; JSON-able (it travels through XCom)."""
+
+    cycle_id: str
+    board_sha256: str
+    subject: str
+    body: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def last_published(cycle_id: str, out_dir: Path | None = None) -> dict | None:
+    """The cycle's board.json as last published (None when never). Read with a size cap: it is our
+    own file, but a file on disk all the same."""
+    from argusic.cycle import publish_dir
+
+    path = Path(out_dir or publish_dir()) / cycle_id / "board.json"
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_BOARD_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    if len(raw) > MAX_BOARD_BYTES:
+        raise PublicationBlocked(f"{path}: over {MAX_BOARD_BYTES} bytes, not read")
+    board = json.loads(raw)
+    if not isinstance(board, dict) or not isinstance(board.get("rows"), list):
+        raise PublicationBlocked(f"{path}: not a board (no rows)")
+    return board
+
+
+def _review_state(cycle_id: str, db_path: Path | None) -> tuple[list[dict], list[dict]]:
+    from argusic.warehouse import connect
+
+    with connect(db_path, read_only=True) as con:
+        excluded = con.execute(
+            "SELECT project_id, review_status, decided_by, decision_note FROM marts.project_review "
+            "WHERE cycle_id = ? AND excluded_from_board ORDER BY project_id",
+            [cycle_id],
+        ).fetchall()
+        corrected = con.execute(
+            "SELECT c.attempt_id, c.dispute_id, c.rerun_attempt_id, c.decided_by, c.note "
+            "FROM marts.attempt_corrections AS c JOIN marts.attempt_scores AS s USING (attempt_id) "
+            "WHERE s.cycle_id = ? AND c.rerun_attempt_id IS NOT NULL ORDER BY c.attempt_id",
+            [cycle_id],
+        ).fetchall()
+    return (
+        [dict(zip(("project_id", "status", "decided_by", "note"), r, strict=True)) for r in excluded],
+        [
+            dict(zip(("attempt_id", "dispute_id", "rerun_attempt_id", "decided_by", "note"), r, strict=True))
+            for r in corrected
+        ],
+    )
+
+
+def changes(cycle_id: str, rows: list[dict], previous: dict | None, db_path: Path | None = None) -> Changes:
+    """The board rows about to be published against the last published board of the cycle."""
+    excluded, corrected = _review_state(cycle_id, db_path)
+    now = {r["agent_id"]: r for r in rows}
+    before = {r.get("agent_id"): r for r in (previous or {}).get("rows", []) if isinstance(r, dict)}
+    agents = [
+        AgentChange(
+            agent_id=agent,
+            score=row.get("board_score"),
+            was_score=before.get(agent, {}).get("board_score"),
+            rank=row.get("rank"),
+            was_rank=before.get(agent, {}).get("rank"),
+            sets_under_review=int(row.get("sets_under_review") or 0),
+            was_sets_under_review=before[agent].get("sets_under_review") if agent in before else None,
+        )
+        for agent, row in now.items()
+    ]
+    same = previous is not None and [
+        (r.get("agent_id"), r.get("board_score"), r.get("rank"), r.get("sets_under_review"))
+        for r in previous["rows"]
+    ] == [(r["agent_id"], r.get("board_score"), r.get("rank"), r.get("sets_under_review")) for r in rows]
+    return Changes(
+        cycle_id=cycle_id,
+        first_publication=previous is None,
+        added=sorted(set(now) - set(before)) if previous is not None else sorted(now),
+        removed=sorted(a for a in set(before) - set(now) if a is not None),
+        agents=agents,
+        excluded=excluded,
+        corrected=corrected,
+        unchanged=same,
+    )
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def body_of(changes: Changes, board_sha256: str) -> str:
+    """The approval form's body (Markdown): the changes, then what approving does. Every number is
+    read from the board rows or the marts; ids follow the record grammar; people's notes are quoted."""
+    c = changes
+    lines = [f"**Board of cycle `{c.cycle_id}`**, sha256 `{board_sha256}`", ""]
+    if c.first_publication:
+        lines.append("First publication of this cycle: every agent below is new on the public board.")
+    elif c.unchanged:
+        lines.append("Scores and ranks are the same as in the last publication of this cycle.")
+    else:
+        lines.append("Changes since the last publication of this cycle:")
+    if not c.first_publication:
+        lines.append(f"- agents added: {', '.join(f'`{a}`' for a in c.added) or 'none'}")
+        lines.append(f"- agents removed: {', '.join(f'`{a}`' for a in c.removed) or 'none'}")
+    lines += [
+        "",
+        "| agent | score | was | rank | was | sets under review | was |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in c.agents:
+        was_review = "—" if a.was_sets_under_review is None else str(a.was_sets_under_review)
+        lines.append(
+            f"| `{a.agent_id}` | {_number(a.score)} | {_number(a.was_score)} | {a.rank or '—'} | "
+            f"{a.was_rank or '—'} | {a.sets_under_review} | {was_review} |"
+        )
+    lines.append("")
+    if c.excluded:
+        lines.append("Projects kept out of the scores by environment review:")
+        for e in c.excluded:
+            why = f" by {quoted(e['decided_by'])}: {quoted(e['note'])}" if e["decided_by"] else ""
+            lines.append(f"- `{e['project_id']}`: {e['status'].replace('_', ' ')}{why}")
+    else:
+        lines.append("No project is kept out by environment review.")
+    if c.corrected:
+        lines.append("")
+        lines.append("Attempts corrected after a dispute (the rerun counts in their place):")
+        for e in c.corrected:
+            lines.append(
+                f"- `{e['attempt_id']}` → `{e['rerun_attempt_id']}` (dispute `{e['dispute_id']}`, "
+                f"ruled by {quoted(e['decided_by'])}: {quoted(e['note'])})"
+            )
+    lines += [
+        "",
+        "**Approve** publishes exactly this board (the sha256 above); if the warehouse changes before "
+        "`publish` runs, publishing is refused and the board needs a new approval. **Reject** publishes "
+        "nothing; your note is recorded as the reason. A note is required either way.",
+    ]
+    return "\n".join(lines)
+
+
+def prepare(cycle_id: str, db_path: Path | None = None, out_dir: Path | None = None) -> Prepared:
+    """The board as it would be published now (expectations and evidence audit included), and the
+    approval form's subject and body. PublicationBlocked when it could not be published at all."""
+    from argusic.build import compose_publication
+
+    publication = compose_publication(cycle_id, db_path)
+    board = json.loads(publication.board_text)
+    found = changes(cycle_id, board["rows"], last_published(cycle_id, out_dir), db_path)
+    subject = f"Publish the board of cycle {cycle_id}?"
+    return Prepared(cycle_id, publication.board_sha256, subject, body_of(found, publication.board_sha256))
+
+
+def record(
+    cycle_id: str,
+    board_sha256: str,
+    decision: str,
+    by: str,
+    at: datetime,
+    note: str,
+    db_path: Path | None = None,
+) -> bool:
+    """Record an approval or a rejection of one board (decisions.publication_decisions)."""
+    return decisions.record(
+        "publication_decisions",
+        {
+            "cycle_id": cycle_id,
+            "board_sha256": board_sha256,
+            "decision": decision,
+            "decided_by": by,
+            "decided_at": at,
+            "note": note,
+        },
+        db_path,
+    )
+
+
+def decision_in_force(cycle_id: str, db_path: Path | None = None) -> dict | None:
+    """The cycle's latest publication decision (None when nobody decided yet)."""
+    from argusic.warehouse import connect
+
+    path = Path(db_path) if db_path else None
+    with connect(path, read_only=True) as con:
+        exists = con.execute(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = 'decisions' AND table_name = 'publication_decisions'"
+        ).fetchone()[0]
+        if not exists:
+            return None
+        cur = con.execute(
+            "SELECT * FROM decisions.publication_decisions WHERE cycle_id = ? "
+            "ORDER BY decided_at DESC, decided_by DESC LIMIT 1",
+            [cycle_id],
+        )
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row, strict=True)) if row else None
+
+
+def publish_approved(
+    cycle_id: str, board_sha256: str | None = None, out_dir: Path | None = None, db_path: Path | None = None
+) -> Path:
+    """Publish the cycle's board if, and only if, the cycle's latest decision approves it.
+
+    `board_sha256`: the board this caller expects (the one its form showed); another approved board
+    is refused too. NotApproved when there is no approval in force; BoardChanged (from publish_board)
+    when the board is not the approved one. Through the build worker when one answers."""
+    from argusic.build_worker import publish_or_delegate
+    from argusic.cycle import publish_dir
+
+    decision = decision_in_force(cycle_id, db_path)
+    if decision is None:
+        raise NotApproved(
+            f"board of cycle {cycle_id!r} not published: nobody approved it yet (the argusic_cycle "
+            f"form approve_publication, or `argusic publish --cycle {cycle_id} --approve --by WHO "
+            "--note WHY`)"
+        )
+    if decision["decision"] != "approved":
+        raise NotApproved(
+            f"board of cycle {cycle_id!r} not published: rejected by {decision['decided_by']} at "
+            f"{decision['decided_at']:%Y-%m-%d %H:%M:%S} UTC ({decision['note']})"
+        )
+    if board_sha256 is not None and decision["board_sha256"] != board_sha256:
+        raise NotApproved(
+            f"board of cycle {cycle_id!r} not published: the approval in force is for board "
+            f"{decision['board_sha256'][:12]}…, not {board_sha256[:12]}…"
+        )
+    return Path(
+        publish_or_delegate(
+            cycle_id, Path(out_dir or publish_dir()), db_path, approved_sha256=decision["board_sha256"]
+        )
+    )
