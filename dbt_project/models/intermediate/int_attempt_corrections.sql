@@ -4,9 +4,6 @@
 -- form refuse a second ruling); a later row of the same dispute names the correction rerun.
 -- The rerun counts in place of the original only when its record is loaded and is the original's
 -- next run (its rerun_of is the original): a rerun_attempt_id that names anything else is ignored.
--- Built after int_attempts_validated, never beside it: two views of one schema created at once by
--- dbt's threads trip its relation cache ("Cache inconsistency detected: in rename", seen under load).
--- depends_on: {{ ref('int_attempts_validated') }}
 with rulings as (
 
     select * from {{ source('decisions', 'dispute_rulings') }}
