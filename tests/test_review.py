@@ -167,3 +167,23 @@ def test_a_correction_is_the_disputed_attempts_next_run(isolated: Path) -> None:
     assert dispute_id_for("a", "claim", "c") == dispute_id_for(
         "a", " claim ", "c"
     )  # filed twice: one dispute
+
+
+def test_marts_older_than_the_code_get_a_message_saying_to_build(tmp_path, monkeypatch):
+    """A warehouse built by an earlier version (project_review without decision_note) is not a
+    traceback: the command names the missing column and says to run `argusic build`."""
+    import duckdb
+    from argusic.cli import app
+    from typer.testing import CliRunner
+
+    db = tmp_path / "wh.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE SCHEMA marts")
+        con.execute(
+            "CREATE TABLE marts.project_review (cycle_id VARCHAR, project_id VARCHAR, under_review BOOLEAN)"
+        )
+    monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(db))
+    result = CliRunner().invoke(app, ["review", "list"])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert "predate this version" in said and "argusic build" in said, said

@@ -55,6 +55,12 @@ def _warehouse_errors() -> Iterator[None]:
         yield
     except WarehouseBusy as err:
         _fail(str(err))
+    except (duckdb.BinderException, duckdb.CatalogException) as err:
+        # a mart or column this version reads is missing: the marts were built by an older version
+        _fail(
+            f"DuckDB: {str(err).splitlines()[0]} — the warehouse's marts predate this version of argusic: "
+            "run `argusic build` (or the next cycle's build) and try again"
+        )
     except duckdb.Error as err:
         _fail(f"DuckDB: {str(err).splitlines()[0]}")
 
