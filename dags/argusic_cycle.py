@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import ATTEMPT_MAP_INDEX_TEMPLATE, WAREHOUSE_POOL, run_attempt_task
+from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_POOL, run_attempt_task
 from argusic.airflow_dag import attempt_label as _attempt_label
 from argusic.airflow_dag import cycle_id_of_context as _cycle_id
 from argusic.airflow_dag import fail_at_once as _fail_at_once
@@ -188,13 +188,7 @@ def argusic_cycle():
         except (PlanTooLarge, NothingPlanned, ConfigurationError, ValueError) as err:
             raise _fail_at_once(err) from None  # a retry cannot help: re-plan the run
 
-    @task(
-        retries=3,
-        retry_delay=timedelta(minutes=2),
-        retry_exponential_backoff=True,
-        execution_timeout=timedelta(hours=8),  # 120 min budget × (1 + 2 bounded reruns), with margin
-        map_index_template=ATTEMPT_MAP_INDEX_TEMPLATE,  # the attempt's label, then how it ended
-    )
+    @task(**ATTEMPT_TASK_ARGS)
     def run_attempt(spec_path: str) -> list[str]:
         return run_attempt_task(spec_path)
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from argusic.airflow_dag import (
-    ATTEMPT_MAP_INDEX_TEMPLATE,
+    ATTEMPT_TASK_ARGS,
     WAREHOUSE_POOL,
     attempt_label,
     cycle_id_of_context,
@@ -160,13 +160,7 @@ def argusic_verdicts():
             raise AirflowSkipException("nothing pending: no verdict attempt to run")
         return write_plan(planned)
 
-    @task(
-        retries=3,
-        retry_delay=timedelta(minutes=2),
-        retry_exponential_backoff=True,
-        execution_timeout=timedelta(hours=8),  # 120 min budget × (1 + 2 bounded reruns), with margin
-        map_index_template=ATTEMPT_MAP_INDEX_TEMPLATE,  # the attempt's label, then how it ended
-    )
+    @task(**ATTEMPT_TASK_ARGS)
     def run_attempt(spec_path: str) -> list[str]:
         return run_attempt_task(spec_path)
 

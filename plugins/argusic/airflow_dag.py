@@ -4,12 +4,24 @@ the mapped attempt task. Airflow is imported inside the functions (the package i
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
 
 # The mapped attempt task's label: rendered when the instance starts (the attempt's label) and again
 # when it ends, with how it ended (`attempt_result`, set by run_attempt_task). Before it starts, the
 # argusic policy plugin (argusic.airflow_policy) has already set the label from the plan.
 ATTEMPT_MAP_INDEX_TEMPLATE = "{{ attempt_result | default(attempt_label(task.op_kwargs['spec_path'])) }}"
+
+# The mapped attempt task's settings, the same in every DAG that runs attempts (`@task(**…)`).
+# Retries cover infrastructure only: a finished attempt is never measured twice.
+ATTEMPT_TASK_ARGS = {
+    "retries": 3,
+    "retry_delay": timedelta(minutes=2),
+    "retry_exponential_backoff": True,
+    "execution_timeout": timedelta(hours=8),  # 120 min budget × (1 + 2 bounded reruns), with margin
+    "map_index_template": ATTEMPT_MAP_INDEX_TEMPLATE,  # the attempt's label, then how it ended
+}
 
 
 def attempt_label(spec_path) -> str:
