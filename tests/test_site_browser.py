@@ -262,11 +262,12 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
         mp.setenv("ARGUSIC_EVIDENCE_URL", (demo.parent / "evidence_store").as_uri())
         mp.setenv("ARGUSIC_PUBLISH_DIR", str(demo))
         with duckdb.connect(str(warehouse_path())) as con:
+            # a row in the real mart (marts.attempt_corrections, built by dbt from dispute rulings)
             con.execute(
-                "CREATE TABLE marts.attempt_corrections AS SELECT ?::VARCHAR AS attempt_id, "
-                "'d-1' AS dispute_id, "
-                "'The mirror was stale — our fault' AS note, 'reviewer' AS decided_by, "
-                "TIMESTAMP '2026-12-20 10:00:00' AS decided_at, ?::VARCHAR AS rerun_attempt_id",
+                "INSERT INTO marts.attempt_corrections "
+                "(attempt_id, dispute_id, note, decided_by, decided_at, rerun_attempt_id) VALUES "
+                "(?, 'd-1', 'The mirror was stale — our fault', 'reviewer', "
+                "TIMESTAMP '2026-12-20 10:00:00', ?)",
                 [original, rerun],
             )
         try:
@@ -285,4 +286,4 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
             assert "redoes" in back.text and back.find_element(By.LINK_TEXT, original)
         finally:
             with duckdb.connect(str(warehouse_path())) as con:
-                con.execute("DROP TABLE marts.attempt_corrections")
+                con.execute("DELETE FROM marts.attempt_corrections WHERE dispute_id = 'd-1'")
