@@ -18,12 +18,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from argusic.agents import driver_for
+from argusic.environment import attempt_environment, check_pinned_image, ensure_pin, read_display
 from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
 from argusic.keys import KeyBroker, key_for_attempt
 from argusic.mirror import attempt_source
 from argusic.record import (
     SCHEMA_ID,
+    Environment,
     IdPart,
     RecordError,
     RunRecord,
@@ -115,6 +117,7 @@ def build_record(
     out_dir: Path,
     store: EvidenceStore,
     key_record: dict | None = None,
+    environment: Environment | None = None,
 ) -> RunRecord:
     evidence: dict[str, dict | None] = {}
     for name, filename in EVIDENCE_FILES.items():
@@ -123,7 +126,7 @@ def build_record(
 
     driver = driver_for(spec.agent_id)
     if driver.external:
-        return _build_external_record(spec, result, out_dir, evidence, driver, key_record)
+        return _build_external_record(spec, result, out_dir, evidence, driver, key_record, environment)
 
     report, report_problem = _read_report(out_dir / EVIDENCE_FILES["report"])
     if result.timed_out:
@@ -149,7 +152,7 @@ def build_record(
         missing = [n for n in ("log", "recording") if evidence[n] is None]
         invalid_reason = f"incomplete evidence: no {' and no '.join(missing)}"
 
-    doc = _base_doc(spec, result, evidence) | {
+    doc = _base_doc(spec, result, evidence, environment) | {
         "end_reason": end_reason,
         "invalid_reason": invalid_reason,
         "report": report,
@@ -170,7 +173,9 @@ def build_record(
     return parse_record(bound_texts(doc), source=spec.attempt_id)
 
 
-def _base_doc(spec: AttemptSpec, result: ExecutionResult, evidence: dict) -> dict:
+def _base_doc(
+    spec: AttemptSpec, result: ExecutionResult, evidence: dict, environment: Environment | None = None
+) -> dict:
     config = orchestrator_config()
     budget = config.budget_seconds(spec.tier)
     return {
@@ -193,6 +198,7 @@ def _base_doc(spec: AttemptSpec, result: ExecutionResult, evidence: dict) -> dic
         "effective_budget_seconds": max(1, round(budget * spec.budget_scale)) if spec.demo else None,
         "rerun_of": spec.rerun_of,
         "image": result.image,
+        "environment": None if environment is None else environment.model_dump(),
     }
 
 
@@ -253,6 +259,7 @@ def _build_external_record(
     evidence: dict,
     driver,
     key_record: dict | None,
+    environment: Environment | None = None,
 ) -> RunRecord:
     from argusic.external.collect import record_parts
 
@@ -268,7 +275,7 @@ def _build_external_record(
         harness_version=run.harness_version or driver.harness_version(),
         wall_seconds=(result.ended_at - result.started_at).total_seconds(),
     )
-    doc = _base_doc(spec, result, evidence) | {
+    doc = _base_doc(spec, result, evidence, environment) | {
         "end_reason": end_reason,
         "invalid_reason": invalid_reason,
         "report": parts["report"] if keep_report else None,
@@ -334,6 +341,11 @@ def run_attempt(
     driver = driver_for(spec.agent_id)
     budget = orchestrator_config().budget_seconds(spec.tier)
     effective = max(1.0, budget * spec.budget_scale) if spec.demo else float(budget)
+    # Same conditions for the whole cycle: refused here (EnvironmentRefused), before anything starts,
+    # when the harness, instructions or limits differ from the cycle's pin; run in the pinned image.
+    role = "agents" if driver.external else "runner"
+    pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
+    pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
     with key_for_attempt(
         driver.key_kind,
         spec.attempt_id,
@@ -345,8 +357,10 @@ def run_attempt(
         run_kwargs: dict = {}
         harness_args = list(driver.recording_args(spec.label))  # the recording's title names the attempt
         if driver.external:  # the key goes through the driver's own environment (build_env)
-            run_kwargs = {"launch": driver.launch(key_env, title=spec.label), "image": driver.image()}
+            run_kwargs = {"launch": driver.launch(key_env, title=spec.label)}
             key_env = {}
+        if pinned_image is not None:
+            run_kwargs["image"] = pinned_image
         if live_log:
             from argusic.live_log import LiveLog
 
@@ -371,7 +385,8 @@ def run_attempt(
             **run_kwargs,
         )
         key_record = key.record()
-    record = with_presentation(build_record(spec, result, out_dir, store, key_record), store)
+    environment = attempt_environment(pin, role, spec.tier, read_display(out_dir))
+    record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
     _write_atomic(record_path, record.to_json() + "\n")
     return record_path
 

@@ -206,6 +206,58 @@ class Presentation(_Strict):
     private_key_sha256: list[Sha256] = Field(default_factory=list)
 
 
+Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
+class ImageIdentity(_Strict):
+    """An image the attempt ran in: its role, the name it was asked for by, and its content digest
+    (the image id, `sha256:<64 hex>`: content-addressed, unlike the tag, which is rebuilt in place)."""
+
+    role: Literal["runner", "agents"]
+    reference: str = Field(max_length=LABEL_MAX)
+    digest: Digest
+
+
+class InstructionsIdentity(_Strict):
+    """The standard instructions the harness handed the agent (the template, before rendering)."""
+
+    version: str = Field(max_length=LABEL_MAX)
+    sha256: Sha256
+
+
+class Limits(_Strict):
+    """The container limits the attempt ran under (budget included). Null limits: none was set (the
+    local executor, development only, runs without a container)."""
+
+    cpus: float | None = Field(gt=0)
+    memory_bytes: int | None = Field(gt=0)
+    pids: int | None = Field(gt=0)
+    disk_bytes: int | None = Field(gt=0)  # the writable areas together (/out plus the work area)
+    network: str = Field(min_length=1, max_length=LABEL_MAX)  # a Docker network mode; "host" locally
+    budget_seconds: int = Field(gt=0)  # what the attempt was actually allowed (a scaled budget in demos)
+
+
+class Display(_Strict):
+    """The virtual display (Xvfb) the attempt had, as the harness found it running."""
+
+    kind: Literal["xvfb"]
+    width: int = Field(gt=0, le=16384)
+    height: int = Field(gt=0, le=16384)
+    depth: int = Field(gt=0, le=32)
+
+
+class Environment(_Strict):
+    """Everything the attempt ran under that the agent did not choose (issue #15): equal for every
+    attempt of a cycle. Records written before it carry none (these facts are unavailable for them)."""
+
+    harness_edition: str = Field(max_length=LABEL_MAX)  # the harness changelog's edition
+    scaffold_sha256: Sha256  # the harness files given to the container, hashed together
+    images: list[ImageIdentity] = Field(max_length=8)  # empty for the local executor (no images)
+    instructions: InstructionsIdentity
+    limits: Limits
+    display: Display | None = None
+
+
 class RunRecord(_Strict):
     schema_: Literal["argusic.run_record/1"] = Field(alias="schema")
     attempt_id: AttemptId
@@ -237,6 +289,10 @@ class RunRecord(_Strict):
     rerun_of: AttemptId | None = None
     image: str | None = None
     presentation: Presentation | None = None
+    # Optional, added for issue #15: what the attempt ran under, and (only in a reproduction, which is
+    # never loaded into the warehouse) the published attempt it reproduces.
+    environment: Environment | None = None
+    reproduces: AttemptId | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -41,6 +41,8 @@ class OrchestratorConfig:
     landing_max_file_bytes: int = 1536 * 1024**2
     landing_max_total_bytes: int = 3 * 1024**3
     landing_max_entries: int = 4096
+    # The attempt container's virtual display, WIDTHxHEIGHTxDEPTH.
+    display_size: str = "1280x800x24"
 
     def budget_seconds(self, tier: str) -> int:
         if tier not in self.budgets_minutes:
@@ -71,6 +73,7 @@ def orchestrator_config(path: str | None = None) -> OrchestratorConfig:
         landing_max_file_bytes=parse_size(data["landing"]["max_file_size"]),
         landing_max_total_bytes=parse_size(data["landing"]["max_total_size"]),
         landing_max_entries=int(data["landing"]["max_entries"]),
+        display_size=str(data.get("display", {}).get("size", "1280x800x24")),
     )
 
 
