@@ -170,6 +170,7 @@ def argusic_cycle():
             require_scaled_budgets_on_the_forge,
             write_plan,
         )
+        from argusic.environment import EnvironmentError_
 
         try:
             require_scaled_budgets_on_the_forge(
@@ -185,7 +186,7 @@ def argusic_cycle():
                 max_specs=conf.getint("core", "max_map_length", fallback=1024),
                 budget_scale=params.get("budget_scale"),
             )
-        except (PlanTooLarge, NothingPlanned, ConfigurationError, ValueError) as err:
+        except (PlanTooLarge, NothingPlanned, ConfigurationError, ValueError, EnvironmentError_) as err:
             raise _fail_at_once(err) from None  # a retry cannot help: re-plan the run
 
     @task(**ATTEMPT_TASK_ARGS)

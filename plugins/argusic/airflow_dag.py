@@ -65,8 +65,12 @@ def run_attempt_task(spec_path: str) -> list[str]:
     from airflow.sdk.exceptions import AirflowSkipException
 
     from argusic.airflow_tasks import attempt_story, run_planned_attempt
+    from argusic.environment import EnvironmentRefused, HarnessUnrecorded
 
-    paths = run_planned_attempt(spec_path, live_log=True)
+    try:
+        paths = run_planned_attempt(spec_path, live_log=True)
+    except (EnvironmentRefused, HarnessUnrecorded) as err:  # another harness than the cycle's: no retry
+        raise fail_at_once(err) from None
     story = attempt_story(spec_path, paths)
     for line in story.lines:
         logging.getLogger("argusic.attempt").info("%s", line)

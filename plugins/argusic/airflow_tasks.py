@@ -151,11 +151,15 @@ def write_plan(
     shard_count: int = 1,
     max_specs: int | None = None,
     budget_scale: float | None = None,
+    executor=None,
 ) -> list[str]:
     """Write one spec file per attempt of this shard and return their paths, in plan order.
 
     A shard holds every attempt of its projects (projects dealt round-robin in pool order), so the
     three attempts of a pair always land in the same DAG run. Rewriting the same plan is a no-op.
+    Planning pins the cycle's environment (argusic.environment) for the executor the attempts will
+    run on (`executor`: an executor or its name; None: ARGUSIC_EXECUTOR or the default), or checks
+    the pin already made (EnvironmentRefused when the harness, instructions or limits changed).
     """
     if shard_count < 1 or not 0 <= shard_index < shard_count:
         raise ValueError(f"shard {shard_index} of {shard_count}: expected 0 <= shard_index < shard_count")
@@ -179,6 +183,12 @@ def write_plan(
             f"{len(specs)} attempts in one run exceed [core] max_map_length={max_specs}: raise it "
             f"(AIRFLOW__CORE__MAX_MAP_LENGTH) or split the cycle with shard_count / one run per agent"
         )
+    from argusic.agents import driver_for
+    from argusic.environment import ensure_pin
+
+    first = specs[0]
+    roles = {"agents" if driver_for(agent).external else "runner" for agent in agents}
+    ensure_pin(pool.cycle_id, executor, roles, first.demo, first.budget_scale)
     folder = plan_dir(pool.cycle_id)
     paths = []
     for spec in specs:

@@ -329,6 +329,13 @@ def run_attempt(
             return record_path
         except RecordError:
             record_path.unlink()  # a damaged record from a crashed try: measure again
+    # Same conditions for the whole cycle: refused here (EnvironmentRefused), before anything starts or
+    # is written, when the harness, instructions or limits differ from the cycle's pin; the attempt
+    # runs in the pinned image, by digest.
+    executor = executor or get_executor()
+    role = "agents" if driver_for(spec.agent_id).external else "runner"
+    pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
+    pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
     # The local bare repository the container fetches the pinned commit from: the host's mirror of
     # a remote URL, or the local repository. SourceUnavailable: the attempt does not start (retried).
     repo_path = attempt_source(spec.repo_url, spec.commit)
@@ -341,11 +348,6 @@ def run_attempt(
     driver = driver_for(spec.agent_id)
     budget = orchestrator_config().budget_seconds(spec.tier)
     effective = max(1.0, budget * spec.budget_scale) if spec.demo else float(budget)
-    # Same conditions for the whole cycle: refused here (EnvironmentRefused), before anything starts,
-    # when the harness, instructions or limits differ from the cycle's pin; run in the pinned image.
-    role = "agents" if driver.external else "runner"
-    pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
-    pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
     with key_for_attempt(
         driver.key_kind,
         spec.attempt_id,

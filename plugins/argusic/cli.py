@@ -602,6 +602,7 @@ def cycle_run(
     from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError
     from argusic.cycle import CycleFailed
+    from argusic.environment import EnvironmentError_
     from argusic.executor import get_executor
     from argusic.pool import CatalogueError
 
@@ -640,9 +641,12 @@ def cycle_run(
             agent_ids,
             attempts_per_pair=attempts_per_pair,
             budget_scale=budget_scale if budget_scale < 1 else None,
+            executor=runner,
         )
     except steps.NothingPlanned as err:
         _cycle_failed(f"{err}: nothing to run, nothing published")
+    except EnvironmentError_ as err:
+        _cycle_failed(f"{err}: nothing run, nothing published")
     specs = {path: steps.read_spec(path) for path in spec_paths}
     budgets = "real budgets" if budget_scale >= 1 else f"budgets scaled ×{budget_scale:g} (recorded as demo)"
     console.print(
@@ -706,6 +710,7 @@ def demo(
     from argusic.analyst import AnalystCopyError
     from argusic.build import PublicationBlocked, build_warehouse
     from argusic.decisions import utc_now
+    from argusic.environment import EnvironmentError_
     from argusic.executor import get_executor
     from argusic.forge import build_forge
     from argusic.pool import CatalogueError
@@ -725,7 +730,10 @@ def demo(
         pool_path = steps.resolve_pool(cycle, None, str(catalogue))
     except (CatalogueError, ValueError) as err:
         _fail(str(err))
-    spec_paths = steps.write_plan(Path(pool_path), DEMO_AGENTS, demo=True)
+    try:
+        spec_paths = steps.write_plan(Path(pool_path), DEMO_AGENTS, demo=True, executor=runner)
+    except EnvironmentError_ as err:
+        _fail(str(err))
     specs = {path: steps.read_spec(path) for path in spec_paths}
     console.print(
         f"demo cycle {cycle}: {len(specs)} attempts ({len(DEMO_AGENTS)} agents × "

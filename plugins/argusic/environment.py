@@ -220,24 +220,41 @@ class Pin(BaseModel):
         return max(1, round(budget * self.budget_scale)) if self.demo else budget
 
 
-def container_limits(executor) -> ContainerLimits | None:
-    containment = getattr(executor, "containment", None)
-    if containment is None:
-        return None
+def _limits(containment, network: str) -> ContainerLimits:
     return ContainerLimits(
         cpus=containment.cpus,
         memory_bytes=parse_size(containment.memory),
         pids=containment.pids_limit,
         disk_bytes=containment.out_bytes + containment.work_bytes,
-        network=getattr(executor, "network", containment.network),
+        network=network,
     )
+
+
+def executor_profile(executor) -> tuple[str, ContainerLimits | None]:
+    """(executor name, container limits) of an executor, or of an executor's name (None: the one
+    ARGUSIC_EXECUTOR or the engine's presence chooses) without starting it: planning pins what the
+    attempts will get."""
+    if executor is None or isinstance(executor, str):
+        from argusic.containment import Containment
+        from argusic.executor import docker_available
+
+        name = executor or os.environ.get("ARGUSIC_EXECUTOR") or ("docker" if docker_available() else "local")
+        if name != "docker":
+            return "local", None
+        containment = Containment.from_config()
+        return "docker", _limits(containment, containment.network)
+    containment = getattr(executor, "containment", None)
+    if getattr(executor, "name", None) != "docker" or containment is None:
+        return "local", None
+    return "docker", _limits(containment, getattr(executor, "network", containment.network))
 
 
 def current_pin(cycle_id: str, executor, roles: Iterable[Role], demo: bool, budget_scale: float) -> Pin:
     """The environment this host would give the cycle now (images resolved to their digests)."""
     edition = current_edition()
     config = orchestrator_config()
-    docker_run = getattr(executor, "name", None) == "docker"
+    executor_name, limits = executor_profile(executor)
+    docker_run = executor_name == "docker"
     images = {}
     if docker_run:
         for role in sorted(set(roles)):
@@ -248,9 +265,9 @@ def current_pin(cycle_id: str, executor, roles: Iterable[Role], demo: bool, budg
         harness_edition=edition.edition,
         scaffold_sha256=edition.scaffold_sha256,
         instructions=instructions_identity(edition),
-        executor="docker" if docker_run else "local",
+        executor=executor_name,
         images=images,
-        container=container_limits(executor),
+        container=limits,
         budgets_seconds={tier: config.budget_seconds(tier) for tier in sorted(config.budgets_minutes)},
         budget_scale=budget_scale,
         demo=demo,
