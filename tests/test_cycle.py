@@ -9,6 +9,7 @@ from datetime import datetime
 import pytest
 from argusic.airflow_tasks import NothingPlanned, ingest_cycle_records, read_spec, write_plan
 from argusic.cycle import CycleFailed, latest_cycle_of, tally_records
+from argusic.environment import EnvironmentRefused
 from argusic.pool import Pool, PoolEntry
 from conftest import write_record
 
@@ -34,6 +35,10 @@ def test_an_empty_plan_fails_loudly(isolated):
 def test_budgets_are_real_unless_scaled_and_a_scaled_plan_is_recorded_as_demo(isolated):
     (real,) = [read_spec(p) for p in write_plan(_pool(isolated), ["readme-runner"], attempts_per_pair=1)]
     assert (real.demo, real.budget_scale) == (False, 1.0)
+    # One cycle runs under one set of budgets: its pin refuses a re-plan under scaled ones.
+    with pytest.raises(EnvironmentRefused, match="budget_scale: pinned 1.0, now 0.01; demo: pinned False"):
+        write_plan(_pool(isolated), ["readme-runner"], attempts_per_pair=1, budget_scale=0.01)
+    (isolated / "runs" / "2026-12" / "environment.json").unlink()  # as if the cycle were planned anew
     (scaled,) = [
         read_spec(p)
         for p in write_plan(_pool(isolated), ["readme-runner"], attempts_per_pair=1, budget_scale=0.01)
