@@ -205,3 +205,22 @@ def test_rebuilt_runner_image_mid_cycle_keeps_the_pinned_digest(isolated, tmp_pa
         for ref in [env_mod.pinned_tag(tag, i) for i in made] + [tag, *made]:
             with contextlib.suppress(docker.errors.ImageNotFound):
                 client.images.remove(ref, force=True)
+
+
+def test_cli_shows_a_pin_and_what_would_refuse_the_next_attempt(isolated, monkeypatch, tmp_path):
+    from argusic.cli import app
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    missing = runner.invoke(app, ["cycle", "environment", "--cycle", "2027-03"])
+    assert missing.exit_code == 2 and "no pinned environment" in missing.output
+    ensure_pin("2027-03", "local", ["runner"], demo=False, budget_scale=1.0)
+    same = runner.invoke(app, ["cycle", "environment", "--cycle", "2027-03"])
+    assert same.exit_code == 0, same.output
+    assert '"harness_edition"' in same.output and "runs under the pinned environment" in same.output
+    changed = tmp_path / "instructions.md"
+    changed.write_text("# Your task\n\nSomething else.\n")
+    monkeypatch.setattr("argusic.external.INSTRUCTIONS_TEMPLATE", changed)
+    refused = runner.invoke(app, ["cycle", "environment", "--cycle", "2027-03"])
+    assert refused.exit_code == 1
+    assert "would be refused" in refused.output and "instructions: pinned" in refused.output

@@ -552,6 +552,53 @@ def _run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[l
     return records, not_started, counts
 
 
+@cycle_app.command("environment")
+def cycle_environment(
+    cycle: Annotated[str, typer.Option(help="Cycle id whose pinned environment to show")],
+    executor: Annotated[
+        str | None, typer.Option(help="docker | local: the executor to compare with (default as `run`)")
+    ] = None,
+) -> None:
+    """Show a cycle's pinned environment (harness edition, scaffold and instructions hashes, image
+    digests, limits, budgets) and whether this host would run its next attempt under it.
+
+    Exit 0 when it would; 1 when an attempt would be refused (each difference named); 2 when the cycle
+    has no pin yet (planning makes it)."""
+    from argusic.environment import (
+        EnvironmentError_,
+        current_pin,
+        differences,
+        image_digest,
+        pin_path,
+        read_pin,
+    )
+
+    try:
+        pin = read_pin(cycle)
+    except EnvironmentError_ as err:
+        _fail(str(err))
+    if pin is None:
+        _fail(f"cycle {cycle}: no pinned environment at {pin_path(cycle)}; planning the cycle pins it")
+    console.print(pin.to_json(), end="", markup=False, highlight=False)
+    problems = []
+    for role, image in sorted(pin.images.items()):
+        try:
+            image_digest(image.digest)
+        except EnvironmentError_ as err:
+            problems.append(f"pinned {role} image {image.reference} ({image.digest}) is gone: {err}")
+    try:
+        now = current_pin(cycle, executor or pin.executor, [], pin.demo, pin.budget_scale)
+        problems += differences(pin, now)
+    except EnvironmentError_ as err:
+        problems.append(str(err))
+    if problems:
+        console.print(f"cycle {cycle}: the next attempt would be refused:", markup=False)
+        for line in problems:
+            console.print(f"  - {line}", markup=False, highlight=False)
+        raise typer.Exit(1)
+    console.print(f"cycle {cycle}: the next attempt here runs under the pinned environment", markup=False)
+
+
 @cycle_app.command("run")
 def cycle_run(
     catalogue: Annotated[
