@@ -179,14 +179,14 @@ def test_rebuilt_runner_image_mid_cycle_keeps_the_pinned_digest(isolated, tmp_pa
         executor = DockerExecutor(image=tag)
         one = load_record_file(run_attempt(_spec(repo, commit, 1), executor, EvidenceStore()))
         assert [i.digest for i in one.environment.images] == [first_id]
-        assert one.invalid_reason is None and one.image == first_id
+        assert one.invalid_reason is None and one.image == tag  # the name; the digest is above
 
         second_id = _build(client, base, tag, "second")  # the tag now names another image
         made.append(second_id)
         assert second_id != first_id
         two = load_record_file(run_attempt(_spec(repo, commit, 2), executor, EvidenceStore()))
         assert [i.digest for i in two.environment.images] == [first_id]  # not the rebuilt one
-        assert two.invalid_reason is None and two.image == first_id
+        assert two.invalid_reason is None and two.image == tag
         assert two.environment == one.environment.model_copy(update={"display": two.environment.display})
         pinned_tag = env_mod.pinned_tag(tag, first_id)
         assert client.images.get(pinned_tag).id == first_id  # kept for the cycle and reproductions

@@ -197,7 +197,8 @@ def _base_doc(
         "demo": spec.demo,
         "effective_budget_seconds": max(1, round(budget * spec.budget_scale)) if spec.demo else None,
         "rerun_of": spec.rerun_of,
-        "image": result.image,
+        # The image by the name people know it by; what ran, by digest, is in environment.images.
+        "image": environment.images[0].reference if environment and environment.images else result.image,
         "environment": None if environment is None else environment.model_dump(),
     }
 
