@@ -1051,7 +1051,10 @@ def _print_comparison(result, done) -> None:
         )
     else:
         console.print(
-            f"served logs diverge ({log.lines[0]} and {log.lines[1]} lines):", markup=False, highlight=False
+            f"served logs diverge ({log.lines[0]} and {log.lines[1]} lines, {log.differing} differing "
+            "after normalisation); the first:",
+            markup=False,
+            highlight=False,
         )
         for who, number, text in (
             ("original", log.original_line, log.original_text),

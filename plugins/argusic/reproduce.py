@@ -599,14 +599,16 @@ def log_normaliser(ids: list[str], cycles: list[str]) -> Callable[[str], str]:
     cycles = sorted(set(cycles), key=len, reverse=True)
 
     def normalise(line: str) -> str:
+        # times first: a date such as 2026-12-01 must not be taken for the cycle 2026-12
+        line = _ISO.sub("<time>", line)
+        line = _CLF.sub("<time>", line)
+        line = _TIME.sub("<time>", line)
         for value in ids:
             line = line.replace(value, "<attempt>")
         line = _CONTAINER.sub("<container>", line)
-        for value in cycles:
-            line = re.sub(rf"(?<![A-Za-z0-9_-]){re.escape(value)}(?![A-Za-z0-9_])", "<cycle>", line)
-        line = _ISO.sub("<time>", line)
-        line = _CLF.sub("<time>", line)
-        return _TIME.sub("<time>", line)
+        for value in cycles:  # a whole id part only: 2026-12 is not the start of 2026-12-demo
+            line = re.sub(rf"(?<![A-Za-z0-9_-]){re.escape(value)}(?![A-Za-z0-9_-])", "<cycle>", line)
+        return line
 
     return normalise
 
@@ -622,6 +624,7 @@ class Divergence:
     original_text: str | None = None  # as logged (before normalisation), cut short
     reproduction_text: str | None = None
     changed: int = 0  # lines the normalisations changed, both logs together
+    differing: int = 0  # lines that differ after normalisation (a missing line counts)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -641,6 +644,9 @@ def first_divergence(
         x != y for x, y in zip(reproduction, b, strict=True)
     )
     sizes = (len(a), len(b))
+    differing = sum(
+        1 for i in range(max(sizes)) if (a[i] if i < len(a) else None) != (b[i] if i < len(b) else None)
+    )
     for i in range(max(sizes)):
         left = a[i] if i < len(a) else None
         right = b[i] if i < len(b) else None
@@ -653,6 +659,7 @@ def first_divergence(
                 _cut(original[i]) if left is not None else None,
                 _cut(reproduction[i]) if right is not None else None,
                 changed,
+                differing,
             )
     return Divergence(True, sizes, changed=changed)
 
