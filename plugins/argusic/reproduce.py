@@ -51,6 +51,7 @@ from argusic.settings import orchestrator_config, parse_size, project_root, runs
 
 REPRODUCTIONS = "reproductions"
 REPRO_PREFIX = "repro"
+POOL_MAX_BYTES = 64 * 1024**2  # a pool of every project of a large catalogue is a few MB
 NOT_REPRODUCIBLE = "recorded before environment identity: cannot be reproduced exactly"
 
 
@@ -111,13 +112,13 @@ class RepoSource:
 
 
 def _pool_source(record: RunRecord, base: Path) -> RepoSource | None:
-    from argusic.pool import load_pool
+    from argusic.pool import Pool
 
     path = base / "pools" / record.cycle_id / "pool.json"
-    if not path.is_file() or path.is_symlink():
+    if not path.is_file() or path.is_symlink() or path.stat().st_size > POOL_MAX_BYTES:
         return None
     try:
-        pool = load_pool(path)
+        pool = Pool.model_validate_json(path.read_bytes())
     except (OSError, ValueError):
         return None
     for entry in pool.entries:
