@@ -1025,6 +1025,108 @@ def report(
     console.print(f"wrote {written} ({size:,} bytes): open it in a browser, no network needed")
 
 
+@app.command()
+def reproduce(
+    attempt_id: Annotated[str, typer.Argument(help=_ATTEMPT_ID_HELP)],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as JSON (argusic.reproduction/1)")
+    ] = False,
+) -> None:
+    """Run an attempt again under its recorded configuration (commit, image digest, harness,
+    instructions, limits, budget) into a reproduction cycle under runs/reproductions/ that is never
+    ingested nor published, then print both records side by side. Exit 0: same outcome; 1: the
+    outcome differs; 2: refused (the reason names the input that is not available)."""
+    from argusic.record import RecordError
+    from argusic.reproduce import ReproductionRefused, compare
+    from argusic.reproduce import reproduce as run_reproduction
+
+    def started(plan) -> None:
+        err_console.print(
+            f"reproducing {plan.original.record.attempt_id} as {plan.spec.attempt_id} "
+            f"({plan.pin.executor}, budget {plan.pin.budget_for(plan.spec.tier)} s; repository from "
+            f"{plan.repo.where})",
+            markup=False,
+            highlight=False,
+        )
+        for note in plan.notes:
+            err_console.print(f"note: {note}", style="yellow", markup=False, highlight=False)
+
+    try:
+        with _warehouse_errors():
+            done = run_reproduction(attempt_id, on_plan=started)
+    except (ReproductionRefused, RecordError) as err:
+        _fail(f"cannot reproduce: {err}")
+    try:
+        result = compare(done.original.record, done.record)
+    except RuntimeError as err:
+        _fail(f"reproduced ({done.record_path}) but not compared: {err}")
+    if as_json:
+        import json
+
+        doc = result.to_dict() | {"reproduction_record": str(done.record_path), "notes": done.plan.notes}
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    else:
+        _print_comparison(result, done)
+    if not result.same_outcome:
+        raise typer.Exit(code=1)
+
+
+def _shown_value(value) -> str:
+    import json
+
+    from argusic.replay import printable
+
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return printable(text, 160)
+
+
+def _print_comparison(result, done) -> None:
+    table = Table(title=f"{result.original.attempt_id}  vs  its reproduction", title_justify="left")
+    table.add_column("field")
+    table.add_column("original", overflow="fold")
+    table.add_column("reproduction", overflow="fold")
+    table.add_column("", no_wrap=True)
+    for row in result.rows:
+        same = row.same
+        table.add_row(
+            row.field,
+            _shown_value(row.original),
+            _shown_value(row.reproduction),
+            "equal" if same else "[bold red]differ[/]",
+        )
+    console.print(table)
+    log = result.log
+    if isinstance(log, str):
+        console.print(f"served logs: {log}", markup=False, highlight=False)
+    elif log.equal:
+        console.print(
+            f"served logs: equal after normalisation ({log.lines[0]} lines each; "
+            f"{log.changed} line(s) normalised)",
+            markup=False,
+        )
+    else:
+        console.print(
+            f"served logs diverge ({log.lines[0]} and {log.lines[1]} lines, {log.differing} differing "
+            "after normalisation); the first:",
+            markup=False,
+            highlight=False,
+        )
+        for who, number, text in (
+            ("original", log.original_line, log.original_text),
+            ("reproduction", log.reproduction_line, log.reproduction_text),
+        ):
+            where = f"line {number}" if number is not None else "(ended)"
+            console.print(
+                f"  {who:>12} {where}: {text if text is not None else ''}", markup=False, highlight=False
+            )
+    console.print("normalised before comparing: " + "; ".join(result.normalisations), markup=False)
+    verdict = "same outcome" if result.same_outcome else "OUTCOME DIFFERS"
+    console.print(
+        f"{verdict}. Reproduction record: {_shown_path(done.record_path)} (never ingested, not on the board)",
+        markup=False,
+    )
+
+
 site_app = typer.Typer(
     help='The public site: static pages from the published files (README "The public site").'
 )

@@ -45,7 +45,8 @@ def running_attempt_ids() -> set[str]:
         mine = {"label": [LABEL, f"{INSTALLATION_LABEL}={installation_id()}"]}
         for container in docker.from_env().containers.list(filters=mine):
             running.add(container.labels[LABEL])
-    for folder in runs_dir().glob("*/*"):
+    # cycles' attempt folders, and reproductions' (runs/reproductions/<repro cycle>/<attempt>)
+    for folder in [*runs_dir().glob("*/*"), *runs_dir().glob("reproductions/*/*")]:
         if (folder / "out").is_dir() and not (folder / "run_record.json").exists():
             running.add(folder.name)
     return running
