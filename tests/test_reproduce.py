@@ -378,7 +378,8 @@ def test_a_published_docker_attempt_reproduced_from_its_record_alone(isolated):
     assert record.reproduces == attempt_id and record.executor == "docker"
     original = parse_record(original_json)
     assert record.environment == original.environment  # the recorded environment, digest included
-    assert record.image == original.environment.images[0].digest  # the container ran that digest
+    # The container ran the pinned digest (environment.images, equal above); `image` keeps the name.
+    assert record.image == original.image == original.environment.images[0].reference
     # never in the warehouse, never on the board
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0] == rows_before
