@@ -4,13 +4,17 @@
 # Where a registry answers, `docker build` of the Dockerfile makes the same image; here there is
 # none, so the root filesystem comes from Debian's mirror through debootstrap and `docker import`.
 # Attempts run as the unprivileged user `agent` (uid/gid 10001, home /home/agent) made here; the
-# values must match argusic.containment (AGENT_UID, AGENT_GID, AGENT_HOME, RUNNER_LAYOUT).
+# values must match argusic.containment (AGENT_UID, AGENT_GID, AGENT_HOME, RUNNER_LAYOUT), and the
+# package list the Dockerfile's.
 set -euo pipefail
 
 TAG="${ARGUSIC_RUNNER_IMAGE:-argusic-runner:bookworm}"
 SUITE="${ARGUSIC_RUNNER_SUITE:-bookworm}"
-PACKAGES="python3,git,ca-certificates"
-LAYOUT=2
+# Desktop applications (methodology section 7, item 6) get a virtual display: Debian's Xvfb (the
+# harness starts it on :99), xauth, Tk for Python, x11-utils (xdpyinfo, xwininfo: an agent can look at
+# the display without screenshots) and one font family. Layout 3 added them.
+PACKAGES="python3,git,ca-certificates,xvfb,xauth,python3-tk,x11-utils,fonts-dejavu-core"
+LAYOUT=3
 AGENT_UID=10001
 
 layout=$(docker image inspect -f '{{ index .Config.Labels "argusic.runner.layout" }}' "$TAG" 2>/dev/null || true)

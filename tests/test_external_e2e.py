@@ -126,10 +126,12 @@ def test_external_agent_attempt_in_the_agents_image(
         data = store.read(ref.uri)
         assert hashlib.sha256(data).hexdigest() == ref.sha256 and len(data) == ref.bytes
 
-    # Isolated configuration: nothing of the agent's config folders landed in /out.
+    # Isolated configuration: nothing of the agent's config folders landed in /out (display.json is
+    # the bootstrap's record of the virtual display, the agents image being the runner image plus).
     assert {p.name for p in out.iterdir()} <= {
-        "log.txt", "recording.cast", SESSION_LOG, "report.json", codex.LAST_MESSAGE_FILE,
+        "log.txt", "recording.cast", SESSION_LOG, "report.json", codex.LAST_MESSAGE_FILE, "display.json",
     }  # fmt: skip
+    assert record.environment is not None and record.environment.display is not None
     if agent_id == "claude-code":
         init = next(json.loads(line) for line in session.splitlines() if '"subtype":"init"' in line)
         assert init["mcp_servers"] == [] and init["cwd"] == "/workspace/project"

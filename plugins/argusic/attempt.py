@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from argusic.agents import driver_for
-from argusic.environment import attempt_environment, check_pinned_image, ensure_pin, read_display
+from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
 from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
 from argusic.keys import KeyBroker, key_for_attempt
@@ -388,7 +388,7 @@ def run_attempt(
             **run_kwargs,
         )
         key_record = key.record()
-    environment = attempt_environment(pin, role, spec.tier, read_display(out_dir))
+    environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
     record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
     _write_atomic(record_path, record.to_json() + "\n")
     return record_path

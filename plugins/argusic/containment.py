@@ -57,7 +57,7 @@ AGENT_HOME = "/home/agent"
 # Images with that user carry this label (scripts/build_runner_image.sh, Dockerfile); a runner tag
 # without it is rebuilt.
 LAYOUT_LABEL = "argusic.runner.layout"
-RUNNER_LAYOUT = "2"
+RUNNER_LAYOUT = "3"  # 3: Xvfb, Tk and x11-utils for desktop applications
 
 INSTALLATION_LABEL = "argusic.installation"
 NETWORK_ENV = "ARGUSIC_CONTAINER_NETWORK"

@@ -416,3 +416,17 @@ def read_display(out_dir: Path) -> Display | None:
         return Display.model_validate_json(data)
     except ValidationError:
         return None
+
+
+def attempt_display(pin: Pin, out_dir: Path) -> Display | None:
+    """The display an attempt had: the harness's ``display.json`` when the cycle's environment starts
+    one (a pin with a display size: the Docker executor) and the file names that very size. A file
+    left by an attempt that was given no display (the local executor), or naming another size, is not
+    believed. (The agent could still write the file when Xvfb did not answer: like the rest of /out,
+    it is written by the agent's own user; see README "Threat model".)"""
+    if not pin.display:
+        return None
+    display = read_display(out_dir)
+    if display is None or f"{display.width}x{display.height}x{display.depth}" != pin.display:
+        return None
+    return display

@@ -46,8 +46,9 @@ from argusic.containment import (
     Reaper,
     sweep_once,
 )
+from argusic.environment import DISPLAY_FILE
 from argusic.landing import LandingLimits, LandingReport, land_outputs
-from argusic.settings import PACKAGE_DIR, installation_id, runner_image
+from argusic.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,11 @@ WORK_MOUNTS = {
     "var-tmp": ("/var/tmp", 0o1777),
     "agent": (CONTAINER_SCRATCH, 0o755),
 }
+# The virtual display (methodology section 7, item 6): Xvfb on :99 at orchestrator.toml [display]
+# size; the harness records what it found in /out/display.json (argusic.environment.read_display).
+DISPLAY_NUMBER = 99
+DISPLAY_WAIT_SECONDS = 15
+DISPLAY_SIZE_RE = re.compile(r"([0-9]{1,5})x([0-9]{1,5})x([0-9]{1,2})")
 LABEL = "argusic.attempt_id"
 DEADLINE_LABEL = "argusic.deadline"  # epoch seconds after which the container has no business running
 ORPHAN_GRACE_SECONDS = 300
@@ -147,13 +153,48 @@ class Executor(Protocol):
     ) -> ExecutionResult: ...
 
 
-def _bootstrap_script(source: str, project: str, commit: str, harness_cmd: list[str]) -> str:
-    """Fetch exactly one commit, depth 1, then hand over to the agent harness."""
+def display_size(size: str) -> str:
+    """orchestrator.toml [display] size, checked: WIDTHxHEIGHTxDEPTH (what Xvfb's -screen takes)."""
+    match = DISPLAY_SIZE_RE.fullmatch(size)
+    limits = (16384, 16384, 32)  # what argusic.record.Display accepts
+    if not match or not all(0 < int(n) <= top for n, top in zip(match.groups(), limits, strict=True)):
+        raise ValueError(f"[display] size {size!r}: expected WIDTHxHEIGHTxDEPTH, e.g. 1280x800x24")
+    return size
+
+
+def _display_lines(size: str, harness_dir: str, out: str) -> list[str]:
+    """Start Xvfb on DISPLAY_NUMBER, wait until it answers a real X11 connection, record it in
+    out/display.json and export DISPLAY for the agent; without Xvfb, or if it never answers, the
+    attempt runs without a display (and no file). Xvfb's socket and lock live in /tmp (writable);
+    `-nolisten tcp`: no network listener (the container has no network anyway)."""
+    q = shlex.quote
+    display = f":{DISPLAY_NUMBER}"
+    return [
+        "if command -v Xvfb >/dev/null 2>&1; then",
+        f"  Xvfb {display} -screen 0 {q(display_size(size))} -nolisten tcp -noreset "
+        "</dev/null >/tmp/.argusic-xvfb.log 2>&1 &",
+        f"  python3 -I -S {q(harness_dir + '/xdisplay.py')} wait {display} "
+        f"--timeout {DISPLAY_WAIT_SECONDS} --write {q(out + '/' + DISPLAY_FILE)} >/dev/null "
+        f"&& export DISPLAY={display}",
+        "fi",
+    ]
+
+
+def _bootstrap_script(
+    source: str,
+    project: str,
+    commit: str,
+    harness_cmd: list[str],
+    display: tuple[str, str, str] | None = None,
+) -> str:
+    """Fetch exactly one commit, depth 1, then hand over to the agent harness. With `display`
+    (size, harness folder, out folder), first start the virtual display (_display_lines)."""
     q = shlex.quote
     return "\n".join(
         [
             "set -u",
             'mkdir -p -- "${HOME:-/root}" 2>/dev/null',  # an agent's HOME may not exist yet
+            *(_display_lines(*display) if display else []),
             "git config --global --add safe.directory '*'",
             f"mkdir -p {q(project)} && cd {q(project)} && git init -q . "
             f"&& git fetch -q --depth 1 {q('file://' + source)} {q(commit)} "
@@ -231,6 +272,8 @@ class DockerExecutor:
         self.image = image or runner_image()
         self.containment = containment or Containment.from_config()
         self.network = network or self.containment.network  # "none", or a Docker network's name
+        # The virtual display every attempt gets (None: none is started)
+        self.display_size: str | None = display_size(orchestrator_config().display_size)
         self._docker = docker
         sweep_once()  # what killed runs of this installation left behind
 
@@ -288,7 +331,8 @@ class DockerExecutor:
             CONTAINER_HARNESS, CONTAINER_PROJECT, CONTAINER_OUT, CONTAINER_TASK, CONTAINER_SCRATCH
         )
         how = (launch or readme_runner_launch(harness_args))(paths)
-        script = _bootstrap_script(CONTAINER_SOURCE, CONTAINER_PROJECT, commit, how.argv)
+        display = (self.display_size, CONTAINER_HARNESS, CONTAINER_OUT) if self.display_size else None
+        script = _bootstrap_script(CONTAINER_SOURCE, CONTAINER_PROJECT, commit, how.argv, display)
         installation = installation_id()
         name = container_name(attempt_id, installation)
         started = _now()

@@ -12,7 +12,9 @@ The container fetches only the pinned commit, so every bare repository allows fe
 
     git init; git fetch --depth 1 file:///forge/source <sha>; git checkout FETCH_HEAD
 
-Catalogue (`argusic.catalogue/1`): see CATALOGUE_FIELDS and the module-level FIXTURES table.
+Catalogue (`argusic.catalogue/1`): see CATALOGUE_FIELDS and the module-level FIXTURES table. The
+desktop applications (DESKTOP_FIXTURES: a Tk clock) live in the same forge with a catalogue of their
+own, `dest/desktop_catalogue.json` (`build_desktop_forge`), so that the demo cycle is unchanged.
 """
 
 from __future__ import annotations
@@ -159,6 +161,24 @@ FIXTURES: list[dict[str, Any]] = [
         "outcome": (None, None),
     },
 ]
+
+
+# Desktop applications (methodology section 7, item 6), in a catalogue of their own
+# (desktop_catalogue.json, `build_desktop_forge`): the demo cycle's pool, budgets (15 s) and board stay
+# as they are. "ran_unverified": installed and ran (the window stayed up on the virtual display, a
+# version answered) but nothing was decoded: 80 points, a fail by the rubric.
+DESKTOP_FIXTURES: list[dict[str, Any]] = [
+    {
+        "project_id": "tkclock",
+        "language": "python",
+        "licence": "MIT",
+        "difficulty": "easy",
+        "popular_since": "2026-11-16",
+        "dates": ("2026-10-05T09:00:00+00:00", "2026-11-12T14:20:00+00:00"),
+        "outcome": ("ran_unverified", "ran_unverified"),
+    },
+]
+DESKTOP_CATALOGUE = "desktop_catalogue.json"
 
 
 def _git(
@@ -327,23 +347,30 @@ def candidate(fixture: dict[str, Any], repo: Path, commit: str) -> dict[str, Any
     }
 
 
-def build_forge(dest: Path) -> Path:
+def build_forge(
+    dest: Path, fixtures: list[dict[str, Any]] | None = None, name: str = "catalogue.json"
+) -> Path:
     """Build (or bring up to date) the demo forge under `dest`; return the catalogue path."""
     dest = Path(dest).resolve()
     repos = dest / "repos"
     repos.mkdir(parents=True, exist_ok=True)
     candidates = []
-    for fixture in FIXTURES:
+    for fixture in FIXTURES if fixtures is None else fixtures:
         commit = ensure_repo(fixture, repos)
         candidates.append(candidate(fixture, repos / f"{fixture['project_id']}.git", commit))
     catalogue = {"schema": CATALOGUE_SCHEMA, "generated_for": "demo", "candidates": candidates}
     text = json.dumps(catalogue, indent=2) + "\n"
-    path = dest / "catalogue.json"
+    path = dest / name
     if not path.exists() or path.read_text() != text:
-        tmp = dest / f".catalogue.json.tmp-{os.getpid()}"
+        tmp = dest / f".{name}.tmp-{os.getpid()}"
         tmp.write_text(text)
         tmp.replace(path)
     return path
+
+
+def build_desktop_forge(dest: Path) -> Path:
+    """The desktop applications' repositories in the same forge, and their own catalogue."""
+    return build_forge(dest, DESKTOP_FIXTURES, DESKTOP_CATALOGUE)
 
 
 def checkout(repo_url: str, commit: str, dest: Path) -> Path:

@@ -38,13 +38,15 @@ if __package__:
     from . import decode as _decode  # noqa: F401 - the decoder runs as a script; imported for packaging
     from .readme_parser import Checkout, Plan, find_readme, parse_readme
     from .recorder import Control, Recorder, RunResult
+    from .xdisplay import XError, top_level_windows, wait_for
 else:  # run as a script from the (read-only) harness directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from readme_parser import Checkout, Plan, find_readme, parse_readme  # type: ignore[no-redef]
     from recorder import Control, Recorder, RunResult  # type: ignore[no-redef]
+    from xdisplay import XError, top_level_windows, wait_for  # type: ignore[no-redef]
 
 HARNESS_NAME = "readme-runner"
-HARNESS_VERSION = "2.0.1"
+HARNESS_VERSION = "2.1.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 DEFAULT_COMMAND_TIMEOUT = 1800.0
@@ -52,6 +54,15 @@ PORT_WAIT_SECONDS = 20.0
 MAX_MOVES_PER_STEP = 3
 MAX_README_BYTES = 2_000_000  # a README larger than this is read up to here
 SCRIPT_ARG_LIMIT = 100_000  # Linux caps one argument at 128 KiB
+# Desktop applications (methodology section 7, item 6: "ran" means the main process started on the
+# virtual display and stayed up, or answered a version or help command; nothing is clicked). A run
+# command that shows a new top-level window on the display and is still running with that window
+# shown GUI_UP_SECONDS later ran; the harness then stops it (SIGTERM, SIGKILL after GUI_STOP_GRACE)
+# and goes on. 10 s: long past a toolkit's start-up (a Tk window maps in well under a second), so a
+# program that crashes on its first event loop turns is not counted, and short next to any budget.
+GUI_UP_SECONDS = 10.0
+GUI_POLL_SECONDS = 0.5
+GUI_STOP_GRACE = 2.0
 
 __all__ = ["HARNESS_NAME", "HARNESS_VERSION", "Plan", "find_readme", "main", "parse_readme", "session"]
 
@@ -142,6 +153,117 @@ class Step:
     recovery: list[str] = field(default_factory=list)
     recovered: bool = False
     block: int = 0  # which README block it belongs to (its first line in the README)
+    desktop: str = ""  # a desktop application: what was seen on the display (then stopped by us)
+
+
+@dataclass
+class GuiRun:
+    """A run command seen running as a desktop application."""
+
+    command: str
+    index: int  # its place in the script
+    window: str  # the window's title (WM_NAME), possibly empty
+    seconds: float  # how long its window was seen with the main process up
+    display: str
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root` (not root itself), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("latin-1")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+class GuiWatch:
+    """Watches the display while a run script's command runs (Control.on_tick): a command whose new
+    top-level window is still shown, with the command still running, GUI_UP_SECONDS after it first
+    appeared is a desktop application that ran. Its processes are then stopped and a flag file tells
+    the script to count the command as succeeded. Reads the display only: nothing is clicked."""
+
+    def __init__(self, display: str, state_dir: str, rec: Recorder) -> None:
+        self.display = display
+        self.state_dir = state_dir
+        self.rec = rec
+        self.runs: list[GuiRun] = []
+        self.command: str | None = None
+
+    def start(self, index: int, command: str) -> None:
+        """A new command of the script starts: the windows already there are not its own."""
+        self.index, self.command = index, command
+        self.before = set(self._windows())
+        self.seen_at: float | None = None
+        self.window = ""
+        self.stopping: tuple[float, list[int]] | None = None
+        self.next_poll = time.monotonic() + GUI_POLL_SECONDS
+
+    def _windows(self) -> dict:
+        try:
+            return top_level_windows(self.display)
+        except (XError, OSError):
+            return {}
+
+    def tick(self, script_pid: int) -> None:
+        now = time.monotonic()
+        if self.command is None or now < self.next_poll:
+            return
+        self.next_poll = now + GUI_POLL_SECONDS
+        if self.stopping is not None:
+            since, pids = self.stopping
+            if now - since >= GUI_STOP_GRACE:
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                self.command = None
+            return
+        new = [w for wid, w in self._windows().items() if wid not in self.before]
+        if not new:
+            self.seen_at = None  # no window of its own (yet, or any more)
+            return
+        if self.seen_at is None:
+            self.seen_at, self.window = now, new[0].name
+            self.rec.log_line(f"DISPLAY: a window appeared on {self.display}: {self.window!r}")
+            return
+        up = now - self.seen_at
+        pids = _descendants(script_pid)
+        if up < GUI_UP_SECONDS or not pids:
+            return
+        with open(os.path.join(self.state_dir, f"gui-{self.index}"), "w", encoding="utf-8"):
+            pass
+        self.runs.append(GuiRun(self.command, self.index, self.window, round(up, 1), self.display))
+        self.rec.note(
+            f"a desktop application: its window {self.window!r} has been on {self.display} for "
+            f"{up:.0f} s with its main process up; it ran (nothing clicked); stopping it"
+        )
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        self.stopping = (now, pids)
+
+
+def display_available() -> str | None:
+    """The virtual display the harness was given (DISPLAY, answering a real X11 connection)."""
+    display = os.environ.get("DISPLAY", "")
+    if not display:
+        return None
+    try:
+        return display if wait_for(display, 2.0) is not None else None
+    except XError:
+        return None
 
 
 @dataclass
@@ -154,6 +276,7 @@ class ScriptRun:
     output: str
     ended_at: float
     ended_by: int | None  # the command that ended the script (from the EXIT trap), if known
+    desktop: dict[int, GuiRun] = field(default_factory=dict)  # commands that ran as desktop apps
 
 
 class Runner:
@@ -175,6 +298,8 @@ class Runner:
         self.moves_applied: list[str] = []
         self.background: list[tuple[subprocess.Popen, str, str]] = []
         self.state_dir = tempfile.mkdtemp(prefix="argusic-harness-")
+        self.display = display_available()
+        self.gui = GuiWatch(self.display, self.state_dir, rec) if self.display else None
 
     # -- low level ---------------------------------------------------------------------------------
     def _label(self, cwd: str | None = None) -> str:
@@ -190,7 +315,9 @@ class Runner:
                 f"__argusic_at={i}\n"
                 f"printf '%s\\t%s\\n' {i} \"$PWD\" >&{step_fd}; IFS= read -r __argusic_ack <&{ack_fd}\n"
                 f"{{\n{command}\n}} {step_fd}>&- {ack_fd}>&-\n"
-                f'__argusic_rc=$?; [ "$__argusic_rc" -eq 0 ] || exit "$__argusic_rc"\n'
+                # a desktop application stopped by the harness after it ran (GuiWatch) succeeded
+                f'__argusic_rc=$?; [ ! -e "$ARGUSIC_STATE/gui-{i}" ] || __argusic_rc=0\n'
+                f'[ "$__argusic_rc" -eq 0 ] || exit "$__argusic_rc"\n'
             )
         parts.append("__argusic_at=-1\n")
         return "".join(parts)
@@ -198,9 +325,10 @@ class Runner:
     def _run_script(self, phase: str, commands: list[str]) -> ScriptRun:
         """Run commands as one bash script on the recorder's terminal; each is shown at its prompt."""
         started: list[tuple[int, int, float]] = []
-        for name in ("status",):
+        for name in ("status", *(f"gui-{i}" for i in range(len(commands)))):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(self.state_dir, name))
+        gui = self.gui if phase == "run" else None  # only run commands can be desktop applications
 
         def on_step(line: str, offset: int) -> None:
             index_text, _, cwd = line.partition("\t")
@@ -213,8 +341,10 @@ class Runner:
             started.append((index, offset, time.monotonic()))
             self.rec.log_line(f"STEP {phase}: {commands[index]}")
             self.rec.prompt(commands[index], self._label(cwd or None))
+            if gui is not None:
+                gui.start(index, commands[index])
 
-        control = Control(on_step)
+        control = Control(on_step, gui.tick if gui is not None else None)
         script = self._script(commands, control.child_fds())
         self._write_overrides()
         env = dict(self.env, ARGUSIC_STATE=self.state_dir)
@@ -227,8 +357,13 @@ class Runner:
             with open(script_path, "w", encoding="utf-8") as f:
                 f.write(script)
             argv = ["bash", script_path]
+        gui_runs = len(gui.runs) if gui is not None else 0
         code, timed_out, output, _seconds = self.rec.run(argv, self.cwd, env, self.timeout, control=control)
         ended_at = time.monotonic()
+        desktop = {}
+        if gui is not None:
+            gui.command = None
+            desktop = {r.index: r for r in gui.runs[gui_runs:]}
         ended_by = None
         try:
             with open(os.path.join(self.state_dir, "status"), encoding="utf-8") as f:
@@ -237,7 +372,7 @@ class Runner:
         except (OSError, ValueError):
             pass
         self._load_state()
-        return ScriptRun(started, code, timed_out, output, ended_at, ended_by)
+        return ScriptRun(started, code, timed_out, output, ended_at, ended_by, desktop)
 
     def _write_overrides(self) -> None:
         path = os.path.join(self.state_dir, "overrides")
@@ -448,6 +583,7 @@ class Runner:
                     last_line(text),
                     code == 0 and not timed_out,
                     block=block,
+                    desktop=_desktop_words(run.desktop[index]) if index in run.desktop else "",
                 )  # fmt: skip
             )
         if not order and commands:
@@ -637,6 +773,14 @@ class Runner:
         return failed is None, command, self.steps[-1].last_output
 
 
+def _desktop_words(gui: GuiRun) -> str:
+    window = f"window {gui.window!r}" if gui.window else "a window"
+    return (
+        f"its main process started on display {gui.display} and stayed up for {gui.seconds:g} s with "
+        f"{window} shown, then the harness stopped it; nothing was clicked"
+    )
+
+
 def _offset_of(run: ScriptRun, index: int) -> int:
     for i, offset, _ in run.started:
         if i == index:
@@ -812,6 +956,10 @@ def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorde
             else f"Nothing needed installing: the README names no install command and its "
             f"{_count(len(plan.run), 'run command')} succeeded"
         )
+        desktop = [s for s in runner.steps if s.phase == "run" and s.desktop]
+        if desktop:  # what "ran" means for a desktop application (methodology section 7, item 6)
+            for d in desktop:
+                ran += f" (`{_one_line(d.command)}` is a desktop application: {d.desktop})"
 
         # Verify for real, then with the mock the README offers.
         why_not = "the README names no output file to decode"
@@ -836,6 +984,11 @@ def session(project: str, out: str, recovery: bool, timeout: float, rec: Recorde
                 return _finish(report, details, runner)
             why_not = why_mock if why_not.startswith("the README names no") else f"{why_not}; {why_mock}"
         report["verified_how"] = f"not verified: {why_not}"
+        if desktop:  # seen running is not verified: only a decoding is (section 16)
+            report["verified_how"] += (
+                f"; the desktop application `{_one_line(desktop[0].command)}` was only seen running "
+                f"(its main process up on {runner.display} for {GUI_UP_SECONDS:g} s), nothing was decoded"
+            )
         report["final_state"] = f"{ran}, but nothing was decoded: {why_not}" + recovery_clause() + "."
         return _finish(report, details, runner)
     finally:

@@ -48,10 +48,15 @@ class Control:
     recorder first writes out everything the previous step printed, then calls
     `on_step(line, output_chars_so_far)` (which shows the next command at its prompt), then answers.
     Each announced step restarts the timeout, so `timeout` bounds one step, not the whole script.
+    `on_tick(pid)`, when given, is called about every 50 ms while the script runs, with its pid (the
+    reference harness watches the display through it).
     """
 
-    def __init__(self, on_step: Callable[[str, int], None]) -> None:
+    def __init__(
+        self, on_step: Callable[[str, int], None], on_tick: Callable[[int], None] | None = None
+    ) -> None:
         self.on_step = on_step
+        self.on_tick = on_tick
         self._read, self.step_fd = os.pipe()
         self.ack_fd, self._answer = os.pipe()
 
@@ -248,6 +253,8 @@ class Recorder:
             open_ = pump(0.05, open_)
             if proc.poll() is not None:
                 break
+            if control and control.on_tick:
+                control.on_tick(proc.pid)
             if time.monotonic() >= deadline:
                 timed_out = True
                 _signal_group(proc.pid, signal.SIGTERM)
