@@ -92,7 +92,7 @@ def rec(attempt_id: str, agent: str, project: str, attempt_no: int, **kw) -> dic
         "harness_name": "readme-runner",
         "harness_version": "1",
     }
-    if kw.get("cycle_id", CYCLE) == CYCLE:  # the board cycle ran under one environment; the others predate them
+    if kw.get("cycle_id", CYCLE) == CYCLE:  # one environment in the board cycle; the others predate them
         row.update(ENVIRONMENT)
     row.update(kw)
     if row["end_reason"] == "timeout" and "has_report" not in kw:
