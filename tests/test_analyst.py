@@ -395,6 +395,9 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
     assert second.returncode == 0, output
     assert "waiting" not in output and "gave up" not in output and "Traceback" not in output
     assert "Argusic board — cycle 2027-01" in output and "published " in output
+    from argusic.environment import current_edition
+
+    assert f"harness edition of this cycle: {current_edition().edition}" in output  # its records name it
     assert held_report == {"seen": [6], "errors": []}  # its snapshot, unchanged, no error
     assert read_report["errors"] == [] and set(read_report["seen"]) <= {6, 12}  # old or new copy, never half
     assert 12 in read_report["seen"] and read_report["reads"] > 0
