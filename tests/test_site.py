@@ -459,3 +459,21 @@ def test_a_board_published_before_environments_says_so(
     assert 'id="ran-under"' not in run and "recorded before environments were" in run
     assert "Not published." in (site / "harness.html").read_text()
     assert link_problems(site)[1] == []
+
+
+def test_an_edition_published_as_a_number_still_links_its_entry(tmp_path: Path, monkeypatch) -> None:
+    """A file that wrote the edition as a number (a seed typed by inference) builds, and links the
+    same changelog entry as the text would."""
+    from argusic.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    board_path = publish / "2026-11-x" / "board.json"
+    board = json.loads(board_path.read_text())
+    board["environment"] = {"cycle_id": "2026-11-x", "harness_edition": 1}
+    board["harness_editions"] = [{"edition": 1, "written_on": "2026-10-29", "summary": "First."}]
+    board_path.write_text(json.dumps(board))
+    site = build_site(publish)
+    assert 'href="harness.html#edition-1"' in (site / "index.html").read_text()
+    assert 'id="edition-1"' in (site / "harness.html").read_text()
+    assert link_problems(site)[1] == []

@@ -277,9 +277,10 @@ def href(path: str) -> str:
     return quote(path, safe="/._-@+#")
 
 
-def edition_anchor(edition: str) -> str:
-    """The id of a harness edition's row on harness.html (letters, digits, '.', '_' and '-' kept)."""
-    return "edition-" + re.sub(r"[^A-Za-z0-9._-]", "-", edition)
+def edition_anchor(edition: Any) -> str:
+    """The id of a harness edition's row on harness.html (letters, digits, '.', '_' and '-' kept; a
+    file that wrote the edition as a number gets the same id as one that wrote it as text)."""
+    return "edition-" + re.sub(r"[^A-Za-z0-9._-]", "-", str(edition))
 
 
 def run_href(attempt_id: str) -> str:
