@@ -417,6 +417,14 @@ def test_site_shows_the_sponsor_and_the_harness_edition(
     )
     assert 'href="harness.html#edition-1"' in index
     assert "Harness edition: 1 , the same for every agent and attempt of this cycle." in text("index.html")
+    board["environment"]["attempts_without_environment"] = 2  # a cycle that straddled the change
+    (folder / "board.json").write_text(json.dumps(board))
+    build_site(publish)
+    straddled = "that recorded one ( 2 valid attempts were recorded before environments were)."
+    assert straddled in text("index.html")
+    board["environment"]["attempts_without_environment"] = 0
+    (folder / "board.json").write_text(json.dumps(board))
+    site = build_site(publish)
     run = "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html"
     assert "Sponsored by Example Cloud 7 ( compute )" in text(run)
     assert 'href="../../../harness.html#edition-1"' in (site / run).read_text()
