@@ -245,7 +245,15 @@ def generate_sql(agents: list[int], projects: int) -> str:
              ELSE 'file:///ev/served/' || attempt_id || '/' || sha256(attempt_id || '/log') || '/log.txt' END,
         CASE WHEN made_invalid AND invalid_kind = 2 THEN NULL
              ELSE 'file:///ev/served/' || attempt_id || '/' || sha256(attempt_id || '/cast')
-                  || '/recording.cast' END
+                  || '/recording.cast' END,
+        -- the environment (issue #15): one per cycle, as the cycle's pin gives it; the reference
+        -- agents run in the runner image, the others in the agents image
+        '1', '{"e" * 64}',
+        CASE WHEN agent_id LIKE 'readme-runner%' THEN 'runner' ELSE 'agents' END,
+        CASE WHEN agent_id LIKE 'readme-runner%' THEN 'argusic-runner:bookworm'
+             ELSE 'argusic-agents:bookworm' END,
+        CASE WHEN agent_id LIKE 'readme-runner%' THEN 'sha256:{"1" * 64}' ELSE 'sha256:{"2" * 64}' END,
+        '1', '{"f" * 64}', 2.0, 4294967296, 512, 6442450944, 'none', budget, '1280x800x24'
     FROM final
     """
 

@@ -37,8 +37,9 @@ from typer.testing import CliRunner
 
 runner = CliRunner()
 MARTS = [
-    "attempt_scores", "board", "hardware_estimates", "hardware_speed_bounds", "hardware_tiers",
-    "methodology_editions", "pair_sets", "project_review", "project_verdicts",
+    "attempt_scores", "board", "cycle_environments", "harness_editions", "hardware_estimates",
+    "hardware_speed_bounds", "hardware_tiers", "methodology_editions", "pair_sets", "project_review",
+    "project_verdicts",
 ]  # fmt: skip
 BIG = 2**62 + 1  # a HUGEINT a DOUBLE cannot hold exactly
 
@@ -97,6 +98,14 @@ def test_copy_holds_marts_seeds_and_raw_layer_with_comments(tmp_path: Path):
         # the raw layer slimmed to what attempt_scores does not carry (the agent's report, sizes…)
         raw_columns = {r[0] for r in con.execute("DESCRIBE raw.run_records").fetchall()}
         assert {"attempt_id", "install_ok", "errors_encountered", "harness_name", "log_bytes"} <= raw_columns
+        # and the environment each attempt ran under (issue #15)
+        assert {
+            "harness_edition",
+            "image_digest",
+            "instructions_sha256",
+            "limit_budget_seconds",
+            "display",
+        } <= (raw_columns)
         assert not raw_columns & {"record_json", "log_uri", "served_log_uri", "log_sha256", "cycle_id"}
         # comments travel with the tables: the marts' (dbt descriptions) and the raw layer's
         (board_comment,) = con.execute(
@@ -386,6 +395,9 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
     assert second.returncode == 0, output
     assert "waiting" not in output and "gave up" not in output and "Traceback" not in output
     assert "Argusic board — cycle 2027-01" in output and "published " in output
+    from argusic.environment import current_edition
+
+    assert f"harness edition of this cycle: {current_edition().edition}" in output  # its records name it
     assert held_report == {"seen": [6], "errors": []}  # its snapshot, unchanged, no error
     assert read_report["errors"] == [] and set(read_report["seen"]) <= {6, 12}  # old or new copy, never half
     assert 12 in read_report["seen"] and read_report["reads"] > 0

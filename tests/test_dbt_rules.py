@@ -30,6 +30,23 @@ RIVAL = "rival-agent"  # not in the registry: the marts must not depend on it be
 T0 = datetime(2026, 10, 10, 8, 0, 0)
 
 _counter = iter(range(10_000))
+SPONSOR = ("Example Cloud", "compute")  # the no-recovery agent is sponsored in this test's registry
+ENVIRONMENT = {
+    "harness_edition": "1",
+    "scaffold_sha256": "e" * 64,
+    "image_role": "runner",
+    "image_reference": "argusic-runner:bookworm",
+    "image_digest": "sha256:" + "d" * 64,
+    "instructions_version": "1",
+    "instructions_sha256": "f" * 64,
+    "limit_cpus": 2.0,
+    "limit_memory_bytes": 4 * 2**30,
+    "limit_pids": 512,
+    "limit_disk_bytes": 6 * 2**30,
+    "network_mode": "none",
+    "limit_budget_seconds": 5400,
+    "display": "1280x800x24",
+}
 
 
 def rec(attempt_id: str, agent: str, project: str, attempt_no: int, **kw) -> dict:
@@ -75,6 +92,8 @@ def rec(attempt_id: str, agent: str, project: str, attempt_no: int, **kw) -> dic
         "harness_name": "readme-runner",
         "harness_version": "1",
     }
+    if kw.get("cycle_id", CYCLE) == CYCLE:  # one environment in the board cycle; the others predate them
+        row.update(ENVIRONMENT)
     row.update(kw)
     if row["end_reason"] == "timeout" and "has_report" not in kw:
         row.update(
@@ -227,6 +246,22 @@ DECISIONS = [  # (project_id, decision, decided_by, decided_at)
 ]
 
 
+def sponsor(registry: Path, agent_id: str, name: str, what: str) -> None:
+    """This test's registry: ``agent_id`` sponsored by ``name`` (``what`` was given)."""
+    import csv
+
+    with open(registry, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert any(r["agent_id"] == agent_id for r in rows)
+    for r in rows:
+        if r["agent_id"] == agent_id:
+            r["sponsor"], r["sponsorship"] = name, what
+    with open(registry, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory):
     from dbt.cli.main import dbtRunner
@@ -234,6 +269,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("dbt_rules")
     project = tmp / "dbt_project"
     shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    sponsor(project / "seeds" / "agents.csv", NOREC, *SPONSOR)
     db = tmp / "warehouse.duckdb"
     with duckdb.connect(str(db)) as con:
         migrate_raw(con)  # raw layer, pool entries and the (empty) decision tables
@@ -315,10 +351,10 @@ def test_build_passes_every_node_including_unit_tests(built):
     for r in built["results"]:
         kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
     assert kinds.get("unit_test", 0) >= 30
-    assert kinds.get("seed") == 5  # review decisions are data now (decisions schema), not a seed
+    assert kinds.get("seed") == 6  # review decisions are data now (decisions schema), not a seed
     # 12 + verdict_plan and its two staging views + int_attempt_corrections, int_attempts_corrected,
-    # attempt_corrections
-    assert kinds.get("model") == 18
+    # attempt_corrections + cycle_environments, harness_editions
+    assert kinds.get("model") == 20
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):
@@ -347,6 +383,8 @@ def test_marts_live_in_schema_marts(built):
         "hardware_tiers",
         "hardware_estimates",
         "hardware_speed_bounds",
+        "cycle_environments",
+        "harness_editions",
     } <= tables
 
 
@@ -562,6 +600,59 @@ def test_methodology_editions_effective_dates(built):
     assert budgets["1.2"] == (45, 120, 120) and budgets["1.1"][1] is None and budgets["1.3"] == (90, 120, 120)
 
 
+def test_cycle_environments_and_the_board_say_which_harness_ran(built):
+    """The board cycle's valid attempts all carry one environment: uniform, edition 1, on the board of
+    every agent. The other cycles' records predate environments: nothing compared, no edition."""
+    envs = {r["cycle_id"]: r for r in q(built, "select * from marts.cycle_environments")}
+    assert set(envs) == {CYCLE, "verdicts", CORR}
+    board_cycle = envs[CYCLE]
+    valid = one(
+        built, "select count(*) as n from marts.attempt_scores where cycle_id = ? and is_valid", CYCLE
+    )
+    assert board_cycle["valid_attempts"] == board_cycle["attempts_with_environment"] == valid["n"]
+    assert (board_cycle["attempts_without_environment"], board_cycle["harness_edition"]) == (0, "1")
+    assert (board_cycle["environments"], board_cycle["is_uniform"], board_cycle["disagrees_on"]) == (
+        1,
+        True,
+        None,
+    )
+    older = envs["verdicts"]
+    assert older["attempts_with_environment"] == 0 and older["attempts_without_environment"] > 0
+    assert (older["harness_edition"], older["is_uniform"], older["environments"]) == (None, None, 0)
+    editions = {
+        r["agent_id"]: r["harness_edition"]
+        for r in q(built, "select * from marts.board where cycle_id = ?", CYCLE)
+    }
+    assert editions == {STD: "1", NOREC: "1", RIVAL: "1"}
+    assert {r["harness_edition"] for r in q(built, "select * from marts.board where cycle_id = ?", CORR)} == {
+        None
+    }
+
+
+def test_harness_editions_effective_date_comes_from_the_records(built):
+    editions = {r["edition"]: r for r in q(built, "select * from marts.harness_editions")}
+    assert set(editions) == {"1"}
+    first = editions["1"]
+    board_cycle = one(
+        built, "select count(*) as n, min(started_at) as t from raw.run_records where cycle_id = ?", CYCLE
+    )
+    assert (first["runs_recorded"], first["cycles_recorded"], first["first_run_at"]) == (
+        board_cycle["n"],
+        1,
+        board_cycle["t"],
+    )
+    assert str(first["effective_on"]) == "2026-10-10" and str(first["written_on"]) == "2026-11-29"
+    assert first["effective_before_written"] is True  # these hand-made runs predate the entry
+    assert len(first["scaffold_sha256"]) == 64 and first["summary"]
+
+
+def test_a_sponsored_agent_says_so_on_the_board(built):
+    rows = {r["agent_id"]: r for r in q(built, "select * from marts.board where cycle_id = ?", CYCLE)}
+    assert (rows[NOREC]["sponsor"], rows[NOREC]["sponsorship"]) == SPONSOR
+    assert (rows[STD]["sponsor"], rows[STD]["sponsorship"]) == (None, None)
+    assert (rows[RIVAL]["sponsor"], rows[RIVAL]["display_name"]) == (None, None)  # not in the registry
+
+
 def test_agents_registry_has_exactly_one_standard(built):
     rows = q(built, "select agent_id from reference.agents where is_standard")
     assert [r["agent_id"] for r in rows] == [STD]
@@ -646,6 +737,6 @@ def test_every_mart_and_column_is_described(built):
         assert missing == [], f"marts.{table}: columns without a description"
     for path in sorted((DBT_PROJECT / "models" / "marts").glob("*.yml")):
         for model in yaml.safe_load(path.read_text())["models"]:
-            table = "methodology_editions" if model["name"] == "mart_methodology_editions" else model["name"]
+            table = model["name"].removeprefix("mart_")  # mart_<x>: alias <x> (a seed holds the name)
             declared = {(table, c["name"]) for c in model.get("columns", [])}
             assert declared - columns == set(), path.name

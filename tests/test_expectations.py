@@ -131,6 +131,14 @@ def good_frames() -> dict[str, pd.DataFrame]:
         columns=["machine_id", "tier", "tokens_per_s_max", "status"],
     )
     editions = pd.DataFrame({"version": ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]})
+    environments = pd.DataFrame(
+        [["c1", 6, 6, 0, "1", 1, 1, True, None], ["c0", 4, 0, 4, None, 0, 0, None, None]],
+        columns=ENV_COLUMNS,
+    )
+    harness = pd.DataFrame(
+        [["1", "2026-11-29", "e" * 64, False, 6]],
+        columns=["edition", "written_on", "scaffold_sha256", "effective_before_written", "runs_recorded"],
+    )
     return {
         "attempt_scores": attempts,
         "pair_sets": pair_sets,
@@ -141,7 +149,15 @@ def good_frames() -> dict[str, pd.DataFrame]:
         "hardware_estimates": estimates,
         "hardware_speed_bounds": bounds,
         "methodology_editions": editions,
+        "cycle_environments": environments,
+        "harness_editions": harness,
     }
+
+
+ENV_COLUMNS = [
+    "cycle_id", "valid_attempts", "attempts_with_environment", "attempts_without_environment",
+    "harness_edition", "runner_images", "environments", "is_uniform", "disagrees_on",
+]  # fmt: skip
 
 
 def test_good_frames_pass() -> None:
@@ -192,6 +208,7 @@ BETWEEN = "expect_column_values_to_be_between"
 IN_SET = "expect_column_values_to_be_in_set"  # also the pandas check columns (expected true)
 ROW_COUNT = "expect_table_row_count_to_equal"
 A = "attempt_scores"
+E = "cycle_environments"
 
 BREAKAGES = [
     # (id, mutation, table, expectation, words that must be in the message)
@@ -295,6 +312,22 @@ BREAKAGES = [
      "pair_sets", IN_SET, ["check_middle_named_iff_complete", "a2"]),
     ("complete-set-names-no-middle", _add("pair_sets", "middle_attempt_id", ["m1", None, None, "m4"]),
      "pair_sets", IN_SET, ["check_middle_named_iff_complete", "a3"]),
+    # one harness per cycle (issue #15): a cycle whose valid attempts disagree is named with what differs
+    ("mixed-image-digests", _many(_set(E, 0, "runner_images", 2), _set(E, 0, "environments", 2),
+                                  _set(E, 0, "is_uniform", False),
+                                  _set(E, 0, "disagrees_on", "runner_image")),
+     E, IN_SET, ["is_uniform", "one environment", "'cycle_id': 'c1'", "'disagrees_on': 'runner_image'"]),
+    ("mixed-instructions", _many(_set(E, 0, "environments", 2), _set(E, 0, "is_uniform", False),
+                                 _set(E, 0, "disagrees_on", "instructions")),
+     E, IN_SET, ["is_uniform", "'cycle_id': 'c1'", "'disagrees_on': 'instructions'"]),
+    ("uniform-but-two-environments", _set(E, 0, "environments", 2), E, IN_SET,
+     ["check_uniform_is_one_environment", "c1"]),
+    ("environment-counts", _set(E, 1, "attempts_without_environment", 3), E, IN_SET,
+     ["check_environment_counts_add_up", "c0"]),
+    ("dup-cycle-environment", _dup(E, 0), E, UNIQUE, ["cycle_id"]),
+    ("dup-harness-edition", _dup("harness_editions", 0), "harness_editions", UNIQUE, ["edition"]),
+    ("no-harness-edition", lambda f: f.__setitem__("harness_editions", f["harness_editions"].iloc[:0]),
+     "harness_editions", "expect_table_row_count_to_be_between", ["observed 0"]),
 ]  # fmt: skip
 
 
@@ -542,7 +575,7 @@ def test_importing_gx_stays_quiet_under_a_configured_root_logger() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "tables 9" in proc.stdout
+    assert "tables 11" in proc.stdout
     assert "Skipping registering function" not in proc.stderr + proc.stdout
     assert "Calculating Metrics" not in proc.stderr + proc.stdout
 
@@ -630,3 +663,60 @@ def test_gx_objects_are_reused_then_renewed(monkeypatch) -> None:
     broken.loc[0, "rank"] = 0
     report = validate_frames({"board": broken}, only=["board"])  # a reused definition still judges
     assert not report.success and "expect_column_values_to_be_between(column='rank'" in report.summary()
+
+
+def _environment(digest: str, instructions: str = "f" * 64) -> dict:
+    return {
+        "harness_edition": "1",
+        "scaffold_sha256": "e" * 64,
+        "images": [{"role": "runner", "reference": "argusic-runner:bookworm", "digest": "sha256:" + digest}],
+        "instructions": {"version": "1", "sha256": instructions},
+        "limits": {"cpus": 2.0, "memory_bytes": 2**32, "pids": 512, "disk_bytes": 2**32, "network": "none",
+                   "budget_seconds": 5400},
+        "display": {"kind": "xvfb", "width": 1280, "height": 800, "depth": 24},
+    }  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("second", "disagrees_on"),
+    [
+        pytest.param(_environment("2" * 64), "runner_image", id="image-rebuilt-mid-cycle"),
+        pytest.param(
+            _environment("1" * 64, instructions="9" * 64), "instructions", id="instructions-changed"
+        ),
+    ],
+)
+def test_argusic_build_blocks_a_cycle_whose_attempts_ran_under_two_environments(
+    isolated: Path, record_doc: dict, second: dict, disagrees_on: str
+) -> None:
+    """`argusic ingest` then `argusic build` on the real dbt project: a cycle whose two valid attempts
+    ran in one image (and one set of instructions) builds and is uniform; a third attempt under a
+    rebuilt image, or under changed instructions, blocks the build, naming the cycle and the part."""
+    from argusic.cli import app
+    from conftest import write_record
+    from typer.testing import CliRunner
+
+    cli = CliRunner()
+    runs = isolated / "runs" / "2026-12"
+    for no in (1, 2):
+        doc = dict(record_doc, attempt_id=f"2026-12.board.readme-runner.wavgen.a{no}", attempt_no=no)
+        write_record(runs / f"a{no}", dict(doc, environment=_environment("1" * 64)))
+    for command in (["ingest", str(runs)], ["build"]):
+        result = cli.invoke(app, command)
+        assert result.exit_code == 0, result.output
+    with duckdb.connect(str(isolated / "warehouse" / "argusic.duckdb"), read_only=True) as con:
+        row = con.execute(
+            "SELECT is_uniform, environments, harness_edition FROM marts.cycle_environments"
+        ).fetchone()
+        board = con.execute("SELECT DISTINCT harness_edition FROM marts.board").fetchall()
+    assert row == (True, 1, "1") and board == [("1",)]
+
+    doc = dict(record_doc, attempt_id="2026-12.board.readme-runner.wavgen.a3", attempt_no=3)
+    write_record(runs / "a3", dict(doc, environment=second))
+    assert cli.invoke(app, ["ingest", str(runs)]).exit_code == 0
+    result = cli.invoke(app, ["build"])
+    assert result.exit_code != 0
+    output = " ".join(result.output.split())
+    assert "publication blocked" in output and "marts.cycle_environments" in output, output
+    assert f"{{'cycle_id': '2026-12', 'disagrees_on': '{disagrees_on}'}}" in output, output

@@ -4,6 +4,7 @@ that counts, ruled once, the correction's name). The DAGs and the REST API: test
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from datetime import datetime
 from pathlib import Path
@@ -134,6 +135,15 @@ def test_changes_say_what_publishing_would_change() -> None:
     )
     body = publication.body_of(changes, "f" * 64)
     assert "agents added: `a3`" in body and "agents removed: `a2`" in body
+    assert "Harness edition of this cycle: not recorded" in body  # a board of records before environments
+    sponsored = dataclasses.replace(
+        changes,
+        harness_edition="2",
+        sponsors=[{"agent_id": "a1", "sponsor": "Example `Cloud`", "sponsorship": "compute"}],
+    )
+    body_sponsored = publication.body_of(sponsored, "f" * 64)
+    assert "Harness edition of this cycle: `2`." in body_sponsored
+    assert "- `a1` sponsored by `Example 'Cloud'` (`compute`), shown next to its result" in body_sponsored
     assert "| `a1` | 90.00 | 85.00 | 1 | 2 | 1 | 2 |" in body
     assert "`p9`: environment at fault by `ana`: `image lacks 'make'`" in body
     assert "`c1.board.a1.p1.a2` → `c1.board.a1.p1.a2.r1`" in body and "f" * 64 in body

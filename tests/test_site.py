@@ -7,7 +7,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import stat
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -365,3 +367,121 @@ def test_site_refuses_a_link_in_place_of_a_published_file(tmp_path: Path, monkey
     with pytest.raises(SiteError, match="a link, not a published file"):
         build_site(publish)
     assert not (publish / "site").exists()
+
+
+def test_site_shows_the_sponsor_and_the_harness_edition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sponsored agent is disclosed next to its result on the board and on its run pages; the board
+    and the run page say which harness edition the cycle ran and link its changelog entry, and every
+    number and string they show is a published one."""
+    from argusic.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    folder = publish / "2026-11-x"
+    board = json.loads((folder / "board.json").read_text())
+    row = {"agent_id": "readme-runner", "display_name": "README runner", "is_standard_agent": True, "rank": 1,
+           "board_score": 100.0, "pass_rate": 1.0, "passes": 1, "valid_attempts": 1, "invalid_attempts": 0,
+           "harness_edition": "1", "sponsor": "Example Cloud 7", "sponsorship": "compute"}  # fmt: skip
+    board["rows"] = [row, {**row, "agent_id": "other", "display_name": "Other", "sponsor": None,
+                           "sponsorship": None, "is_standard_agent": False, "rank": 2}]  # fmt: skip
+    board["environment"] = {"cycle_id": "2026-11-x", "valid_attempts": 1, "attempts_with_environment": 1,
+                            "attempts_without_environment": 0, "harness_edition": "1", "environments": 1,
+                            "is_uniform": True, "disagrees_on": None}  # fmt: skip
+    board["harness_editions"] = [
+        {"edition": "1", "written_on": "2026-10-29", "effective_on": "2026-11-02",
+         "effective_before_written": False, "runs_recorded": 1, "cycles_recorded": 1,
+         "instructions_version": "1", "scaffold_sha256": "e" * 64, "summary": "The first harness, 2.0.1."}
+    ]  # fmt: skip
+    (folder / "board.json").write_text(json.dumps(board))
+    attempts = json.loads((folder / "attempts.json").read_text())
+    attempts["attempts"][0].update(
+        harness_edition="1", scaffold_sha256="e" * 64, image_role="runner",
+        image_reference="argusic-runner:bookworm", image_digest="sha256:" + "d" * 64,
+        instructions_version="1", instructions_sha256="f" * 64, limit_cpus=2.0, limit_memory_bytes=4 * 2**30,
+        limit_pids=512,
+        limit_disk_bytes=6 * 2**30, network_mode="none", limit_budget_seconds=5400, display="1280x800x24",
+    )  # fmt: skip
+    (folder / "attempts.json").write_text(json.dumps(attempts))
+    site = build_site(publish)
+
+    def text(page: str) -> str:
+        return " ".join(re.sub(r"<[^>]+>", " ", (site / page).read_text()).split())
+
+    index = (site / "index.html").read_text()
+    assert index.count('class="sponsor"') == 1  # the sponsored agent only
+    assert "README runner readme-runner (standard agent) Sponsored by Example Cloud 7 ( compute )" in text(
+        "index.html"
+    )
+    assert 'href="harness.html#edition-1"' in index
+    assert "Harness edition: 1 , the same for every agent and attempt of this cycle." in text("index.html")
+    board["environment"]["attempts_without_environment"] = 2  # a cycle that straddled the change
+    (folder / "board.json").write_text(json.dumps(board))
+    build_site(publish)
+    straddled = "that recorded one ( 2 valid attempts were recorded before environments were)."
+    assert straddled in text("index.html")
+    board["environment"]["attempts_without_environment"] = 0
+    (folder / "board.json").write_text(json.dumps(board))
+    site = build_site(publish)
+    run = "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html"
+    assert "Sponsored by Example Cloud 7 ( compute )" in text(run)
+    assert 'href="../../../harness.html#edition-1"' in (site / run).read_text()
+    ran = text(run)
+    assert f"runner image argusic-runner:bookworm , digest sha256:{'d' * 64}" in ran
+    assert (
+        "limits: 2 CPUs, 4.0 GiB memory, 512 processes, 6.0 GiB writable, network none , budget 5400 s" in ran
+    )
+    assert "display 1280x800x24 (virtual)" in ran
+    changelog = (site / "harness.html").read_text()
+    assert 'id="edition-1"' in changelog and "The first harness, 2.0.1." in changelog
+    checked, problems = link_problems(site)
+    assert problems == [] and checked > 10
+    # every marked value on these pages is a published one, shown as published
+    numbers, strings = published_values(publish)
+    marks = []
+    for page in ("index.html", run, "harness.html"):
+        html = (site / page).read_text()
+        for n_value, scale, digits, shown in re.findall(
+            r'data-n="([^"]*)" data-scale="([^"]*)" data-digits="([^"]*)">([^<]*)<', html
+        ):
+            marks.append({"page": page, "n": n_value, "scale": scale, "digits": digits, "text": shown})
+        marks += [{"page": page, "v": html_unescape(v)} for v in re.findall(r'data-v="([^"]*)"', html)]
+    assert number_problems(marks, numbers, strings) == []
+    assert any(m.get("v") == "Example Cloud 7" for m in marks)
+
+
+def test_a_board_published_before_environments_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argusic.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    site = build_site(publish)
+    index = " ".join(re.sub(r"<[^>]+>", " ", (site / "index.html").read_text()).split())
+    assert "Harness edition: not recorded : these attempts were recorded before environments were." in index
+    assert "Sponsored" not in index
+    run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    assert 'id="ran-under"' not in run and "recorded before environments were" in run
+    assert "Not published." in (site / "harness.html").read_text()
+    assert link_problems(site)[1] == []
+
+
+def test_an_edition_published_as_a_number_still_links_its_entry(tmp_path: Path, monkeypatch) -> None:
+    """A file that wrote the edition as a number (a seed typed by inference) builds, and links the
+    same changelog entry as the text would."""
+    from argusic.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    board_path = publish / "2026-11-x" / "board.json"
+    board = json.loads(board_path.read_text())
+    board["environment"] = {"cycle_id": "2026-11-x", "harness_edition": 1}
+    board["harness_editions"] = [{"edition": 1, "written_on": "2026-10-29", "summary": "First."}]
+    board_path.write_text(json.dumps(board))
+    site = build_site(publish)
+    assert 'href="harness.html#edition-1"' in (site / "index.html").read_text()
+    assert 'id="edition-1"' in (site / "harness.html").read_text()
+    assert link_problems(site)[1] == []

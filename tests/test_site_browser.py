@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from argusic.executor import docker_available
 from test_attempt_page_browser import BROWSER_ARGS
+from test_dbt_rules import DBT_PROJECT, sponsor
 from test_site import link_problems, number_problems, published_values
 
 pytestmark = [
@@ -31,6 +32,8 @@ pytestmark = [
     pytest.mark.skipif(not docker_available(), reason="no Docker daemon answers"),
 ]
 CYCLE = "2026-12-demo"
+SPONSORED = "readme-runner-norecover"
+SPONSOR = ("Example Cloud", "compute")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     from typer.testing import CliRunner
 
     home = tmp_path_factory.mktemp("site-demo")
+    # This test's agents registry: the no-recovery agent sponsored (the real registry has no sponsor)
+    project = home / "dbt_project"
+    shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    sponsor(project / "seeds" / "agents.csv", SPONSORED, *SPONSOR)
     with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ARGUSIC_DBT_PROJECT", str(project))
         mp.setenv("ARGUSIC_WAREHOUSE", str(home / "warehouse" / "argusic.duckdb"))
         mp.setenv("ARGUSIC_EVIDENCE_URL", (home / "evidence_store").as_uri())
         mp.setenv("ARGUSIC_RUNS_DIR", str(home / "runs"))
@@ -157,7 +165,9 @@ def test_every_page_in_chromium_shows_only_published_numbers(
     site = demo / "site"
     pages = sorted(str(p.relative_to(site)) for p in site.rglob("*.html"))
     kinds = {_kind(p) for p in pages}
-    assert kinds == {"index", "pool", "projects", "runs", "hardware", "kinds", "instructions"}, kinds
+    assert kinds == {"index", "pool", "projects", "runs", "hardware", "kinds", "instructions", "harness"}, (
+        kinds
+    )
     assert len([p for p in pages if "/runs/" in p]) == 48
     numbers, strings = published_values(demo)
     marks, loose, errors = [], [], []
@@ -181,6 +191,52 @@ def test_every_page_in_chromium_shows_only_published_numbers(
     first = board["rows"][0]
     assert cells[:4] == [json.dumps(first[k]) for k in ("rank", "board_score", "pass_rate", "passes")]
     browser.save_screenshot(str(_shots_dir(tmp_path) / "site-board.png"))
+
+
+def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served: str, browser) -> None:
+    """The sponsored agent's row says who sponsored it and what was given, next to its result; the
+    board says which harness edition the cycle ran (every attempt recorded one) and links its entry
+    in the harness changelog, which gives its written and effective dates; a run page of the sponsored
+    agent says so too, with the edition and the image digest the attempt ran in."""
+    from argusic.environment import current_edition
+    from argusic.evidence import served_segment
+    from selenium.webdriver.common.by import By
+
+    board = json.loads((demo / CYCLE / "board.json").read_text())
+    edition = current_edition().edition
+    assert board["environment"]["is_uniform"] is True and board["environment"]["harness_edition"] == edition
+    assert board["environment"]["attempts_without_environment"] == 0
+    rows = {r["agent_id"]: r for r in board["rows"]}
+    assert (rows[SPONSORED]["sponsor"], rows[SPONSORED]["sponsorship"]) == SPONSOR
+    assert all(r["sponsor"] is None for a, r in rows.items() if a != SPONSORED)
+    assert {r["harness_edition"] for r in board["rows"]} == {edition}
+
+    browser.get(served + "index.html")
+    cells = {
+        tr.find_element(By.CSS_SELECTOR, "code").text: tr.find_element(
+            By.CSS_SELECTOR, "td:nth-child(2)"
+        ).text
+        for tr in browser.find_elements(By.CSS_SELECTOR, "#board tbody tr")
+    }
+    assert f"Sponsored by {SPONSOR[0]} ({SPONSOR[1]})" in cells[SPONSORED]
+    assert all("Sponsored" not in text for agent, text in cells.items() if agent != SPONSORED)
+    line = browser.find_element(By.ID, "harness-edition")
+    assert line.text.startswith(f"Harness edition: {edition}, the same for every agent and attempt")
+    line.find_element(By.LINK_TEXT, edition).click()
+    assert browser.current_url.endswith(f"harness.html#edition-{edition}")
+    entry = browser.find_element(By.ID, f"edition-{edition}").text
+    effective = next(e for e in board["harness_editions"] if e["edition"] == edition)["effective_on"]
+    assert effective and effective in entry and board["harness_editions"][0]["written_on"] in entry
+
+    attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
+    attempt = next(a for a in attempts if a["agent_id"] == SPONSORED)
+    assert attempt["harness_edition"] == edition and attempt["image_digest"].startswith("sha256:")
+    browser.get(f"{served}cycles/{CYCLE}/runs/{served_segment(attempt['attempt_id'])}.html")
+    assert (
+        f"Sponsored by {SPONSOR[0]} ({SPONSOR[1]})" in browser.find_element(By.CSS_SELECTOR, "p.label").text
+    )
+    assert browser.find_element(By.ID, "edition").text.startswith(edition)
+    assert attempt["image_digest"] in browser.find_element(By.ID, "ran-under").text
 
 
 def test_project_page_links_where_each_attempt_stopped(demo: Path, served: str, browser, tmp_path) -> None:

@@ -274,3 +274,90 @@ def test_an_older_raw_layer_gains_the_new_columns_filled_from_its_records(isolat
             "FROM raw.run_records ORDER BY attempt_no"
         ).fetchall()
     assert rows == [(1, 15, f"{served}/log.txt", f"{served}/recording.cast"), (2, None, None, None)]
+
+
+ENVIRONMENT = {
+    "harness_edition": "1",
+    "scaffold_sha256": "e" * 64,
+    "images": [{"role": "runner", "reference": "argusic-runner:bookworm", "digest": "sha256:" + "d" * 64}],
+    "instructions": {"version": "1", "sha256": "f" * 64},
+    "limits": {
+        "cpus": 2.0, "memory_bytes": 4 * 2**30, "pids": 512, "disk_bytes": 6 * 2**30, "network": "none",
+        "budget_seconds": 15,
+    },
+    "display": {"kind": "xvfb", "width": 1280, "height": 800, "depth": 24},
+}  # fmt: skip
+ENV_COLUMNS = (
+    "harness_edition, scaffold_sha256, image_role, image_reference, image_digest, instructions_version, "
+    "instructions_sha256, limit_cpus, limit_memory_bytes, limit_pids, limit_disk_bytes, network_mode, "
+    "limit_budget_seconds, display"
+)
+ENV_ROW = (
+    "1", "e" * 64, "runner", "argusic-runner:bookworm", "sha256:" + "d" * 64, "1", "f" * 64, 2.0,
+    4 * 2**30, 512, 6 * 2**30, "none", 15, "1280x800x24",
+)  # fmt: skip
+
+
+def test_the_environment_is_loaded_in_columns_and_older_records_have_none(isolated, record_doc):
+    db = isolated / "w.duckdb"
+    newer = dict(record_doc, attempt_id="2026-12.board.readme-runner.wavgen.a2", attempt_no=2)
+    newer["environment"] = ENVIRONMENT
+    headless = dict(
+        record_doc,
+        attempt_id="2026-12.board.readme-runner.wavgen.a3",
+        attempt_no=3,
+        environment={**ENVIRONMENT, "images": [], "display": None},
+    )
+    for name, doc in (("a1", record_doc), ("a2", newer), ("a3", headless)):
+        write_record(isolated / "r" / name, doc)
+    ingest([isolated / "r"], db_path=db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(f"SELECT {ENV_COLUMNS} FROM raw.run_records ORDER BY attempt_no").fetchall()
+    assert rows[0] == (None,) * 14  # written before environments were: unavailable, not guessed
+    assert rows[1] == ENV_ROW
+    assert rows[2] == (*ENV_ROW[:2], None, None, None, *ENV_ROW[5:13], None)
+
+
+def test_an_older_raw_layer_gains_the_environment_columns_as_ingest_writes_them(isolated, record_doc):
+    from argusic.warehouse import BACKFILL
+
+    db = isolated / "w.duckdb"
+    with_env = dict(record_doc, environment=ENVIRONMENT)
+    without_display = dict(
+        record_doc,
+        attempt_id="2026-12.board.readme-runner.wavgen.a3",
+        attempt_no=3,
+        environment={**ENVIRONMENT, "display": None},
+    )
+    pairs = (("a1", with_env), ("a3", without_display))
+    ingest([write_record(isolated / "r" / name, doc) for name, doc in pairs], db_path=db)
+    with duckdb.connect(str(db)) as con:
+        fresh = con.execute(f"SELECT {ENV_COLUMNS} FROM raw.run_records ORDER BY attempt_no").fetchall()
+        for column in ENV_COLUMNS.split(", "):
+            assert column in BACKFILL, column
+            con.execute(f"ALTER TABLE raw.run_records DROP COLUMN {column}")
+    newer = dict(record_doc, attempt_id="2026-12.board.readme-runner.wavgen.a2", attempt_no=2)
+    ingest([write_record(isolated / "r" / "a2", newer)], db_path=db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(f"SELECT {ENV_COLUMNS} FROM raw.run_records ORDER BY attempt_no").fetchall()
+    assert fresh[0] == ENV_ROW and fresh[1] == (*ENV_ROW[:13], None)
+    assert rows == [fresh[0], (None,) * 14, fresh[1]]
+
+
+def test_a_reproduction_is_never_loaded(isolated, record_doc):
+    """A record of `argusic reproduce` (reproduces set) refuses its whole batch, naming the file."""
+    db = isolated / "w.duckdb"
+    write_record(isolated / "r" / "a1", record_doc)
+    repro = dict(
+        record_doc,
+        attempt_id="2026-12-repro.board.readme-runner.wavgen.a1",
+        cycle_id="2026-12-repro",
+        reproduces=record_doc["attempt_id"],
+    )
+    path = write_record(isolated / "r" / "repro", repro)
+    with pytest.raises(IngestError) as refused:
+        ingest([isolated / "r"], db_path=db)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: refused: reproduces: ")
+    assert record_doc["attempt_id"] in message and "never loaded into the warehouse" in message
+    assert not db.exists() or _count(db) == 0

@@ -56,22 +56,27 @@ MANIFEST = "manifest.json"
 # What goes into the copy: every table of these schemas, and these raw tables.
 COPIED_SCHEMAS = ("marts", "reference")
 # raw.run_records, slimmed to the facts of a record that marts.attempt_scores does not already carry
-# (the agent's report, sizes, harness, key): attempt_scores has the ids, times, budgets, outcome,
-# final state, served copies and fingerprints. Left in the pipeline's warehouse: the whole record
-# (record_json, a few KB an attempt; also in runs/<cycle>/<attempt>/run_record.json) and the raw
-# evidence URIs (private store locations, `sha256/<sha[:2]>/<sha>` under ARGUSIC_EVIDENCE_URL). At a
-# million attempts the copy is then about half the size, and half the time, of a whole raw layer.
+# (the agent's report, sizes, harness, key, the environment it ran under): attempt_scores has the
+# ids, times, budgets, outcome, final state, served copies and fingerprints. Left in the pipeline's
+# warehouse: the whole record (record_json, a few KB an attempt; also in
+# runs/<cycle>/<attempt>/run_record.json) and the raw evidence URIs (private store locations,
+# `sha256/<sha[:2]>/<sha>` under ARGUSIC_EVIDENCE_URL). At a million attempts the copy is then about
+# half the size, and half the time, of a whole raw layer.
 RAW_TABLES = {
     "run_records": (
         "attempt_id", "invalid_reason", "executor", "has_report", "install_ok", "ran_ok",
         "errors_encountered", "errors_fixed", "test_depth", "verified_how", "key_kind", "harness_name",
         "harness_version", "log_bytes", "recording_bytes", "report_bytes", "masking_applied",
+        # the environment the attempt ran under (issue #15; null for older records)
+        "harness_edition", "scaffold_sha256", "image_role", "image_reference", "image_digest",
+        "instructions_version", "instructions_sha256", "limit_cpus", "limit_memory_bytes", "limit_pids",
+        "limit_disk_bytes", "network_mode", "limit_budget_seconds", "display",
     ),
 }  # fmt: skip
 RAW_COPY_COMMENT = (
     "In the analyst copy: the facts of each run record that marts.attempt_scores does not carry (the "
-    "agent's report, evidence sizes, harness, key); join on attempt_id. The whole record and the raw "
-    "evidence URIs stay in the pipeline's warehouse."
+    "agent's report, evidence sizes, harness, key, environment); join on attempt_id. The whole record "
+    "and the raw evidence URIs stay in the pipeline's warehouse."
 )
 # Memory DuckDB may use while copying (its default is 80% of the machine's): a copy of a million
 # attempts then peaks near 1 GB instead of 2.4 GB, for the same time.

@@ -63,7 +63,10 @@ SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_val
        r.record_json ->> '$.presentation.recording.sha256' AS served_recording_sha256,
        TRY_CAST(r.record_json ->> '$.presentation.recording.bytes' AS BIGINT) AS served_recording_bytes,
        coalesce(r.masking_applied, false) AS masking_applied,
-       coalesce(r.presentation_withheld, false) AS served_copy_withheld
+       coalesce(r.presentation_withheld, false) AS served_copy_withheld,
+       r.harness_edition, r.scaffold_sha256, r.image_role, r.image_reference, r.image_digest,
+       r.instructions_version, r.instructions_sha256, r.limit_cpus, r.limit_memory_bytes, r.limit_pids,
+       r.limit_disk_bytes, r.network_mode, r.limit_budget_seconds, r.display
 FROM marts.attempt_scores AS s
 JOIN raw.run_records AS r USING (attempt_id)
 WHERE s.cycle_id = ?
@@ -93,6 +96,10 @@ JOIN marts.attempt_scores AS s USING (attempt_id)
 WHERE s.cycle_id = ?
 ORDER BY c.attempt_id, c.decided_at, c.dispute_id
 """
+# The harness changelog with each edition's effective date (marts.harness_editions), and whether the
+# cycle's valid attempts ran under one environment (marts.cycle_environments); read when they exist.
+HARNESS_EDITIONS_SQL = "SELECT * FROM marts.harness_editions ORDER BY written_on, edition"
+CYCLE_ENVIRONMENT_SQL = "SELECT * FROM marts.cycle_environments WHERE cycle_id = ?"
 # What the published files may show of the standard instructions (the prompt every external harness
 # gets; the reference harness takes none: it reads the project's README).
 INSTRUCTED_HARNESSES = ("claude-code", "codex")
@@ -661,6 +668,8 @@ def compose_publication(
         "hardware": extra["hardware"],
         "target_kinds": extra["target_kinds"],
         "instructions": standard_instructions(),
+        "environment": extra["environment"],
+        "harness_editions": extra["harness_editions"],
     }
     trace = {"schema": ATTEMPTS_SCHEMA, "cycle_id": cycle_id, "attempts": attempts}
     return Publication(
@@ -756,15 +765,24 @@ def _hardware(con) -> dict[str, list[dict[str, Any]]]:
 
 
 def _publication_extras(con, cycle_id: str) -> dict[str, Any]:
-    """What board.json carries beside the board: verdicts, corrections, hardware, target kinds."""
+    """What board.json carries beside the board: verdicts, corrections, hardware, target kinds, the
+    cycle's environment (one harness per cycle) and the harness changelog."""
     corrections = []
     if _relation_exists(con, "marts", "attempt_corrections"):
         corrections = _rows(con, CORRECTIONS_SQL, cycle_id)
+    environment = None
+    if _relation_exists(con, "marts", "cycle_environments"):
+        environment = next(iter(_rows(con, CYCLE_ENVIRONMENT_SQL, cycle_id)), None)
+    editions = []
+    if _relation_exists(con, "marts", "harness_editions"):
+        editions = _rows(con, HARNESS_EDITIONS_SQL)
     return {
         "projects": _rows(con, PROJECTS_SQL, cycle_id, cycle_id),
         "corrections": corrections,
         "hardware": _hardware(con),
         "target_kinds": target_kind_rows(con),
+        "environment": environment,
+        "harness_editions": editions,
     }
 
 

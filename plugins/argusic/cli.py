@@ -191,7 +191,8 @@ def print_board(cycle_id: str) -> None:
         rows = con.execute(
             """
             SELECT rank, agent_id, board_score, pass_rate, valid_attempts, sets_counted, sets_unstable,
-                   sets_under_review, sets_incomplete, sets_total, is_demo_cycle
+                   sets_under_review, sets_incomplete, sets_total, harness_edition, sponsor, sponsorship,
+                   is_demo_cycle
             FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id
             """,
             [cycle_id],
@@ -203,8 +204,13 @@ def print_board(cycle_id: str) -> None:
     table = Table(title=title)
     for column in ("rank", "agent", "score", "pass rate", "attempts", "sets", "unstable", "in review"):
         table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
-    notes = []
-    for rank, agent, score, pass_rate, attempts, counted, unstable, review, incomplete, total, _ in rows:
+    edition = rows[0][10]  # the cycle's, the same on every row
+    notes = [f"harness edition of this cycle: {edition or 'not recorded (records before environments)'}"]
+    for row in rows:
+        rank, agent, score, pass_rate, attempts, counted, unstable, review, incomplete, total = row[:10]
+        sponsor, sponsorship = row[11:13]
+        if sponsor:  # disclosed next to the result (methodology section 13)
+            notes.append(f"{agent}: sponsored by {sponsor}" + (f" ({sponsorship})" if sponsorship else ""))
         table.add_row(
             "—" if rank is None else str(rank),
             agent,
@@ -223,7 +229,7 @@ def print_board(cycle_id: str) -> None:
             )
     console.print(table)
     for note in notes:
-        console.print(f"  {note}")
+        console.print(f"  {note}", markup=False)  # registry text, shown as written
 
 
 def print_attempts(cycle_id: str) -> None:

@@ -243,13 +243,45 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         ),
         *_if_present(*_not_null("written_on", "effective_before_written")),
     ],
+    # One harness per cycle (methodology sections 4 and 14, issue #15): a cycle whose valid attempts
+    # ran under two environments is flagged here, and its board is not published.
+    "cycle_environments": [
+        _unique("cycle_id"),
+        *_not_null(
+            "cycle_id",
+            "valid_attempts",
+            "attempts_with_environment",
+            "attempts_without_environment",
+            "environments",
+        ),
+        _e(
+            "expect_column_values_to_be_in_set",
+            "a cycle's valid attempts ran under one environment (harness edition, scaffold, instructions, "
+            "executor, limits; images within a role, budgets within a tier): disagrees_on names what differs",
+            column="is_uniform",
+            value_set=[True],
+        ),
+        _between("environments", 0, None, "counts are never negative"),
+        _check(
+            "check_environment_counts_add_up",
+            "valid attempts = those with an environment + those recorded before environments were",
+        ),
+        _check("check_uniform_is_one_environment", "a cycle is uniform exactly when it saw one environment"),
+    ],
+    "harness_editions": [
+        _e("expect_table_row_count_to_be_between", "the harness changelog has an entry", min_value=1),
+        _unique("edition"),
+        _unique("scaffold_sha256"),
+        *_not_null("edition", "written_on", "scaffold_sha256", "effective_before_written", "runs_recorded"),
+        _between("runs_recorded", 0, None, "counts are never negative"),
+    ],
 }
 
 REQUIRED_TABLES = [
     "attempt_scores", "pair_sets", "project_review", "project_verdicts", "board",
     "hardware_tiers", "hardware_estimates",
 ]  # fmt: skip
-OPTIONAL_TABLES = ["hardware_speed_bounds", "methodology_editions"]
+OPTIONAL_TABLES = ["hardware_speed_bounds", "methodology_editions", "cycle_environments", "harness_editions"]
 
 # Key columns named in failure messages (which rows broke an expectation).
 KEYS: dict[str, list[str]] = {
@@ -262,6 +294,8 @@ KEYS: dict[str, list[str]] = {
     "hardware_estimates": ["machine_id"],
     "hardware_speed_bounds": ["machine_id", "tier"],
     "methodology_editions": ["version"],
+    "cycle_environments": ["cycle_id", "disagrees_on"],
+    "harness_editions": ["edition"],
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -349,6 +383,15 @@ CHECKS: dict[str, dict[str, Check]] = {
             "coalesce(t.verdict <> 'could_not_verify', true) "
             "or coalesce(nullif_nan(t.complete_attempts::double), 0) >= 2",
             ("verdict", "complete_attempts"),
+        ),
+    },
+    "cycle_environments": {
+        "check_environment_counts_add_up": Check(
+            "t.valid_attempts = t.attempts_with_environment + t.attempts_without_environment",
+            ("valid_attempts", "attempts_with_environment", "attempts_without_environment"),
+        ),
+        "check_uniform_is_one_environment": Check(
+            "{null:is_uniform} or t.is_uniform = (t.environments = 1)", ("is_uniform", "environments")
         ),
     },
     "board": {

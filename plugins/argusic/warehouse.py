@@ -81,6 +81,21 @@ ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS presentation_withheld BOOLE
 ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS effective_budget_seconds INTEGER;
 ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS served_log_uri VARCHAR;
 ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS served_recording_uri VARCHAR;
+-- The environment (issue #15), flattened from record.environment; null for older records.
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS harness_edition VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS scaffold_sha256 VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS image_role VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS image_reference VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS image_digest VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS instructions_version VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS instructions_sha256 VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_cpus DOUBLE;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_memory_bytes BIGINT;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_pids BIGINT;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_disk_bytes BIGINT;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS network_mode VARCHAR;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_budget_seconds INTEGER;
+ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS display VARCHAR;
 """
 
 # Column comments of the raw layer (DuckDB `COMMENT ON`, shown by duckdb_columns() and carried into the
@@ -133,6 +148,21 @@ RAW_COLUMN_COMMENTS = {
     "effective_budget_seconds": "Budget actually allowed in a scaled run (null: budget_seconds)",
     "served_log_uri": "Served (masked) log shown to the public",
     "served_recording_uri": "Served (masked) recording shown to the public",
+    "harness_edition": "Harness changelog edition the attempt ran under (reference.harness_editions; "
+    "null: recorded before environments were)",
+    "scaffold_sha256": "sha256 over the harness files handed to the container",
+    "image_role": "runner | agents: which image the attempt ran in (null: local executor, no image)",
+    "image_reference": "The image's name as asked for (a tag: rebuilt in place, so not an identity)",
+    "image_digest": "Content digest (image id, sha256:...) of the image the attempt ran in",
+    "instructions_version": "Version of the standard instructions the harness handed the agent",
+    "instructions_sha256": "sha256 of the standard instructions template",
+    "limit_cpus": "Container CPU limit (null: none set, local executor)",
+    "limit_memory_bytes": "Container memory limit in bytes (null: none set)",
+    "limit_pids": "Container process limit (null: none set)",
+    "limit_disk_bytes": "Writable areas' size cap in bytes, /out and work area together (null: none set)",
+    "network_mode": "Docker network mode of the container (host: local executor)",
+    "limit_budget_seconds": "Budget the attempt was actually allowed, from its environment (scaled in demos)",
+    "display": "Virtual display the harness found, WIDTHxHEIGHTxDEPTH (null: none)",
 }
 
 
@@ -154,6 +184,24 @@ BACKFILL = {
     "effective_budget_seconds": "TRY_CAST(record_json ->> '$.effective_budget_seconds' AS INTEGER)",
     "served_log_uri": "record_json ->> '$.presentation.log.uri'",
     "served_recording_uri": "record_json ->> '$.presentation.recording.uri'",
+    "harness_edition": "record_json ->> '$.environment.harness_edition'",
+    "scaffold_sha256": "record_json ->> '$.environment.scaffold_sha256'",
+    "image_role": "record_json ->> '$.environment.images[0].role'",
+    "image_reference": "record_json ->> '$.environment.images[0].reference'",
+    "image_digest": "record_json ->> '$.environment.images[0].digest'",
+    "instructions_version": "record_json ->> '$.environment.instructions.version'",
+    "instructions_sha256": "record_json ->> '$.environment.instructions.sha256'",
+    "limit_cpus": "TRY_CAST(record_json ->> '$.environment.limits.cpus' AS DOUBLE)",
+    "limit_memory_bytes": "TRY_CAST(record_json ->> '$.environment.limits.memory_bytes' AS BIGINT)",
+    "limit_pids": "TRY_CAST(record_json ->> '$.environment.limits.pids' AS BIGINT)",
+    "limit_disk_bytes": "TRY_CAST(record_json ->> '$.environment.limits.disk_bytes' AS BIGINT)",
+    "network_mode": "record_json ->> '$.environment.limits.network'",
+    "limit_budget_seconds": "TRY_CAST(record_json ->> '$.environment.limits.budget_seconds' AS INTEGER)",
+    "display": (
+        "CASE WHEN json_type(record_json, '$.environment.display') = 'OBJECT' THEN "
+        "concat_ws('x', record_json ->> '$.environment.display.width', "
+        "record_json ->> '$.environment.display.height', record_json ->> '$.environment.display.depth') END"
+    ),
 }
 
 COLUMNS = [
@@ -166,6 +214,9 @@ COLUMNS = [
     "key_kind", "harness_name", "harness_version", "record_json",
     "masking_applied", "presentation_withheld",
     "effective_budget_seconds", "served_log_uri", "served_recording_uri",
+    "harness_edition", "scaffold_sha256", "image_role", "image_reference", "image_digest",
+    "instructions_version", "instructions_sha256", "limit_cpus", "limit_memory_bytes", "limit_pids",
+    "limit_disk_bytes", "network_mode", "limit_budget_seconds", "display",
 ]  # fmt: skip
 assert set(COLUMNS) == set(RAW_COLUMN_COMMENTS), "every raw column has a comment"
 RAW_DDL += _raw_comments_sql()
@@ -221,6 +272,25 @@ def _row(record: RunRecord) -> tuple:
         record.presentation.withheld if record.presentation else None,
         record.effective_budget_seconds,
         served("log"), served("recording"),
+        *_environment_values(record),
+    )  # fmt: skip
+
+
+def _environment_values(record: RunRecord) -> tuple:
+    """The environment columns of a record (all null for a record written before environments were).
+    The image is the first the attempt names: the one it ran in (the record keeps every image)."""
+    env = record.environment
+    if env is None:
+        return (None,) * 14
+    image = env.images[0] if env.images else None
+    limits, display = env.limits, env.display
+    return (
+        env.harness_edition, env.scaffold_sha256,
+        image.role if image else None, image.reference if image else None, image.digest if image else None,
+        env.instructions.version, env.instructions.sha256,
+        limits.cpus, limits.memory_bytes, limits.pids, limits.disk_bytes, limits.network,
+        limits.budget_seconds,
+        f"{display.width}x{display.height}x{display.depth}" if display else None,
     )  # fmt: skip
 
 
@@ -280,7 +350,8 @@ def validate_batch(
 
     Checked for each: size, encoding, JSON, the contract (ids and their agreement), the agent, the
     evidence URIs (inside the store at `store_url`, ARGUSIC_EVIDENCE_URL by default, under the key
-    of their sha256), and that no attempt id comes twice."""
+    of their sha256), that it is not a reproduction (``reproduces`` set: a reproduction is compared
+    with its original, never loaded), and that no attempt id comes twice."""
     records: list[RunRecord] = []
     seen: dict[str, Path] = {}
     url = store_url or evidence_url()
@@ -292,6 +363,12 @@ def validate_batch(
         if problems := record_evidence_problems(record, url):
             details = "; ".join(f"{field}: {problem}" for field, problem in problems)
             raise IngestError(f"{path}: invalid run record: {details}")
+        if record.reproduces is not None:
+            raise IngestError(
+                f"{path}: refused: reproduces: this record reproduces {record.reproduces} (argusic "
+                "reproduce); a reproduction is compared with its original and never loaded into the "
+                "warehouse or shown on the board"
+            )
         if known_agents is not None and record.agent_id not in known_agents:
             raise IngestError(
                 f"{path}: invalid run record: agent_id: unknown agent {record.agent_id!r} "

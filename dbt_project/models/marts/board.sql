@@ -153,7 +153,13 @@ final as (
         coalesce(set_counts.sets_unstable, 0) as sets_unstable,
         coalesce(set_counts.sets_under_review, 0) as sets_under_review,
         coalesce(set_counts.sets_incomplete, 0) as sets_incomplete,
-        agent_cycles.is_demo_cycle
+        agent_cycles.is_demo_cycle,
+        -- added for issue #15 (appended: the contract's columns keep their places): the harness
+        -- edition the cycle ran ("mixed: …" when its attempts disagree, which an expectation flags)
+        -- and the agent's sponsorship, disclosed next to its result (methodology section 13)
+        environments.harness_edition,
+        agents.sponsor,
+        agents.sponsorship
     from agent_cycles
     left join set_counts
         on set_counts.cycle_id = agent_cycles.cycle_id
@@ -166,6 +172,8 @@ final as (
         and ranked.agent_id = agent_cycles.agent_id
     left join {{ ref('agents') }} as agents
         on agents.agent_id = agent_cycles.agent_id
+    left join {{ ref('cycle_environments') }} as environments
+        on environments.cycle_id = agent_cycles.cycle_id
 
 )
 

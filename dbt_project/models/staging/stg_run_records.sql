@@ -54,7 +54,25 @@ renamed as (
 
         key_kind,
         harness_name,
-        harness_version
+        harness_version,
+
+        -- the environment the attempt ran under (issue #15); every column null for a record written
+        -- before records carried one (has_environment false)
+        harness_edition is not null as has_environment,
+        harness_edition,
+        scaffold_sha256,
+        image_role,
+        image_reference,
+        image_digest,
+        instructions_version,
+        instructions_sha256,
+        limit_cpus,
+        limit_memory_bytes,
+        limit_pids,
+        limit_disk_bytes,
+        network_mode,
+        limit_budget_seconds,
+        display
 
     from source
 

@@ -51,6 +51,8 @@ class Changes:
     excluded: list[dict] = field(default_factory=list)  # projects kept out by environment review
     corrected: list[dict] = field(default_factory=list)  # attempts replaced by a correction rerun
     unchanged: bool = False
+    harness_edition: str | None = None  # the harness edition the cycle ran (marts.board)
+    sponsors: list[dict] = field(default_factory=list)  # agent_id, sponsor, sponsorship
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,12 @@ def changes(cycle_id: str, rows: list[dict], previous: dict | None, db_path: Pat
         agents=agents,
         excluded=excluded,
         corrected=corrected,
+        harness_edition=next((r.get("harness_edition") for r in rows), None),
+        sponsors=[
+            {"agent_id": r["agent_id"], "sponsor": r["sponsor"], "sponsorship": r.get("sponsorship")}
+            for r in rows
+            if r.get("sponsor")
+        ],
         unchanged=same,
     )
 
@@ -170,6 +178,14 @@ def body_of(changes: Changes, board_sha256: str) -> str:
         lines.append(
             f"| `{a.agent_id}` | {_number(a.score)} | {_number(a.was_score)} | {a.rank or '—'} | "
             f"{a.was_rank or '—'} | {a.sets_under_review} | {was_review} |"
+        )
+    lines.append("")
+    edition = quoted(c.harness_edition) if c.harness_edition else "not recorded (records before environments)"
+    lines.append(f"Harness edition of this cycle: {edition}.")
+    for sp in c.sponsors:
+        what = f" ({quoted(sp['sponsorship'])})" if sp.get("sponsorship") else ""
+        lines.append(
+            f"- `{sp['agent_id']}` sponsored by {quoted(sp['sponsor'])}{what}, shown next to its result"
         )
     lines.append("")
     if c.excluded:

@@ -19,7 +19,8 @@ What the pages hold, and from where:
   correction note of a dispute (``marts.attempt_corrections``);
 - ``cycles/<cycle>/pool.html``: the public pool, and the private part once it is revealed;
 - ``hardware.html``, ``kinds.html`` (target kinds, status counted from the records),
-  ``instructions.html``.
+  ``instructions.html``, ``harness.html`` (the harness changelog: each edition with its written and
+  effective dates; the board and run pages link the edition their cycle ran).
 
 Rules the build keeps: autoescaped templates and no sentence written by a model; every number is a
 template field (``<span class="n" data-n=…>``, the published value); quoted text (an agent's final
@@ -84,7 +85,7 @@ FIELDS = {
     "board": (
         "agent_id display_name is_standard_agent rank board_score pass_rate passes valid_attempts "
         "invalid_attempts sets_total sets_counted sets_unstable sets_under_review sets_incomplete "
-        "is_demo_cycle"
+        "is_demo_cycle harness_edition sponsor sponsorship"
     ),
     "project": (
         "project_id commit_sha verdict verified_by_agent verified_by_attempt_id verified_at "
@@ -97,7 +98,9 @@ FIELDS = {
         "executor image harness_name harness_version model_requested model_responded key_kind "
         "verified_how final_state log_sha256 recording_sha256 report_sha256 served_log_sha256 "
         "served_log_bytes served_recording_sha256 served_recording_bytes masking_applied "
-        "served_copy_withheld"
+        "served_copy_withheld harness_edition scaffold_sha256 image_role image_reference image_digest "
+        "instructions_version instructions_sha256 limit_cpus limit_memory_bytes limit_pids "
+        "limit_disk_bytes network_mode limit_budget_seconds display"
     ),
     "correction": "attempt_id dispute_id note decided_by decided_at rerun_attempt_id",
     "tier": "tier reference_model weights_gb context_gb overhead_gb required_gb required_unified_gb",
@@ -107,6 +110,14 @@ FIELDS = {
     ),
     "speed": "machine_id tier fits tokens_per_s_max status",
     "kind": "kind label status targets_tested runs_recorded",
+    "edition": (
+        "edition written_on effective_on effective_before_written runs_recorded cycles_recorded "
+        "instructions_version scaffold_sha256 summary"
+    ),
+    "environment": (
+        "cycle_id valid_attempts attempts_with_environment attempts_without_environment harness_edition "
+        "environments is_uniform disagrees_on"
+    ),
 }
 
 
@@ -217,6 +228,9 @@ def published_cycles(publish_dir: Path) -> list[PublishedCycle]:
         }
         board.setdefault("attempts_through", None)
         board.setdefault("instructions", None)
+        board["harness_editions"] = complete(board.get("harness_editions"), "edition")
+        environment = complete([board.get("environment")], "environment")
+        board["environment"] = environment[0] if environment else None
         cycle = PublishedCycle(
             cycle_id,
             board,
@@ -263,6 +277,12 @@ def href(path: str) -> str:
     return quote(path, safe="/._-@+#")
 
 
+def edition_anchor(edition: Any) -> str:
+    """The id of a harness edition's row on harness.html (letters, digits, '.', '_' and '-' kept; a
+    file that wrote the edition as a number gets the same id as one that wrote it as text)."""
+    return "edition-" + re.sub(r"[^A-Za-z0-9._-]", "-", str(edition))
+
+
 def run_href(attempt_id: str) -> str:
     """The file name of an attempt's run page, as a link from another run page (same folder)."""
     return href(served_segment(attempt_id))
@@ -302,7 +322,14 @@ class SiteWriter:
             lstrip_blocks=True,
             keep_trailing_newline=True,
         )
-        self.env.globals.update(fmt=fmt_number, href=href, run_href=run_href, verdict_words=VERDICT_WORDS)
+        self.env.globals.update(
+            fmt=fmt_number,
+            href=href,
+            run_href=run_href,
+            verdict_words=VERDICT_WORDS,
+            edition_anchor=edition_anchor,
+            GIB=1 / 1024**3,
+        )
         self.env.filters["quote"] = display_quote
 
     def write_bytes(self, relative: str, data: bytes) -> None:
@@ -386,6 +413,7 @@ table.list td.num, table.list th.num { text-align: right; }
 .quote { font-style: italic; }
 #stopped { background: #2b2411; display: block; border-left: 3px solid #e0b000; }
 .demo { background: #ffe9e9; border-left: 4px solid #c00; padding: .5rem .8rem; }
+.sponsor { font-size: .9em; color: #6b4a00; }
 """
 
 
@@ -420,7 +448,12 @@ def _build_into(
         os.chmod(staging, PUBLISHED_DIR_MODE)
         writer = SiteWriter(staging)
         assets = _write_assets(writer)
-        common = {"front": front.cycle_id, "cycles": [c.cycle_id for c in cycles], **assets}
+        common = {
+            "front": front.cycle_id,
+            "cycles": [c.cycle_id for c in cycles],
+            "harness_editions": harness_changelog(front, cycles),
+            **assets,
+        }
         with tempfile.TemporaryDirectory(prefix="argusic-site-") as tmp:
             for cycle in cycles:
                 _write_cycle(writer, cycle, store, base, Path(tmp), common)
@@ -434,6 +467,7 @@ def _build_into(
         )
         writer.page("kinds.html", "kinds.html.j2", kinds=shared["target_kinds"], **common)
         writer.page("instructions.html", "instructions.html.j2", ins=shared["instructions"], **common)
+        writer.page("harness.html", "harness.html.j2", editions=common["harness_editions"], **common)
         _swap(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -452,6 +486,23 @@ def _swap(staging: Path, target: Path) -> None:
             shutil.rmtree(old)
         else:
             old.unlink()
+
+
+def harness_changelog(front: PublishedCycle, cycles: list[PublishedCycle]) -> list[dict[str, Any]]:
+    """The harness changelog as the front cycle's publication carries it (else the latest that
+    carries one: a board published before the changelog was has none)."""
+    for cycle in [front, *sorted(cycles, key=lambda c: c.cycle_id, reverse=True)]:
+        if cycle.board.get("harness_editions"):
+            return cycle.board["harness_editions"]
+    return []
+
+
+def cycle_edition(cycle: PublishedCycle) -> str | None:
+    """The harness edition the cycle ran, as published (its environment, else its board rows)."""
+    environment = cycle.board.get("environment") or {}
+    if environment.get("harness_edition"):
+        return environment["harness_edition"]
+    return next((r["harness_edition"] for r in cycle.board.get("rows", []) if r.get("harness_edition")), None)
 
 
 def _projects_of(cycle: PublishedCycle) -> list[dict[str, Any]]:
@@ -479,6 +530,7 @@ def _write_cycle_board(
         board=cycle.board,
         cycle_id=cycle.cycle_id,
         projects=_projects_of(cycle),
+        edition=cycle_edition(cycle),
         **common,
     )
 
@@ -507,6 +559,7 @@ def _write_cycle(
             project_page(cid, project["project_id"]), "project.html.j2", cycle_id=cid, p=project, **common
         )
     instructions = cycle.board.get("instructions") or {}
+    sponsors = {r["agent_id"]: r for r in cycle.board.get("rows", []) if r.get("sponsor")}
     for attempt in cycle.attempts:
         log = _served(attempt, "log", store, writer, base, tmp)
         recording = _served(attempt, "recording", store, writer, base, tmp)
@@ -529,5 +582,6 @@ def _write_cycle(
             in_cycle=cycle.by_id,
             instructed=attempt.get("harness_name") in instructions.get("harnesses", []),
             instructions_sha256=instructions.get("sha256"),
+            sponsor=sponsors.get(attempt["agent_id"]),
             **common,
         )
