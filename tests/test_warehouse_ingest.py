@@ -361,3 +361,20 @@ def test_a_reproduction_is_never_loaded(isolated, record_doc):
     assert message.startswith(f"{path}: refused: reproduces: ")
     assert record_doc["attempt_id"] in message and "never loaded into the warehouse" in message
     assert not db.exists() or _count(db) == 0
+
+
+def test_ingesting_the_runs_folder_skips_its_reproductions(isolated, record_doc):
+    """`argusic ingest runs/` loads the cycles and passes over runs/reproductions/ (never loaded)."""
+    db = isolated / "w.duckdb"
+    write_record(isolated / "runs" / "2026-12" / "a1", record_doc)
+    repro = dict(
+        record_doc,
+        attempt_id="repro-2026-12-01-1.board.readme-runner.wavgen.a1",
+        cycle_id="repro-2026-12-01-1",
+        reproduces=record_doc["attempt_id"],
+    )
+    write_record(isolated / "runs" / "reproductions" / "repro-2026-12-01-1" / "a1", repro)
+    assert ingest([isolated / "runs"], db_path=db).inserted == 1
+    assert _count(db) == 1
+    with pytest.raises(IngestError, match="refused: reproduces: "):
+        ingest([isolated / "runs" / "reproductions"], db_path=db)

@@ -29,8 +29,9 @@ from argusic.settings import evidence_url, warehouse_path
 from argusic.warehouse_lock import WarehouseBusy, open_duckdb, writer_lock
 
 # Folders never searched for run records: a harness's output (`out/`, written by the project and the
-# agent under test: a record found there would be forged) and hidden working folders (`.scratch`).
-SKIPPED_FOLDERS = frozenset({"out"})
+# agent under test: a record found there would be forged), `argusic reproduce`'s reproductions (never
+# loaded: `argusic ingest runs/` skips them; named directly, each is refused) and hidden working folders.
+SKIPPED_FOLDERS = frozenset({"out", "reproductions"})
 RECORD_NAMES = "run_record.json or *.record.json"
 
 RAW_DDL = """
