@@ -740,3 +740,39 @@ def test_every_mart_and_column_is_described(built):
             table = model["name"].removeprefix("mart_")  # mart_<x>: alias <x> (a seed holds the name)
             declared = {(table, c["name"]) for c in model.get("columns", [])}
             assert declared - columns == set(), path.name
+
+
+def test_a_warehouse_built_before_a_seed_gained_columns_takes_the_new_ones(tmp_path: Path):
+    """A registry column added later (sponsor) reaches a warehouse whose seed table has the old shape:
+    seeds are reloaded whole (+full_refresh), not truncated and refilled with the new column count."""
+    from dbt.cli.main import dbtRunner
+
+    project = tmp_path / "dbt_project"
+    shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    db = tmp_path / "warehouse.duckdb"
+    with duckdb.connect(str(db)) as con:  # reference.agents as the release before sponsors built it
+        con.execute("CREATE SCHEMA reference")
+        con.execute(
+            "CREATE TABLE reference.agents (agent_id VARCHAR, display_name VARCHAR, model VARCHAR, "
+            "model_version VARCHAR, harness VARCHAR, harness_version VARCHAR, key_kind VARCHAR, "
+            "is_standard BOOLEAN)"
+        )
+        con.execute("INSERT INTO reference.agents VALUES ('old', 'Old', NULL, NULL, 'x', '1', 'none', true)")
+    old = os.environ.get("ARGUSIC_WAREHOUSE")
+    os.environ["ARGUSIC_WAREHOUSE"] = str(db)
+    try:
+        res = dbtRunner().invoke(
+            ["--quiet", "seed", "--select", "agents", "--project-dir", str(project), "--profiles-dir",
+             str(project), "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
+        )  # fmt: skip
+    finally:
+        if old is None:
+            os.environ.pop("ARGUSIC_WAREHOUSE", None)
+        else:
+            os.environ["ARGUSIC_WAREHOUSE"] = old
+    assert res.success, [r.message for r in res.result.results]
+    with duckdb.connect(str(db)) as con:  # dbt-duckdb's connection is still open: same configuration
+        columns = [r[0] for r in con.execute("DESCRIBE reference.agents").fetchall()]
+        agents = {r[0] for r in con.execute("SELECT agent_id FROM reference.agents").fetchall()}
+    assert columns[-2:] == ["sponsor", "sponsorship"]
+    assert "old" not in agents and "readme-runner" in agents
