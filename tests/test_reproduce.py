@@ -137,13 +137,13 @@ def test_an_image_no_longer_available_is_named(isolated, source):
 def test_a_changed_harness_names_both_editions_and_the_commit_to_check_out(isolated, source, monkeypatch):
     repo, commit = source
     _pool(isolated, repo, commit)
-    recorded = scaffold_sha256()
+    recorded, edition = scaffold_sha256(), current_edition().edition
     _original(isolated, commit, _environment("local"), executor="local")
     monkeypatch.setattr("argusic.environment.scaffold_sha256", lambda *a: "c" * 64)
     message = _refusal()
-    assert f"harness: the attempt ran under harness edition 1 (scaffold sha256 {recorded})" in message
+    assert f"harness: the attempt ran under harness edition {edition} (scaffold sha256 {recorded})" in message
     assert f"this checkout's harness is files recorded in no edition (scaffold sha256 {'c' * 64})" in message
-    found = re.search(r"check out commit ([0-9a-f]{12}) \(it recorded edition 1\)", message)
+    found = re.search(rf"check out commit ([0-9a-f]{{12}}) \(it recorded edition {edition}\)", message)
     assert found, message
     # that commit's changelog really records the edition
     full = edition_commit(recorded)

@@ -210,7 +210,14 @@ def test_analysts_never_wait_for_the_pipeline(tmp_path, warehouse):
     from test_expectations import good_frames, write_marts
 
     frames = good_frames()
-    frames["board"] = frames["board"].assign(sets_incomplete=0, sets_total=3, is_demo_cycle=False)
+    frames["board"] = frames["board"].assign(
+        sets_incomplete=0,
+        sets_total=3,
+        is_demo_cycle=False,
+        harness_edition="2",
+        sponsor=None,
+        sponsorship=None,
+    )
     write_marts(warehouse, frames)
     publish_analyst_copy(warehouse)
     writer, writer_release = _start_holder(tmp_path, HOLD_WRITER, str(warehouse))
