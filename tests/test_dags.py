@@ -560,6 +560,9 @@ def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_inge
     if not docker_available():
         pytest.skip("no Docker daemon")
     image = _empty_image(f"argusic-test-empty:{os.getpid()}")
+    image_id = subprocess.run(
+        ["docker", "image", "inspect", "-f", "{{.Id}}", image], capture_output=True, text=True, check=True
+    ).stdout.strip()
     try:
         env = env_for(
             airflow_db, tmp_path, ARGUSIC_EXECUTOR="docker", ARGUSIC_RUNNER_IMAGE=image,
@@ -568,8 +571,8 @@ def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_inge
         conf = {"cycle_id": "2026-12-inv", "catalogue": str(forge), "pool_size": 2,
                 "agents": ["readme-runner"], "demo": True, "attempts_per_pair": 1}  # fmt: skip
         (run,) = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}])
-    finally:
-        subprocess.run(["docker", "image", "rm", "-f", image], capture_output=True)
+    finally:  # by id: its pinned tag (the cycle's pin keeps it) goes too
+        subprocess.run(["docker", "image", "rm", "-f", image_id], capture_output=True)
     attempts = [t for t in run["tis"] if t["task_id"] == "run_attempt"]
     assert len(attempts) == 2 and {t["state"] for t in attempts} == {"skipped"}, attempts
     assert all("· INVALID: executor error" in t["label"] for t in attempts), attempts
