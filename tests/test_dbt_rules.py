@@ -630,9 +630,11 @@ def test_cycle_environments_and_the_board_say_which_harness_ran(built):
 
 
 def test_harness_editions_effective_date_comes_from_the_records(built):
+    from argusic.environment import harness_editions
+
     editions = {r["edition"]: r for r in q(built, "select * from marts.harness_editions")}
-    assert set(editions) == {"1"}
-    first = editions["1"]
+    assert set(editions) == {e.edition for e in harness_editions()}  # one row per changelog entry
+    first = editions["1"]  # the edition these hand-made records ran under
     board_cycle = one(
         built, "select count(*) as n, min(started_at) as t from raw.run_records where cycle_id = ?", CYCLE
     )
@@ -644,6 +646,9 @@ def test_harness_editions_effective_date_comes_from_the_records(built):
     assert str(first["effective_on"]) == "2026-10-10" and str(first["written_on"]) == "2026-11-29"
     assert first["effective_before_written"] is True  # these hand-made runs predate the entry
     assert len(first["scaffold_sha256"]) == 64 and first["summary"]
+    for unused in (e for name, e in editions.items() if name != "1"):  # no run recorded under it yet
+        facts = (unused["runs_recorded"], unused["effective_on"], unused["effective_before_written"])
+        assert facts == (0, None, False)
 
 
 def test_a_sponsored_agent_says_so_on_the_board(built):
