@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_POOL, run_attempt_task
+from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_POOL, budget_params, run_attempt_task
 from argusic.airflow_dag import attempt_label as _attempt_label
 from argusic.airflow_dag import cycle_id_of_context as _cycle_id
 from argusic.airflow_dag import fail_at_once as _fail_at_once
@@ -107,22 +107,7 @@ Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` 
             title="Pool size",
             description="Projects to draw when the cycle has no pool yet. Empty: the largest 80/20 pool.",
         ),
-        "demo": Param(
-            False,
-            type="boolean",
-            title="Demo budgets",
-            description="On: every time budget x 1/360 (90 min -> 15 s), recorded as a demo, flagged on "
-            "the board. Needed for the demo forge's fixtures. Off: real budgets (90 / 120 min per attempt).",
-        ),
-        "budget_scale": Param(
-            None,
-            type=["null", "number"],
-            exclusiveMinimum=0,
-            maximum=1,
-            title="Budget scale",
-            description="Dry runs: multiply every time budget by this (e.g. 0.01: 90 min -> 54 s); "
-            "recorded as a demo. Empty: 1 (or 1/360 with demo).",
-        ),
+        **budget_params("flagged on the board"),
         "attempts_per_pair": Param(
             None,
             type=["null", "integer"],

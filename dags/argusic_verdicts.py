@@ -12,6 +12,7 @@ from argusic.airflow_dag import (
     ATTEMPT_TASK_ARGS,
     WAREHOUSE_POOL,
     attempt_label,
+    budget_params,
     cycle_id_of_context,
     fail_at_once,
     run_attempt_task,
@@ -98,22 +99,7 @@ def _targets(doc: dict):
             description="Why the stronger agent is asked for (required with stronger_agent; kept with the "
             "request in decisions.verdict_requests).",
         ),
-        "demo": Param(
-            False,
-            type="boolean",
-            title="Demo budgets",
-            description="On: every time budget x 1/360 (90 min -> 15 s), recorded as a demo. Needed for the "
-            "demo forge's fixtures. Off: real budgets (90 / 120 min per attempt).",
-        ),
-        "budget_scale": Param(
-            None,
-            type=["null", "number"],
-            exclusiveMinimum=0,
-            maximum=1,
-            title="Budget scale",
-            description="Dry runs: multiply every time budget by this (e.g. 0.01: 90 min -> 54 s); recorded "
-            "as a demo. Empty: 1 (or 1/360 with demo).",
-        ),
+        **budget_params(),
     },
 )
 def argusic_verdicts():

@@ -24,6 +24,32 @@ ATTEMPT_TASK_ARGS = {
 }
 
 
+def budget_params(demo_note: str = "") -> dict:
+    """The `demo` and `budget_scale` params of every DAG that runs attempts (`**budget_params()` in its
+    params). `demo_note`: what a demo run also means in that DAG (e.g. "flagged on the board")."""
+    from airflow.sdk import Param
+
+    recorded = f"recorded as a demo, {demo_note}" if demo_note else "recorded as a demo"
+    return {
+        "demo": Param(
+            False,
+            type="boolean",
+            title="Demo budgets",
+            description=f"On: every time budget x 1/360 (90 min -> 15 s), {recorded}. Needed for the demo "
+            "forge's fixtures. Off: real budgets (90 / 120 min per attempt).",
+        ),
+        "budget_scale": Param(
+            None,
+            type=["null", "number"],
+            exclusiveMinimum=0,
+            maximum=1,
+            title="Budget scale",
+            description="Dry runs: multiply every time budget by this (e.g. 0.01: 90 min -> 54 s); recorded "
+            "as a demo. Empty: 1 (or 1/360 with demo).",
+        ),
+    }
+
+
 def attempt_label(spec_path) -> str:
     """The DAGs' `attempt_label` macro: `agent / project / attempt N`."""
     from argusic.airflow_tasks import attempt_label as label
