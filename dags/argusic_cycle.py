@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_POOL, budget_params, run_attempt_task
+from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_TASK_ARGS, budget_params, run_attempt_task
 from argusic.airflow_dag import attempt_label as _attempt_label
 from argusic.airflow_dag import cycle_id_of_context as _cycle_id
 from argusic.airflow_dag import fail_at_once as _fail_at_once
@@ -178,7 +178,7 @@ def argusic_cycle():
     def run_attempt(spec_path: str) -> list[str]:
         return run_attempt_task(spec_path)
 
-    @task(pool=WAREHOUSE_POOL, pool_slots=1, trigger_rule="none_failed")
+    @task(**WAREHOUSE_TASK_ARGS, trigger_rule="none_failed")
     def ingest(spec_paths: list[str], params: dict) -> dict[str, int]:
         from argusic.airflow_tasks import ingest_cycle_records, records_of_plan
         from argusic.cycle import CycleFailed
@@ -195,13 +195,13 @@ def argusic_cycle():
         except CycleFailed as err:
             raise _fail_at_once(err) from None  # nothing valid: never an empty board
 
-    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    @task(**WAREHOUSE_TASK_ARGS)
     def build(ingested: dict[str, int]) -> str:
         from argusic.airflow_tasks import build_warehouse_summary
 
         return build_warehouse_summary()
 
-    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    @task(**WAREHOUSE_TASK_ARGS)
     def prepare_publication(built: str, params: dict) -> dict:
         from argusic.build import PublicationBlocked
         from argusic.review.publication import prepare
@@ -211,7 +211,7 @@ def argusic_cycle():
         except PublicationBlocked as err:
             raise _fail_at_once(err) from None  # nothing publishable: no form to answer
 
-    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    @task(**WAREHOUSE_TASK_ARGS)
     def publish(prepared: dict, spec_paths: list[str], params: dict) -> str:
         import logging
 

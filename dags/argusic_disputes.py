@@ -8,9 +8,8 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
+from argusic.airflow_dag import WAREHOUSE_TASK_ARGS
 from argusic.review.operators import DisputeRulingForm
-
-WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
 
 DOC_MD = """
 ### Disputes (RULES.md section 17)
@@ -93,7 +92,7 @@ def argusic_disputes():
             raise AirflowSkipException(f"dispute {ruled['dispute_id']}: the result stands, nothing to rerun")
         return run_correction(ruled["dispute_id"], live_log=True)
 
-    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    @task(**WAREHOUSE_TASK_ARGS)
     def build(records: list[str]) -> str:
         from argusic.airflow_tasks import build_warehouse_summary
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import dag, get_current_context, task
+from argusic.airflow_dag import WAREHOUSE_TASK_ARGS
 
 DOC_MD = """
 ### Argusic maintenance (hourly)
@@ -61,7 +62,7 @@ def argusic_maintenance():
 
         return sweep()
 
-    @task(pool="argusic_warehouse", pool_slots=1)
+    @task(**WAREHOUSE_TASK_ARGS)
     def audit_evidence() -> dict:
         from argusic.maintenance import audit_evidence as audit
 

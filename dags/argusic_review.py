@@ -7,9 +7,8 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
+from argusic.airflow_dag import WAREHOUSE_TASK_ARGS
 from argusic.review.operators import EnvironmentReviewForm
-
-WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
 
 DOC_MD = """
 ### Environment review (RULES.md section 15)
@@ -65,7 +64,7 @@ def argusic_review():
         map_index_template="{{ task.project_id }} · cycle {{ task.cycle_id }}",
     ).expand_kwargs(projects_under_review())
 
-    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    @task(**WAREHOUSE_TASK_ARGS)
     def build() -> str:
         from argusic.airflow_tasks import build_warehouse_summary
 

@@ -10,7 +10,7 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from argusic.airflow_dag import (
     ATTEMPT_TASK_ARGS,
-    WAREHOUSE_POOL,
+    WAREHOUSE_TASK_ARGS,
     attempt_label,
     budget_params,
     cycle_id_of_context,
@@ -103,7 +103,7 @@ def _targets(doc: dict):
     },
 )
 def argusic_verdicts():
-    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    @task(**WAREHOUSE_TASK_ARGS)
     def prepare(params: dict) -> dict:
         from argusic.airflow_tasks import ConfigurationError, require_scaled_budgets_on_the_forge
         from argusic.verdicts import VerdictConfigurationError, prepare
@@ -126,7 +126,7 @@ def argusic_verdicts():
             raise fail_at_once(err) from None  # a retry cannot fix a param
         return targets.to_dict()
 
-    @task(pool=WAREHOUSE_POOL, pool_slots=1)
+    @task(**WAREHOUSE_TASK_ARGS)
     def build(_after=None) -> str:
         from argusic.verdicts import build
 
@@ -151,7 +151,7 @@ def argusic_verdicts():
         return run_attempt_task(spec_path)
 
     # none_failed_min_one_success: after invalid (skipped) attempts too, but not when plan was skipped
-    @task(pool=WAREHOUSE_POOL, pool_slots=1, trigger_rule="none_failed_min_one_success")
+    @task(**WAREHOUSE_TASK_ARGS, trigger_rule="none_failed_min_one_success")
     def ingest(spec_paths: list[str]) -> dict[str, int]:
         from argusic.verdicts import ingest_plan
 

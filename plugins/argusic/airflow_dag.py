@@ -8,6 +8,15 @@ from datetime import timedelta
 
 WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
 
+# Celery queues (docs/deployment.md): attempts run on the attempt workers (hosts with a Docker engine,
+# concurrency from their cores); whatever writes the warehouse or the published folder runs on the one
+# warehouse host. Other tasks use Airflow's default queue (the warehouse host serves it too). Queues
+# are ignored by the LocalExecutor and by dag.test().
+ATTEMPT_QUEUE = "argusic_attempts"
+WAREHOUSE_QUEUE = "argusic_warehouse"
+# The settings of every task that writes the warehouse (`@task(**WAREHOUSE_TASK_ARGS)`).
+WAREHOUSE_TASK_ARGS = {"pool": WAREHOUSE_POOL, "pool_slots": 1, "queue": WAREHOUSE_QUEUE}
+
 # The mapped attempt task's label: rendered when the instance starts (the attempt's label) and again
 # when it ends, with how it ended (`attempt_result`, set by run_attempt_task). Before it starts, the
 # argusic policy plugin (argusic.airflow_policy) has already set the label from the plan.
@@ -21,6 +30,7 @@ ATTEMPT_TASK_ARGS = {
     "retry_exponential_backoff": True,
     "execution_timeout": timedelta(hours=8),  # 120 min budget × (1 + 2 bounded reruns), with margin
     "map_index_template": ATTEMPT_MAP_INDEX_TEMPLATE,  # the attempt's label, then how it ended
+    "queue": ATTEMPT_QUEUE,
 }
 
 

@@ -165,12 +165,15 @@ def write_plan(
         raise ValueError(f"shard {shard_index} of {shard_count}: expected 0 <= shard_index < shard_count")
     if not agents:
         raise ValueError("no agents to plan for")
-    pool = load_pool(Path(pool_path))
+    from argusic.runs_store import local_path
+
+    pool_path = local_path(pool_path)  # on a cluster, prepare_pool may have run on another host
+    pool = load_pool(pool_path)
     project_ids = [entry.project_id for entry in pool.entries]
     mine = {pid for i, pid in enumerate(project_ids) if i % shard_count == shard_index}
     specs = [
         s
-        for s in plan_attempts(Path(pool_path), agents, attempts_per_pair, demo, budget_scale)
+        for s in plan_attempts(pool_path, agents, attempts_per_pair, demo, budget_scale)
         if s.project_id in mine
     ]
     if not specs:
@@ -189,17 +192,26 @@ def write_plan(
     first = specs[0]
     roles = {"agents" if driver_for(agent).external else "runner" for agent in agents}
     ensure_pin(pool.cycle_id, executor, roles, first.demo, first.budget_scale)
-    folder = plan_dir(pool.cycle_id)
-    paths = []
-    for spec in specs:
-        path = folder / f"{spec.attempt_id}.json"
-        _write_atomic(path, spec.model_dump_json(indent=1) + "\n")
-        paths.append(str(path))
-    return paths
+    return [write_spec(spec) for spec in specs]
+
+
+def write_spec(spec: AttemptSpec) -> str:
+    """Write one planned attempt's spec (runs/<cycle>/plan/<attempt id>.json) and return what XCom
+    carries to its attempt task: the local path, or on a cluster its URI in the runs store (the attempt
+    runs on another host: argusic.runs_store)."""
+    from argusic.runs_store import push
+
+    path = plan_dir(spec.cycle_id) / f"{spec.attempt_id}.json"
+    _write_atomic(path, spec.model_dump_json(indent=1) + "\n")
+    return push(path)
 
 
 def read_spec(spec_path: str | Path) -> AttemptSpec:
-    return AttemptSpec.model_validate_json(Path(spec_path).read_text())
+    """The spec an XCom reference names: a local path, or a runs store URI (pulled into this host's
+    runs folder first)."""
+    from argusic.runs_store import local_path
+
+    return AttemptSpec.model_validate_json(local_path(spec_path).read_text())
 
 
 def attempt_label(spec_path: str | Path) -> str:
@@ -340,13 +352,13 @@ def measured_records(spec: AttemptSpec) -> list[str] | None:
     """The run records of an attempt measured before (reruns included) when nothing is left to do for
     it (its last record is valid, or invalid after the bounded reruns); None when it is still to run
     or to resume."""
-    from argusic.attempt import attempt_dir
+    from argusic.attempt import existing_record
     from argusic.record import RecordError, load_record_file
     from argusic.settings import orchestrator_config
 
     chain: list[str] = []
     current = spec
-    while (path := attempt_dir(current) / "run_record.json").exists():
+    while (path := existing_record(current)) is not None:
         chain.append(str(path))
         current = current.rerun()
     if not chain:
@@ -363,14 +375,14 @@ def records_of_plan(spec_paths: list[str]) -> tuple[list[str], list[str]]:
     """Every run record of the planned attempts (reruns included), and the labels of the attempts that
     have none (their task failed before measuring). Ingest reads the plan, not the attempt tasks'
     return values: an attempt task whose measurement is invalid is skipped and returns nothing."""
-    from argusic.attempt import attempt_dir
+    from argusic.attempt import existing_record
 
     found: list[str] = []
     missing: list[str] = []
     for spec_path in spec_paths:
         spec = read_spec(spec_path)
         current = spec
-        while (path := attempt_dir(current) / "run_record.json").exists():
+        while (path := existing_record(current)) is not None:
             found.append(str(path))
             current = current.rerun()
         if current is spec:
@@ -416,12 +428,15 @@ def resolve_pool(
     cycle; else draw it now from the catalogue (same rules, idempotent: a different pool is refused).
     Drawing mirrors every candidate's repository and verifies its pinned commit first; a candidate
     that fails is left out with its reason (runs/pools/<cycle>/selection.json)."""
+    from argusic.runs_store import local_path, pull, push
+
     if pool:
-        path = Path(pool)
+        path = local_path(pool)
         if load_pool(path).cycle_id != cycle_id:
             raise ValueError(f"{path} is the pool of cycle {load_pool(path).cycle_id}, not {cycle_id}")
-        return str(path)
+        return str(pool)
     recorded = pool_path_for(cycle_id)
+    pull(f"pools/{cycle_id}/pool.json")  # on a cluster: the pool another host recorded
     if recorded.exists():
         existing = load_pool(recorded)
         asked = []
@@ -438,13 +453,14 @@ def resolve_pool(
             asked.append(f"pool_size {size}")
         if asked:
             raise CatalogueError(recorded_pool_conflict(cycle_id, recorded, " and ".join(asked)))
-        return str(recorded)
+        return push(recorded)
     from argusic.cycle import rotate_pool
 
     chosen = Path(catalogue) if catalogue else default_catalogue(build=True)
     if not chosen.is_file():
         raise CatalogueError(f"catalogue {chosen}: no such file (give an absolute path on the worker)")
-    return rotate_pool(cycle_id, chosen, size, repo_roots or ())["pool"]
+    written = rotate_pool(cycle_id, chosen, size, repo_roots or ())
+    return push(written["pool"])  # XCom: the pool's URI on a cluster (plan may run on another host)
 
 
 def recorded_pool_conflict(cycle_id: str, recorded: Path, asked: str) -> str:

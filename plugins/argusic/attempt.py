@@ -84,6 +84,30 @@ def attempt_dir(spec: AttemptSpec, base: Path | None = None) -> Path:
     return (base or runs_dir()) / spec.cycle_id / spec.attempt_id
 
 
+RECORD_FILE = "run_record.json"
+
+
+def existing_record(spec: AttemptSpec, base: Path | None = None) -> Path | None:
+    """The attempt's run record if it was measured before: in this host's runs folder, or on a cluster
+    in the runs store (pulled here first: a retry on another host finds it and measures nothing twice)."""
+    if base is None:
+        from argusic.runs_store import pull
+
+        found = pull(f"{spec.cycle_id}/{spec.attempt_id}/{RECORD_FILE}")
+        return found if found is not None and found.is_file() else None
+    path = attempt_dir(spec, base) / RECORD_FILE
+    return path if path.is_file() else None
+
+
+def share_record(path: Path, base: Path | None = None) -> None:
+    """On a cluster, land a run record in the runs store as soon as it is written (write-once: a
+    record already there with other bytes is refused, RunsStoreConflict)."""
+    if base is None:
+        from argusic.runs_store import push
+
+        push(path, write_once=True)
+
+
 def _harness_version() -> str:
     try:
         from argusic.harness.readme_runner import HARNESS_VERSION
@@ -441,7 +465,9 @@ def run_with_reruns(
     max_reruns = orchestrator_config().max_reruns
     current = spec
     while True:
+        existing_record(current, base_dir)  # on a cluster: measured on another host before? pulled here
         path = run_attempt(current, executor, store, base_dir, broker, live_log=live_log)
+        share_record(path, base_dir)
         paths.append(path)
         record = load_record_file(path)
         if record.invalid_reason is None:

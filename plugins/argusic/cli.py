@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from argusic.runs_store import local_path
 from argusic.settings import forge_dir, warehouse_path
 
 app = typer.Typer(help="Argusic pipeline: a public referee for AI coding agents.", no_args_is_help=True)
@@ -576,10 +577,12 @@ def cycle_environment(
         differences,
         image_digest,
         pin_path,
+        pull_pin,
         read_pin,
     )
 
     try:
+        pull_pin(cycle)  # on a cluster: the runs store's pin
         pin = read_pin(cycle)
     except EnvironmentError_ as err:
         _fail(str(err))
@@ -678,12 +681,14 @@ def cycle_run(
         _fail(str(err))
 
     try:
-        pool_path = steps.resolve_pool(
-            cycle,
-            str(pool) if pool else None,
-            str(catalogue) if catalogue else None,
-            pool_size,
-            [str(r) for r in repo_root or []],
+        pool_path = local_path(
+            steps.resolve_pool(
+                cycle,
+                str(pool) if pool else None,
+                str(catalogue) if catalogue else None,
+                pool_size,
+                [str(r) for r in repo_root or []],
+            )
         )
     except (CatalogueError, ValueError) as err:
         _fail(str(err))
@@ -780,7 +785,7 @@ def demo(
         _fail(str(err))
     catalogue = build_forge(forge_dir())
     try:
-        pool_path = steps.resolve_pool(cycle, None, str(catalogue))
+        pool_path = local_path(steps.resolve_pool(cycle, None, str(catalogue)))
     except (CatalogueError, ValueError) as err:
         _fail(str(err))
     try:

@@ -74,6 +74,10 @@ def rotate_pool(
     tmp = report.with_name(f".{report.name}.{os.getpid()}.tmp")
     tmp.write_text(selection.to_json() + "\n")
     tmp.replace(report)
+    from argusic.runs_store import push
+
+    push(report)  # on a cluster: every host plans and runs from the runs store's pool
+    push(paths["pool"])
     return paths | {"selection": str(report)}
 
 

@@ -335,13 +335,18 @@ def ensure_pin(
     harness joining the cycle) is pinned on first use. Idempotent."""
     roles = sorted(set(roles))
     with _locked(cycle_id, base):
+        if base is None:  # on a cluster the pin lives in the runs store: another host may have made it
+            pull_pin(cycle_id)
         pinned = read_pin(cycle_id, base)
         if pinned is None:
             now = current_pin(cycle_id, executor, roles, demo, budget_scale)
             for image in now.images.values():
                 keep_image(image.reference, image.digest)
             _write(pin_path(cycle_id, base), now)
-            return now
+            if base is not None or _offer_pin(cycle_id):
+                return now
+            pinned = read_pin(cycle_id, base)  # another host pinned first: its pin is the cycle's
+            assert pinned is not None
         missing = [r for r in roles if r not in pinned.images and pinned.executor == "docker"]
         now = current_pin(cycle_id, executor, missing, demo, budget_scale)
         found = differences(pinned, now)
@@ -357,7 +362,26 @@ def ensure_pin(
             added = {role: now.images[role] for role in missing}
             pinned = pinned.model_copy(update={"images": {**pinned.images, **added}})
             _write(pin_path(cycle_id, base), pinned)
+            if base is None:  # a role joins (rare, at planning): the last writer's roles win
+                from argusic.runs_store import push
+
+                push(pin_path(cycle_id))
         return pinned
+
+
+def pull_pin(cycle_id: str) -> None:
+    """Bring the cycle's pin from the runs store into this host's runs folder (a no-op on one machine)."""
+    from argusic.runs_store import pull
+
+    pull(f"{cycle_id}/{PIN_FILE}")
+
+
+def _offer_pin(cycle_id: str) -> bool:
+    """Offer this host's new pin to the runs store, first writer wins (S3's conditional put). False
+    when another host pinned the cycle first: its pin has replaced ours in this host's runs folder."""
+    from argusic.runs_store import create_once
+
+    return create_once(pin_path(cycle_id))
 
 
 def check_pinned_image(pin: Pin, role: Role) -> str:

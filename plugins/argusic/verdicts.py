@@ -296,14 +296,9 @@ def read_plan(
 
 def write_plan(plan: VerdictPlan) -> list[str]:
     """One spec file per pending attempt, where the cycle writes its plan; their paths, in order."""
-    from argusic.airflow_tasks import _write_atomic, plan_dir
+    from argusic.airflow_tasks import write_spec
 
-    paths = []
-    for item in plan.pending:
-        path = plan_dir(item.spec.cycle_id) / f"{item.spec.attempt_id}.json"
-        _write_atomic(path, item.spec.model_dump_json(indent=1) + "\n")
-        paths.append(str(path))
-    return paths
+    return [write_spec(item.spec) for item in plan.pending]
 
 
 def plan_lines(plan: VerdictPlan) -> list[str]:

@@ -249,7 +249,10 @@ def correction_spec(attempt_id: str):
         str(parts["project_id"]),
         int(parts["attempt_no"]),
     )
+    from argusic.runs_store import pull
+
     path = plan_dir(str(parts["cycle_id"])) / f"{base}.json"
+    pull(f"{parts['cycle_id']}/plan/{base}.json")  # on a cluster: the plan is in the runs store
     if not path.is_file():
         raise DisputeError(f"no planned spec for {base} at {path}: the attempt cannot be rerun from its plan")
     spec = read_spec(path).model_copy(update={"rerun_no": int(parts["rerun_no"]) + 1})

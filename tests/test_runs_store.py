@@ -1,0 +1,174 @@
+"""The runs store (argusic.runs_store): a cycle's pool, plan, pin and run records in object storage, so
+that hosts sharing no folder plan, run and ingest one cycle. Against moto's S3 server (a real S3
+protocol endpoint) and a file:// store; "hosts" are separate runs folders in one process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from argusic import runs_store
+from argusic.runs_store import RunsStore, RunsStoreConflict, RunsStoreError, key_problem
+
+
+@pytest.fixture
+def s3_runs(s3_bucket: str, isolated: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"s3://{s3_bucket}/runs"
+    monkeypatch.setenv("ARGUSIC_RUNS_URL", url)
+    return url
+
+
+def _host(monkeypatch: pytest.MonkeyPatch, root: Path, name: str) -> Path:
+    """Become host `name`: its own runs folder and scratch (nothing shared but the store)."""
+    folder = root / "hosts" / name
+    monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(folder / "runs"))
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(folder / "scratch"))
+    return folder / "runs"
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["", "/abs", "a//b", "../x", "a/../b", "a/./b", "a/b\\c", "a/ b", "a/.hidden", "a/\x00", "x" * 600],
+)
+def test_keys_that_could_leave_the_store_or_hide_are_refused(key: str) -> None:
+    assert key_problem(key) is not None
+
+
+def test_keys_of_the_layout_are_accepted() -> None:
+    for key in (
+        "2026-12/plan/2026-12.bench.readme-runner.p1.a1.json",
+        "2026-12/environment.json",
+        "2026-12/2026-12.bench.readme-runner.p1.a1.r1/run_record.json",
+        "pools/2026-12/pool.json",
+    ):
+        assert key_problem(key) is None, key
+
+
+def test_a_uri_outside_the_store_is_refused(s3_runs: str, s3_bucket: str) -> None:
+    store = runs_store.shared()
+    assert store is not None
+    outside = (f"s3://{s3_bucket}/other/x.json", f"{s3_runs}/../x.json", "file:///etc/passwd", "/etc/passwd")
+    for uri in outside:
+        with pytest.raises(RunsStoreError):
+            store.key_of_uri(uri)
+    with pytest.raises(RunsStoreError, match="not in the runs store"):
+        runs_store.local_path(f"s3://{s3_bucket}/elsewhere/spec.json")
+
+
+def test_records_are_write_once_and_objects_are_capped(s3_runs: str, monkeypatch) -> None:
+    store = RunsStore(s3_runs)
+    store.write("c/a/run_record.json", b"one", write_once=True)
+    store.write("c/a/run_record.json", b"one", write_once=True)  # the same bytes again: a no-op
+    with pytest.raises(RunsStoreConflict, match="already holds other bytes"):
+        store.write("c/a/run_record.json", b"two", write_once=True)
+    assert store.read("c/a/run_record.json") == b"one"
+    monkeypatch.setattr(runs_store, "MAX_OBJECT_BYTES", 8)
+    store.write("c/big.json", b"x" * 9)
+    with pytest.raises(RunsStoreError, match="over 8"):
+        store.read("c/big.json")
+
+
+@pytest.mark.parametrize("kind", ["s3", "file"])
+def test_the_first_writer_wins_a_conditional_create(kind: str, s3_runs: str, tmp_path: Path) -> None:
+    store = RunsStore(s3_runs if kind == "s3" else (tmp_path / "store").as_uri())
+    assert store.create("c/environment.json", b"host-a") is True
+    assert store.create("c/environment.json", b"host-b") is False
+    assert store.read("c/environment.json") == b"host-a"
+
+
+def test_a_pull_never_writes_through_a_link_in_the_cache(s3_runs: str, isolated: Path) -> None:
+    runs_store.shared().write("c/plan/x.json", b"{}")
+    target = isolated / "elsewhere.json"
+    target.write_text("keep")
+    local = Path(isolated / "runs" / "c" / "plan" / "x.json")
+    local.parent.mkdir(parents=True)
+    local.symlink_to(target)
+    with pytest.raises(RunsStoreError, match="not a regular file"):
+        runs_store.pull("c/plan/x.json")
+    assert target.read_text() == "keep"
+
+
+def test_single_machine_needs_no_store(isolated: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ARGUSIC_RUNS_URL", raising=False)
+    path = isolated / "runs" / "c" / "plan" / "x.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")
+    assert runs_store.push(path) == str(path)
+    assert runs_store.pull("c/plan/x.json") == path
+    assert runs_store.local_path(str(path)) == path
+
+
+def test_a_cycle_planned_on_one_host_runs_on_another_and_is_ingested_on_a_third(
+    s3_runs: str, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hosts that share nothing but the store: the warehouse host draws the pool and plans (pinning the
+    cycle); two attempt hosts each run attempts from the URIs XCom would carry; a retry on a third host
+    finds the record in the store and measures nothing; ingest on the warehouse host reads them all."""
+    from argusic.airflow_tasks import (
+        ingest_cycle_records,
+        read_spec,
+        records_of_plan,
+        resolve_pool,
+        run_planned_attempt,
+        write_plan,
+    )
+    from argusic.executor import get_executor
+    from argusic.forge import build_forge
+
+    catalogue = build_forge(isolated / "forge")
+    warehouse_runs = _host(monkeypatch, isolated, "warehouse")
+    pool = resolve_pool("2026-12-cl", catalogue=str(catalogue), size=2)
+    assert pool.startswith(s3_runs + "/pools/2026-12-cl/")
+    specs = write_plan(pool, ["readme-runner"], attempts_per_pair=1, demo=True, executor="local")
+    assert len(specs) == 2 and all(s.startswith(s3_runs + "/2026-12-cl/plan/") for s in specs)
+    pin = json.loads(runs_store.shared().read("2026-12-cl/environment.json"))
+    assert pin["cycle_id"] == "2026-12-cl"
+
+    made = {}
+    for host, spec_uri in zip(("attempts-a", "attempts-b"), specs, strict=True):
+        runs = _host(monkeypatch, isolated, host)
+        assert not runs.exists()  # nothing of the cycle on this host before the task
+        (record,) = run_planned_attempt(spec_uri, executor=get_executor("local"))
+        assert Path(record).is_relative_to(runs)
+        made[spec_uri] = Path(record).read_bytes()
+
+    class NeverRun:  # a retry must find the record, never measure again
+        name = "local"
+
+        def __getattr__(self, item):
+            raise AssertionError(f"the attempt was measured twice ({item})")
+
+    _host(monkeypatch, isolated, "attempts-c")
+    for spec_uri, data in made.items():
+        (again,) = run_planned_attempt(spec_uri, executor=NeverRun())
+        assert Path(again).read_bytes() == data
+
+    _host(monkeypatch, isolated, "warehouse")
+    found, missing = records_of_plan(specs)
+    assert missing == [] and len(found) == 2
+    assert all(Path(p).is_relative_to(warehouse_runs) for p in found)
+    assert {Path(p).read_bytes() for p in found} == set(made.values())
+    loaded = ingest_cycle_records("2026-12-cl", found)
+    assert loaded["inserted"] == 2
+    assert {read_spec(s).attempt_id for s in specs} == {Path(p).parent.name for p in found}
+
+
+def test_a_second_host_that_plans_the_cycle_differently_is_refused(
+    s3_runs: str, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pin is the store's: a host whose environment differs (here: other instructions) is refused,
+    even though its own runs folder has never seen the cycle."""
+    from argusic.airflow_tasks import resolve_pool, write_plan
+    from argusic.environment import EnvironmentRefused
+    from argusic.forge import build_forge
+
+    catalogue = build_forge(isolated / "forge")
+    _host(monkeypatch, isolated, "one")
+    pool = resolve_pool("2026-12-cm", catalogue=str(catalogue), size=2)
+    write_plan(pool, ["readme-runner"], attempts_per_pair=1, demo=True, executor="local")
+    _host(monkeypatch, isolated, "two")
+    with pytest.raises(EnvironmentRefused, match="pinned to another environment"):
+        write_plan(
+            pool, ["readme-runner"], attempts_per_pair=1, demo=True, budget_scale=0.5, executor="local"
+        )
