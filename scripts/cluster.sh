@@ -562,10 +562,10 @@ cmd_start_worker() {
 cmd_restart_scheduler() {
   load_settings
   ensure_secrets
-  if [[ "${1:-}" == "--kill" ]]; then kill_session scheduler; else stop_components TERM scheduler; fi
-  launch scheduler airflow scheduler --skip-serve-logs
   local since
+  if [[ "${1:-}" == "--kill" ]]; then kill_session scheduler; else stop_components TERM scheduler; fi
   since="$(date +%s)"
+  launch scheduler airflow scheduler --skip-serve-logs
   wait_for "the scheduler" scheduler_beat_since "$since" || die "the scheduler did not come back"
   echo "scheduler restarted (PID $(pid_of scheduler))"
 }
