@@ -197,6 +197,9 @@ airflow_common_env() {
   # long; the scheduler notices the lost task itself much sooner (task instance heartbeat timeout)
   # and retries it, and Airflow refuses to run a task instance that is no longer queued.
   export AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT=86400
+  # A lost worker's running tasks are failed (then retried) once they miss heartbeats this long:
+  # Airflow's 300 s by default; 90 s here, still well above a loaded task's heartbeat gaps.
+  export AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT="${AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT:-90}"
   export AIRFLOW__CORE__DAGS_FOLDER="$DAGS_FOLDER"
   export AIRFLOW_UI_HOST=127.0.0.1 AIRFLOW_UI_PORT="$API_PORT"
   export AIRFLOW__API__HOST=127.0.0.1 AIRFLOW__API__PORT="$API_PORT"
@@ -240,6 +243,10 @@ host_env() {  # host: this host's own folders (never shared), then airflow_env.s
   export AIRFLOW__LOGGING__BASE_LOG_FOLDER="$dir/airflow/logs"
   export AIRFLOW__CORE__PLUGINS_FOLDER="$dir/airflow/plugins"
   export ARGUSIC_RUNS_DIR="$dir/runs" ARGUSIC_SCRATCH_DIR="$dir/scratch" TMPDIR="$dir/tmp"
+  # Each host mirrors the repositories it runs and compiles its own masking rules. (The demo forge,
+  # ARGUSIC_FORGE_DIR, stays where the checkout keeps it: it stands in for the public forges every
+  # host can reach; a catalogue of git:// or https:// URLs needs nothing shared.)
+  export ARGUSIC_MIRROR_DIR="$dir/mirror" ARGUSIC_CACHE_DIR="$dir/cache"
   unset ARGUSIC_WAREHOUSE ARGUSIC_PUBLISH_DIR ARGUSIC_BUILD_WORKER
   if [[ "$host" == warehouse ]]; then
     export ARGUSIC_WAREHOUSE="$dir/warehouse/argusic.duckdb"
@@ -247,7 +254,7 @@ host_env() {  # host: this host's own folders (never shared), then airflow_env.s
     export ARGUSIC_BUILD_WORKER="$dir/run/build.sock"
   fi
   mkdir -p "$AIRFLOW__LOGGING__BASE_LOG_FOLDER" "$AIRFLOW__CORE__PLUGINS_FOLDER" "$ARGUSIC_RUNS_DIR" \
-    "$ARGUSIC_SCRATCH_DIR" "$TMPDIR"
+    "$ARGUSIC_SCRATCH_DIR" "$TMPDIR" "$ARGUSIC_MIRROR_DIR" "$ARGUSIC_CACHE_DIR"
   [[ "$host" != warehouse ]] || mkdir -p "$dir/warehouse" "$dir/published" "$dir/run"
   # shellcheck source=scripts/airflow_env.sh
   source "$ROOT/scripts/airflow_env.sh"
