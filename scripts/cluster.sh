@@ -304,7 +304,7 @@ start_postgres() {
   local as=()
   [[ $EUID -ne 0 ]] || as=(setpriv --reuid="$(pg_user)" --regid="$(id -g "$(pg_user)")" --clear-groups --)
   launch postgres "${as[@]}" "$PG_BIN/postgres" -D "$dir/data" -c listen_addresses=127.0.0.1 \
-    -c port="$PG_PORT" -c unix_socket_directories="$dir/run" -c max_connections=300 -c fsync=off
+    -c port="$PG_PORT" -c unix_socket_directories="$dir/run" -c max_connections=300
   for _ in $(seq 1 60); do
     "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
     sleep 0.5
@@ -500,11 +500,17 @@ cmd_start() {
 }
 
 stop_all() {
+  local t=$SECONDS
   stop_components TERM "${WORKERS[@]}"
+  log "workers stopped in $((SECONDS - t)) s"
+  t=$SECONDS
   stop_components TERM "${SERVICES[@]}"
+  log "Airflow's services stopped in $((SECONDS - t)) s"
+  t=$SECONDS
   stop_components TERM s3 redis
   # Postgres: SIGINT is its fast shutdown (SIGTERM waits for every client to disconnect).
   stop_components INT postgres
+  log "the stores stopped in $((SECONDS - t)) s"
 }
 
 cmd_stop() {
