@@ -26,7 +26,10 @@
 #   ARGUSIC_CLUSTER_ATTEMPT_CONCURRENCY  per attempt worker (default: cores / cpus of one attempt)
 #   ARGUSIC_CLUSTER_WAREHOUSE_CONCURRENCY (2)   ARGUSIC_CLUSTER_STOP_GRACE seconds (30)
 #   ARGUSIC_CLUSTER_PG_USER    the unprivileged user Postgres runs as when started by root (postgres)
-#   ARGUSIC_CLUSTER_START_TIMEOUT seconds (240)
+#   ARGUSIC_CLUSTER_START_TIMEOUT seconds (240)   ARGUSIC_CLUSTER_PG_BIN (/usr/lib/postgresql/15/bin)
+# Any other AIRFLOW__* exported before a subcommand reaches the processes it starts (e.g.
+# AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT, AIRFLOW__SCHEDULER__MAX_TIS_PER_QUERY).
+# Missing Debian packages (postgresql-15, redis-server) are installed with apt-get when run as root.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${AIRFLOW_BIN:-$ROOT/.venv/bin}"
@@ -271,6 +274,8 @@ launch() {  # component command... : in its host's environment, own session, PID
       *) host_env "$host" ;;
     esac
     cd "$CLUSTER_DIR/hosts/$host" 2>/dev/null || cd "$CLUSTER_DIR"
+    # Logs are appended across restarts: readiness is read only from what this start writes.
+    stat -c %s "$LOGS/$name.log" 2>/dev/null >"$PIDS/$name.logstart" || echo 0 >"$PIDS/$name.logstart"
     setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
     echo $! >"$PIDS/$name.pid"
   )
@@ -278,6 +283,13 @@ launch() {  # component command... : in its host's environment, own session, PID
 
 # ---------------------------------------------------------------------------------------------------
 # Components.
+
+apt_install() {  # Debian package: installed when missing, as scripts/setup_docker.sh does for docker
+  log "installing Debian's $1"
+  [[ $EUID -eq 0 ]] || die "$1 is missing and only root can install it: apt-get install $1"
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$1" >/dev/null
+}
 
 pg_user() {
   if [[ $EUID -eq 0 ]]; then echo "${ARGUSIC_CLUSTER_PG_USER:-postgres}"; else id -un; fi
@@ -293,7 +305,8 @@ as_pg() {  # run as the Postgres user (root cannot run postgres); setpriv execs,
 
 start_postgres() {
   local dir="$CLUSTER_DIR/postgres"
-  [[ -x "$PG_BIN/postgres" ]] || die "no PostgreSQL 15 in $PG_BIN: apt-get install postgresql-15"
+  [[ -x "$PG_BIN/postgres" ]] || apt_install postgresql-15
+  [[ -x "$PG_BIN/postgres" ]] || die "no PostgreSQL 15 in $PG_BIN (ARGUSIC_CLUSTER_PG_BIN)"
   mkdir -p "$dir/run"
   [[ $EUID -ne 0 ]] || chown -R "$(pg_user):" "$dir"
   chmod 700 "$dir"
@@ -311,7 +324,7 @@ start_postgres() {
   local as=()
   [[ $EUID -ne 0 ]] || as=(setpriv --reuid="$(pg_user)" --regid="$(id -g "$(pg_user)")" --clear-groups --)
   launch postgres "${as[@]}" "$PG_BIN/postgres" -D "$dir/data" -c listen_addresses=127.0.0.1 \
-    -c port="$PG_PORT" -c unix_socket_directories="$dir/run" -c max_connections=300 -c fsync=off
+    -c port="$PG_PORT" -c unix_socket_directories="$dir/run" -c max_connections=300
   for _ in $(seq 1 60); do
     "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
     sleep 0.5
@@ -324,12 +337,7 @@ start_postgres() {
 }
 
 start_redis() {
-  if ! command -v redis-server >/dev/null 2>&1; then
-    log "installing Debian's redis-server"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=300 update -qq
-    apt-get -o DPkg::Lock::Timeout=300 install -y -qq redis-server >/dev/null
-  fi
+  command -v redis-server >/dev/null 2>&1 || apt_install redis-server
   local dir="$CLUSTER_DIR/redis"
   mkdir -p "$dir"
   # The password in a file (mode 600), not on a command line; no persistence: the broker's queue is
@@ -404,12 +412,15 @@ start_build_worker() {
   # It exits cleanly after 500 requests (bounded memory): this loop is its supervisor.
   local sock="$CLUSTER_DIR/hosts/warehouse/run/build.sock"
   ((${#sock} < 100)) || die "the build worker's socket path is too long for a Unix socket: $sock"
+  rm -f "$sock"  # left by a killed build worker; readiness is the new socket
   launch build-worker bash -c 'while :; do argusic build-worker --socket "$0"; sleep 1; done' "$sock"
 }
 
-worker_ready() {  # component: Celery logs "<node> ready." once it consumes
-  local name="$1"
-  alive "$name" && grep -q "@$INSTALLATION ready\." "$LOGS/$name.log" 2>/dev/null
+worker_ready() {  # component: Celery logs "<node> ready." once it consumes (since this start)
+  local name="$1" from
+  alive "$name" || return 1
+  from="$(cat "$PIDS/$name.logstart" 2>/dev/null || echo 0)"
+  tail -c "+$((from + 1))" "$LOGS/$name.log" 2>/dev/null | grep -q "@$INSTALLATION ready\."
 }
 
 health() { curl -fsS --max-time 5 "http://127.0.0.1:$API_PORT/api/v2/monitor/health" 2>/dev/null; }
@@ -479,7 +490,7 @@ cmd_start() {
   if [[ ${#running[@]} -gt 0 ]]; then
     die "the cluster in $CLUSTER_DIR is partly running (${running[*]}; not: ${dead[*]:-none}): stop it first"
   fi
-  rm -f "$PIDS"/*.pid
+  rm -f "$PIDS"/*.pid "$PIDS"/*.logstart
   local started=$SECONDS
   choose_settings
   ensure_secrets
@@ -507,11 +518,17 @@ cmd_start() {
 }
 
 stop_all() {
+  local t=$SECONDS
   stop_components TERM "${WORKERS[@]}"
+  log "workers stopped in $((SECONDS - t)) s"
+  t=$SECONDS
   stop_components TERM "${SERVICES[@]}"
+  log "Airflow's services stopped in $((SECONDS - t)) s"
+  t=$SECONDS
   stop_components TERM s3 redis
   # Postgres: SIGINT is its fast shutdown (SIGTERM waits for every client to disconnect).
   stop_components INT postgres
+  log "the stores stopped in $((SECONDS - t)) s"
 }
 
 cmd_stop() {
@@ -558,11 +575,12 @@ cmd_start_worker() {
   ensure_secrets
   alive "worker-$host" && { echo "worker $host is already running"; return 0; }
   start_worker "$host"
-  if [[ "$host" == warehouse ]] && ! alive build-worker; then
-    rm -f "$CLUSTER_DIR/hosts/warehouse/run/build.sock"
-    start_build_worker
-  fi
+  if [[ "$host" == warehouse ]] && ! alive build-worker; then start_build_worker; fi
   wait_for "worker $host" worker_ready "worker-$host" || die "worker $host did not start"
+  if [[ "$host" == warehouse ]]; then
+    wait_for "the build worker" test -S "$CLUSTER_DIR/hosts/warehouse/run/build.sock" ||
+      die "the build worker did not start"
+  fi
   echo "worker $host started"
 }
 
