@@ -285,6 +285,45 @@ def test_every_airflow_service_has_one_store_and_one_installation(resolved: dict
     assert env["AIRFLOW__CORE__HOSTNAME_CALLABLE"] == "argusic.cluster_host.hostname"
 
 
+def test_every_airflow_setting_is_one_airflow_knows(resolved: dict) -> None:
+    """Each AIRFLOW__SECTION__KEY of the file names an option of Airflow's configuration (or of an
+    installed provider's): a misspelt or misplaced one would be ignored in silence. The celery
+    section's are checked where the Celery provider is installed (pinned for the cluster)."""
+    import importlib.util
+
+    from airflow.configuration import conf
+
+    known = conf.configuration_description
+    celery_installed = importlib.util.find_spec("airflow.providers.celery") is not None
+    checked = 0
+    for name, svc in airflow_services(resolved).items():
+        for variable in svc["environment"]:
+            if not variable.startswith("AIRFLOW__"):
+                continue
+            section, _, option = variable.removeprefix("AIRFLOW__").partition("__")
+            section, option = section.lower(), option.lower()
+            if section == "celery" and not celery_installed:
+                continue
+            assert option in known.get(section, {}).get("options", {}), (
+                f"{name}: {variable} is no Airflow option"
+            )
+            checked += 1
+    assert checked > 100
+
+
+def test_the_log_connection_is_one_airflow_reads(resolved: dict) -> None:
+    """AIRFLOW_CONN_ARGUSIC_S3 parses as an Airflow connection to the same store, without credentials
+    of its own (boto3 reads the AWS_* variables)."""
+    from airflow.models.connection import Connection
+
+    env = services(resolved)[WAREHOUSE_WORKER]["environment"]
+    assert env["AIRFLOW__LOGGING__REMOTE_LOG_CONN_ID"] == "argusic_s3"
+    connection = Connection.from_json(env["AIRFLOW_CONN_ARGUSIC_S3"], conn_id="argusic_s3")
+    assert connection.conn_type == "aws"
+    assert connection.extra_dejson["endpoint_url"] == env["AWS_ENDPOINT_URL"]
+    assert connection.login is None and connection.password is None
+
+
 def test_per_host_folders_are_the_containers_own(resolved: dict) -> None:
     """Runs cache, temp space and Airflow's log folder live on no volume (each container's own file
     system); the scratch folder only on the attempt worker, at the same path on the host."""
