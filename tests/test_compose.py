@@ -324,6 +324,78 @@ def test_the_log_connection_is_one_airflow_reads(resolved: dict) -> None:
     assert connection.login is None and connection.password is None
 
 
+# Parses each command line with Airflow's own CLI parser (no command runs); prints what it refused.
+PARSE_COMMANDS = """
+import json, sys
+from airflow.cli.cli_parser import get_parser
+
+parser = get_parser()
+refused = []
+for argv in json.loads(sys.argv[1]):
+    try:
+        parser.parse_args(argv)
+    except SystemExit:
+        refused.append(argv)
+if json.loads(sys.argv[2]):  # the Celery app the workers' health check pings
+    from airflow.providers.celery.executors import celery_executor
+    if not hasattr(celery_executor, "app"):
+        refused.append(["celery", "--app", "airflow.providers.celery.executors.celery_executor.app"])
+print(json.dumps(refused))
+"""
+
+
+def airflow_command_lines(resolved: dict) -> list[list[str]]:
+    """Every `airflow …` command line of the file: services run by the image's entrypoint (airflow),
+    the one-shot's shell command, and the health checks."""
+    import shlex
+
+    lines = []
+    for svc in airflow_services(resolved).values():
+        entrypoint = svc.get("entrypoint")
+        if entrypoint is None:
+            lines.append(command_of(svc))
+        elif entrypoint[:2] == ["/bin/bash", "-c"]:
+            for part in " ".join(command_of(svc)).split("&&"):
+                words = shlex.split(part)
+                assert words[0] == "airflow", part
+                lines.append(words[1:])
+        test = (svc.get("healthcheck") or {}).get("test") or []
+        if test[:2] == ["CMD", "airflow"]:
+            lines.append(test[2:])
+    return lines
+
+
+def test_airflow_accepts_every_command_line(resolved: dict, tmp_path: Path) -> None:
+    """api-server, scheduler, dag-processor, `triggerer --skip-serve-logs`, `celery worker --queues …
+    --concurrency …`, `db migrate`, `pools set …` and the health checks' `jobs check …` as Airflow's
+    CLI parses them (with the CeleryExecutor, as in the file). The Celery commands where the Celery
+    provider is installed (pinned for the cluster)."""
+    import importlib.util
+    import json
+    import os
+    import sys
+
+    celery = importlib.util.find_spec("airflow.providers.celery") is not None
+    lines = [line for line in airflow_command_lines(resolved) if celery or line[0] != "celery"]
+    assert len(lines) >= 10
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(tmp_path),
+        "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor" if celery else "LocalExecutor",
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PARSE_COMMANDS, json.dumps(lines), json.dumps(celery)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [], done.stderr[-2000:]
+
+
 def test_per_host_folders_are_the_containers_own(resolved: dict) -> None:
     """Runs cache, temp space and Airflow's log folder live on no volume (each container's own file
     system); the scratch folder only on the attempt worker, at the same path on the host."""
