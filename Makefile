@@ -105,3 +105,12 @@ build-worker: install
 
 clean:
 	rm -rf runs warehouse dbt_project/target dbt_project/logs
+
+# The production description (docker-compose.yml, docs/deployment.md) checked by Debian's
+# docker-compose (installed when missing): the file and .env.example must resolve and validate.
+.PHONY: compose-tool compose-check
+compose-tool:
+	bash scripts/setup_compose.sh
+
+compose-check: compose-tool
+	docker-compose -f docker-compose.yml --env-file .env.example config -q
