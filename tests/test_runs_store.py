@@ -192,3 +192,20 @@ def test_real_budgets_on_the_forge_are_checked_from_a_pool_in_the_store(
     require_scaled_budgets_on_the_forge(pool, demo=True, budget_scale=None)
     monkeypatch.setenv("ARGUSIC_FORGE_DIR", str(isolated / "another-forge"))
     require_scaled_budgets_on_the_forge(pool, demo=False, budget_scale=None)  # not the forge's pool
+
+
+def test_the_key_sweep_keeps_keys_of_attempts_running_on_other_hosts(
+    s3_runs: str, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a cluster the warehouse host sees none of the attempt hosts' containers or folders: a key's
+    attempt counts as running until its record is in the runs store (then the key is swept)."""
+    from argusic.maintenance import running_attempt_ids
+
+    _host(monkeypatch, isolated, "warehouse")
+    monkeypatch.setattr("argusic.executor.docker_available", lambda: False)
+    finished, elsewhere = "2026-12-cl.board.readme-runner.p1.a1", "2026-12-cl.board.readme-runner.p1.a2"
+    runs_store.shared().write(f"2026-12-cl/{finished}/run_record.json", b"{}", write_once=True)
+    running = running_attempt_ids({finished, elsewhere, "../odd"})
+    assert elsewhere in running and "../odd" in running and finished not in running
+    monkeypatch.delenv("ARGUSIC_RUNS_URL")
+    assert running_attempt_ids({elsewhere}) == set()  # one machine: its own containers and folders

@@ -5,6 +5,7 @@ objects (``argusic.settings.installation_id()``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
@@ -30,10 +31,12 @@ def sweep_debris() -> list[str]:
     return sweep()
 
 
-def running_attempt_ids() -> set[str]:
+def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
     """Attempts that may still hold a key: a live container of this installation, or a folder
     without its run record yet (starting, or its worker died before writing it — those keys expire
-    at the gateway anyway)."""
+    at the gateway anyway). On a cluster this host sees only its own containers and folders: each of
+    `candidates` (the attempts the keys name) also counts as running until its run record is in the
+    runs store, wherever it runs."""
     from argusic.containment import INSTALLATION_LABEL
     from argusic.executor import LABEL, docker_available
     from argusic.settings import installation_id
@@ -49,7 +52,22 @@ def running_attempt_ids() -> set[str]:
     for folder in [*runs_dir().glob("*/*"), *runs_dir().glob("reproductions/*/*")]:
         if (folder / "out").is_dir() and not (folder / "run_record.json").exists():
             running.add(folder.name)
+    from argusic.runs_store import shared
+
+    if (store := shared()) is not None:
+        running |= {a for a in candidates if not _recorded_in(store, a)}
     return running
+
+
+def _recorded_in(store, attempt_id: str) -> bool:
+    """Whether the attempt's run record is in the runs store (`<cycle>/<attempt>/run_record.json`; the
+    cycle is the id's first part). An id that names no such key counts as not recorded: kept."""
+    from argusic.runs_store import RunsStoreError
+
+    try:
+        return store.exists(f"{attempt_id.split('.', 1)[0]}/{attempt_id}/run_record.json")
+    except RunsStoreError:
+        return False
 
 
 def sweep_model_keys() -> dict:
@@ -61,7 +79,9 @@ def sweep_model_keys() -> dict:
         return {"configured": False, "deleted": []}
     from argusic.keys import LiteLLMKeyBroker
 
-    deleted = LiteLLMKeyBroker.from_env().sweep(running_attempt_ids())
+    broker = LiteLLMKeyBroker.from_env()
+    named = {ref.attempt_id for ref in broker.list_attempt_keys() if ref.attempt_id}
+    deleted = broker.sweep(running_attempt_ids(named))
     return {"configured": True, "deleted": [ref.alias for ref in deleted]}
 
 
