@@ -203,6 +203,10 @@ airflow_common_env() {
   # A lost worker's running tasks are failed (then retried) once they miss heartbeats this long:
   # Airflow's 300 s by default; 90 s here, still well above a loaded task's heartbeat gaps.
   export AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT="${AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT:-90}"
+  # A restarted scheduler checks heartbeats only of the task instances it queued itself, and adopts
+  # those a dead scheduler queued every this many seconds (Airflow's 300 s by default): measured, a
+  # worker lost just before a scheduler restart had its tasks retried 5 min later; 60 s here.
+  export AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL="${AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL:-60}"
   export AIRFLOW__CORE__DAGS_FOLDER="$DAGS_FOLDER"
   export AIRFLOW_UI_HOST=127.0.0.1 AIRFLOW_UI_PORT="$API_PORT"
   export AIRFLOW__API__HOST=127.0.0.1 AIRFLOW__API__PORT="$API_PORT"
