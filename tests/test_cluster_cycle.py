@@ -241,13 +241,7 @@ def _cycle_with_a_lost_worker(
         api.send("PATCH", f"/dags/{dag_id}", {"is_paused": False})
 
     run_id = f"cycle__{CYCLE}__{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    conf = {
-        "cycle_id": CYCLE,
-        "catalogue": str(catalogue),
-        "pool_size": POOL_SIZE,
-        "agents": ["readme-runner"],
-        "demo": True,
-    }
+    conf = _cycle_conf(catalogue)
     api.send(
         "POST", "/dags/argusic_cycle/dagRuns", {"dag_run_id": run_id, "logical_date": None, "conf": conf}
     )
@@ -329,6 +323,17 @@ def _cycle_with_a_lost_worker(
     single = _single_machine_board(tmp_path / "single", catalogue)
     _same_board(cluster_board, single)
     print(f"boards equal: {len(single['rows'])} row(s), {len(single['projects'])} project(s)")
+
+
+def _cycle_conf(catalogue: Path) -> dict:
+    """The cycle both runs trigger: the same pool, agent and (demo) budgets."""
+    return {
+        "cycle_id": CYCLE,
+        "catalogue": str(catalogue),
+        "pool_size": POOL_SIZE,
+        "agents": ["readme-runner"],
+        "demo": True,
+    }
 
 
 def _recorded(cluster_dir: Path) -> dict[str, str]:
@@ -426,13 +431,7 @@ def _single_machine_board(base: Path, catalogue: Path) -> dict:
     assert migrate.returncode == 0, migrate.stderr[-4000:]
     port = free_port()
     env = env_for(home / "airflow", base, ARGUSIC_EXECUTOR="docker", AIRFLOW_UI_PORT=str(port))
-    conf = {
-        "cycle_id": CYCLE,
-        "catalogue": str(catalogue),
-        "pool_size": POOL_SIZE,
-        "agents": ["readme-runner"],
-        "demo": True,
-    }
+    conf = _cycle_conf(catalogue)
     with api_server(env, base / "api-server.log", port) as server:
         ops = Person(server["url"], "admin", server["passwords"]["admin"])
         with Answerer(ops, lambda detail: (ops, "Approve", "single machine reference")) as answerer:
