@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: install docker image agents-image demo test test-fast lint format airflow-ui airflow-screenshots \
-	build-worker clean player browser notebook sql docs terminal-tools
+	build-worker clean player browser notebook sql docs terminal-tools cluster cluster-stop cluster-status
 .DEFAULT_GOAL := install
 PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
 
@@ -68,6 +68,17 @@ notebook: install
 
 airflow-ui: install
 	bash scripts/airflow_ui.sh
+
+# The Celery cluster on this machine's loopback (Postgres, Redis, moto S3, Airflow's services, two
+# attempt workers, the warehouse worker): state in .cluster/ (ARGUSIC_CLUSTER_DIR); docs/airflow.md.
+cluster: install
+	bash scripts/cluster.sh start
+
+cluster-stop:
+	bash scripts/cluster.sh stop
+
+cluster-status:
+	bash scripts/cluster.sh status
 
 # Analysts: the analyst copy (warehouse/analyst/, published by every successful build) in an SQL shell
 # (Harlequin, read-only; `argusic sql "SELECT …"` for one statement), and dbt's docs on 127.0.0.1.
