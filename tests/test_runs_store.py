@@ -172,3 +172,23 @@ def test_a_second_host_that_plans_the_cycle_differently_is_refused(
         write_plan(
             pool, ["readme-runner"], attempts_per_pair=1, demo=True, budget_scale=0.5, executor="local"
         )
+
+
+def test_real_budgets_on_the_forge_are_checked_from_a_pool_in_the_store(
+    s3_runs: str, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """plan's first check reads the pool prepare_pool left in the store (another host drew it): the
+    forge's fixtures with real budgets are refused with the fix, any other pool passes."""
+    from argusic.airflow_tasks import ConfigurationError, require_scaled_budgets_on_the_forge, resolve_pool
+    from argusic.forge import build_forge
+
+    catalogue = build_forge(isolated / "forge")
+    _host(monkeypatch, isolated, "warehouse")
+    pool = resolve_pool("2026-12-cb", catalogue=str(catalogue), size=2)
+    assert pool.startswith(s3_runs + "/")
+    _host(monkeypatch, isolated, "other")
+    with pytest.raises(ConfigurationError, match="demo forge's fixture projects"):
+        require_scaled_budgets_on_the_forge(pool, demo=False, budget_scale=None)
+    require_scaled_budgets_on_the_forge(pool, demo=True, budget_scale=None)
+    monkeypatch.setenv("ARGUSIC_FORGE_DIR", str(isolated / "another-forge"))
+    require_scaled_budgets_on_the_forge(pool, demo=False, budget_scale=None)  # not the forge's pool

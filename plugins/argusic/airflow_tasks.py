@@ -101,8 +101,10 @@ def require_scaled_budgets_on_the_forge(
 
     if demo or budget_scale:
         return
+    from argusic.runs_store import local_path
+
     repos = (forge_dir() / "repos").resolve()
-    pool = load_pool(Path(pool_path))
+    pool = load_pool(local_path(pool_path))  # on a cluster: a runs store URI, pulled to this host
     if pool.entries and all(Path(e.repo_url).resolve().is_relative_to(repos) for e in pool.entries):
         raise ConfigurationError(
             f"cycle {pool.cycle_id}: the pool is the demo forge's fixture projects ({repos}) with real "
