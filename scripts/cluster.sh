@@ -26,7 +26,10 @@
 #   ARGUSIC_CLUSTER_ATTEMPT_CONCURRENCY  per attempt worker (default: cores / cpus of one attempt)
 #   ARGUSIC_CLUSTER_WAREHOUSE_CONCURRENCY (2)   ARGUSIC_CLUSTER_STOP_GRACE seconds (30)
 #   ARGUSIC_CLUSTER_PG_USER    the unprivileged user Postgres runs as when started by root (postgres)
-#   ARGUSIC_CLUSTER_START_TIMEOUT seconds (240)
+#   ARGUSIC_CLUSTER_START_TIMEOUT seconds (240)   ARGUSIC_CLUSTER_PG_BIN (/usr/lib/postgresql/15/bin)
+# Any other AIRFLOW__* exported before a subcommand reaches the processes it starts (e.g.
+# AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT, AIRFLOW__SCHEDULER__MAX_TIS_PER_QUERY).
+# Missing Debian packages (postgresql-15, redis-server) are installed with apt-get when run as root.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${AIRFLOW_BIN:-$ROOT/.venv/bin}"
@@ -272,6 +275,13 @@ launch() {  # component command... : in its host's environment, own session, PID
 # ---------------------------------------------------------------------------------------------------
 # Components.
 
+apt_install() {  # Debian package: installed when missing, as scripts/setup_docker.sh does for docker
+  log "installing Debian's $1"
+  [[ $EUID -eq 0 ]] || die "$1 is missing and only root can install it: apt-get install $1"
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$1" >/dev/null
+}
+
 pg_user() {
   if [[ $EUID -eq 0 ]]; then echo "${ARGUSIC_CLUSTER_PG_USER:-postgres}"; else id -un; fi
 }
@@ -286,7 +296,8 @@ as_pg() {  # run as the Postgres user (root cannot run postgres); setpriv execs,
 
 start_postgres() {
   local dir="$CLUSTER_DIR/postgres"
-  [[ -x "$PG_BIN/postgres" ]] || die "no PostgreSQL 15 in $PG_BIN: apt-get install postgresql-15"
+  [[ -x "$PG_BIN/postgres" ]] || apt_install postgresql-15
+  [[ -x "$PG_BIN/postgres" ]] || die "no PostgreSQL 15 in $PG_BIN (ARGUSIC_CLUSTER_PG_BIN)"
   mkdir -p "$dir/run"
   [[ $EUID -ne 0 ]] || chown -R "$(pg_user):" "$dir"
   chmod 700 "$dir"
@@ -304,7 +315,7 @@ start_postgres() {
   local as=()
   [[ $EUID -ne 0 ]] || as=(setpriv --reuid="$(pg_user)" --regid="$(id -g "$(pg_user)")" --clear-groups --)
   launch postgres "${as[@]}" "$PG_BIN/postgres" -D "$dir/data" -c listen_addresses=127.0.0.1 \
-    -c port="$PG_PORT" -c unix_socket_directories="$dir/run" -c max_connections=300 -c fsync=off
+    -c port="$PG_PORT" -c unix_socket_directories="$dir/run" -c max_connections=300
   for _ in $(seq 1 60); do
     "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
     sleep 0.5
@@ -317,12 +328,7 @@ start_postgres() {
 }
 
 start_redis() {
-  if ! command -v redis-server >/dev/null 2>&1; then
-    log "installing Debian's redis-server"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=300 update -qq
-    apt-get -o DPkg::Lock::Timeout=300 install -y -qq redis-server >/dev/null
-  fi
+  command -v redis-server >/dev/null 2>&1 || apt_install redis-server
   local dir="$CLUSTER_DIR/redis"
   mkdir -p "$dir"
   # The password in a file (mode 600), not on a command line; no persistence: the broker's queue is
@@ -500,11 +506,17 @@ cmd_start() {
 }
 
 stop_all() {
+  local t=$SECONDS
   stop_components TERM "${WORKERS[@]}"
+  log "workers stopped in $((SECONDS - t)) s"
+  t=$SECONDS
   stop_components TERM "${SERVICES[@]}"
+  log "Airflow's services stopped in $((SECONDS - t)) s"
+  t=$SECONDS
   stop_components TERM s3 redis
   # Postgres: SIGINT is its fast shutdown (SIGTERM waits for every client to disconnect).
   stop_components INT postgres
+  log "the stores stopped in $((SECONDS - t)) s"
 }
 
 cmd_stop() {
@@ -562,10 +574,10 @@ cmd_start_worker() {
 cmd_restart_scheduler() {
   load_settings
   ensure_secrets
-  if [[ "${1:-}" == "--kill" ]]; then kill_session scheduler; else stop_components TERM scheduler; fi
-  launch scheduler airflow scheduler --skip-serve-logs
   local since
+  if [[ "${1:-}" == "--kill" ]]; then kill_session scheduler; else stop_components TERM scheduler; fi
   since="$(date +%s)"
+  launch scheduler airflow scheduler --skip-serve-logs
   wait_for "the scheduler" scheduler_beat_since "$since" || die "the scheduler did not come back"
   echo "scheduler restarted (PID $(pid_of scheduler))"
 }
