@@ -267,6 +267,40 @@ def docker_baseline(repeat: int) -> dict:
     return {"image": image, "seconds": [round(t, 3) for t in times], **summary(times)}
 
 
+ACCESS_LINE = re.compile(
+    r"^(?P<ts>\S+Z) .*\[http\.access\].*duration_us=(?P<us>\d+)"
+    r".*method=(?P<method>\w+) path=/execution/(?P<path>\S*)"
+)
+
+
+def execution_api_requests(cluster: Cluster, start: datetime, end: datetime) -> dict:
+    """The Execution API requests the api-server logged between `start` and `end` (what the workers'
+    task processes asked: start, heartbeats, XComs, rendered fields, the end), by kind: count and
+    median milliseconds. Every task's every state change and heartbeat goes through here."""
+    log = cluster.folder / "logs" / "api-server.log"
+    kinds: dict[str, list[float]] = {}
+    if log.exists():
+        for line in log.read_text(errors="replace").splitlines():
+            match = ACCESS_LINE.match(line)
+            if not match:
+                continue
+            moment = datetime.fromisoformat(match["ts"].replace("Z", "+00:00"))
+            if not start <= moment <= end:
+                continue
+            segments = match["path"].split("?")[0].split("/")
+            what = segments[0] + (
+                f"/{segments[2]}" if segments[0] == "task-instances" and len(segments) > 2 else ""
+            )
+            kinds.setdefault(f"{match['method']} {what}", []).append(int(match["us"]) / 1000)
+    return {
+        "total": sum(len(v) for v in kinds.values()),
+        "by_kind": {
+            k: {"n": len(v), "median_ms": round(quantile(v, 0.5), 1)}
+            for k, v in sorted(kinds.items(), key=lambda kv: -len(kv[1]))
+        },
+    }
+
+
 def dagbag_parse_seconds(work: Path, repeat: int = 3) -> dict:
     """argusic_cycle.py's parse time in a DagBag fill in a fresh process (`airflow dags report`'s
     figure: the file's import, DAG construction included), `repeat` fresh processes."""
@@ -473,6 +507,9 @@ def measure_size(api: BenchApi, cluster: Cluster, db, size: int, catalogue: Path
         "slot_seconds_per_attempt": round(slots * window / len(done), 3) if slots and done else None,
         "by_worker": hosts,
         "cpu": cpu_used,
+        "execution_api": execution_api_requests(
+            cluster, window_start, datetime.fromtimestamp(t0 + window, UTC)
+        ),
     }
 
 
@@ -562,6 +599,13 @@ def print_report(result: dict) -> None:
             f"CPU-s; load average at the end {' '.join(c['loadavg_at_end'])}"
         )
         print("  by component (CPU-s): " + ", ".join(f"{k} {v}" for k, v in c["by_component"].items()))
+        api = s["execution_api"]
+        if api["total"] and s["finished_in_window"]:
+            print(
+                f"  Execution API requests in the window: {api['total']} "
+                f"({api['total'] / s['finished_in_window']:.1f} per finished attempt): "
+                + ", ".join(f"{k} {v['n']} (median {v['median_ms']} ms)" for k, v in api["by_kind"].items())
+            )
         if s["finished_in_window"]:
             print(
                 f"  CPU-s per finished attempt: {c['cluster_seconds'] / s['finished_in_window']:.2f} "

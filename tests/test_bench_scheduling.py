@@ -163,6 +163,7 @@ def test_bench_scheduling_smoke_on_its_own_cluster(tmp_path) -> None:
     assert size["finished_in_window"] == 12
     assert size["queued_to_end"]["n"] == 12 and size["start_to_end"]["n"] == 12
     assert size["throughput_per_second"] > 0
+    assert size["execution_api"]["by_kind"]["PATCH task-instances/state"]["n"] >= 12  # each one's end
     assert set(size["by_worker"]) <= {"attempts-1", "attempts-2"} and sum(size["by_worker"].values()) == 12
     assert result["docker_baseline"]["n"] == 2 and result["docker_baseline"]["median"] > 0
     assert result["parse"]["dagbag"]["n"] >= 1
