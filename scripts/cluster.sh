@@ -267,6 +267,8 @@ launch() {  # component command... : in its host's environment, own session, PID
       *) host_env "$host" ;;
     esac
     cd "$CLUSTER_DIR/hosts/$host" 2>/dev/null || cd "$CLUSTER_DIR"
+    # Logs are appended across restarts: readiness is read only from what this start writes.
+    stat -c %s "$LOGS/$name.log" 2>/dev/null >"$PIDS/$name.logstart" || echo 0 >"$PIDS/$name.logstart"
     setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
     echo $! >"$PIDS/$name.pid"
   )
@@ -403,12 +405,15 @@ start_build_worker() {
   # It exits cleanly after 500 requests (bounded memory): this loop is its supervisor.
   local sock="$CLUSTER_DIR/hosts/warehouse/run/build.sock"
   ((${#sock} < 100)) || die "the build worker's socket path is too long for a Unix socket: $sock"
+  rm -f "$sock"  # left by a killed build worker; readiness is the new socket
   launch build-worker bash -c 'while :; do argusic build-worker --socket "$0"; sleep 1; done' "$sock"
 }
 
-worker_ready() {  # component: Celery logs "<node> ready." once it consumes
-  local name="$1"
-  alive "$name" && grep -q "@$INSTALLATION ready\." "$LOGS/$name.log" 2>/dev/null
+worker_ready() {  # component: Celery logs "<node> ready." once it consumes (since this start)
+  local name="$1" from
+  alive "$name" || return 1
+  from="$(cat "$PIDS/$name.logstart" 2>/dev/null || echo 0)"
+  tail -c "+$((from + 1))" "$LOGS/$name.log" 2>/dev/null | grep -q "@$INSTALLATION ready\."
 }
 
 health() { curl -fsS --max-time 5 "http://127.0.0.1:$API_PORT/api/v2/monitor/health" 2>/dev/null; }
@@ -478,7 +483,7 @@ cmd_start() {
   if [[ ${#running[@]} -gt 0 ]]; then
     die "the cluster in $CLUSTER_DIR is partly running (${running[*]}; not: ${dead[*]:-none}): stop it first"
   fi
-  rm -f "$PIDS"/*.pid
+  rm -f "$PIDS"/*.pid "$PIDS"/*.logstart
   local started=$SECONDS
   choose_settings
   ensure_secrets
@@ -563,11 +568,12 @@ cmd_start_worker() {
   ensure_secrets
   alive "worker-$host" && { echo "worker $host is already running"; return 0; }
   start_worker "$host"
-  if [[ "$host" == warehouse ]] && ! alive build-worker; then
-    rm -f "$CLUSTER_DIR/hosts/warehouse/run/build.sock"
-    start_build_worker
-  fi
+  if [[ "$host" == warehouse ]] && ! alive build-worker; then start_build_worker; fi
   wait_for "worker $host" worker_ready "worker-$host" || die "worker $host did not start"
+  if [[ "$host" == warehouse ]]; then
+    wait_for "the build worker" test -S "$CLUSTER_DIR/hosts/warehouse/run/build.sock" ||
+      die "the build worker did not start"
+  fi
   echo "worker $host started"
 }
 

@@ -303,15 +303,28 @@ def test_cluster_runs_a_task_on_every_queue_and_stops_clean() -> None:
             assert f"ARGUSIC_WAREHOUSE={expected_warehouse} " in log
             assert "ARGUSIC_RUNS_URL=s3://argusic/runs" in log
 
-        # A lost host: SIGKILL to the worker's session, then started again.
-        worker_pid = int((cluster_dir / "pids" / "worker-attempts-2.pid").read_text())
-        killed = _script("kill-worker", "attempts-2", cluster_dir=cluster_dir)
+        # A lost host (the warehouse: its Celery worker and its build worker) SIGKILLed, then back.
+        lost = {
+            int((cluster_dir / "pids" / f"{name}.pid").read_text())
+            for name in ("worker-warehouse", "build-worker")
+        }
+        killed = _script("kill-worker", "warehouse", cluster_dir=cluster_dir)
         assert killed.returncode == 0, killed.stderr
-        assert not _processes_in({worker_pid})
-        assert _script("status", cluster_dir=cluster_dir).returncode == 3
-        restarted = _script("start-worker", "attempts-2", cluster_dir=cluster_dir, timeout=240)
+        assert not _processes_in(lost)
+        status = _script("status", cluster_dir=cluster_dir)
+        assert status.returncode == 3
+        assert [
+            line.split()[3] for line in status.stdout.splitlines() if line.startswith(("worker-", "build-"))
+        ] == [
+            "alive",
+            "alive",
+            "down",
+            "down",
+        ]
+        restarted = _script("start-worker", "warehouse", cluster_dir=cluster_dir, timeout=240)
         assert restarted.returncode == 0, restarted.stdout + restarted.stderr
         assert _script("status", cluster_dir=cluster_dir).returncode == 0
+        assert not _sessions(cluster_dir / "pids") & lost
 
         # The scheduler killed and started again schedules the next run.
         scheduler_pid = int((cluster_dir / "pids" / "scheduler.pid").read_text())
