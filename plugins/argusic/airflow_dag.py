@@ -101,8 +101,14 @@ def run_attempt_task(spec_path: str) -> list[str]:
     from airflow.sdk.exceptions import AirflowSkipException
 
     from argusic.airflow_tasks import attempt_story, run_planned_attempt
+    from argusic.bench_standin import StandinRefused, standin_requested
     from argusic.environment import EnvironmentRefused, HarnessUnrecorded
 
+    try:
+        if standin_requested():  # a benchmark worker (argusic.bench_standin): never a real cycle
+            return _bench_standin(spec_path)
+    except StandinRefused as err:
+        raise fail_at_once(err) from None
     try:
         paths = run_planned_attempt(spec_path, live_log=True)
     except (EnvironmentRefused, HarnessUnrecorded) as err:  # another harness than the cycle's: no retry
@@ -114,3 +120,26 @@ def run_attempt_task(spec_path: str) -> list[str]:
     if story.invalid:  # measured nothing that counts: not green; loaded by ingest, never scored
         raise AirflowSkipException(f"invalid after the bounded reruns: {story.label}")
     return paths
+
+
+def _bench_standin(spec_path: str) -> list[str]:
+    """The attempt as an instant stand-in (scripts/bench_scheduling.py): its spec is read as a real
+    attempt's is, nothing runs, nothing is recorded (StandinRefused unless its cycle is a benchmark's)."""
+    import logging
+
+    from airflow.sdk import get_current_context
+
+    from argusic.airflow_tasks import read_spec
+    from argusic.bench_standin import STANDIN_ENV, STANDIN_LABEL, standin_for
+
+    spec = read_spec(spec_path)
+    standin_for(spec.cycle_id, spec.attempt_id)  # raises StandinRefused for any other cycle
+    logging.getLogger("argusic.attempt").warning(
+        "BENCHMARK STAND-IN: attempt %s was not run (no container, no evidence, no run record): "
+        "%s=1 on this worker and cycle %s is a benchmark cycle",
+        spec.attempt_id,
+        STANDIN_ENV,
+        spec.cycle_id,
+    )
+    get_current_context()["attempt_result"] = STANDIN_LABEL
+    return []
