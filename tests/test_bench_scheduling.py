@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -130,10 +132,20 @@ def test_attempt_task_stands_in_only_in_a_bench_cycle(airflow_db, tmp_path) -> N
 
 @pytest.mark.slow
 @pytest.mark.docker
-def test_bench_scheduling_smoke_on_its_own_cluster(tmp_path) -> None:
+def test_bench_scheduling_smoke_on_its_own_cluster() -> None:
     """12 mapped stand-ins (4 projects x 3) through the real cluster: all measured, on the attempt
     workers only, and the cluster the script started is stopped again (nothing left in its sessions)."""
-    work = tmp_path / "work"
+    # Postgres runs as an unprivileged user: the cluster's folder must be reachable by it (pytest's
+    # temporary folders are not, mode 700).
+    work = Path(tempfile.mkdtemp(prefix="argusic-bench-smoke-", dir="/tmp"))
+    work.chmod(0o755)
+    try:
+        _smoke(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _smoke(work: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable,
