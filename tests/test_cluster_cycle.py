@@ -30,20 +30,13 @@ from pathlib import Path
 
 import pytest
 import requests
+from hitl_people import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / "scripts" / "cluster.sh"
 CYCLE = "2026-12-cl"
 POOL_SIZE = 3
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _cluster(env: dict[str, str], *args: str, timeout: float = 600) -> str:
