@@ -1,0 +1,1 @@
+"""Repair items from merged pull requests and their grader (issue 13, seed 001)."""
