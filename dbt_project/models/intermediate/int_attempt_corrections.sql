@@ -38,6 +38,7 @@ disputes as (
 loaded as (
 
     select attempt_id, rerun_of from {{ ref('stg_run_records') }}
+    where purpose in ('board', 'verdict')  -- a repair attempt never corrects a scored one
 
 )
 

@@ -1,8 +1,10 @@
 -- One row per attempt with its validity. An invalid attempt is kept with every reason that
--- applies, never scored, never on the board (RULES.md sections 8 and 11).
+-- applies, never scored, never on the board (RULES.md sections 8 and 11). Only the rubric's purposes
+-- (board, verdict): repair attempts are graded by the repair grader (marts.repair_runs), not scored.
 with attempts as (
 
     select * from {{ ref('stg_run_records') }}
+    where purpose in ('board', 'verdict')
 
 ),
 

@@ -18,6 +18,7 @@ first_runs as (
         count(distinct cycle_id) as cycles_recorded
     from {{ ref('stg_run_records') }}
     where harness_edition is not null
+        and purpose in ('board', 'verdict')  -- the rubric's attempts; repair runs are graded apart
     group by harness_edition
 
 ),

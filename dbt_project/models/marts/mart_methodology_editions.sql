@@ -15,6 +15,7 @@ first_runs as (
         min(started_at) as first_run_at,
         count(*) as runs_recorded
     from {{ ref('stg_run_records') }}
+    where purpose in ('board', 'verdict')  -- the rubric's attempts; repair runs are graded apart
     group by methodology_version
 
 ),

@@ -56,7 +56,8 @@ attempts as (
 
 ),
 
--- complete attempts (valid: worked until it stopped or hit the time limit) by each agent, any purpose
+-- complete attempts (valid: worked until it stopped or hit the time limit) by each agent, board or
+-- verdict purpose (int_attempt_scores holds no other: repair attempts are graded apart)
 completed_by_agent as (
 
     select

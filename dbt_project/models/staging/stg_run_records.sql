@@ -72,7 +72,14 @@ renamed as (
         limit_disk_bytes,
         network_mode,
         limit_budget_seconds,
-        display
+        display,
+
+        -- usage and model as the record states them (null when the record says unavailable): the
+        -- inputs of the cost rule (int_attempt_costs), never the client's own cost estimate
+        try_cast(json_extract(record_json, '$.usage.input_tokens.value') as bigint) as input_tokens,
+        try_cast(json_extract(record_json, '$.usage.output_tokens.value') as bigint) as output_tokens,
+        json_extract_string(record_json, '$.model.responded') as model_responded,
+        json_extract_string(record_json, '$.model.requested') as model_requested
 
     from source
 

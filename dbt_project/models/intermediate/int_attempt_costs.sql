@@ -1,0 +1,37 @@
+-- One row per attempt (attempt_id): what its model use cost, from the usage tokens its record states
+-- times the model's unit prices (seed model_prices), never the client's own estimate (seed 001).
+-- The model is the one that answered (model.responded), else the one asked for. Null when either
+-- token count is unavailable or the model has no price: an unknown cost is never 0.
+with records as (
+
+    select
+        attempt_id,
+        agent_id,
+        input_tokens,
+        output_tokens,
+        coalesce(model_responded, model_requested) as model
+    from {{ ref('stg_run_records') }}
+
+),
+
+prices as (
+
+    select * from {{ ref('model_prices') }}
+
+)
+
+select
+    records.attempt_id,
+    records.agent_id,
+    records.model,
+    records.input_tokens,
+    records.output_tokens,
+    prices.model is not null as has_price,
+    cast(
+        (records.input_tokens * prices.usd_per_million_input_tokens
+            + records.output_tokens * prices.usd_per_million_output_tokens) / 1000000
+        as decimal(18, 6)
+    ) as cost_usd_from_tokens
+from records
+left join prices
+    on prices.model = records.model
