@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image demo test test-fast lint format airflow-ui airflow-screenshots \
+.PHONY: install docker image agents-image grader-image demo test test-fast lint format airflow-ui airflow-screenshots \
 	build-worker clean player browser notebook sql docs terminal-tools cluster cluster-stop cluster-status
 .DEFAULT_GOAL := install
 PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
@@ -43,7 +43,11 @@ agents-image: image
 	command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null)
 	bash scripts/build_agents_image.sh
 
-demo: install image
+# The repair grader image (issue 13): the runner's layout plus Debian's python3-pytest, built the same way.
+grader-image: docker
+	bash scripts/build_grader_image.sh
+
+demo: install image grader-image
 	$(BIN)/argusic demo
 
 lint: install
@@ -54,7 +58,7 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: install image agents-image browser terminal-tools lint
+test: install image agents-image grader-image browser terminal-tools lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
 	$(BIN)/pytest -q

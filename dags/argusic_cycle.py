@@ -50,6 +50,15 @@ disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (
    `<ARGUSIC_PUBLISH_DIR>/<cycle>/board.json`, and its log lists this run's attempts **as the
    rubric scored them**: outcome, points, score.
 
+**Repair attempts** (opt-in, issue #13): with `repair: true`, **plan_repair** plans one attempt per
+agent (`repair_agents`, else `agents`) × usable repair item of the pool's projects (or of
+`repair_projects`; items from `argusic_items`), and **run_repair_attempt** runs each: a fresh working
+copy of the item's base, the item's problem statement (and interface spec on the spec track), the
+patch collected, stored as evidence and graded in a fresh container. Their records (purpose repair)
+and grades go through **ingest**; they never reach the board. In a demo, `repair_agents:
+["repair-demo-gold", "repair-demo-none"]` are stand-ins (no model) that replay the gold patch or
+change nothing.
+
 Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` > 1 (docs/airflow.md).
 """
 
@@ -115,6 +124,29 @@ Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` 
             title="Attempts per pair",
             description="Attempts per agent x project. Empty: 3, the methodology's (fewer: incomplete sets).",
         ),
+        "repair": Param(
+            False,
+            type="boolean",
+            title="Repair attempts",
+            description="On: also run repair attempts (agent x usable repair item of the pool's projects), "
+            "graded apart from the board. Off: the board's attempts only.",
+        ),
+        "repair_agents": Param(
+            None,
+            type=["null", "array"],
+            items={"type": "string"},
+            title="Repair agents",
+            description="Agents of the repair attempts (external CLIs; in demos the stand-ins "
+            "repair-demo-gold, repair-demo-none). Empty: the run's agents.",
+        ),
+        "repair_projects": Param(
+            None,
+            type=["null", "array"],
+            items={"type": "string"},
+            title="Repair projects",
+            description="Projects whose usable repair items to attempt (items built by argusic_items). "
+            "Empty: the pool's projects.",
+        ),
         "shard_index": Param(
             0,
             type="integer",
@@ -178,22 +210,50 @@ def argusic_cycle():
     def run_attempt(spec_path: str) -> list[str]:
         return run_attempt_task(spec_path)
 
+    @task
+    def plan_repair(pool_path: str, params: dict) -> list[str]:
+        if not params.get("repair"):
+            return []  # opt-in: nothing mapped, run_repair_attempt is skipped
+        from argusic.environment import EnvironmentError_
+        from argusic.repair.dag_tasks import write_repair_plan
+        from argusic.repair.items import ItemError
+
+        try:
+            return write_repair_plan(
+                pool_path,
+                list(params.get("repair_agents") or params["agents"]),
+                projects=params.get("repair_projects"),
+                demo=bool(params.get("demo")),
+                budget_scale=params.get("budget_scale"),
+            )
+        except (ItemError, ValueError, EnvironmentError_) as err:  # RepairRefused is a ValueError
+            raise _fail_at_once(err) from None
+
+    @task(**ATTEMPT_TASK_ARGS)
+    def run_repair_attempt(spec_path: str) -> list[str]:
+        return run_attempt_task(spec_path)
+
     @task(**WAREHOUSE_TASK_ARGS, trigger_rule="none_failed")
-    def ingest(spec_paths: list[str], params: dict) -> dict[str, int]:
+    def ingest(spec_paths: list[str], repair_spec_paths: list[str], params: dict) -> dict[str, int]:
         from argusic.airflow_tasks import ingest_cycle_records, records_of_plan
         from argusic.cycle import CycleFailed
+        from argusic.repair.dag_tasks import ingest_items, repair_ingest_paths
 
         cycle_id = _cycle_id(params)
-        record_paths, missing = records_of_plan(spec_paths)
+        record_paths, missing = records_of_plan([*spec_paths, *repair_spec_paths])
         try:
             if missing:
                 raise CycleFailed(
                     f"cycle {cycle_id}: {len(missing)} planned attempt(s) have no run record (their task "
                     f"was marked done without running?): {', '.join(missing[:10])}. Clear those tasks."
                 )
-            return ingest_cycle_records(cycle_id, record_paths)
+            loaded = ingest_cycle_records(cycle_id, record_paths)
         except CycleFailed as err:
             raise _fail_at_once(err) from None  # nothing valid: never an empty board
+        if repair_spec_paths:  # the repair attempts' grades, beside their records
+            grades = ingest_items(repair_ingest_paths(record_paths))
+            loaded |= {f"repair_{k}": v for k, v in grades.items()}
+        return loaded
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build(ingested: dict[str, int]) -> str:
@@ -227,10 +287,13 @@ def argusic_cycle():
             logging.getLogger("argusic.publish").info("%s", line)
         return published
 
-    specs = plan(prepare_pool())
+    pool = prepare_pool()
+    specs = plan(pool)
     records = run_attempt.expand(spec_path=specs)
-    ingested = ingest(specs)
-    records >> ingested
+    repair_specs = plan_repair(pool)
+    repair_records = run_repair_attempt.expand(spec_path=repair_specs)
+    ingested = ingest(specs, repair_specs)
+    [records, repair_records] >> ingested
     prepared = prepare_publication(build(ingested))
     # A person approves the exact board (or rejects it: recorded with the reason, publish skipped).
     approval = PublicationApproval(task_id="approve_publication", prepared_task="prepare_publication")

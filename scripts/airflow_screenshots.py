@@ -394,6 +394,8 @@ def main() -> int:
         ]
         errors, logs = [], {}
         for ti in tis:
+            if ti["try_number"] == 0:  # never ran (the opt-in repair attempts, off): it has no log
+                continue
             events = api.log_events(run_id, ti)
             key = ti["task_id"] if ti["map_index"] < 0 else f"{ti['task_id']}[{ti['map_index']}]"
             logs[key] = [event_text(e) for e in events]

@@ -6,6 +6,8 @@
 # Attempts run as the unprivileged user `agent` (uid/gid 10001, home /home/agent) made here; the
 # values must match argusic.containment (AGENT_UID, AGENT_GID, AGENT_HOME, RUNNER_LAYOUT), and the
 # package list the Dockerfile's.
+# Other images built the same way (scripts/build_grader_image.sh) pass ARGUSIC_IMAGE_EXTRA_PACKAGES (comma
+# separated Debian packages added to the runner's), ARGUSIC_IMAGE_LAYOUT_LABEL and ARGUSIC_IMAGE_LAYOUT.
 set -euo pipefail
 
 TAG="${ARGUSIC_RUNNER_IMAGE:-argusic-runner:bookworm}"
@@ -14,10 +16,12 @@ SUITE="${ARGUSIC_RUNNER_SUITE:-bookworm}"
 # harness starts it on :99), xauth, Tk for Python, x11-utils (xdpyinfo, xwininfo: an agent can look at
 # the display without screenshots) and one font family. Layout 3 added them.
 PACKAGES="python3,git,ca-certificates,xvfb,xauth,python3-tk,x11-utils,fonts-dejavu-core"
-LAYOUT=3
+PACKAGES="$PACKAGES${ARGUSIC_IMAGE_EXTRA_PACKAGES:+,$ARGUSIC_IMAGE_EXTRA_PACKAGES}"
+LAYOUT_LABEL="${ARGUSIC_IMAGE_LAYOUT_LABEL:-argusic.runner.layout}"
+LAYOUT="${ARGUSIC_IMAGE_LAYOUT:-3}"
 AGENT_UID=10001
 
-layout=$(docker image inspect -f '{{ index .Config.Labels "argusic.runner.layout" }}' "$TAG" 2>/dev/null || true)
+layout=$(docker image inspect -f '{{ index .Config.Labels "'"$LAYOUT_LABEL"'" }}' "$TAG" 2>/dev/null || true)
 if [ "$layout" = "$LAYOUT" ]; then
   echo "build_runner_image: $TAG already present" >&2
   exit 0
@@ -48,7 +52,7 @@ chroot "$rootfs" useradd --uid "$AGENT_UID" --gid "$AGENT_UID" --create-home --h
 tar -C "$rootfs" -c . | docker import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV LANG=C.UTF-8' \
-  --change "LABEL argusic.runner.layout=$LAYOUT" \
+  --change "LABEL $LAYOUT_LABEL=$LAYOUT" \
   --change 'WORKDIR /workspace' \
   --change 'CMD ["/bin/bash"]' \
   - "$TAG" >/dev/null

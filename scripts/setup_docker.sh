@@ -18,7 +18,9 @@ fi
 echo "setup_docker: starting dockerd" >&2
 mkdir -p /var/log/argusic
 # No bridge traffic is wanted: attempts run with networking off; the default bridge stays for builds only.
-nohup dockerd --host=unix:///var/run/docker.sock >/var/log/argusic/dockerd.log 2>&1 &
+# setsid: the daemon leaves the caller's session and process group, so stopping whatever started it
+# (a test run's job, `kill -- -<pgid>`) does not take every other user's Docker down with it.
+setsid nohup dockerd --host=unix:///var/run/docker.sock >>/var/log/argusic/dockerd.log 2>&1 </dev/null &
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then
     echo "setup_docker: dockerd is up" >&2

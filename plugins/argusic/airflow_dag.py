@@ -103,6 +103,7 @@ def run_attempt_task(spec_path: str) -> list[str]:
     from argusic.airflow_tasks import attempt_story, run_planned_attempt
     from argusic.bench_standin import StandinRefused, standin_requested
     from argusic.environment import EnvironmentRefused, HarnessUnrecorded
+    from argusic.repair.attempts import RepairRefused
 
     try:
         if standin_requested():  # a benchmark worker (argusic.bench_standin): never a real cycle
@@ -112,6 +113,8 @@ def run_attempt_task(spec_path: str) -> list[str]:
     try:
         paths = run_planned_attempt(spec_path, live_log=True)
     except (EnvironmentRefused, HarnessUnrecorded) as err:  # another harness than the cycle's: no retry
+        raise fail_at_once(err) from None
+    except RepairRefused as err:  # a repair item rebuilt since the plan, a stand-in outside a demo
         raise fail_at_once(err) from None
     story = attempt_story(spec_path, paths)
     for line in story.lines:

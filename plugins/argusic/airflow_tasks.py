@@ -305,6 +305,11 @@ def attempt_story(spec_path: str | Path, record_paths: list[str]) -> AttemptStor
     records = [load_record_file(Path(p)) for p in record_paths]
     last = records[-1]
     words = _result_words(last)
+    repair_lines: list[str] = []
+    if last.repair is not None:  # a repair attempt: its result is its grade, not a report
+        from argusic.repair.attempts import repair_story
+
+        words, repair_lines = repair_story(last, Path(record_paths[-1]))
     lines = [f"── {last.attempt_id}: {words}"]
     budget = f"budget {last.budget_seconds} s"
     if last.demo and last.effective_budget_seconds:
@@ -328,13 +333,15 @@ def attempt_story(spec_path: str | Path, record_paths: list[str]) -> AttemptStor
         )
         lines.append(f"   verified how: {_text(r.verified_how)}")
         lines.append(f"   agent's final state: {_text(r.final_state)}")
-    elif last.end_reason == "timeout":
+    elif last.end_reason == "timeout" and last.repair is None:
         lines.append("   agent's report: none (a timeout scores 0 in every category, whatever was written)")
-    lines.append(
-        "   outcome, points and score: decided by the rubric (dbt: marts.attempt_scores) at `build`; "
-        f"listed in this run's `publish` log, `argusic attempts --cycle {last.cycle_id}` and "
-        f"published/{last.cycle_id}/attempts.json"
-    )
+    lines.extend(repair_lines)
+    if last.repair is None:
+        lines.append(
+            "   outcome, points and score: decided by the rubric (dbt: marts.attempt_scores) at `build`; "
+            f"listed in this run's `publish` log, `argusic attempts --cycle {last.cycle_id}` and "
+            f"published/{last.cycle_id}/attempts.json"
+        )
     shown = last.presentation
     if shown is not None and shown.withheld:
         lines.append(f"   served copy withheld: {_text(shown.withheld_reason)}")
@@ -354,9 +361,8 @@ def measured_records(spec: AttemptSpec) -> list[str] | None:
     """The run records of an attempt measured before (reruns included) when nothing is left to do for
     it (its last record is valid, or invalid after the bounded reruns); None when it is still to run
     or to resume."""
-    from argusic.attempt import existing_record
+    from argusic.attempt import existing_record, max_reruns_for
     from argusic.record import RecordError, load_record_file
-    from argusic.settings import orchestrator_config
 
     chain: list[str] = []
     current = spec
@@ -369,7 +375,7 @@ def measured_records(spec: AttemptSpec) -> list[str] | None:
         last = load_record_file(Path(chain[-1]))
     except (OSError, RecordError):
         return None  # damaged: running it again measures it again
-    done = last.invalid_reason is None or current.rerun_no > orchestrator_config().max_reruns
+    done = last.invalid_reason is None or current.rerun_no > max_reruns_for(spec)
     return chain if done else None
 
 
@@ -417,6 +423,15 @@ def ingest_records(record_paths: list[str]) -> dict[str, int]:
 
     result = ingest([Path(p) for p in record_paths], known_agents=known_agents())
     return {"files": result.files, "inserted": result.inserted, "already_present": result.already_present}
+
+
+def ingest_repair_records(paths: list[str]) -> dict[str, int]:
+    """Load repair items, validations and grades (files or folders: the items folder, the cycle's
+    grades) into raw.repair_*; counts by kind. After the run records: a grade of a repair attempt
+    is attributed to its agent through the attempt's run record (dbt: int_repair_grades_attributed)."""
+    from argusic.repair.ingest import ingest_repair_task
+
+    return ingest_repair_task(paths)
 
 
 def resolve_pool(

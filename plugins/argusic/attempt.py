@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from argusic.agents import driver_for
 from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
@@ -29,6 +29,7 @@ from argusic.record import (
     IdPart,
     RecordError,
     RunRecord,
+    Sha256,
     bound_texts,
     load_record_file,
     parse_record,
@@ -41,6 +42,18 @@ log = logging.getLogger(__name__)
 EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "report.json"}
 
 
+class RepairItemRef(BaseModel):
+    """The repair item an attempt of purpose `repair` works on: found as
+    `<items dir>/<project_id>/<item_id>.json` by the host that runs it, and refused there unless it
+    is this revision (an item rebuilt since the plan is another item)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    item_id: IdPart
+    revision: Sha256
+    track: Literal["basic", "spec"]
+
+
 class AttemptSpec(BaseModel):
     """Everything needed to run one attempt; small enough to travel through XCom."""
 
@@ -48,7 +61,7 @@ class AttemptSpec(BaseModel):
 
     # The attempt id's parts (run record contract): they name folders and containers too.
     cycle_id: IdPart
-    purpose: Literal["board", "verdict"] = "board"
+    purpose: Literal["board", "verdict", "repair"] = "board"
     agent_id: IdPart
     project_id: IdPart
     repo_url: str
@@ -58,6 +71,14 @@ class AttemptSpec(BaseModel):
     rerun_no: int = Field(0, ge=0)
     demo: bool = False
     budget_scale: float = Field(1.0, gt=0, le=1)
+    # Purpose repair only (and required there): the item; project_id stays the pool project.
+    item: RepairItemRef | None = None
+
+    @model_validator(mode="after")
+    def _item_with_repair(self) -> AttemptSpec:
+        if (self.purpose == "repair") != (self.item is not None):
+            raise ValueError("item: an attempt of purpose 'repair' names its item, and only such an attempt")
+        return self
 
     @property
     def attempt_id(self) -> str:
@@ -68,7 +89,8 @@ class AttemptSpec(BaseModel):
     def label(self) -> str:
         """How ops find the attempt in the Airflow UI."""
         rerun = f" (rerun {self.rerun_no})" if self.rerun_no else ""
-        return f"{self.agent_id} / {self.project_id} / attempt {self.attempt_no}{rerun}"
+        item = f" / item {self.item.item_id}" if self.item is not None else ""
+        return f"{self.agent_id} / {self.project_id}{item} / attempt {self.attempt_no}{rerun}"
 
     def rerun(self) -> AttemptSpec:
         return self.model_copy(update={"rerun_no": self.rerun_no + 1})
@@ -345,7 +367,16 @@ def run_attempt(
 
     An agent routed through our gateway gets a key made for this attempt alone, deleted when the
     container is gone whatever the ending; if the key cannot be made, KeyUnavailable is raised and the
-    attempt does not start (the task is retried; never a shared-key fallback)."""
+    attempt does not start (the task is retried; never a shared-key fallback).
+
+    A repair attempt (purpose `repair`) takes its own path (``argusic.repair.attempts``): a fresh
+    working copy of the item's base, the item's prompt, the patch collected and graded."""
+    if spec.purpose == "repair":
+        from argusic.repair.attempts import run_repair_attempt
+
+        return run_repair_attempt(spec, executor, store, base_dir, broker, live_log=live_log)
+    if driver_for(spec.agent_id).harness_name == "repair-demo-stand-in":
+        raise ValueError(f"{spec.agent_id} is a repair demo stand-in: it makes repair attempts only")
     folder = attempt_dir(spec, base_dir)
     record_path = folder / "run_record.json"
     if record_path.exists():
@@ -452,6 +483,16 @@ def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
     return parse_record(doc, source=record.attempt_id)
 
 
+def max_reruns_for(spec: AttemptSpec) -> int:
+    """Bounded automatic reruns of an invalid attempt: [attempts] max_reruns, and for a repair attempt
+    [repair] max_reruns (the seed: infrastructure failures are retried once)."""
+    if spec.purpose == "repair":
+        from argusic.repair.attempts import repair_limits
+
+        return repair_limits().max_reruns
+    return orchestrator_config().max_reruns
+
+
 def run_with_reruns(
     spec: AttemptSpec,
     executor: Executor | None = None,
@@ -462,7 +503,7 @@ def run_with_reruns(
 ) -> list[Path]:
     """Run an attempt; rerun it (bounded) while its record is invalid. Returns every record made."""
     paths = []
-    max_reruns = orchestrator_config().max_reruns
+    max_reruns = max_reruns_for(spec)
     current = spec
     while True:
         existing_record(current, base_dir)  # on a cluster: measured on another host before? pulled here

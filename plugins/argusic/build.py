@@ -698,7 +698,8 @@ def served_link(attempt: dict[str, Any], kind: str, base: str | None) -> str | N
 
 # Target kinds the methodology declares (section 2). Only the declaration is typed here: a kind's
 # status is counted from the run records at publication. A run record (argusic.run_record/1) names a
-# git commit, so every recorded run is of a repository.
+# git commit, so every recorded run is of a repository. Install-and-run attempts only (board and
+# verdict, what the site publishes): the repair track's attempts are reported by marts.repair_*.
 TARGET_KINDS = (
     ("repository", "Source repositories"),
     ("huggingface_model", "Hugging Face models"),
@@ -713,6 +714,7 @@ TARGET_KINDS = (
 RECORDED_KIND_SQL = """
 SELECT 'repository' AS kind, count(DISTINCT project_id) AS targets_tested, count(*) AS runs_recorded
 FROM raw.run_records
+WHERE purpose IN ('board', 'verdict')
 """
 
 

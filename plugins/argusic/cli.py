@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -770,7 +771,7 @@ def demo(
     from argusic.decisions import utc_now
     from argusic.environment import EnvironmentError_
     from argusic.executor import get_executor
-    from argusic.forge import build_forge
+    from argusic.forge import build_forge, build_repair_forge
     from argusic.pool import CatalogueError
     from argusic.review.publication import prepare as prepare_publication
     from argusic.review.publication import publish_approved
@@ -784,6 +785,7 @@ def demo(
     except (ValueError, RuntimeError) as err:
         _fail(str(err))
     catalogue = build_forge(forge_dir())
+    build_repair_forge(forge_dir())  # repairkit's merged pull requests, for repair items (issue 13)
     try:
         pool_path = local_path(steps.resolve_pool(cycle, None, str(catalogue)))
     except (CatalogueError, ValueError) as err:
@@ -805,9 +807,16 @@ def demo(
             + "\n  ".join(not_started)
             + "\nFix the cause and run `argusic demo` again: finished attempts are not measured twice."
         )
+    repair = _demo_repair_round(cycle, runner)
     try:
         with _warehouse_errors(), console.status("warehouse: loading the records, dbt build, expectations…"):
-            result = do_ingest([Path(p).parent for p in records], known_agents=known_agents())
+            result = do_ingest(
+                [Path(p).parent for p in [*records, *repair["records"]]], known_agents=known_agents()
+            )
+            if repair["ingest"]:  # repairkit's items, validations and the stand-ins' grades
+                from argusic.repair.dag_tasks import ingest_items
+
+                ingest_items(repair["ingest"])
             build_warehouse(quiet=True)
             # Nothing is published without an approval of the exact board: the demo approves its own
             # fixture board, openly, as "demo" (the cycle's publication_decisions says so).
@@ -833,7 +842,61 @@ def demo(
         if result.inserted:
             print_attempts(cycle)
         print_board(cycle)
+        print_repair_rates(cycle)
     _print_where(cycle, Path(published))
+
+
+DEMO_REPAIR_PROJECTS = ["repairkit"]
+
+
+def _demo_repair_round(cycle: str, runner) -> dict:
+    """The repair track of the demo (issue 13): repairkit's items built from its merged pull requests
+    and their grader validated, then one attempt per demo stand-in × usable item, graded in a fresh
+    container. Resumable: items, validations and measured attempts are not redone."""
+    from argusic.repair.dag_tasks import repair_ingest_paths, repair_round
+
+    with console.status("repair track: items from repairkit's merged PRs, grader validation, attempts…"):
+        try:
+            done = repair_round(cycle, DEMO_REPAIR_PROJECTS, executor=runner, demo=True)
+        except (ValueError, RuntimeError, OSError) as err:
+            _fail(f"repair track: {err}")
+    usable = sum(len(v) for v in done["items"].values())
+    verdicts = Counter(v or "not graded" for v in done["verdicts"].values())
+    console.print(
+        f"repair track: {usable} usable item(s) of {', '.join(DEMO_REPAIR_PROJECTS)}"
+        + (f", {len(done['unusable'])} not usable" if done["unusable"] else "")
+        + f"; {len(done['records'])} attempt record(s) by the demo stand-ins (no model: they replay the gold "
+        "patch or change nothing); verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+    )
+    return {"records": done["records"], "ingest": repair_ingest_paths(done["records"])}
+
+
+def print_repair_rates(cycle_id: str) -> None:
+    """The repair track's rates of a cycle (marts.repair_rates), per agent and track, with their
+    95% half-widths; nothing when the cycle had no repair attempts."""
+    with _analyst() as con:
+        rows = con.execute(
+            """
+            SELECT agent_label, track, n, resolved, rate, half_width_95, resolved_after_rerun, items, prs
+            FROM marts.repair_rates WHERE source_kind = 'attempt' AND source_set = ?
+            ORDER BY track, agent_label
+            """,
+            [cycle_id],
+        ).fetchall()
+    if not rows:
+        return
+    table = Table(title=f"Repair track — cycle {cycle_id} (resolution rate ± 95% half-width)")
+    for column in ("agent", "track", "resolved / n", "rate", "after re-run", "items", "PRs"):
+        table.add_column(column, justify="left" if column in ("agent", "track") else "right", no_wrap=True)
+    for agent, track, n, resolved, rate, half, after_rerun, items, prs in rows:
+        shown = "—" if rate is None else f"{rate:.0%} ± {half:.0%}"
+        table.add_row(agent, track, f"{resolved} / {n}", shown, str(after_rerun), str(items), str(prs))
+    console.print(table)
+    console.print(
+        "  basic and spec tracks are never pooled; items split from one PR are not independent samples "
+        "(PRs beside items); resolved_after_rerun is counted apart",
+        markup=False,
+    )
 
 
 def _shown_path(path: Path) -> str:
@@ -897,6 +960,11 @@ def _print_where(cycle: str, published: Path) -> None:
         'params {"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}',
     )
     steps.add_row("docs/operators.md", "a first real cycle, on real repositories")
+    steps.add_row(
+        "argusic items list",
+        "the repair items built from repairkit's merged PRs and their grader validation; "
+        "`argusic grade --predictions FILE.jsonl` grades patches made elsewhere (docs/repair.md)",
+    )
     console.print()
     console.print(steps, highlight=False)
 
@@ -1192,6 +1260,12 @@ from argusic.review.cli import dispute_app, publish, review_app  # noqa: E402
 app.add_typer(review_app, name="review")
 app.add_typer(dispute_app, name="dispute")
 app.command("publish")(publish)
+
+# Repair items and their grader (issue 13, argusic.repair.cli).
+from argusic.repair.cli import grade, items_app  # noqa: E402
+
+app.add_typer(items_app, name="items")
+app.command("grade")(grade)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -147,6 +147,11 @@ def record_evidence_problems(record: RunRecord, store_url: str | None = None) ->
         ref = getattr(record.evidence, kind)
         if ref is not None and (problem := uri_problem(ref.uri, url, raw_key(ref.sha256))):
             problems.append((f"evidence.{kind}.uri", problem))
+    if record.repair is not None:  # a repair attempt's patch and grade are raw evidence too
+        for kind in ("patch", "grade"):
+            ref = getattr(record.repair, kind)
+            if ref is not None and (problem := uri_problem(ref.uri, url, raw_key(ref.sha256))):
+                problems.append((f"repair.{kind}.uri", problem))
     if record.presentation is not None:
         for kind in SERVED_NAMES:
             ref = getattr(record.presentation, kind)

@@ -44,6 +44,12 @@ SCHEMA = "marts"
 OUTCOMES = ["pass_full", "pass_mock", "fail", "timeout", "invalid"]
 VERDICTS = ["runs", "runs_with_mocks", "could_not_verify", "not_yet_verified"]
 ESTIMATE_STATUSES = ["estimate", "unknown"]
+# The repair track (issue #13, seed 001): the seven verdicts of the grader and the two tracks.
+REPAIR_VERDICTS = [
+    "resolved", "resolved_after_rerun", "unresolved", "patch_apply_failed", "test_patch_conflict",
+    "no_report", "env_setup_failed",
+]  # fmt: skip
+REPAIR_TRACKS = ["basic", "spec"]
 
 
 def _e(kind: str, why: str, when_columns: tuple[str, ...] = (), **kwargs: Any) -> dict[str, Any]:
@@ -275,13 +281,75 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         *_not_null("edition", "written_on", "scaffold_sha256", "effective_before_written", "runs_recorded"),
         _between("runs_recorded", 0, None, "counts are never negative"),
     ],
+    # The repair track (issue #13): items the grader was validated on, graded patches, rates.
+    "repair_item_validation": [
+        _unique("item_id"),
+        *_not_null("item_id", "revision", "track", "is_validated", "is_usable", "in_main_set"),
+        _in_set("track", REPAIR_TRACKS, "an item is on the basic or the spec track"),
+        *[
+            _between(c, 0, None, "counts are never negative")
+            for c in ("gold_runs", "empty_runs", "partial_gold_runs", "f2p_count", "p2p_count")
+        ],
+        _check("check_usable_iff_no_reason", "an item is usable exactly when no validation rule fails"),
+        _check(
+            "check_usable_is_validated",
+            "a usable item's gold patch resolved in three of three runs or more, its empty patch "
+            "unresolved in every run (at least one), a split item's partial gold resolved in every run",
+        ),
+        _check(
+            "check_main_set_is_usable", "the main set holds usable items only, never a superseded original"
+        ),
+    ],
+    "repair_runs": [
+        _unique("grade_id"),
+        *_not_null(
+            "grade_id", "item_id", "revision", "source_kind", "verdict", "is_empty_patch", "counts_in_rates"
+        ),
+        _in_set("verdict", REPAIR_VERDICTS, "a grade has one of the seven verdicts"),
+        _in_set("source_kind", ["attempt", "predictions"], "a grade is an attempt's or a predictions file's"),
+        _in_set("track", REPAIR_TRACKS, "an item is on the basic or the spec track"),
+        _between("patch_bytes", 0, None, "sizes are never negative"),
+        _between("size_vs_gold", 0, None, "a size ratio is never negative"),
+        _check(
+            "check_counts_iff_no_reason", "a grade counts in the rates exactly when no reason says otherwise"
+        ),
+        _check("check_empty_patch_not_measured", "an empty patch's quality figures are not measured (null)"),
+        _check(
+            "check_counted_is_attributed",
+            "a counted grade names whom it measures, in which set, on a usable item of the main set",
+        ),
+        _check("check_resolved_is_verdict", "is_resolved exactly when the verdict is resolved"),
+    ],
+    "repair_rates": [
+        _unique("agent_label", "track", "source_kind", "source_set"),
+        *_not_null("agent_label", "track", "source_kind", "source_set", "n", "resolved", "graded"),
+        _in_set("track", REPAIR_TRACKS, "rates are per track, basic or spec"),
+        _between("rate", 0, 1, "a rate is a share between 0 and 1"),
+        _between("half_width_95", 0, 0.98, "a 95% half-width is between 0 and 1.96 * sqrt(1/4)"),
+        _between("n", 0, None, "counts are never negative"),
+        _between("prs", 0, None, "counts are never negative"),
+        _check(
+            "check_n_is_its_verdicts",
+            "n = resolved + unresolved + patch_apply_failed + test_patch_conflict + no_report",
+        ),
+        _check(
+            "check_apart_not_in_n",
+            "resolved_after_rerun and env_setup_failed are counted apart: graded = n + both",
+        ),
+        _check("check_rate_is_resolved_over_n", "rate = resolved / n (null exactly when n = 0)"),
+        _check("check_half_width_formula", "half_width_95 = 1.96 * sqrt(rate * (1 - rate) / n)"),
+        _check("check_prs_items_n_ordered", "distinct PRs <= distinct items <= n"),
+    ],
 }
 
 REQUIRED_TABLES = [
     "attempt_scores", "pair_sets", "project_review", "project_verdicts", "board",
     "hardware_tiers", "hardware_estimates",
 ]  # fmt: skip
-OPTIONAL_TABLES = ["hardware_speed_bounds", "methodology_editions", "cycle_environments", "harness_editions"]
+OPTIONAL_TABLES = [
+    "hardware_speed_bounds", "methodology_editions", "cycle_environments", "harness_editions",
+    "repair_item_validation", "repair_runs", "repair_rates",
+]  # fmt: skip
 
 # Key columns named in failure messages (which rows broke an expectation).
 KEYS: dict[str, list[str]] = {
@@ -296,6 +364,9 @@ KEYS: dict[str, list[str]] = {
     "methodology_editions": ["version"],
     "cycle_environments": ["cycle_id", "disagrees_on"],
     "harness_editions": ["edition"],
+    "repair_item_validation": ["item_id"],
+    "repair_runs": ["grade_id"],
+    "repair_rates": ["agent_label", "track", "source_kind", "source_set"],
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -393,6 +464,74 @@ CHECKS: dict[str, dict[str, Check]] = {
         "check_uniform_is_one_environment": Check(
             "{null:is_uniform} or t.is_uniform = (t.environments = 1)", ("is_uniform", "environments")
         ),
+    },
+    "repair_item_validation": {
+        "check_usable_iff_no_reason": Check(
+            "coalesce(t.is_usable, false) = {null:why_not_usable}", ("is_usable", "why_not_usable")
+        ),
+        "check_usable_is_validated": Check(
+            "not coalesce(t.is_usable, false) or (t.is_validated and t.gold_runs >= 3 "
+            "and t.gold_resolved_runs = t.gold_runs and t.empty_runs >= 1 "
+            "and t.empty_unresolved_runs = t.empty_runs and (not t.is_split or ("
+            "t.partial_gold_runs >= 1 and t.partial_gold_resolved_runs = t.partial_gold_runs)))",
+            (
+                "is_usable",
+                "is_validated",
+                "is_split",
+                "gold_runs",
+                "gold_resolved_runs",
+                "empty_runs",
+                "empty_unresolved_runs",
+                "partial_gold_runs",
+                "partial_gold_resolved_runs",
+            ),
+        ),  # fmt: skip
+        "check_main_set_is_usable": Check(
+            "not coalesce(t.in_main_set, false) or (t.is_usable and not t.superseded_by_split)",
+            ("in_main_set", "is_usable", "superseded_by_split"),
+        ),
+    },
+    "repair_runs": {
+        "check_counts_iff_no_reason": Check(
+            "coalesce(t.counts_in_rates, false) = {null:not_counted_reason}",
+            ("counts_in_rates", "not_counted_reason"),
+        ),
+        "check_empty_patch_not_measured": Check(
+            "not coalesce(t.is_empty_patch, false) or ({null:changed_lines} and {null:size_vs_gold} "
+            "and {null:lint_new_errors} and {null:suppressions_added})",
+            ("is_empty_patch", "changed_lines", "size_vs_gold", "lint_new_errors", "suppressions_added"),
+        ),
+        "check_counted_is_attributed": Check(
+            "not coalesce(t.counts_in_rates, false) or (not {null:agent_label} and not {null:source_set} "
+            "and coalesce(t.item_in_main_set, false) and coalesce(t.is_current_revision, false))",
+            ("counts_in_rates", "agent_label", "source_set", "item_in_main_set", "is_current_revision"),
+        ),
+        "check_resolved_is_verdict": Check(
+            "coalesce(t.is_resolved, false) = coalesce(t.verdict = 'resolved', false)",
+            ("is_resolved", "verdict"),
+        ),
+    },
+    "repair_rates": {
+        "check_n_is_its_verdicts": Check(
+            "t.n = t.resolved + t.unresolved + t.patch_apply_failed + t.test_patch_conflict + t.no_report",
+            ("n", "resolved", "unresolved", "patch_apply_failed", "test_patch_conflict", "no_report"),
+        ),
+        "check_apart_not_in_n": Check(
+            "t.graded = t.n + t.resolved_after_rerun + t.env_setup_failed",
+            ("graded", "n", "resolved_after_rerun", "env_setup_failed"),
+        ),
+        "check_rate_is_resolved_over_n": Check(
+            "case when t.n = 0 then {null:rate} "
+            f"else not {{null:rate}} and abs(t.rate::double - t.resolved::double / t.n) <= {_TOL} end",
+            ("n", "resolved", "rate"),
+        ),
+        "check_half_width_formula": Check(
+            "case when t.n = 0 then {null:half_width_95} "
+            "else not {null:half_width_95} and abs(t.half_width_95::double - 1.96 * sqrt("
+            f"(t.resolved::double / t.n) * (1 - t.resolved::double / t.n) / t.n)) <= {_TOL} end",
+            ("n", "resolved", "half_width_95"),
+        ),
+        "check_prs_items_n_ordered": Check("t.prs <= t.items and t.items <= t.n", ("prs", "items", "n")),
     },
     "board": {
         "check_rank_null_iff_no_score": Check("{null:rank} = {null:board_score}", ("rank", "board_score")),

@@ -15,6 +15,14 @@ The container fetches only the pinned commit, so every bare repository allows fe
 Catalogue (`argusic.catalogue/1`): see CATALOGUE_FIELDS and the module-level FIXTURES table. The
 desktop applications (DESKTOP_FIXTURES: a Tk clock) live in the same forge with a catalogue of their
 own, `dest/desktop_catalogue.json` (`build_desktop_forge`), so that the demo cycle is unchanged.
+
+Repair fixtures (REPAIR_FIXTURES: `repairkit`) have a history of merged pull requests instead of two
+release commits: an initial import from `demo_projects/<id>/`, then per pull request a branch of
+commits (each commit's changed files, whole, from `demo_history/<id>/<overlay>/`) merged with a real
+merge commit (`--no-ff`: first parent the old main, second the branch's tip). Repair items are built
+from those merges (`repair/manifests/<id>.toml` names them by hash; the hashes are fixed because the
+history is built like the other fixtures, from fixed authors and dates). They have a catalogue of their
+own, `dest/repair_catalogue.json` (`build_repair_forge`).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Any
 CATALOGUE_SCHEMA = "argusic.catalogue/1"
 FORGE_VERSION = "1"  # bump when the way commits are built changes (it changes every hash)
 SOURCES = Path(__file__).resolve().parent / "demo_projects"
+HISTORY = Path(__file__).resolve().parent / "demo_history"
 AUTHOR_NAME = "Argusic Demo Forge"
 AUTHOR_EMAIL = "forge@argusic.invalid"
 STAMP_FILE = "argusic-forge.json"
@@ -180,6 +189,71 @@ DESKTOP_FIXTURES: list[dict[str, Any]] = [
 ]
 DESKTOP_CATALOGUE = "desktop_catalogue.json"
 
+# Fixtures with merged pull requests, for repair items (issue 13). `pull_requests` are merged in order;
+# each commit is (message, overlay folder under demo_history/<project_id>/, date); `merged` is the
+# merge commit's date. The first pull request is bundled on purpose (two unrelated fixes, one commit
+# each): its items are split by topic. The catalogue pins the last merge.
+REPAIR_FIXTURES: list[dict[str, Any]] = [
+    {
+        "project_id": "repairkit",
+        "language": "python",
+        "licence": "MIT",
+        "difficulty": "easy",
+        "popular_since": "2025-08-04",
+        "dates": ("2025-06-02T09:00:00+00:00",),
+        "pull_requests": [
+            {
+                "number": 1,
+                "head": "dana/review-fixes",
+                "title": "Review fixes: slugs and long version numbers",
+                "commits": [
+                    (
+                        "Slugs: one separator between words, none at the ends",
+                        "pr1-slugs",
+                        "2025-06-10T10:15:00+00:00",
+                    ),
+                    (
+                        "Versions: keep every digit, refuse trailing text",
+                        "pr1-versions",
+                        "2025-06-10T11:40:00+00:00",
+                    ),
+                ],
+                "merged": "2025-06-12T08:30:00+00:00",
+            },
+            {
+                "number": 2,
+                "head": "lee/duration-spaces",
+                "title": "Durations: read spaces between parts and upper-case units",
+                "commits": [
+                    (
+                        "Durations: spaces between parts, upper-case units",
+                        "pr2-durations",
+                        "2025-06-20T14:05:00+00:00",
+                    ),
+                ],
+                "merged": "2025-06-23T09:00:00+00:00",
+            },
+            {
+                "number": 3,
+                "head": "dana/format-duration",
+                "title": "Add format_duration",
+                "commits": [
+                    (
+                        "Durations: format_duration, the inverse of parse_duration",
+                        "pr3-format-duration",
+                        "2025-07-01T16:20:00+00:00",
+                    ),
+                ],
+                "merged": "2025-07-03T12:00:00+00:00",
+            },
+        ],
+        # Not measured with readme-runner: this catalogue feeds repair items, not the install-and-run
+        # pool (the README installs and runs like the other fixtures, should it join FIXTURES).
+        "outcome": (None, None),
+    },
+]
+REPAIR_CATALOGUE = "repair_catalogue.json"
+
 
 def _git(
     args: list[str], git_dir: Path, env: dict[str, str] | None = None, stdin: bytes | None = None
@@ -226,11 +300,48 @@ def _trees(fixture: dict[str, Any]) -> list[tuple[str, dict[str, bytes]]]:
     return [("Initial import", first), ("Release 0.2.0", second)]
 
 
+def _overlay(project_id: str, folder: str) -> dict[str, bytes]:
+    """One history commit's changed files, whole (a commit of the history only adds or changes files)."""
+    root = HISTORY / project_id / folder
+    files = {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    }
+    if not files:
+        raise FileNotFoundError(f"no history files in {root}")
+    return files
+
+
+def _commits(fixture: dict[str, Any]) -> list[tuple[str, dict[str, bytes], str, list[int]]]:
+    """Every commit as (message, tree, date, parent indices), parents before children; the last one
+    is pinned. Two release commits, or the pull-request history of a repair fixture."""
+    if "pull_requests" not in fixture:
+        (m1, t1), (m2, t2) = _trees(fixture)
+        d1, d2 = fixture["dates"]
+        return [(m1, t1, d1, []), (m2, t2, d2, [0])]
+    commits: list[tuple[str, dict[str, bytes], str, list[int]]] = [
+        ("Initial import", _source_files(fixture["project_id"]), fixture["dates"][0], [])
+    ]
+    main = 0
+    for pr in fixture["pull_requests"]:
+        tip = main
+        for message, folder, date in pr["commits"]:
+            tree = dict(commits[tip][1], **_overlay(fixture["project_id"], folder))
+            commits.append((message, tree, date, [tip]))
+            tip = len(commits) - 1
+        merge = f"Merge pull request #{pr['number']} from {pr['head']}\n\n{pr['title']}"
+        # main did not move while the branch was open: the merge's tree is the branch's tip
+        commits.append((merge, commits[tip][1], pr["merged"], [main, tip]))
+        main = len(commits) - 1
+    return commits
+
+
 def _fingerprint(fixture: dict[str, Any]) -> str:
     h = hashlib.sha256()
     h.update(FORGE_VERSION.encode())
     h.update(json.dumps(fixture, sort_keys=True, default=list).encode())
-    for message, tree in _trees(fixture):
+    for message, tree, *_ in _commits(fixture):
         h.update(message.encode())
         for path in sorted(tree):
             h.update(path.encode() + b"\0" + hashlib.sha256(tree[path]).digest())
@@ -266,8 +377,8 @@ def _build_repo(fixture: dict[str, Any], path: Path) -> str:
     _git(["config", "uploadpack.allowReachableSHA1InWant", "true"], path)
     executables = set(fixture.get("executables", []))
     index = path / "forge-index"
-    parent = None
-    for (message, tree), date in zip(_trees(fixture), fixture["dates"], strict=True):
+    made: list[str] = []
+    for message, tree, date, parents in _commits(fixture):
         entries = []
         for file_path in sorted(tree):
             blob = _git(["hash-object", "-w", "--no-filters", "--stdin"], path, stdin=tree[file_path])
@@ -277,12 +388,13 @@ def _build_repo(fixture: dict[str, Any], path: Path) -> str:
         _git(["read-tree", "--empty"], path, env=env)
         _git(["update-index", "--add", "--index-info"], path, env=env, stdin="".join(entries).encode())
         tree_id = _git(["write-tree"], path, env=env)
-        args = ["commit-tree", tree_id, "-m", message] + (["-p", parent] if parent else [])
-        parent = _git(args, path, env=_commit_env(date))
+        args = ["commit-tree", tree_id, "-m", message]
+        for parent in parents:
+            args += ["-p", made[parent]]
+        made.append(_git(args, path, env=_commit_env(date)))
     index.unlink(missing_ok=True)
-    assert parent is not None
-    _git(["update-ref", "refs/heads/main", parent], path)
-    return parent
+    _git(["update-ref", "refs/heads/main", made[-1]], path)
+    return made[-1]
 
 
 def _read_stamp(path: Path) -> dict[str, Any] | None:
@@ -320,7 +432,7 @@ def ensure_repo(fixture: dict[str, Any], repos: Path) -> str:
 
 def _size_mb(fixture: dict[str, Any]) -> float:
     """Size of the pinned tree's files in MB (10^6 bytes): deterministic, unlike disk usage."""
-    _message, tree = _trees(fixture)[-1]
+    tree = _commits(fixture)[-1][1]
     return round(sum(len(b) for b in tree.values()) / 1_000_000, 4)
 
 
@@ -371,6 +483,11 @@ def build_forge(
 def build_desktop_forge(dest: Path) -> Path:
     """The desktop applications' repositories in the same forge, and their own catalogue."""
     return build_forge(dest, DESKTOP_FIXTURES, DESKTOP_CATALOGUE)
+
+
+def build_repair_forge(dest: Path) -> Path:
+    """The repair fixtures' repositories (merged pull requests) in the same forge, and their catalogue."""
+    return build_forge(dest, REPAIR_FIXTURES, REPAIR_CATALOGUE)
 
 
 def checkout(repo_url: str, commit: str, dest: Path) -> Path:

@@ -258,11 +258,32 @@ class Environment(_Strict):
     display: Display | None = None
 
 
+Track = Literal["basic", "spec"]
+
+
+class Repair(_Strict):
+    """What a repair attempt (purpose `repair`, issue #13) worked on and how its patch was judged.
+
+    The attempt id's project part stays the pool project (`project_id`); the item is named here. Its
+    attempt numbers count the (agent, project)'s repair attempts across that project's items, in the
+    order of the plan (`argusic.repair.attempts.plan_repair_specs`), so they are only meaningful
+    together with `item_id`, which a resumed attempt must agree with."""
+
+    item_id: IdPart
+    item_revision: Sha256  # the item record's revision (sha256 of its canonical JSON)
+    track: Track
+    patch: EvidenceRef | None  # the collected patch (git diff --cached --binary base); None: none collected
+    grade: EvidenceRef | None  # the grade record (argusic.repair_grade/1); None: not graded
+    # Which limit fixed before the results ended the agent: time, turns (from the CLI's result
+    # subtype, never its turn count), or none.
+    limit_hit: Literal["time", "turns"] | None = None
+
+
 class RunRecord(_Strict):
     schema_: Literal["argusic.run_record/1"] = Field(alias="schema")
     attempt_id: AttemptId
     cycle_id: IdPart
-    purpose: Literal["board", "verdict"]
+    purpose: Literal["board", "verdict", "repair"]
     agent_id: IdPart
     project_id: IdPart
     commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
@@ -293,6 +314,8 @@ class RunRecord(_Strict):
     # never loaded into the warehouse) the published attempt it reproduces.
     environment: Environment | None = None
     reproduces: AttemptId | None = None
+    # Only in a repair attempt's record (purpose repair), and required there: the item and the grade.
+    repair: Repair | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -314,6 +337,12 @@ class RunRecord(_Strict):
                     f"attempt_id: {self.attempt_id!r} says {name} {parts[name]!r} but the record's "
                     f"{name} is {getattr(self, name)!r}"
                 )
+        if (self.purpose == "repair") != (self.repair is not None):
+            raise ValueError(
+                "repair: a record of purpose 'repair' needs its repair block (item, patch, grade)"
+                if self.repair is None
+                else f"repair: only a record of purpose 'repair' has a repair block, not {self.purpose!r}"
+            )
         rerun_no = int(parts["rerun_no"])
         if self.rerun_of is not None:
             if rerun_no == 0:

@@ -326,6 +326,11 @@ def plan_reproduction(
     assert env is not None
     problems: list[str] = []
     notes: list[str] = []
+    if record.purpose == "repair":  # its item, fresh working copy and grade are not replayed here
+        raise ReproductionRefused(
+            f"{record.attempt_id}: a repair attempt (item {record.repair.item_id}) cannot be reproduced "
+            "yet: argusic reproduce replays board and verdict attempts"
+        )
     repo = None
     try:
         repo = repo_source(record, base)

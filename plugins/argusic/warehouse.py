@@ -25,6 +25,7 @@ import duckdb
 from argusic.decisions import ddl as decisions_ddl
 from argusic.evidence import record_evidence_problems
 from argusic.record import RecordError, RunRecord, load_record_file
+from argusic.repair.ingest import migrate_repair
 from argusic.settings import evidence_url, warehouse_path
 from argusic.warehouse_lock import WarehouseBusy, open_duckdb, writer_lock
 
@@ -108,7 +109,7 @@ RAW_TABLE_COMMENT = (
 RAW_COLUMN_COMMENTS = {
     "attempt_id": "<cycle_id>.<purpose>.<agent_id>.<project_id>.a<attempt_no>[.r<n> for the n-th rerun]",
     "cycle_id": "Benchmark cycle (YYYY-MM, optional suffix)",
-    "purpose": "board | verdict",
+    "purpose": "board | verdict | repair (repair attempts are graded apart: marts.repair_*)",
     "agent_id": "Agent (reference.agents)",
     "project_id": "Project (from the cycle's pool)",
     "commit_sha": "Pinned commit the attempt ran against",
@@ -412,6 +413,7 @@ def migrate_raw(con: duckdb.DuckDBPyConnection) -> list[str]:
     con.execute(RAW_DDL)
     con.execute(decisions_ddl())  # empty decision tables exist before anyone decides: marts read them
     con.execute(POOL_DDL)  # empty until a pool is loaded: marts.verdict_plan reads it
+    migrate_repair(con)  # repair items, validations and grades (issue #13): empty until loaded
     if not before:
         return []
     added = [c for c in COLUMNS if c not in before]
