@@ -54,7 +54,11 @@ def test_the_documented_trigger_works_after_the_demo_and_the_run_id_carries_the_
     assert run["run_id"].startswith("cycle__2026-12-ui__")
     attempts = [t for t in run["tis"] if t["task_id"] == "run_attempt"]
     assert len(attempts) == 9 and {t["state"] for t in attempts} == {"success"}
-    assert all(t["try_number"] == 1 for t in run["tis"])
+    # Every task ran once (no retries); the opt-in repair attempts (repair off) were skipped unrun.
+    assert all(t["try_number"] == 1 for t in run["tis"] if t["task_id"] != "run_repair_attempt")
+    assert [(t["state"], t["try_number"]) for t in run["tis"] if t["task_id"] == "run_repair_attempt"] == [
+        ("skipped", 0)
+    ]
 
 
 def test_attempts_are_labelled_before_they_start_and_with_how_they_ended(shots) -> None:

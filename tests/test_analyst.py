@@ -39,7 +39,7 @@ runner = CliRunner()
 MARTS = [
     "attempt_scores", "board", "cycle_environments", "harness_editions", "hardware_estimates",
     "hardware_speed_bounds", "hardware_tiers", "methodology_editions", "pair_sets", "project_review",
-    "project_verdicts",
+    "project_verdicts", "repair_item_validation", "repair_rates", "repair_runs",
 ]  # fmt: skip
 BIG = 2**62 + 1  # a HUGEINT a DOUBLE cannot hold exactly
 

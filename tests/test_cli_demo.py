@@ -94,19 +94,40 @@ def test_demo_cycle_end_to_end_twice(isolated, monkeypatch):
     assert outcomes == {"pass_full", "pass_mock", "fail", "timeout"}
     assert recovered > 0 and install_failed > 0 and run_failed > 0
     assert [rank for _, rank in board] == [1, 2]
+    # The repair track: repairkit's bundled PR split in two, a simple PR, a spec-track PR; the gold
+    # stand-in resolves each item of the main set, the empty one none.
+    assert "repair track: 5 usable item(s) of repairkit" in first.output
+    assert "Repair track — cycle 2026-12-demo" in first.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        rates = con.execute(
+            "SELECT agent_label, track, n, resolved FROM marts.repair_rates "
+            "WHERE source_set = '2026-12-demo' ORDER BY agent_label, track"
+        ).fetchall()
+    assert rates == [
+        ("repair-demo-gold", "basic", 3, 3), ("repair-demo-gold", "spec", 1, 1),
+        ("repair-demo-none", "basic", 3, 0), ("repair-demo-none", "spec", 1, 0),
+    ]  # fmt: skip
     # Every record's fingerprints match the stored bytes.
     store = EvidenceStore()
     records = [load_record_file(p) for p in (isolated / "runs").rglob("run_record.json")]
     assert len(records) == rows
+    board_rows = sum(r.purpose == "board" for r in records)
+    assert board_rows == 48
     for record in records:
-        assert record.executor == "docker" and record.demo and record.budget_seconds >= 5400
+        assert record.executor == "docker" and record.demo
+        if record.purpose == "board":
+            assert record.budget_seconds >= 5400
+        else:  # the repair track's stand-ins, each with its patch and its grade as evidence
+            assert record.purpose == "repair" and record.repair is not None, record.attempt_id
+            for ref in (record.repair.patch, record.repair.grade):
+                assert hashlib.sha256(store.read(ref.uri)).hexdigest() == ref.sha256
         for ref in (record.evidence.log, record.evidence.recording, record.evidence.report):
             if ref is not None:
                 assert hashlib.sha256(store.read(ref.uri)).hexdigest() == ref.sha256
     published = isolated / "published" / "2026-12-demo"
     board_bytes = (published / "board.json").read_bytes()
     trace = json.loads((published / "attempts.json").read_text())["attempts"]
-    assert len(trace) == rows
+    assert len(trace) == board_rows  # the board's trace: repair attempts are never on the board
     # Every published number traces to a served log and recording and the raw fingerprints.
     for attempt in trace:
         assert attempt["served_log_uri"] and attempt["served_recording_uri"], attempt["attempt_id"]

@@ -144,7 +144,7 @@ for dag_id, dag in bag.dags.items():
         "schedule": str(dag.schedule),
         "params": {k: dag.params.get_param(k).description for k in dag.params.keys()},
         "tasks": {t.task_id: {"retries": t.retries, "pool": t.pool,
-                              "mapped": "Mapped" in type(t).__name__,
+                              "mapped": "Mapped" in type(t).__name__, "queue": t.queue,
                               "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
                               "map_index_template": getattr(t, "map_index_template", None)}
                   for t in dag.tasks},
@@ -166,6 +166,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
         "argusic_review",
         "argusic_disputes",
         "argusic_verdicts",
+        "argusic_items",
     )
     assert set(ours) <= set(info["dags"])
     for dag_id in ours:
@@ -185,14 +186,26 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     cycle = info["dags"]["argusic_cycle"]["tasks"]
     assert set(cycle) == {
         "prepare_pool", "plan", "run_attempt", "ingest", "build", "prepare_publication",
-        "approve_publication", "publish",
+        "approve_publication", "publish", "plan_repair", "run_repair_attempt",
     }  # fmt: skip
+    # Repair attempts (opt-in): mapped like the board's, on the attempt workers, with their label.
+    assert (
+        cycle["run_repair_attempt"]["mapped"] and cycle["run_repair_attempt"]["queue"] == "argusic_attempts"
+    )
+    assert cycle["run_repair_attempt"]["map_index_template"] == cycle["run_attempt"]["map_index_template"]
+    assert cycle["ingest"]["queue"] == "argusic_warehouse"
+    assert info["dags"]["argusic_cycle"]["params"]["repair"]
+    items = info["dags"]["argusic_items"]["tasks"]
+    assert set(items) == {"find_manifests", "build_items", "validate_items", "ingest"}
+    for container_task in ("build_items", "validate_items"):  # test containers: on the attempt workers
+        assert items[container_task]["mapped"] and items[container_task]["queue"] == "argusic_attempts"
+    assert items["ingest"]["pool"] == "argusic_warehouse" and items["ingest"]["queue"] == "argusic_warehouse"
     assert cycle["run_attempt"]["mapped"] and "attempt_label" in cycle["run_attempt"]["map_index_template"]
     assert "attempt_result" in cycle["run_attempt"]["map_index_template"]  # how it ended, once known
     # An invalid attempt is skipped (not scored, its records still loaded); a failed one stops ingest.
     assert cycle["ingest"]["trigger_rule"] == "none_failed"
     # Every param says what it is for (the trigger form shows it under the field).
-    for dag_id in ("argusic_cycle", "argusic_pool_rotation", "argusic_verdicts"):
+    for dag_id in ("argusic_cycle", "argusic_pool_rotation", "argusic_verdicts", "argusic_items"):
         described = info["dags"][dag_id]["params"]
         assert all(d and len(d) > 20 for d in described.values()), (dag_id, described)
     for single_writer in ("ingest", "build", "prepare_publication", "publish"):

@@ -229,6 +229,16 @@ def records() -> list[dict]:
         rec("corr-2c", STD, "p-corr", 2, rerun_of="corr-2", **c),
         rec("corr-3", STD, "p-corr", 3, **c),
     ]
+    # --- a repair attempt (issue #13) in the board cycle, on a board project, a full pass by its
+    # report, started before every other record, under edition 1.0: scored, it would change
+    # p-exact's set, the board, the verdicts and both editions marts; graded apart (marts.repair_*),
+    # it changes none of them: every number asserted below is the same without it
+    r += [
+        rec(
+            "repair-exact-1", STD, "p-exact", 1, purpose="repair", methodology_version="1.0",
+            started_at=T0 - timedelta(days=30),
+        )
+    ]  # fmt: skip
     return r
 
 
@@ -351,10 +361,12 @@ def test_build_passes_every_node_including_unit_tests(built):
     for r in built["results"]:
         kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
     assert kinds.get("unit_test", 0) >= 30
-    assert kinds.get("seed") == 6  # review decisions are data now (decisions schema), not a seed
+    # review decisions are data now (decisions schema), not a seed; model_prices is one (issue #13)
+    assert kinds.get("seed") == 7
     # 12 + verdict_plan and its two staging views + int_attempt_corrections, int_attempts_corrected,
-    # attempt_corrections + cycle_environments, harness_editions
-    assert kinds.get("model") == 20
+    # attempt_corrections + cycle_environments, harness_editions + the repair track's three staging
+    # views, int_repair_grades_attributed, int_attempt_costs and three marts (issue #13)
+    assert kinds.get("model") == 28
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):
@@ -390,7 +402,8 @@ def test_marts_live_in_schema_marts(built):
 
 def test_attempt_scores_points_and_exact_fractions(built):
     rows = {r["attempt_id"]: r for r in q(built, "select * from marts.attempt_scores")}
-    assert len(rows) == len(records())
+    assert len(rows) == len([r for r in records() if r["purpose"] != "repair"])  # repair: graded apart
+    assert "repair-exact-1" not in rows
     assert frac(rows["std-exact-1"], "score") == Fraction(502, 7) and rows["std-exact-1"]["outcome"] == "fail"
     assert frac(rows["std-exact-2"], "score") == Fraction(660, 7)
     assert rows["std-exact-2"]["outcome"] == "pass_full"
@@ -636,7 +649,10 @@ def test_harness_editions_effective_date_comes_from_the_records(built):
     assert set(editions) == {e.edition for e in harness_editions()}  # one row per changelog entry
     first = editions["1"]  # the edition these hand-made records ran under
     board_cycle = one(
-        built, "select count(*) as n, min(started_at) as t from raw.run_records where cycle_id = ?", CYCLE
+        built,
+        "select count(*) as n, min(started_at) as t from raw.run_records "
+        "where cycle_id = ? and purpose <> 'repair'",  # repair attempts are graded apart, not counted
+        CYCLE,
     )
     assert (first["runs_recorded"], first["cycles_recorded"], first["first_run_at"]) == (
         board_cycle["n"],

@@ -151,7 +151,66 @@ def good_frames() -> dict[str, pd.DataFrame]:
         "methodology_editions": editions,
         "cycle_environments": environments,
         "harness_editions": harness,
+        **repair_frames(),
     }
+
+
+def repair_frames() -> dict[str, pd.DataFrame]:
+    """The repair track's marts (issue #13), consistent: a usable item and one never validated; a
+    counted grade, an empty patch's grade, one that does not count; the rates they make."""
+    items = pd.DataFrame(
+        [
+            ["ok", "r1", "basic", True, True, True, 3, 3, 1, 1, 0, 0, 1, 5, None, False, False],
+            ["nv", "r2", "spec", False, False, False, 0, 0, 0, 0, 0, 0, 2, 5, "not validated", False, False],
+        ],
+        columns=[
+            "item_id", "revision", "track", "is_validated", "is_usable", "in_main_set", "gold_runs",
+            "gold_resolved_runs", "empty_runs", "empty_unresolved_runs", "partial_gold_runs",
+            "partial_gold_resolved_runs", "f2p_count", "p2p_count", "why_not_usable", "is_split",
+            "superseded_by_split",
+        ],
+    )  # fmt: skip
+    run_columns = [
+        "grade_id", "item_id", "revision", "source_kind", "verdict", "is_resolved", "is_empty_patch",
+        "track", "patch_bytes", "size_vs_gold", "changed_lines", "lint_new_errors", "suppressions_added",
+        "agent_label", "source_set", "item_in_main_set", "is_current_revision", "counts_in_rates",
+        "not_counted_reason",
+    ]  # fmt: skip
+    counted = {"item_in_main_set": True, "is_current_revision": True, "counts_in_rates": True}
+    runs = pd.DataFrame(
+        [
+            {"grade_id": "g1", "item_id": "ok", "revision": "r1", "source_kind": "attempt",
+             "verdict": "resolved",
+             "is_resolved": True, "is_empty_patch": False, "track": "basic", "patch_bytes": 400,
+             "size_vs_gold": 1.5, "changed_lines": 12, "lint_new_errors": 0, "suppressions_added": 0,
+             "agent_label": "a1", "source_set": "c1", **counted, "not_counted_reason": None},
+            {"grade_id": "g2", "item_id": "ok", "revision": "r1", "source_kind": "predictions",
+             "verdict": "unresolved", "is_resolved": False, "is_empty_patch": True, "track": "basic",
+             "patch_bytes": 0, "size_vs_gold": None, "changed_lines": None, "lint_new_errors": None,
+             "suppressions_added": None, "agent_label": "m-1", "source_set": "f" * 64, **counted,
+             "not_counted_reason": None},
+            {"grade_id": "g3", "item_id": "nv", "revision": "r2", "source_kind": "attempt",
+             "verdict": "resolved",
+             "is_resolved": True, "is_empty_patch": False, "track": "spec", "patch_bytes": 100,
+             "size_vs_gold": 0.5, "changed_lines": 4, "lint_new_errors": 1, "suppressions_added": 0,
+             "agent_label": "a1", "source_set": "c1", "item_in_main_set": False, "is_current_revision": True,
+             "counts_in_rates": False, "not_counted_reason": "item not usable: not validated"},
+        ],
+        columns=run_columns,
+    )  # fmt: skip
+    half = 1.96 * math.sqrt(0.0)
+    rates = pd.DataFrame(
+        [
+            ["a1", "basic", "attempt", "c1", 1, 1, 1.0, half, 1, 1, 0, 0, 0, 0, 0, 0, 1],
+            ["m-1", "basic", "predictions", "f" * 64, 1, 0, 0.0, half, 1, 1, 1, 0, 0, 0, 0, 0, 1],
+        ],
+        columns=[
+            "agent_label", "track", "source_kind", "source_set", "n", "resolved", "rate", "half_width_95",
+            "items", "prs", "unresolved", "patch_apply_failed", "test_patch_conflict", "no_report",
+            "resolved_after_rerun", "env_setup_failed", "graded",
+        ],
+    )  # fmt: skip
+    return {"repair_item_validation": items, "repair_runs": runs, "repair_rates": rates}
 
 
 ENV_COLUMNS = [
@@ -575,7 +634,8 @@ def test_importing_gx_stays_quiet_under_a_configured_root_logger() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "tables 11" in proc.stdout
+    every = len(expectations.REQUIRED_TABLES) + len(expectations.OPTIONAL_TABLES)  # 14 with the repair marts
+    assert f"tables {every}" in proc.stdout
     assert "Skipping registering function" not in proc.stderr + proc.stdout
     assert "Calculating Metrics" not in proc.stderr + proc.stdout
 

@@ -150,6 +150,8 @@ def test_published_files_are_public_and_carry_no_file_links(demo: Path) -> None:
         assert stat.S_IMODE(path.stat().st_mode) == (0o755 if path.is_dir() else 0o644), path
     kinds = {k["kind"]: k for k in board["target_kinds"]}
     assert kinds["repository"]["status"] == "in_use" and kinds["repository"]["targets_tested"] == 8
+    # install-and-run attempts only: the demo's repair attempts (repairkit) are not the site's runs
+    assert kinds["repository"]["runs_recorded"] == 48
     assert all("targets_tested" not in k for name, k in kinds.items() if name != "repository")
 
 
