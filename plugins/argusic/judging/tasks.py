@@ -244,7 +244,9 @@ def _read_toml(path: Path) -> dict:
     except FileNotFoundError:
         raise TaskDefinitionError(f"{path}: no such task file") from None
     except OSError as err:
-        raise TaskDefinitionError(f"{path}: cannot be read ({err.strerror}; links are not followed)") from None
+        raise TaskDefinitionError(
+            f"{path}: cannot be read ({err.strerror}; links are not followed)"
+        ) from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -275,7 +277,9 @@ def _needle(model: _NeedleModel) -> Needle:
     return Needle(model.id, model.text, model.regex, tuple(model.where))
 
 
-def _definition(task_id, project_id, version, description, prompt, needles, tool_order, artifacts, review) -> dict:
+def _definition(
+    task_id, project_id, version, description, prompt, needles, tool_order, artifacts, review
+) -> dict:
     return {
         "task_id": task_id,
         "project_id": project_id,
@@ -333,7 +337,9 @@ def load_task(task_id: str, project_id: str | None = None, *, tasks_dir: Path | 
                 ids = [n.id for n in needles]
                 repeated = sorted({i for i in ids if ids.count(i) > 1})
                 if repeated:
-                    raise TaskDefinitionError(f"{ppath}: needles: ids repeat the kind's: {', '.join(repeated)}")
+                    raise TaskDefinitionError(
+                        f"{ppath}: needles: ids repeat the kind's: {', '.join(repeated)}"
+                    )
                 if refinement.tool_order is not None:
                     tool_order = list(refinement.tool_order)
                 if "artifacts" in refinement.replace:
@@ -341,7 +347,9 @@ def load_task(task_id: str, project_id: str | None = None, *, tasks_dir: Path | 
                 else:
                     artifacts += [g for g in refinement.artifacts if g not in artifacts]
                 if len(artifacts) > MAX_ARTIFACT_GLOBS:
-                    raise TaskDefinitionError(f"{ppath}: artifacts: over {MAX_ARTIFACT_GLOBS} globs once merged")
+                    raise TaskDefinitionError(
+                        f"{ppath}: artifacts: over {MAX_ARTIFACT_GLOBS} globs once merged"
+                    )
     review = kind.review.model_dump(mode="json", exclude_none=True)
     definition = _definition(
         task_id, merged_project, version, description, kind.prompt, needles, tool_order, artifacts, review
@@ -365,7 +373,9 @@ def task_for(purpose: str, project_id: str) -> Task:
     try:
         task_id = PURPOSE_TASK[purpose]
     except KeyError:
-        raise TaskDefinitionError(f"purpose {purpose!r}: no task (known: {', '.join(PURPOSE_TASK)})") from None
+        raise TaskDefinitionError(
+            f"purpose {purpose!r}: no task (known: {', '.join(PURPOSE_TASK)})"
+        ) from None
     return load_task(task_id, project_id)
 
 
@@ -409,7 +419,8 @@ def generated_files() -> dict[str, bytes]:
             "prompt_sha256": hashlib.sha256(task.prompt.encode("utf-8")).hexdigest(),
             **_scenario(task),
             "projects": {
-                pid: {"version": t.version, "revision": t.revision, **_scenario(t)} for pid, t in projects.items()
+                pid: {"version": t.version, "revision": t.revision, **_scenario(t)}
+                for pid, t in projects.items()
             },
         }
         review = {
