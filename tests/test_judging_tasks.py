@@ -7,11 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from argusic.cli import app
 from argusic.judging import tasks as T
 from argusic.judging.tasks import TaskDefinitionError, load_task, task_for
+from typer.testing import CliRunner
 
 PACKAGE = Path(T.__file__).resolve().parent.parent
 
@@ -45,7 +44,11 @@ def test_generate_check_names_every_drifted_file(tmp_path: Path, monkeypatch: py
 
 
 def test_purposes_map_to_kinds_and_refinements_merge() -> None:
-    assert task_for("board", "tonegen-sh").task_id == task_for("verdict", "tonegen-sh").task_id == "install_and_run"
+    assert (
+        task_for("board", "tonegen-sh").task_id
+        == task_for("verdict", "tonegen-sh").task_id
+        == "install_and_run"
+    )
     assert task_for("repair", "repairkit").task_id == "repair"
     plain = task_for("board", "tonegen-sh")
     assert plain.project_id is None and plain.version == "1" and plain.needles == ()
@@ -71,7 +74,9 @@ def test_revision_is_canonical_and_moves_with_content(tmp_path: Path) -> None:
     first = load_task("install_and_run", tasks_dir=folder)
     assert first.revision == load_task("install_and_run").revision
     path = folder / "install_and_run.toml"
-    path.write_text(path.read_text().replace('tool_order = ["read", "exec", "report"]', 'tool_order = ["read"]'))
+    path.write_text(
+        path.read_text().replace('tool_order = ["read", "exec", "report"]', 'tool_order = ["read"]')
+    )
     assert load_task("install_and_run", tasks_dir=folder).revision != first.revision
 
 
@@ -114,7 +119,9 @@ def _kind(tmp_path: Path, extra: str = "", look_max: int = 2) -> Path:
         ('artifacts = ["/etc/passwd"]', "(file)", "relative"),
         ("colour = 3", "colour", "Extra inputs"),
         (
-            "needles = [" + ", ".join(f'{{id = "n{i}", text = "x", where = ["log"]}}' for i in range(65)) + "]",
+            "needles = ["
+            + ", ".join(f'{{id = "n{i}", text = "x", where = ["log"]}}' for i in range(65))
+            + "]",
             "needles",
             "at most 64",
         ),
@@ -125,7 +132,9 @@ def _kind(tmp_path: Path, extra: str = "", look_max: int = 2) -> Path:
         ),
     ],
 )
-def test_refused_definitions_name_the_file_and_field(tmp_path: Path, extra: str, field: str, words: str) -> None:
+def test_refused_definitions_name_the_file_and_field(
+    tmp_path: Path, extra: str, field: str, words: str
+) -> None:
     folder = _kind(tmp_path, extra)
     with pytest.raises(TaskDefinitionError) as err:
         load_task("install_and_run", tasks_dir=folder)
@@ -141,7 +150,9 @@ def test_review_fields_keep_their_fixed_meaning(tmp_path: Path) -> None:
 def test_project_refinement_checks(tmp_path: Path) -> None:
     folder = _kind(tmp_path, 'needles = [{id = "a", text = "x", where = ["log"]}]')
     project = folder / "projects" / "demo.toml"
-    project.write_text('version = "2"\ntask = "install_and_run"\nneedles = [{id = "a", text = "y", where = ["log"]}]\n')
+    project.write_text(
+        'version = "2"\ntask = "install_and_run"\nneedles = [{id = "a", text = "y", where = ["log"]}]\n'
+    )
     with pytest.raises(TaskDefinitionError, match="demo.toml: needles: ids repeat the kind's: a"):
         load_task("install_and_run", "demo", tasks_dir=folder)
     project.write_text('version = "2"\ntask = "install_and_run"\nprompt = "mine"\n')

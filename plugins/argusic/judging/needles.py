@@ -154,7 +154,7 @@ def gather_sources(out_dir: Path, report: dict | None, wanted: Sequence[str]) ->
             sources.problems["artifacts"] = (
                 "no artifact files were landed (out/artifacts/ is empty or missing)"
             )
-        else:
+        if texts:  # what was read still counts: a needle found there is found
             sources.texts["artifacts"] = texts
     return sources
 
