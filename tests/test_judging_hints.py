@@ -322,8 +322,10 @@ def test_rendering_takes_the_lowest_page(tmp_path: Path) -> None:
     assert (hint["score"], hint["status"]) == (0.5, "measured")
     assert hint["pages"][1]["console_errors"] == ["TypeError: x is undefined"]
     assert len(hint["pages"][1]["screenshots"]) == 2 and len(hint["pages"][1]["screenshots"][0]) == 64
-    timeout = H.rendering_hint(attempt, lambda pages: [FakePage("index.html", "timeout", detail="draw loop")])
-    assert timeout["score"] == 0.0
+    timeout = H.rendering_hint(
+        attempt, lambda pages: [FakePage(str(pages[1]), "timeout", detail="draw loop")]
+    )
+    assert timeout["score"] == 0.0 and timeout["pages"][0]["path"] == "index.html"
 
 
 def test_rendering_unavailable_when_the_renderer_is_missing_or_fails(

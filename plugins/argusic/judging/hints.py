@@ -112,10 +112,11 @@ def rendering_hint(attempt_dir: Path, renderer: Renderer | None) -> dict:
             "pages": [],
             "detail": "the renderer returned no page",
         }
+    relative_of = {str(path): rel for rel, path in pages}  # a renderer may answer with the paths it got
     out_pages = []
     for page in rendered:
         out_pages.append({
-            "path": str(page.path),
+            "path": relative_of.get(str(page.path), str(page.path)),
             "outcome": page.outcome,
             "console_errors": [str(m)[:500] for m in list(page.console_errors)[:20]],
             "screenshots": [h for h in (_sha256_of(p) for p in page.screenshots) if h],
