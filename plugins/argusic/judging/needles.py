@@ -90,7 +90,11 @@ def artifact_files(artifacts_dir: Path, notes: list[str]) -> list[tuple[str, Pat
             return
         for entry in entries:
             relative = f"{prefix}{entry.name}"
-            info = entry.stat(follow_symlinks=False)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as err:  # gone meanwhile, or unreadable
+                notes.append(f"artifacts/{relative}: cannot be looked at: {err.strerror}")
+                continue
             if stat.S_ISLNK(info.st_mode):
                 notes.append(f"artifacts/{relative} is a symbolic link: not followed")
             elif stat.S_ISDIR(info.st_mode):
