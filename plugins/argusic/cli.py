@@ -1267,6 +1267,12 @@ from argusic.repair.cli import grade, items_app  # noqa: E402
 app.add_typer(items_app, name="items")
 app.command("grade")(grade)
 
+# Task definitions and Layer 1 hints (issue 14, argusic.judging.cli).
+from argusic.judging.cli import hints_app, tasks_app  # noqa: E402
+
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(hints_app, name="hints")
+
 
 def main() -> None:  # pragma: no cover - console entry
     sys.exit(app())
