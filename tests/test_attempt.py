@@ -275,6 +275,9 @@ def test_artifact_globs_come_from_the_task_or_are_none_without_the_package(monke
     _fake_tasks(monkeypatch, ["*.html", "docs/**/*.html"], seen)
     assert artifact_globs(spec) == ("*.html", "docs/**/*.html")
     assert seen == [("verdict", "weatherfetch")]
+    _fake_tasks(monkeypatch, ("/etc/*.conf",))
+    with pytest.raises(ValueError, match="absolute"):
+        artifact_globs(spec)
     monkeypatch.setitem(sys.modules, "argusic.judging.tasks", None)  # not installed: ImportError
     assert artifact_globs(spec) == ()
 

@@ -23,6 +23,7 @@ from argusic.environment import attempt_display, attempt_environment, check_pinn
 from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
 from argusic.keys import KeyBroker, key_for_attempt
+from argusic.landing import check_globs
 from argusic.mirror import attempt_source
 from argusic.record import (
     SCHEMA_ID,
@@ -134,12 +135,13 @@ def share_record(path: Path, base: Path | None = None) -> None:
 def artifact_globs(spec: AttemptSpec) -> tuple[str, ...]:
     """The artifact globs of the attempt's task (``argusic.judging.tasks``): which files of the project
     folder the executor lands into out/artifacts. None (an empty tuple) where that package is not
-    installed; a broken task definition raises (TaskDefinitionError) before the attempt starts."""
+    installed; a broken task definition (TaskDefinitionError) or a glob that is absolute or holds
+    `..` (ValueError, ``argusic.landing.check_globs``) raises before the attempt starts."""
     try:
         from argusic.judging.tasks import task_for
     except ImportError:
         return ()
-    return tuple(task_for(spec.purpose, spec.project_id).artifacts)
+    return check_globs(task_for(spec.purpose, spec.project_id).artifacts)
 
 
 def _harness_version() -> str:
