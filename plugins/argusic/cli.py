@@ -80,8 +80,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or
     except IngestError as err:
         _fail(f"{err}\nnothing of this batch was loaded")
     console.print(
-        f"ingested {result.files} record(s): {result.inserted} new, {result.already_present} already present; "
-        f"{result.hints} hints document(s) written, {result.similarity_pairs} patch pair(s) compared "
+        f"ingested {result.files} record(s): {result.inserted} new, "
+        f"{result.already_present} already present; {result.hints} hints document(s) written, {result.similarity_pairs} patch pair(s) compared "
         f"→ {warehouse_path()}"
     )
 
