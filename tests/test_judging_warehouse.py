@@ -57,7 +57,8 @@ def hints_doc(attempt_id: str = f"{CYCLE}.board.{AGENT}.wavgen.a1", **changes) -
                                  "console_errors": ["TypeError: x is undefined"],
                                  "screenshots": ["d" * 64, "e" * 64], "detail": "loaded"}]},
         "agent_logic": {"score": 1, "status": "measured", "succeeded": True, "in_order": True,
-                        "required": ["read", "install", "exec"], "steps": ["read", "install", "exec", "report"],
+                        "required": ["read", "install", "exec"],
+                        "steps": ["read", "install", "exec", "report"],
                         "source": "readme-runner steps"},
     }  # fmt: skip
     doc.update(changes)
@@ -321,3 +322,266 @@ def test_pairs_are_computed_once_and_a_missing_patch_is_skipped_not_refused(reco
     with duckdb.connect(os.environ["ARGUSIC_WAREHOUSE"]) as con:
         assert compute_change_similarity(con) == 0  # the pair already compared is not compared again
         assert con.execute("SELECT count(*) FROM raw.change_similarity").fetchone() == (1,)
+
+
+# ---------------------------------------------------------------------------------------------------
+# dbt: the marts on hand-made records; exact variance against fractions.Fraction
+# ---------------------------------------------------------------------------------------------------
+
+T0 = datetime(2026, 12, 2, 8, 0, 0)
+ENV_1 = {"harness_edition": "2", "scaffold_sha256": "5" * 64, "image_role": "runner",
+         "image_digest": "sha256:" + "6" * 64, "instructions_version": "2",
+         "instructions_sha256": "7" * 64}  # fmt: skip
+ENV_2 = {**ENV_1, "harness_edition": "1"}
+
+
+def raw_record(aid: str, **kw) -> dict:
+    cycle, purpose, agent, project, no = aid.split(".")[:5]
+    n = len(aid) + int(no[1:])
+    row = {
+        "attempt_id": aid, "cycle_id": cycle, "purpose": purpose, "agent_id": agent, "project_id": project,
+        "commit_sha": "1" * 40, "tier": "standard", "attempt_no": int(no[1:]), "methodology_version": "1.5",
+        "started_at": T0 + timedelta(minutes=n), "ended_at": T0 + timedelta(minutes=n + 20),
+        "budget_seconds": 5400, "end_reason": "completed", "is_demo": False,
+        "log_sha256": "a" * 64, "log_uri": f"file:///ev/{aid}/log", "recording_sha256": "b" * 64,
+        "recording_uri": f"file:///ev/{aid}/cast", "has_report": True,
+        "install_ok": True, "ran_ok": True, "errors_encountered": 0, "errors_fixed": 0,
+        "test_depth": "tier1_real", "record_json": json.dumps({"attempt_id": aid}), **ENV_1,
+    }  # fmt: skip
+    row.update(kw)
+    return row
+
+
+def board_id(no: int, cycle: str = CYCLE, project: str = "wavgen") -> str:
+    return f"{cycle}.board.{AGENT}.{project}.a{no}"
+
+
+def repair_id(no: int) -> str:
+    return f"{CYCLE}.repair.{AGENT}.wavgen.a{no}"
+
+
+# (record, its exact score by the rules of int_attempt_scores, or None: not counted)
+STABILITY_RECORDS = [
+    (raw_record(board_id(1)), Fraction(100)),  # 30 + 30 + 20 + 20
+    (raw_record(board_id(2), test_depth="tier2_mock", errors_encountered=7, errors_fixed=5),
+     Fraction(72) + Fraction(100, 7)),  # 30 + 30 + 12 + 20 * 5/7
+    (raw_record(board_id(1, cycle="2027-01"), ran_ok=False, test_depth="tier3_none", errors_encountered=3,
+                errors_fixed=1), Fraction(30) + Fraction(20, 3)),  # installed only, recovery 20/3
+    (raw_record(board_id(3), end_reason="harness_error", invalid_reason="our tooling"), None),  # invalid
+    (raw_record(board_id(1, cycle="2027-02"), **ENV_2), None),  # another environment, alone: no row
+    (raw_record(f"{CYCLE}.verdict.{AGENT}.wavgen.a1", test_depth="tier3_none"), Fraction(80)),
+]  # fmt: skip
+
+
+def repair_raw(no: int, **kw) -> dict:
+    block = {"repair": {"item_id": "item1", "item_revision": "9" * 64, "track": "basic"}}
+    return raw_record(repair_id(no), record_json=json.dumps({"attempt_id": repair_id(no), **block}), **kw)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory):
+    from dbt.cli.main import dbtRunner
+
+    tmp = tmp_path_factory.mktemp("judging_dbt")
+    db = tmp / "warehouse.duckdb"
+    records = [r for r, _ in STABILITY_RECORDS] + [
+        repair_raw(1),
+        repair_raw(2),
+        repair_raw(3),
+        repair_raw(4, end_reason="harness_error"),
+    ]
+    a, b = nontest_changed_lines(PATCH_A), nontest_changed_lines(PATCH_B)
+    with duckdb.connect(str(db)) as con:
+        migrate_raw(con)
+        con.executemany(
+            f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
+            [[r.get(c) for c in COLUMNS] for r in records],
+        )
+        con.executemany(
+            "INSERT INTO raw.change_similarity VALUES (?, ?, ?, ?, ?)",
+            [
+                (repair_id(1), repair_id(2), METHOD, similarity(a, a), True),
+                (repair_id(1), repair_id(3), METHOD, similarity(a, b), False),
+                (repair_id(2), repair_id(3), METHOD, similarity(a, b), False),
+                (repair_id(1), repair_id(4), METHOD, 0.9, False),  # a4 was cut by our tooling
+            ],
+        )
+        load_hints(
+            con,
+            [
+                write_hints(tmp / "h1", hints_doc(board_id(1))),
+                write_hints(tmp / "h2", hints_doc(repair_id(1))),
+            ],
+        )
+    project = tmp / "dbt_project"
+    shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    old = os.environ.get("ARGUSIC_WAREHOUSE")
+    os.environ["ARGUSIC_WAREHOUSE"] = str(db)
+    try:
+        res = dbtRunner().invoke(
+            ["--quiet", "build", "--project-dir", str(project), "--profiles-dir", str(project),
+             "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")]
+        )  # fmt: skip
+    finally:
+        from argusic.build import _release_dbt_duckdb
+
+        _release_dbt_duckdb()
+        if old is None:
+            os.environ.pop("ARGUSIC_WAREHOUSE", None)
+        else:
+            os.environ["ARGUSIC_WAREHOUSE"] = old
+    failed = [
+        (r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")
+    ]
+    assert res.success and not failed, failed
+    return {"db": db, "target": tmp / "target"}
+
+
+def q(built, sql: str) -> list[dict]:
+    with duckdb.connect(str(built["db"]), read_only=True) as con:
+        cur = con.execute(sql)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def sample_variance(scores: list[Fraction]) -> Fraction:
+    mean = sum(scores, Fraction(0)) / len(scores)
+    return sum(((s - mean) ** 2 for s in scores), Fraction(0)) / (len(scores) - 1)
+
+
+@pytest.mark.slow
+def test_stability_variance_is_exact(built):
+    scores = [s for _, s in STABILITY_RECORDS if s is not None]
+    (row,) = q(built, "SELECT * FROM marts.stability")
+    assert (row["agent_id"], row["project_id"], row["attempts"], row["cycles"]) == (AGENT, "wavgen", 4, 2)
+    assert row["environment"] == f"2 | scaffold {'5' * 64} | sha256:{'6' * 64} | instructions {'7' * 64}"
+    variance = sample_variance(scores)
+    assert Fraction(int(row["variance_numerator"]), int(row["variance_denominator"])) == variance
+    assert (row["variance_numerator"], row["variance_denominator"]) == (
+        variance.numerator,
+        variance.denominator,
+    )
+    mean = sum(scores, Fraction(0)) / len(scores)
+    assert (row["mean_numerator"], row["mean_denominator"]) == (mean.numerator, mean.denominator)
+    assert row["variance"] == pytest.approx(float(variance)) and row["is_exact"] is True
+    scored = {r["attempt_id"]: r for r in q(built, "SELECT attempt_id, score_numerator, score_denominator, "
+                                                   "is_valid FROM marts.attempt_scores")}  # fmt: skip
+    for record, score in STABILITY_RECORDS:  # the fixture's scores are the rules' scores
+        if score is not None:
+            s = scored[record["attempt_id"]]
+            assert Fraction(int(s["score_numerator"]), int(s["score_denominator"])) == score
+
+
+@pytest.mark.slow
+def test_attempt_hints_sit_beside_the_outcome_never_a_score(built):
+    rows = {r["attempt_id"]: r for r in q(built, "SELECT * FROM marts.attempt_hints")}
+    assert set(rows) == {board_id(1), repair_id(1)}
+    assert (rows[board_id(1)]["outcome"], rows[board_id(1)]["is_valid"]) == ("pass_full", True)
+    assert rows[repair_id(1)]["outcome"] is None and rows[repair_id(1)]["end_reason"] == "completed"
+    assert rows[board_id(1)]["needles_score"] == 0.5 and rows[board_id(1)]["rendering_page_count"] == 1
+    columns = {c for r in rows.values() for c in r}
+    assert not {c for c in columns if re.fullmatch(r"score(_numerator|_denominator)?|points", c)}
+
+
+@pytest.mark.slow
+def test_change_similarity_summarises_standing_pairs(built):
+    (row,) = q(built, "SELECT * FROM marts.change_similarity")
+    low = similarity(nontest_changed_lines(PATCH_A), nontest_changed_lines(PATCH_B))
+    assert (row["item_id"], row["method"], row["attempts"], row["pairs"], row["identical_pairs"]) == (
+        "item1",
+        METHOD,
+        3,
+        3,
+        1,
+    )
+    assert row["max_similarity"] == 1.0 and row["min_similarity"] == pytest.approx(low) and low < 1
+    assert row["mean_similarity"] == pytest.approx((1 + 2 * low) / 3)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The guard: hints and stability never feed a score, a verdict or the board
+# ---------------------------------------------------------------------------------------------------
+
+JUDGING_MODELS = {
+    "stg_attempt_hints",
+    "attempt_hints",
+    "stability",
+    "stg_change_similarity",
+    "change_similarity",
+}
+JUDGING_SOURCES = {"attempt_hints", "change_similarity"}
+# What a score, verdict, rate or the board is made of: every mart and intermediate model but the
+# judging marts themselves.
+REF_RE = re.compile(r"""\bref\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)""")
+SOURCE_RE = re.compile(r"""\bsource\(\s*['"]raw['"]\s*,\s*['"]([A-Za-z0-9_]+)['"]\s*\)""")
+
+
+def _sql_graph() -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, Path]]:
+    refs, sources, files = {}, {}, {}
+    for path in sorted((DBT_PROJECT / "models").rglob("*.sql")):
+        text = path.read_text()
+        refs[path.stem], sources[path.stem], files[path.stem] = (
+            set(REF_RE.findall(text)), set(SOURCE_RE.findall(text)), path
+        )  # fmt: skip
+    return refs, sources, files
+
+
+def _upstream(model: str, refs: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(), [model]
+    while todo:
+        for parent in refs.get(todo.pop(), ()):
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return seen
+
+
+def test_no_score_verdict_or_board_model_reads_hints_or_stability():
+    """From the SQL: every model other than the judging ones, and everything upstream of it, is free of
+    the judging models and of raw.attempt_hints / raw.change_similarity."""
+    refs, sources, files = _sql_graph()
+    assert set(refs) >= JUDGING_MODELS, "a judging model was renamed: update this guard"
+    protected = [m for m in refs if m not in JUDGING_MODELS]
+    assert {"board", "attempt_scores", "int_attempt_scores", "pair_sets", "project_verdicts",
+            "verdict_plan", "repair_rates"} <= set(protected)  # fmt: skip
+    offenders = []
+    for model in protected:
+        for node in {model} | _upstream(model, refs):
+            if node in JUDGING_MODELS or sources.get(node, set()) & JUDGING_SOURCES:
+                offenders.append(f"{files[model].relative_to(DBT_PROJECT)} reads {node}")
+    assert offenders == [], offenders
+
+
+def test_the_guard_sees_a_reference_to_a_hints_model():
+    refs = {"board": {"pair_sets"}, "pair_sets": {"int_attempt_scores"}, "int_attempt_scores": {"stability"}}
+    assert "stability" in _upstream("board", refs)
+
+
+@pytest.mark.slow
+def test_no_score_verdict_or_board_node_depends_on_hints_in_the_manifest(built):
+    """The same guard on dbt's own graph (the built manifest), sources and macros' refs included."""
+    manifest = json.loads((built["target"] / "manifest.json").read_text())
+    nodes = {**manifest["nodes"], **manifest["sources"]}
+    judging = {
+        uid for uid, node in nodes.items()
+        if (node["resource_type"] == "model" and node["name"] in JUDGING_MODELS)
+        or (node["resource_type"] == "source" and node["source_name"] == "raw"
+            and node["name"] in JUDGING_SOURCES)
+    }  # fmt: skip
+    assert len(judging) == len(JUDGING_MODELS) + len(JUDGING_SOURCES)
+
+    def upstream(uid: str) -> set[str]:
+        seen, todo = set(), [uid]
+        while todo:
+            for parent in nodes.get(todo.pop(), {}).get("depends_on", {}).get("nodes", []):
+                if parent not in seen:
+                    seen.add(parent)
+                    todo.append(parent)
+        return seen
+
+    protected = [
+        uid for uid, node in manifest["nodes"].items()
+        if node["resource_type"] == "model" and node["name"] not in JUDGING_MODELS
+    ]  # fmt: skip
+    assert any(uid.endswith(".board") for uid in protected)
+    assert {uid: sorted(upstream(uid) & judging) for uid in protected if upstream(uid) & judging} == {}
