@@ -304,6 +304,14 @@ def test_a_bad_hints_file_refuses_the_whole_ingest(record_doc, isolated: Path):
         assert con.execute("SELECT count(*) FROM raw.run_records").fetchone() == (0,)
 
 
+def test_hints_about_another_attempt_than_the_record_beside_them_are_refused(record_doc, isolated: Path):
+    folder = isolated / "runs" / record_doc["attempt_id"]
+    write_record(folder, record_doc)
+    write_hints(folder, hints_doc(f"{CYCLE}.board.{AGENT}.wavgen.a2"))
+    with pytest.raises(IngestError, match=r"attempt_id: .*a2' but it lies beside the run record of .*a1'"):
+        ingest([isolated / "runs"])
+
+
 def test_pairs_are_computed_once_and_a_missing_patch_is_skipped_not_refused(record_doc, isolated: Path):
     from argusic.evidence import open_store
 

@@ -473,7 +473,9 @@ def ingest(
                 inserted += 1
             # hints are computed beside each attempt's record (argusic.judging.hints); a bad one
             # refuses the batch like a bad record: they come from the same attempt folder
-            hints = load_hints(con, hints_files(files))
+            beside = {path.parent / "hints.json": r.attempt_id for path, r in zip(files, records, strict=True)
+                      if path.name == "run_record.json"}  # fmt: skip
+            hints = load_hints(con, hints_files(files), beside)
             pairs = compute_change_similarity(con, store_url)
             con.execute("COMMIT")
         except HintsIngestError as err:

@@ -279,16 +279,26 @@ def hints_files(record_paths: Iterable[Path]) -> list[Path]:
     return list(found)
 
 
-def load_hints(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int:
+def load_hints(
+    con: duckdb.DuckDBPyConnection, paths: Sequence[Path], attempt_of: dict[Path, str] | None = None
+) -> int:
     """Load hints documents into raw.attempt_hints, in the caller's transaction; the number of rows
     written (new or changed). Keyed by (attempt_id, task_revision): a document already loaded with
     the same content is left alone, one with changed content replaces its row. Every file is checked
-    before anything is written; a bad one raises HintsIngestError naming the file and the field."""
+    before anything is written; a bad one raises HintsIngestError naming the file and the field.
+    ``attempt_of`` (path -> attempt_id of the run record beside it) refuses a document about
+    another attempt than the record it lies beside."""
     migrate_judging(con)
     checked: dict[tuple[str, str], tuple[Path, tuple]] = {}
     loaded_at = datetime.now(UTC).replace(tzinfo=None)
     for path in paths:
         doc, canonical, sha = read_hints_document(Path(path))
+        expected = (attempt_of or {}).get(Path(path))
+        if expected is not None and doc.attempt_id != expected:
+            raise HintsIngestError(
+                f"{path}: invalid hints document: attempt_id: {doc.attempt_id!r} but it lies beside the "
+                f"run record of {expected!r}"
+            )
         key = (doc.attempt_id, doc.task_revision)
         if key in checked:
             other, row = checked[key]
