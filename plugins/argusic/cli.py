@@ -80,7 +80,9 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or
     except IngestError as err:
         _fail(f"{err}\nnothing of this batch was loaded")
     console.print(
-        f"ingested {result.files} record(s): {result.inserted} new, {result.already_present} already present "
+        f"ingested {result.files} record(s): {result.inserted} new, "
+        f"{result.already_present} already present; {result.hints} hints document(s) written, "
+        f"{result.similarity_pairs} patch pair(s) compared "
         f"→ {warehouse_path()}"
     )
 
