@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -120,17 +123,89 @@ def test_no_network_inside_the_container(rendered: dict[str, PageRender]) -> Non
     assert not any("NETWORK REACHED" in e for e in result.console_errors), result.console_errors
 
 
+def _bridge_address() -> str | None:
+    """The host's address on Docker's default bridge (what a container with a network would reach)."""
+    done = subprocess.run(["ip", "-4", "-o", "addr", "show", "docker0"], capture_output=True, text=True)
+    match = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", done.stdout)
+    return match.group(1) if match else None
+
+
 @pytest.mark.slow
 @pytest.mark.docker
-def test_endless_page_alone_returns_timeout_with_the_default_call(tmp_path: Path) -> None:
+def test_a_listener_on_the_docker_bridge_is_never_reached(tmp_path: Path) -> None:
     if why := _docker_and_image():
         pytest.skip(why)
+    if (address := _bridge_address()) is None:
+        pytest.skip("no docker0 address on this host")
+    with socket.socket() as listener:
+        listener.bind((address, 0))
+        listener.listen(8)
+        listener.setblocking(False)
+        url = f"http://{address}:{listener.getsockname()[1]}/"
+        page = tmp_path / "probe.html"
+        page.write_text(
+            f'<p>probe</p><img src="{url}pixel.png"><script>fetch("{url}")'
+            '.then(() => console.error("NETWORK REACHED"))</script>'
+        )
+        [result] = render_pages([page], out_dir=tmp_path / "shots")
+        assert result.outcome in ("clean", "console_errors"), result
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody ever connected
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_endless_page_alone_returns_timeout_and_the_container_was_locked_and_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if why := _docker_and_image():
+        pytest.skip(why)
+    from docker.models.containers import ContainerCollection
+
+    import docker
+
+    seen: list[dict] = []
+    run = ContainerCollection.run
+
+    def spy(self, image, command=None, **kwargs):
+        seen.append(kwargs)
+        return run(self, image, command, **kwargs)
+
+    monkeypatch.setattr(ContainerCollection, "run", spy)
     page = tmp_path / "a" / "loop.html"
     page.parent.mkdir()
     shutil.copy(FIXTURES / "loop_forever.html", page)
     [result] = render_pages([page], out_dir=tmp_path / "shots", timeout_seconds=3)
     assert (result.path, result.outcome) == ("loop.html", "timeout")
     assert "bound ran out" in result.detail
+    [kwargs] = seen
+    assert kwargs["network_disabled"] is True and kwargs["network_mode"] == "none"
+    assert kwargs["read_only"] is True and kwargs["cap_drop"] == ["ALL"]
+    assert kwargs["user"] == "10001:10001" and "no-new-privileges" in kwargs["security_opt"]
+    assert kwargs["pids_limit"] and kwargs["mem_limit"] and kwargs["memswap_limit"] == kwargs["mem_limit"]
+    assert {v["mode"] for v in kwargs["volumes"].values()} == {"ro"}
+    assert all("noexec" in options for options in kwargs["tmpfs"].values())
+    left = docker.from_env().containers.list(all=True, filters={"label": render.CONTAINER_LABEL})
+    assert left == []
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_the_caller_kills_a_container_that_outlives_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver keeps its per-page bound; should it not, the caller's wait on the container ends and
+    kills it. Simulated by a caller's margin that ends the wait 3 s in, long before the page's 60 s."""
+    if why := _docker_and_image():
+        pytest.skip(why)
+    page_seconds = 60.0
+    life = int((render.START_SECONDS + page_seconds + 5) + 10)
+    monkeypatch.setattr(render, "CONTAINER_MARGIN_SECONDS", 3 - life)
+    page = tmp_path / "loop.html"
+    shutil.copy(FIXTURES / "loop_forever.html", page)
+    [result] = render_pages([page], out_dir=tmp_path / "shots", timeout_seconds=page_seconds)
+    assert result.outcome == "timeout"
+    assert "killed" in result.detail, result.detail
 
 
 # Refusals: decided on the host before any container starts (no Docker needed).

@@ -240,8 +240,8 @@ def _run_container(stage: Path, page_paths: list[str], timeout_seconds: float) -
             network_disabled=True,
             network_mode="none",
             tmpfs={
-                "/tmp": "rw,nosuid,nodev,size=512m",
-                AGENT_HOME: f"rw,nosuid,nodev,size=64m,uid={AGENT_UID},gid={AGENT_GID}",
+                "/tmp": "rw,noexec,nosuid,nodev,size=512m",
+                AGENT_HOME: f"rw,noexec,nosuid,nodev,size=64m,uid={AGENT_UID},gid={AGENT_GID}",
             },
             shm_size=SHM,
             volumes={

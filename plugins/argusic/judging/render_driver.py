@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 
 MAX_ERRORS = 20
 MAX_ERROR_CHARS = 500
@@ -298,7 +299,8 @@ def render_one(index: int, page: str, page_seconds: float, start_seconds: float)
 
         deadline = time.monotonic() + page_seconds
         steps = "navigate"
-        navigation = browser.call("Page.navigate", {"url": "file://" + page}, session, deadline)
+        url = "file://" + urllib.parse.quote(page)  # a name with spaces, '#' or '?' stays one path
+        navigation = browser.call("Page.navigate", {"url": url}, session, deadline)
         if navigation.get("errorText"):
             result.update(outcome="not_rendered", detail=f"the page did not load: {navigation['errorText']}")
             return result
