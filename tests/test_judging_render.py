@@ -267,3 +267,34 @@ def test_caps_on_the_call(tmp_path: Path) -> None:
         render_pages([tmp_path / f"{i}.html" for i in range(51)], out_dir=tmp_path)
     with pytest.raises(ValueError, match="positive"):
         render_pages([tmp_path / "a.html"], out_dir=tmp_path, timeout_seconds=0)
+
+
+def test_only_long_finished_rendering_containers_are_swept() -> None:
+    """A container a dead caller left behind is removed; one a live caller is still reading is not."""
+    from datetime import UTC, datetime, timedelta
+
+    class Fake:
+        def __init__(self, finished: str) -> None:
+            self.attrs = {"State": {"FinishedAt": finished}}
+            self.removed = False
+
+        def remove(self, force: bool = False) -> None:
+            self.removed = True
+
+    now = datetime.now(UTC)
+    old = Fake((now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.123456789Z"))
+    recent = Fake((now - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%S.123456789Z"))
+    garbled = Fake("not a time")
+    asked: list[dict] = []
+
+    class Containers:
+        def list(self, all: bool, filters: dict) -> list[Fake]:  # noqa: A002 - the SDK's name
+            asked.append(filters)
+            return [old, recent, garbled]
+
+    class Client:
+        containers = Containers()
+
+    render._sweep_finished(Client())
+    assert asked == [{"label": render.CONTAINER_LABEL, "status": "exited"}]
+    assert (old.removed, recent.removed, garbled.removed) == (True, False, False)

@@ -27,6 +27,7 @@ import shutil
 import stat
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -56,6 +57,7 @@ MAX_SCREENSHOT_BYTES = 16 * 1024 * 1024
 MAX_OUTPUT_BYTES = MAX_PAGES * 3 * MAX_SCREENSHOT_BYTES // 8  # what we read of the driver's stdout
 START_SECONDS = 15.0  # Chromium's start, per page, before the page's own bound begins
 CONTAINER_MARGIN_SECONDS = 20.0
+SWEEP_AFTER_SECONDS = 600
 MEMORY = "1g"
 PIDS = 512  # Chromium's processes and their threads
 SHM = "256m"
@@ -194,6 +196,26 @@ def _page_result(path: str, index: int, line: dict, out_dir: Path) -> PageRender
     return PageRender(path, outcome, errors, tuple(shots), _clip(detail))
 
 
+def _sweep_finished(client) -> None:
+    """Remove rendering containers that finished over SWEEP_AFTER_SECONDS ago: left by a caller that died
+    before removing its own (a live caller removes its container within seconds of its end)."""
+    import docker
+
+    cutoff = datetime.now(UTC) - timedelta(seconds=SWEEP_AFTER_SECONDS)
+    with contextlib.suppress(docker.errors.DockerException):
+        for container in client.containers.list(
+            all=True, filters={"label": CONTAINER_LABEL, "status": "exited"}
+        ):
+            finished = str(container.attrs.get("State", {}).get("FinishedAt", ""))
+            try:
+                when = datetime.fromisoformat(finished[:19]).replace(tzinfo=UTC)
+            except ValueError:
+                continue
+            if when < cutoff:
+                with contextlib.suppress(docker.errors.DockerException):
+                    container.remove(force=True)
+
+
 def _run_container(stage: Path, page_paths: list[str], timeout_seconds: float) -> tuple[list[dict], str]:
     """Run the driver over the staged pages; (its result lines, what happened to the container)."""
     try:
@@ -211,6 +233,7 @@ def _run_container(stage: Path, page_paths: list[str], timeout_seconds: float) -
         ) from None
     except docker.errors.DockerException as err:
         raise RenderError(f"docker: {err}") from None
+    _sweep_finished(client)
     layout = (image.labels or {}).get(RENDER_LAYOUT_LABEL)
     if layout != RENDER_LAYOUT:
         raise RenderError(
