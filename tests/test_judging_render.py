@@ -233,6 +233,20 @@ def test_symlinked_page_is_refused(tmp_path: Path) -> None:
     assert all(r.screenshots == () and r.detail.startswith("refused:") for r in results)
 
 
+def test_a_linked_artifacts_folder_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "index.html").write_text("<p>hi</p>")
+    (tmp_path / "artifacts").symlink_to(real)
+    [result] = render_pages(
+        [tmp_path / "artifacts" / "index.html"],
+        out_dir=tmp_path / "shots",
+        artifacts_root=tmp_path / "artifacts",
+    )
+    assert result.outcome == "not_rendered"
+    assert "is a symbolic link" in result.detail and result.detail.startswith("refused:")
+
+
 def test_oversize_special_and_outside_pages_are_refused(tmp_path: Path) -> None:
     artifacts = tmp_path / "artifacts"
     artifacts.mkdir()

@@ -51,6 +51,7 @@ MAX_PAGE_BYTES = 5 * 1024 * 1024  # one HTML page
 MAX_ASSET_BYTES = 20 * 1024 * 1024  # one other file of the artifacts folder (images, scripts, data)
 MAX_STAGED_FILES = 2000
 MAX_STAGED_BYTES = 100 * 1024 * 1024
+MAX_SCANNED_ENTRIES = 20_000  # folder entries looked at while staging
 MAX_ERRORS = 20
 MAX_ERROR_CHARS = 500
 MAX_SCREENSHOT_BYTES = 16 * 1024 * 1024
@@ -117,13 +118,14 @@ def _stage_assets(root: Path, stage: Path, pages: set[str]) -> None:
     """The artifacts folder's other regular files (what pages load: scripts, styles, images), links
     and special files skipped, within the count and byte caps; pages were staged already."""
     count, total = len(pages), sum(p.stat().st_size for p in stage.rglob("*") if p.is_file())
-    folders = [root]
-    while folders:
+    folders, scanned = [root], 0
+    while folders and scanned < MAX_SCANNED_ENTRIES:
         folder = folders.pop()
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
+        scanned += len(entries)
         for entry in entries:
             if entry.is_symlink():
                 continue
@@ -337,6 +339,10 @@ def render_pages(
         stage.chmod(0o755)  # the container's unprivileged user reads it (read-only mount)
         to_render: list[tuple[int, str]] = []
         for index, page in enumerate(pages):
+            if os.path.islink(root) or not os.path.isdir(root):
+                what = "a symbolic link" if os.path.islink(root) else "not a folder"
+                results[index] = _refused(str(page), f"the artifacts folder {root} is {what}")
+                continue
             relative = _relative(page, root)
             if relative is None:
                 results[index] = _refused(str(page), f"{page} is outside the artifacts folder {root}")
