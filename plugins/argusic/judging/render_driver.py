@@ -125,7 +125,7 @@ class Browser:
 
         args = [
             chromium_binary(),
-            "--headless=new",  # the full browser, headless (Chromium 156 has no other mode in this binary)
+            "--headless=new",  # the full browser, headless (old headless is a separate package since 132)
             "--no-sandbox",  # unprivileged in a locked container: no user namespaces, no setuid helper
             "--disable-gpu",
             "--disable-dev-shm-usage",
