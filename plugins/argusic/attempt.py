@@ -509,6 +509,24 @@ def max_reruns_for(spec: AttemptSpec) -> int:
     return orchestrator_config().max_reruns
 
 
+def compute_hints_quietly(record_path: Path, base_dir: Path | None = None) -> Path | None:
+    """The attempt's Layer 1 hints (argusic.judging.hints) beside its record, shared like the record.
+    Hints are never part of a score: a failure to compute them is logged and never fails the attempt
+    (`argusic hints compute` computes them again)."""
+    try:
+        from argusic.judging.hints import hints_for_attempt
+
+        hints = hints_for_attempt(record_path.parent)
+        if base_dir is None:
+            from argusic.runs_store import push
+
+            push(hints)
+        return hints
+    except Exception as err:  # noqa: BLE001 - a hint is advice; the attempt's measurement stands
+        log.warning("%s: hints not computed: %s: %s", record_path.parent.name, type(err).__name__, err)
+        return None
+
+
 def run_with_reruns(
     spec: AttemptSpec,
     executor: Executor | None = None,
@@ -526,6 +544,7 @@ def run_with_reruns(
         path = run_attempt(current, executor, store, base_dir, broker, live_log=live_log)
         share_record(path, base_dir)
         paths.append(path)
+        compute_hints_quietly(path, base_dir)
         record = load_record_file(path)
         if record.invalid_reason is None:
             log.info("%s: %s (record %s)", current.label, record.end_reason, path)

@@ -10,7 +10,7 @@ a verdict or the board:
 - **Layer 3, a person, minimally** (not built yet): a review queue where a person adds only the look
   (0..2) and the decision (promote or reject).
 
-This session builds Layer 1 and the task definitions it needs (``tasks``: one TOML file per task kind,
+Built so far: Layer 1 and the task definitions it needs (``tasks``: one TOML file per task kind,
 refined per project, from which the run instructions, the automated scenario and the review form are
 generated). Modules: ``tasks``, ``needles``, ``tool_order``, ``hints`` (and ``render``, rendering).
 """

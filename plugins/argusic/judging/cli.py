@@ -93,9 +93,9 @@ def hints_compute(
     attempt: Annotated[str | None, typer.Option(help="Only this attempt id")] = None,
 ) -> None:
     """Compute and write hints.json for every attempt folder of a cycle (with a run_record.json)."""
-    from argusic.judging.hints import HintsError, compute_hints, write_hints
-    from argusic.judging.tasks import TaskDefinitionError, task_for
-    from argusic.record import RecordError, load_record_file
+    from argusic.judging.hints import HintsError, hints_for_attempt
+    from argusic.judging.tasks import TaskDefinitionError
+    from argusic.record import RecordError
     from argusic.settings import runs_dir
 
     if "/" in cycle or cycle in (".", "..") or (attempt and ("/" in attempt or attempt in (".", ".."))):
@@ -117,9 +117,7 @@ def hints_compute(
                 failures += 1
             continue  # a folder of a run still going, or not an attempt
         try:
-            record = load_record_file(record_path)
-            task = task_for(record.purpose, record.project_id)
-            path = write_hints(attempt_dir, compute_hints(attempt_dir, record, task))
+            path = hints_for_attempt(attempt_dir, again=True)
         except (RecordError, TaskDefinitionError, HintsError, OSError) as err:
             err_console.print(f"{attempt_dir.name}: {err}", markup=False)
             failures += 1

@@ -98,7 +98,7 @@ def rendering_hint(attempt_dir: Path, renderer: Renderer | None) -> dict:
         shots = attempt_dir / "render"
 
         def renderer(paths: list[Path]) -> list[Any]:
-            return render_pages(paths, out_dir=shots)
+            return render_pages(paths, out_dir=shots, artifacts_root=attempt_dir / "out" / "artifacts")
 
     try:
         rendered = list(renderer([path for _, path in pages]))
@@ -293,3 +293,28 @@ def write_hints(attempt_dir: Path, hints: dict) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def hints_for_attempt(attempt_dir: Path, renderer: Renderer | None = None, *, again: bool = False) -> Path:
+    """Compute and write the hints of the attempt whose run record is in `attempt_dir`. Kept as they
+    are when `hints.json` is already there for the same attempt and task revision (rendering costs
+    seconds per page), unless `again`. Raises RecordError, TaskDefinitionError, HintsError, OSError."""
+    from argusic.judging.tasks import task_for
+    from argusic.record import load_record_file
+
+    attempt_dir = Path(attempt_dir)
+    record = load_record_file(attempt_dir / "run_record.json")
+    task = task_for(record.purpose, record.project_id)
+    path = attempt_dir / HINTS_FILE
+    if not again and path.is_file() and not path.is_symlink():
+        try:
+            known = json.loads(read_capped(path, 1 << 20))
+        except (Unreadable, ValueError):
+            known = None
+        if (
+            isinstance(known, dict)
+            and known.get("attempt_id") == record.attempt_id
+            and known.get("task_revision") == task.revision
+        ):
+            return path
+    return write_hints(attempt_dir, compute_hints(attempt_dir, record, task, renderer))
