@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image grader-image demo test test-fast lint format airflow-ui airflow-screenshots \
+.PHONY: install docker image agents-image grader-image render-image demo test test-fast lint format airflow-ui airflow-screenshots \
 	build-worker clean player browser notebook sql docs terminal-tools cluster cluster-stop cluster-status
 .DEFAULT_GOAL := install
 PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
@@ -47,7 +47,11 @@ agents-image: image
 grader-image: docker
 	bash scripts/build_grader_image.sh
 
-demo: install image grader-image
+# The rendering image (issue 14, Layer 1 hints): the runner's layout plus Debian's chromium, built the same way.
+render-image: docker
+	bash scripts/build_render_image.sh
+
+demo: install image grader-image render-image
 	$(BIN)/argusic demo
 
 lint: install
@@ -58,7 +62,7 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: install image agents-image grader-image browser terminal-tools lint
+test: install image agents-image grader-image render-image browser terminal-tools lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
 	$(BIN)/pytest -q

@@ -41,10 +41,12 @@ fi
 [ -n "$mirror" ] || { echo "build_runner_image: no Debian mirror found in apt sources" >&2; exit 1; }
 
 rootfs=$(mktemp -d /tmp/argusic-rootfs.XXXXXX)
-trap 'rm -rf "$rootfs"' EXIT
+# One log per build (next to its root filesystem), so images built at the same time never share one.
+log="$rootfs.debootstrap.log"
+trap 'rm -rf "$rootfs" "$log"' EXIT
 echo "build_runner_image: debootstrap $SUITE from $mirror" >&2
-debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$mirror" >/tmp/argusic-debootstrap.log 2>&1 \
-  || { tail -30 /tmp/argusic-debootstrap.log >&2; exit 1; }
+debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$mirror" >"$log" 2>&1 \
+  || { tail -30 "$log" >&2; exit 1; }
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
 chroot "$rootfs" groupadd --gid "$AGENT_UID" agent
 chroot "$rootfs" useradd --uid "$AGENT_UID" --gid "$AGENT_UID" --create-home --home-dir /home/agent \

@@ -34,6 +34,9 @@ if mode == "printkey":  # an untrusted project talks the agent into printing its
     write("log.txt", f"step 1\nOPENAI_API_KEY={key}\n")
     header = '{"version": 2, "width": 80, "height": 24}\n'
     write("recording.cast", header + json.dumps([0.1, "o", key]) + "\n")
+if mode == "page":  # the project made a page: an artifact when the task's globs match it
+    with open(os.path.join(project, "index.html"), "w") as f:
+        f.write("<html><body>made</body></html>")
 if mode == "hang":
     time.sleep(600)
 if mode == "crash":
@@ -239,3 +242,76 @@ def test_cancelled_attempt_leaves_no_key_in_its_output(tmp_path, scripted, route
     assert broker.stats.created == 1 and broker.keys == {}
     files = [f for f in (tmp_path / "runs").rglob("*") if f.is_file()]
     assert files and all(b"sk-fake-" not in f.read_bytes() for f in files)
+
+
+# --- artifacts: the task's globs, handed to the executor --------------------------------------------
+
+
+def _fake_tasks(
+    monkeypatch: pytest.MonkeyPatch, artifacts: tuple[str, ...], seen: list | None = None
+) -> None:
+    """A stand-in for argusic.judging.tasks (written elsewhere): task_for gives these globs."""
+    import sys
+    import types
+
+    def task_for(purpose: str, project_id: str):
+        if seen is not None:
+            seen.append((purpose, project_id))
+        return types.SimpleNamespace(artifacts=artifacts)
+
+    module = types.ModuleType("argusic.judging.tasks")
+    module.task_for = task_for
+    monkeypatch.setitem(sys.modules, "argusic.judging", types.ModuleType("argusic.judging"))
+    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", module)
+
+
+def test_artifact_globs_come_from_the_task_or_are_none_without_the_package(monkeypatch):
+    import sys
+
+    from argusic.attempt import artifact_globs
+
+    spec = _spec(Path("/nowhere"), "0" * 40, project="weatherfetch", purpose="verdict")
+    seen: list = []
+    _fake_tasks(monkeypatch, ["*.html", "docs/**/*.html"], seen)
+    assert artifact_globs(spec) == ("*.html", "docs/**/*.html")
+    assert seen == [("verdict", "weatherfetch")]
+    _fake_tasks(monkeypatch, ("/etc/*.conf",))
+    with pytest.raises(ValueError, match="absolute"):
+        artifact_globs(spec)
+    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", None)  # not installed: ImportError
+    assert artifact_globs(spec) == ()
+
+
+def test_a_broken_task_definition_is_not_taken_for_a_missing_package(monkeypatch):
+    import sys
+    import types
+
+    from argusic.attempt import artifact_globs
+
+    def task_for(purpose: str, project_id: str):
+        raise ValueError("install_and_run.toml: artifacts: not a list")
+
+    module = types.ModuleType("argusic.judging.tasks")
+    module.task_for = task_for
+    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", module)
+    with pytest.raises(ValueError, match="install_and_run.toml"):
+        artifact_globs(_spec(Path("/nowhere"), "0" * 40))
+
+
+def test_run_attempt_lands_the_tasks_artifacts_beside_valid_evidence(tmp_path, scripted, monkeypatch):
+    _fake_tasks(monkeypatch, ("*.html",))
+    path, _ = _run(tmp_path, "page")
+    record = load_record_file(path)
+    assert (record.end_reason, record.invalid_reason) == ("completed", None)
+    out = path.parent / "out"
+    assert (out / "artifacts" / "index.html").read_text() == "<html><body>made</body></html>"
+    assert (out / "log.txt").exists()
+
+
+def test_run_attempt_without_the_tasks_package_lands_no_artifacts(tmp_path, scripted, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", None)
+    path, _ = _run(tmp_path, "page")
+    assert load_record_file(path).invalid_reason is None
+    assert not (path.parent / "out" / "artifacts").exists()

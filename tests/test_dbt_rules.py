@@ -365,8 +365,9 @@ def test_build_passes_every_node_including_unit_tests(built):
     assert kinds.get("seed") == 7
     # 12 + verdict_plan and its two staging views + int_attempt_corrections, int_attempts_corrected,
     # attempt_corrections + cycle_environments, harness_editions + the repair track's three staging
-    # views, int_repair_grades_attributed, int_attempt_costs and three marts (issue #13)
-    assert kinds.get("model") == 28
+    # views, int_repair_grades_attributed, int_attempt_costs and three marts (issue #13) + the hints and
+    # change similarity staging views and the attempt_hints, stability, change_similarity marts (issue #14)
+    assert kinds.get("model") == 33
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):

@@ -42,6 +42,14 @@ for name, paths in (("pids_max", ["/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pid
             break
         except OSError:
             pass
+if mode == "artifact":  # a page in the project folder, a link named like one, a forged /out/artifacts
+    os.makedirs(os.path.join(project, "site"))
+    with open(os.path.join(project, "site", "index.html"), "w") as page:
+        page.write("<html><body>made in the attempt</body></html>")
+    os.symlink("/etc/passwd", os.path.join(project, "leak.html"))
+    os.makedirs(os.path.join(out, "artifacts"))
+    with open(os.path.join(out, "artifacts", "forged.html"), "w") as forged:
+        forged.write("not from the project")
 with open(os.path.join(out, "log.txt"), "w") as log:
     log.write("started\n"); log.flush()
     if mode == "hang":
@@ -193,6 +201,43 @@ def test_orphaned_containers_are_removed_ours_only(tmp_path):
         for container in (orphan, live, foreign):
             with contextlib.suppress(Exception):
                 container.remove(force=True)
+
+
+@pytest.mark.parametrize("name", _executors())
+def test_artifacts_of_the_project_folder_land_in_out_artifacts(name, tmp_path, probe_harness, caplog):
+    """The stand-in harness writes an HTML page into the project folder (/workspace/project in the
+    container): it lands in out/artifacts once the container is gone. A link named like a page is
+    refused by name without making the attempt invalid, and what the harness wrote into
+    /out/artifacts is not taken for the project's artifacts."""
+    repo, commit = make_repo(tmp_path, "artifact")
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING", logger="argusic.executor"):
+        result = _make(name).run(
+            attempt_id="t.art", repo_path=repo, commit=commit, harness_args=[], out_dir=out,
+            budget_seconds=60, artifacts=["*.html", "site/**/*.html"],
+        )  # fmt: skip
+    assert (result.exit_code, result.error, result.refused) == (0, None, None)
+    assert result.artifacts == ("site/index.html",)
+    assert result.artifacts_refused == ("leak.html is a symbolic link",)
+    assert "t.art: artifact refused: leak.html is a symbolic link" in caplog.text
+    landed = sorted(p.relative_to(out).as_posix() for p in (out / "artifacts").rglob("*") if p.is_file())
+    assert landed == ["artifacts/site/index.html"]
+    assert (
+        out / "artifacts" / "site" / "index.html"
+    ).read_text() == "<html><body>made in the attempt</body></html>"
+    assert json.loads((out / "facts.json").read_text())["head"] == commit  # /out landed as before
+
+
+def test_bad_artifact_globs_are_refused_before_anything_runs(tmp_path, probe_harness):
+    repo, commit = make_repo(tmp_path, "ok")
+    with pytest.raises(
+        ValueError, match=r"artifact glob '\.\./x\.html': '\.\.' would leave the project folder"
+    ):
+        LocalExecutor().run(
+            attempt_id="t.glob", repo_path=repo, commit=commit, harness_args=[], out_dir=tmp_path / "out",
+            budget_seconds=60, artifacts=["../x.html"],
+        )  # fmt: skip
+    assert not (tmp_path / "out").exists()
 
 
 def test_unknown_executor_name_is_refused():

@@ -10,7 +10,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from argusic.landing import CHUNK, LandingLimits, StreamRedactor, land_outputs
+from argusic.landing import CHUNK, LandingLimits, StreamRedactor, check_globs, land_matching, land_outputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -189,3 +189,147 @@ def test_key_cut_by_a_chunk_edge_is_redacted(tmp_path):
     report = land_outputs(src, tmp_path / "dest", LandingLimits(4 * CHUNK, 4 * CHUNK, 10), [(key, b"[k]")])
     assert report.redacted == 1
     assert (tmp_path / "dest" / "log.txt").read_bytes() == b"x" * (CHUNK - 5) + b"[k]" + b"y" * 10
+
+
+# --- artifacts: the project folder's files matching a task's globs ----------------------------------
+
+ART_LIMITS = LandingLimits(max_file_bytes=1024, max_total_bytes=4096, max_entries=5)
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "project"
+    root.mkdir(parents=True)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _landed(dest: Path) -> list[str]:
+    return (
+        sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+        if dest.exists()
+        else []
+    )
+
+
+def test_matching_files_land_with_their_relative_paths(tmp_path):
+    project = _project(tmp_path, {
+        "index.html": "<p>hi</p>", "notes.txt": "no", "docs/a.html": "a", "docs/deep/er/b.html": "b",
+        "site/c.html": "c", ".hidden.html": "h", ".git/x.html": "g", "docs/.cache/d.html": "d",
+    })  # fmt: skip
+    dest = tmp_path / "out" / "artifacts"
+    report = land_matching(project, dest, ["*.html", "docs/**/*.html"], ART_LIMITS)
+    assert report.refused == []
+    assert report.files == ["docs/a.html", "docs/deep/er/b.html", "index.html"]
+    assert _landed(dest) == ["docs/a.html", "docs/deep/er/b.html", "index.html"]
+    assert (dest / "docs" / "deep" / "er" / "b.html").read_text() == "b"
+    # `**` alone in front: any folder, never a hidden one (.git, .cache) unless named
+    everywhere = land_matching(project, tmp_path / "d2", ["**/*.html"], ART_LIMITS)
+    assert everywhere.files == ["docs/a.html", "docs/deep/er/b.html", "index.html", "site/c.html"]
+    hidden = land_matching(project, tmp_path / "d3", [".git/*.html", ".*.html"], ART_LIMITS)
+    assert hidden.files == [".git/x.html", ".hidden.html"]
+
+
+def test_no_globs_or_no_match_lands_nothing_and_makes_no_folder(tmp_path):
+    project = _project(tmp_path, {"a.txt": "x"})
+    dest = tmp_path / "artifacts"
+    assert land_matching(project, dest, [], ART_LIMITS).files == []
+    assert land_matching(project, dest, ["*.html"], ART_LIMITS).files == []
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize(
+    ("glob", "problem"),
+    [
+        ("/etc/*.html", "absolute"),
+        ("~/x.html", "absolute"),
+        ("../*.html", "'..' would leave the project folder"),
+        ("docs/../../x.html", "'..' would leave the project folder"),
+        ("./x.html", "empty or '.' path segment"),
+        ("docs//x.html", "empty or '.' path segment"),
+        ("", "expected a non-empty string"),
+        ("docs/**", "ends in '**'"),
+    ],
+)
+def test_globs_leaving_the_project_folder_are_refused_at_the_call(tmp_path, glob, problem):
+    project = _project(tmp_path, {"x.html": "x"})
+    with pytest.raises(ValueError, match=re.escape(problem)) as err:
+        land_matching(project, tmp_path / "dest", ["ok/*.html", glob], ART_LIMITS)
+    assert repr(glob) in str(err.value)
+    assert not (tmp_path / "dest").exists()
+    with pytest.raises(ValueError, match="got the string"):
+        check_globs("*.html")
+
+
+def test_symlinked_artifacts_and_folders_are_refused_and_never_followed(tmp_path, host_secret):
+    project = _project(tmp_path, {"real.html": "real"})
+    (project / "index.html").symlink_to(host_secret)  # a link to a file named like an artifact
+    (project / "docs").symlink_to(host_secret.parent, target_is_directory=True)  # a link on the way
+    (host_secret.parent / "page.html").write_text("HOST-SECRET page")
+    (project / "unrelated").symlink_to(host_secret.parent)  # no glob reaches it: not even named
+    report = land_matching(project, tmp_path / "dest", ["*.html", "docs/**/*.html"], ART_LIMITS)
+    assert report.files == ["real.html"]
+    assert report.refused == ["docs is a symbolic link", "index.html is a symbolic link"]
+    assert b"HOST-SECRET" not in _all_bytes(tmp_path / "dest")
+
+
+def test_a_project_folder_replaced_by_a_link_is_refused(tmp_path, host_secret):
+    (host_secret.parent / "page.html").write_text("HOST-SECRET page")
+    link = tmp_path / "project"
+    link.symlink_to(host_secret.parent)  # `rm -rf /workspace/project; ln -s / /workspace/project`
+    report = land_matching(link, tmp_path / "dest", ["*.html"], ART_LIMITS)
+    assert report.files == [] and len(report.refused) == 1
+    assert report.refused[0].startswith("the project folder cannot be opened without following links")
+    assert not (tmp_path / "dest").exists()
+
+
+def test_hard_linked_and_special_artifacts_are_refused(tmp_path):
+    project = _project(tmp_path, {"a.html": "a", "b.html": "b"})
+    os.link(project / "b.html", project / "c.html")
+    os.mkfifo(project / "fifo.html")  # opening it would block forever without O_NONBLOCK
+    report = land_matching(project, tmp_path / "dest", ["*.html"], ART_LIMITS)
+    assert report.files == ["a.html"]
+    assert report.refused == ["b.html has 2 hard links", "c.html has 2 hard links", "fifo.html is a FIFO"]
+
+
+def test_artifact_caps_per_file_in_total_and_on_the_count(tmp_path):
+    files = {"big.html": "x" * (ART_LIMITS.max_file_bytes + 1)}
+    files |= {f"p{n}.html": "y" * ART_LIMITS.max_file_bytes for n in range(5)}
+    project = _project(tmp_path, files)
+    report = land_matching(project, tmp_path / "dest", ["*.html"], ART_LIMITS)
+    assert report.refused == [
+        "big.html is 1025 bytes, over the cap of 1024 bytes per file",
+        "p4.html would take the landed total over its cap of 4096 bytes",
+    ]
+    assert report.files == ["p0.html", "p1.html", "p2.html", "p3.html"] and report.bytes == 4096
+    many = _project(tmp_path / "many", {f"f{n:02}.html": "z" for n in range(8)})
+    counted = land_matching(many, tmp_path / "d2", ["*.html"], ART_LIMITS)
+    assert counted.files == [f"f{n:02}.html" for n in range(5)]
+    assert counted.refused == ["more than 5 files match the artifact globs: f05.html and the rest not landed"]
+    assert _landed(tmp_path / "d2") == counted.files
+
+
+def test_examining_the_project_folder_is_capped(tmp_path):
+    project = _project(tmp_path, {f"node_modules/m{n}/x.js": "" for n in range(30)})
+    report = land_matching(project, tmp_path / "dest", ["**/*.html"], ART_LIMITS, max_examined=20)
+    assert report.refused == [
+        "more than 20 entries examined in the project folder: the search for artifacts stopped there"
+    ]
+
+
+def test_artifacts_are_redacted_on_the_way(tmp_path):
+    key = b"sk-live-artifact-key"
+    project = _project(tmp_path, {"index.html": f"<p>{key.decode()}</p>"})
+    report = land_matching(project, tmp_path / "dest", ["*.html"], ART_LIMITS, [(key, b"[key masked]")])
+    assert report.redacted == 1
+    assert (tmp_path / "dest" / "index.html").read_bytes() == b"<p>[key masked]</p>"
+
+
+def test_artifact_caps_come_from_orchestrator_toml():
+    limits = LandingLimits.artifacts_from_config()
+    assert (limits.max_file_bytes, limits.max_total_bytes, limits.max_entries) == (
+        5 * 1024**2,
+        20 * 1024**2,
+        200,
+    )

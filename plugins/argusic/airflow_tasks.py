@@ -6,6 +6,7 @@ Plan layout: `runs/<cycle_id>/plan/<attempt_id>.json`, one small AttemptSpec doc
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -379,6 +380,19 @@ def measured_records(spec: AttemptSpec) -> list[str] | None:
     return chain if done else None
 
 
+def pull_hints(record_path: Path) -> None:
+    """On a cluster, the attempt's hints.json (computed on the host that ran it) beside its pulled
+    record, so ingest loads it; none is fine (hints are advice, `argusic hints compute` makes them)."""
+    from argusic.runs_store import RunsStoreError, key_of_local, pull
+
+    try:
+        pull(key_of_local(Path(record_path).parent / "hints.json"))
+    except (RunsStoreError, OSError, ValueError) as err:
+        logging.getLogger("argusic.hints").warning(
+            "%s: hints not pulled: %s", Path(record_path).parent.name, err
+        )
+
+
 def records_of_plan(spec_paths: list[str]) -> tuple[list[str], list[str]]:
     """Every run record of the planned attempts (reruns included), and the labels of the attempts that
     have none (their task failed before measuring). Ingest reads the plan, not the attempt tasks'
@@ -392,6 +406,7 @@ def records_of_plan(spec_paths: list[str]) -> tuple[list[str], list[str]]:
         current = spec
         while (path := existing_record(current)) is not None:
             found.append(str(path))
+            pull_hints(path)
             current = current.rerun()
         if current is spec:
             missing.append(spec.label)

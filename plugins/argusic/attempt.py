@@ -1,9 +1,10 @@
 """One attempt as a transaction: execute → land evidence (fingerprinted, write-once) → run record.
 
 Per-attempt folder `runs/<cycle_id>/<attempt_id>/` holds the landed harness output (`out/`: what the
-container left in /out, regular files only, capped, the attempt's key redacted; ``argusic.landing``)
-and the run record (`run_record.json`). An attempt whose record already exists is not run again (resumable,
-keyed by attempt_id), so retrying a task never adds a second measurement.
+container left in /out, regular files only, capped, the attempt's key redacted; ``argusic.landing``;
+with `out/artifacts/`: the project folder's files matching the task's artifact globs, hints' input,
+never evidence) and the run record (`run_record.json`). An attempt whose record already exists is
+not run again (resumable, keyed by attempt_id), so retrying a task never adds a second measurement.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from argusic.environment import attempt_display, attempt_environment, check_pinn
 from argusic.evidence import EvidenceStore
 from argusic.executor import ExecutionResult, Executor, get_executor
 from argusic.keys import KeyBroker, key_for_attempt
+from argusic.landing import check_globs
 from argusic.mirror import attempt_source
 from argusic.record import (
     SCHEMA_ID,
@@ -128,6 +130,18 @@ def share_record(path: Path, base: Path | None = None) -> None:
         from argusic.runs_store import push
 
         push(path, write_once=True)
+
+
+def artifact_globs(spec: AttemptSpec) -> tuple[str, ...]:
+    """The artifact globs of the attempt's task (``argusic.judging.tasks``): which files of the project
+    folder the executor lands into out/artifacts. None (an empty tuple) where that package is not
+    installed; a broken task definition (TaskDefinitionError) or a glob that is absolute or holds
+    `..` (ValueError, ``argusic.landing.check_globs``) raises before the attempt starts."""
+    try:
+        from argusic.judging.tasks import task_for
+    except ImportError:
+        return ()
+    return check_globs(task_for(spec.purpose, spec.project_id).artifacts)
 
 
 def _harness_version() -> str:
@@ -388,6 +402,7 @@ def run_attempt(
     # Same conditions for the whole cycle: refused here (EnvironmentRefused), before anything starts or
     # is written, when the harness, instructions or limits differ from the cycle's pin; the attempt
     # runs in the pinned image, by digest.
+    artifacts = artifact_globs(spec)  # a broken task definition is refused before anything starts
     executor = executor or get_executor()
     role = "agents" if driver_for(spec.agent_id).external else "runner"
     pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
@@ -440,6 +455,7 @@ def run_attempt(
             budget_seconds=effective,
             env=key_env,
             redactions=key.redactions(),
+            artifacts=artifacts,
             **run_kwargs,
         )
         key_record = key.record()
@@ -493,6 +509,24 @@ def max_reruns_for(spec: AttemptSpec) -> int:
     return orchestrator_config().max_reruns
 
 
+def compute_hints_quietly(record_path: Path, base_dir: Path | None = None) -> Path | None:
+    """The attempt's Layer 1 hints (argusic.judging.hints) beside its record, shared like the record.
+    Hints are never part of a score: a failure to compute them is logged and never fails the attempt
+    (`argusic hints compute` computes them again)."""
+    try:
+        from argusic.judging.hints import hints_for_attempt
+
+        hints = hints_for_attempt(record_path.parent)
+        if base_dir is None:
+            from argusic.runs_store import push
+
+            push(hints)
+        return hints
+    except Exception as err:  # noqa: BLE001 - a hint is advice; the attempt's measurement stands
+        log.warning("%s: hints not computed: %s: %s", record_path.parent.name, type(err).__name__, err)
+        return None
+
+
 def run_with_reruns(
     spec: AttemptSpec,
     executor: Executor | None = None,
@@ -510,6 +544,7 @@ def run_with_reruns(
         path = run_attempt(current, executor, store, base_dir, broker, live_log=live_log)
         share_record(path, base_dir)
         paths.append(path)
+        compute_hints_quietly(path, base_dir)
         record = load_record_file(path)
         if record.invalid_reason is None:
             log.info("%s: %s (record %s)", current.label, record.end_reason, path)

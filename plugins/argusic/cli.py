@@ -80,7 +80,9 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or
     except IngestError as err:
         _fail(f"{err}\nnothing of this batch was loaded")
     console.print(
-        f"ingested {result.files} record(s): {result.inserted} new, {result.already_present} already present "
+        f"ingested {result.files} record(s): {result.inserted} new, "
+        f"{result.already_present} already present; {result.hints} hints document(s) written, "
+        f"{result.similarity_pairs} patch pair(s) compared "
         f"→ {warehouse_path()}"
     )
 
@@ -1266,6 +1268,12 @@ from argusic.repair.cli import grade, items_app  # noqa: E402
 
 app.add_typer(items_app, name="items")
 app.command("grade")(grade)
+
+# Task definitions and Layer 1 hints (issue 14, argusic.judging.cli).
+from argusic.judging.cli import hints_app, tasks_app  # noqa: E402
+
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(hints_app, name="hints")
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -3,12 +3,14 @@
 Both executors do the same steps: fetch only the pinned commit (no history), run the harness with an
 output folder of its own, kill everything at the time budget, then land what it left (regular files
 only, capped, links never followed: ``argusic.landing``) into the attempt's ``out`` folder, with the
-values to redact replaced on the way. The Docker executor adds containment (README "Threat model"):
-an unprivileged user, no capabilities, no-new-privileges, a read-only root filesystem whose writable
-places are size-capped areas (``argusic.containment``), networking off unless configured, CPU /
-memory / pids limits, a watchdog as PID 1 that ends the container at budget + grace, a reaper that
-cleans up if we are killed, and names and labels that carry the installation id. The local executor
-is for development where no engine can be had (no isolation, no caps); the record says which ran.
+values to redact replaced on the way, and the project folder's files that match the task's artifact
+globs into ``out/artifacts`` (``land_artifacts``). The Docker executor adds containment (README
+"Threat model"): an unprivileged user, no capabilities, no-new-privileges, a read-only root
+filesystem whose writable places are size-capped areas (``argusic.containment``), networking off
+unless configured, CPU / memory / pids limits, a watchdog as PID 1 that ends the container at budget
++ grace, a reaper that cleans up if we are killed, and names and labels that carry the installation
+id. The local executor is for development where no engine can be had (no isolation, no caps); the
+record says which ran.
 
 What runs after the fetch is a ``Launch`` made from the paths the harness sees (``HarnessPaths``):
 by default the reference harness (``readme_runner.py`` with the driver's arguments); an external
@@ -47,7 +49,14 @@ from argusic.containment import (
     sweep_once,
 )
 from argusic.environment import DISPLAY_FILE
-from argusic.landing import LandingLimits, LandingReport, land_outputs
+from argusic.landing import (
+    ARTIFACTS_FOLDER,
+    LandingLimits,
+    LandingReport,
+    check_globs,
+    land_matching,
+    land_outputs,
+)
 from argusic.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
 
 log = logging.getLogger(__name__)
@@ -92,6 +101,10 @@ class ExecutionResult:
     error: str | None  # our tooling failed (daemon lost, fetch failed, …): the attempt is invalid
     image: str | None = None
     refused: str | None = None  # "evidence refused: log.txt is a symbolic link": the attempt is invalid
+    # Artifacts landed in out/artifacts (relative paths) and those refused (one sentence each, logged;
+    # hints' input, not evidence: they never make the attempt invalid).
+    artifacts: tuple[str, ...] = ()
+    artifacts_refused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,6 +163,7 @@ class Executor(Protocol):
         image: str | None = None,
         redactions: Sequence[tuple[bytes, bytes]] = (),
         watch: Watch | None = None,
+        artifacts: Sequence[str] = (),
     ) -> ExecutionResult: ...
 
 
@@ -260,17 +274,62 @@ def _log_landing(attempt_id: str, landing: LandingReport) -> None:
     )  # fmt: skip
 
 
+_SHOWN_ARTIFACT_REFUSALS = 20  # warnings naming a refused artifact each; the rest are counted
+
+
+def land_artifacts(
+    attempt_id: str,
+    project: Path,
+    out_dir: Path,
+    globs: Sequence[str],
+    limits: LandingLimits,
+    redactions: Sequence[tuple[bytes, bytes]] = (),
+) -> LandingReport:
+    """Land the project folder's files matching `globs` into `out_dir/artifacts` (``land_matching``),
+    once the attempt's processes are gone. That folder holds those files only: one the harness wrote
+    into /out under that name (landed with the rest of /out just before) is removed first, so nothing
+    downstream takes the agent's /out for the project's artifacts. Refusals are logged, a warning
+    naming each (the first few, then a count), and do not make the attempt invalid."""
+    dest = out_dir / ARTIFACTS_FOLDER
+    if os.path.lexists(dest):
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)  # our own landed copy: folders and regular files only
+        else:
+            dest.unlink()
+        log.warning("%s: out/%s written by the harness removed: the name is the artifacts'", attempt_id,
+                    ARTIFACTS_FOLDER)  # fmt: skip
+    report = land_matching(project, dest, globs, limits, redactions)
+    if globs:
+        log.info(
+            "%s: landed %d artifact file(s), %d bytes, matching %s%s",
+            attempt_id, len(report.files), report.bytes, ", ".join(globs),
+            f"; {len(report.refused)} refused" if report.refused else "",
+        )  # fmt: skip
+    for refusal in report.refused[:_SHOWN_ARTIFACT_REFUSALS]:
+        log.warning("%s: artifact refused: %s", attempt_id, refusal)
+    if len(report.refused) > _SHOWN_ARTIFACT_REFUSALS:
+        more = len(report.refused) - _SHOWN_ARTIFACT_REFUSALS
+        log.warning("%s: %d more artifact(s) refused", attempt_id, more)
+    return report
+
+
 class DockerExecutor:
     name = "docker"
 
     def __init__(
-        self, image: str | None = None, network: str | None = None, containment: Containment | None = None
+        self,
+        image: str | None = None,
+        network: str | None = None,
+        containment: Containment | None = None,
+        artifact_limits: LandingLimits | None = None,
     ) -> None:
         import docker  # imported here: no daemon connection at module import
 
         self.client = docker.from_env()
         self.image = image or runner_image()
         self.containment = containment or Containment.from_config()
+        # Host-side only (after the container is gone): not part of the environment pin.
+        self.artifact_limits = artifact_limits or LandingLimits.artifacts_from_config()
         self.network = network or self.containment.network  # "none", or a Docker network's name
         # The virtual display every attempt gets (None: none is started)
         self.display_size: str | None = display_size(orchestrator_config().display_size)
@@ -323,7 +382,9 @@ class DockerExecutor:
         image: str | None = None,
         redactions: Sequence[tuple[bytes, bytes]] = (),
         watch: Watch | None = None,
+        artifacts: Sequence[str] = (),
     ) -> ExecutionResult:
+        artifacts = check_globs(artifacts)  # a bad glob is refused before anything starts
         c = self.containment
         image = image or self.image
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -394,9 +455,14 @@ class DockerExecutor:
                 stop_watching()
             landing = land_outputs(areas["out"], out_dir, c.landing, redactions)
             _log_landing(attempt_id, landing)
+            project = areas["work"] / "workspace" / Path(CONTAINER_PROJECT).relative_to(CONTAINER_WORKSPACE)
+            found = land_artifacts(attempt_id, project, out_dir, artifacts, self.artifact_limits, redactions)
             code = None if timed_out else int(result.get("StatusCode", -1))
             error = _fetch_error(code, commit, repo_path)
-            return ExecutionResult(self.name, started, ended, code, timed_out, error, image, landing.refusal)
+            return ExecutionResult(
+                self.name, started, ended, code, timed_out, error, image, landing.refusal,
+                tuple(found.files), tuple(found.refused),
+            )  # fmt: skip
         except ContainmentError as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"containment: {err}", image)
         except self._docker.errors.DockerException as err:
@@ -452,8 +518,11 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, landing: LandingLimits | None = None) -> None:
+    def __init__(
+        self, landing: LandingLimits | None = None, artifact_limits: LandingLimits | None = None
+    ) -> None:
         self.landing = landing
+        self.artifact_limits = artifact_limits
         sweep_once()
 
     def run(
@@ -470,7 +539,9 @@ class LocalExecutor:
         image: str | None = None,  # no images here: the host's tools run (development only)
         redactions: Sequence[tuple[bytes, bytes]] = (),
         watch: Watch | None = None,
+        artifacts: Sequence[str] = (),
     ) -> ExecutionResult:
+        artifacts = check_globs(artifacts)  # a bad glob is refused before anything starts
         out_dir.mkdir(parents=True, exist_ok=True)
         extra_env = env or {}
         stop_watching = None
@@ -514,6 +585,8 @@ class LocalExecutor:
                 stop_watching()
             landing = land_outputs(raw_out, out_dir, self.landing or LandingLimits.from_config(), redactions)
             _log_landing(attempt_id, landing)
+            artifact_limits = self.artifact_limits or LandingLimits.artifacts_from_config()
+            found = land_artifacts(attempt_id, project, out_dir, artifacts, artifact_limits, redactions)
         finally:
             with contextlib.suppress(ProcessLookupError):  # an exception while it ran: it goes too
                 if reaper.watching:
@@ -524,7 +597,10 @@ class LocalExecutor:
                 for problem in scratch.destroy():
                     log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
         error = _fetch_error(code, commit, repo_path)
-        return ExecutionResult(self.name, started, ended, code, timed_out, error, None, landing.refusal)
+        return ExecutionResult(
+            self.name, started, ended, code, timed_out, error, None, landing.refusal,
+            tuple(found.files), tuple(found.refused),
+        )  # fmt: skip
 
 
 def docker_available() -> bool:

@@ -41,6 +41,10 @@ class OrchestratorConfig:
     landing_max_file_bytes: int = 1536 * 1024**2
     landing_max_total_bytes: int = 3 * 1024**3
     landing_max_entries: int = 4096
+    # Landing artifacts (the project folder's files matching the task's globs): caps of their own.
+    landing_artifacts_max_file_bytes: int = 5 * 1024**2
+    landing_artifacts_max_total_bytes: int = 20 * 1024**2
+    landing_artifacts_max_files: int = 200
     # The attempt container's virtual display, WIDTHxHEIGHTxDEPTH.
     display_size: str = "1280x800x24"
 
@@ -73,6 +77,9 @@ def orchestrator_config(path: str | None = None) -> OrchestratorConfig:
         landing_max_file_bytes=parse_size(data["landing"]["max_file_size"]),
         landing_max_total_bytes=parse_size(data["landing"]["max_total_size"]),
         landing_max_entries=int(data["landing"]["max_entries"]),
+        landing_artifacts_max_file_bytes=parse_size(data["landing"].get("artifacts_max_file_size", "5m")),
+        landing_artifacts_max_total_bytes=parse_size(data["landing"].get("artifacts_max_total_size", "20m")),
+        landing_artifacts_max_files=int(data["landing"].get("artifacts_max_files", 200)),
         display_size=str(data.get("display", {}).get("size", "1280x800x24")),
     )
 

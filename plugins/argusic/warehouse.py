@@ -24,6 +24,13 @@ import duckdb
 
 from argusic.decisions import ddl as decisions_ddl
 from argusic.evidence import record_evidence_problems
+from argusic.judging.ingest import (
+    HintsIngestError,
+    compute_change_similarity,
+    hints_files,
+    load_hints,
+    migrate_judging,
+)
 from argusic.record import RecordError, RunRecord, load_record_file
 from argusic.repair.ingest import migrate_repair
 from argusic.settings import evidence_url, warehouse_path
@@ -301,6 +308,8 @@ class IngestResult:
     files: int
     inserted: int
     already_present: int
+    hints: int = 0  # hints documents (hints.json beside a record) written, new or changed (issue #14)
+    similarity_pairs: int = 0  # pairs of repair attempts' patches compared (raw.change_similarity)
 
 
 class IngestError(ValueError):
@@ -414,6 +423,7 @@ def migrate_raw(con: duckdb.DuckDBPyConnection) -> list[str]:
     con.execute(decisions_ddl())  # empty decision tables exist before anyone decides: marts read them
     con.execute(POOL_DDL)  # empty until a pool is loaded: marts.verdict_plan reads it
     migrate_repair(con)  # repair items, validations and grades (issue #13): empty until loaded
+    migrate_judging(con)  # hints and change similarity (issue #14): empty until loaded
     if not before:
         return []
     added = [c for c in COLUMNS if c not in before]
@@ -461,11 +471,22 @@ def ingest(
                     list(_row(record)),
                 )
                 inserted += 1
+            # hints are computed beside each attempt's record (argusic.judging.hints); a bad one
+            # refuses the batch like a bad record: they come from the same attempt folder
+            beside = {path.parent / "hints.json": r.attempt_id for path, r in zip(files, records, strict=True)
+                      if path.name == "run_record.json"}  # fmt: skip
+            hints = load_hints(con, hints_files(files), beside)
+            pairs = compute_change_similarity(con, store_url)
             con.execute("COMMIT")
+        except HintsIngestError as err:
+            con.execute("ROLLBACK")
+            raise IngestError(str(err)) from None
         except Exception:
             con.execute("ROLLBACK")
             raise
-    return IngestResult(files=len(files), inserted=inserted, already_present=already)
+    return IngestResult(
+        files=len(files), inserted=inserted, already_present=already, hints=hints, similarity_pairs=pairs
+    )
 
 
 class PoolEntriesError(ValueError):

@@ -79,7 +79,12 @@ renamed as (
         try_cast(json_extract(record_json, '$.usage.input_tokens.value') as bigint) as input_tokens,
         try_cast(json_extract(record_json, '$.usage.output_tokens.value') as bigint) as output_tokens,
         json_extract_string(record_json, '$.model.responded') as model_responded,
-        json_extract_string(record_json, '$.model.requested') as model_requested
+        json_extract_string(record_json, '$.model.requested') as model_requested,
+
+        -- a repair attempt's item (null for board and verdict attempts): groups its patch with the
+        -- same agent's other patches for the same item in marts.change_similarity (issue #14)
+        json_extract_string(record_json, '$.repair.item_id') as repair_item_id,
+        json_extract_string(record_json, '$.repair.item_revision') as repair_item_revision
 
     from source
 

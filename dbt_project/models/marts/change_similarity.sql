@@ -1,0 +1,91 @@
+-- One row per group of repair attempts (agent_id, project_id, repair item and revision, environment,
+-- method) with at least one compared pair (issue #14, seed 004): how alike an agent's patches for
+-- the same item are across attempts. Pairs come from raw.change_similarity (computed at ingest:
+-- rapidfuzz normalized Indel similarity of the non-test changed lines, docs/judging.md); a pair
+-- counts while both its attempts stand, as in the repair rates: the record is loaded, was not cut
+-- by our tooling (harness_error, cancelled) and no loaded rerun replaces it. Informational only.
+with pairs as (
+
+    select * from {{ ref('stg_change_similarity') }}
+
+),
+
+records as (
+
+    select
+        attempt_id,
+        agent_id,
+        project_id,
+        repair_item_id,
+        repair_item_revision,
+        end_reason,
+        concat_ws(' | ',
+            harness_edition,
+            'scaffold ' || scaffold_sha256,
+            coalesce(image_digest, 'no image'),
+            'instructions ' || instructions_sha256
+        ) as environment
+    from {{ ref('stg_run_records') }}
+    where purpose = 'repair'
+
+),
+
+replaced as (
+
+    select distinct rerun_of as attempt_id
+    from {{ ref('stg_run_records') }}
+    where rerun_of is not null
+
+),
+
+standing as (
+
+    select records.*
+    from records
+    left join replaced on replaced.attempt_id = records.attempt_id
+    where records.end_reason not in ('harness_error', 'cancelled')
+        and replaced.attempt_id is null
+
+),
+
+counted as (
+
+    select
+        a.agent_id,
+        a.project_id,
+        a.repair_item_id as item_id,
+        a.repair_item_revision as item_revision,
+        a.environment,
+        pairs.method,
+        pairs.attempt_a,
+        pairs.attempt_b,
+        pairs.similarity,
+        pairs.identical
+    from pairs
+    inner join standing as a on a.attempt_id = pairs.attempt_a
+    inner join standing as b on b.attempt_id = pairs.attempt_b
+    -- the pair was made within one group at ingest; a record that disagrees is not compared here
+    where a.agent_id = b.agent_id
+        and a.project_id = b.project_id
+        and a.repair_item_id = b.repair_item_id
+        and a.repair_item_revision = b.repair_item_revision
+        and a.environment = b.environment
+
+)
+
+select
+    agent_id,
+    project_id,
+    item_id,
+    item_revision,
+    environment,
+    method,
+    -- the distinct attempts behind the pairs
+    len(list_distinct(flatten(list([attempt_a, attempt_b])))) as attempts,
+    count(*) as pairs,
+    avg(similarity) as mean_similarity,
+    min(similarity) as min_similarity,
+    max(similarity) as max_similarity,
+    count(*) filter (where identical) as identical_pairs
+from counted
+group by agent_id, project_id, item_id, item_revision, environment, method

@@ -1,0 +1,33 @@
+-- One row per (attempt_id, task_revision): a Layer 1 hints document as loaded (issue #14). No rule
+-- is applied here; hints never feed a score, a verdict or the board.
+select
+    attempt_id,
+    task_revision,
+    cycle_id,
+    purpose,
+    agent_id,
+    project_id,
+    task_id,
+    task_version,
+    needles_score,
+    needles_status,
+    needles_found,
+    needles_missing,
+    needles_sources,
+    needles_detail,
+    rendering_score,
+    rendering_status,
+    rendering_pages,
+    json_array_length(rendering_pages) as rendering_page_count,
+    rendering_detail,
+    agent_logic_score,
+    agent_logic_status,
+    agent_logic_succeeded,
+    agent_logic_in_order,
+    agent_logic_required,
+    agent_logic_steps,
+    agent_logic_source,
+    agent_logic_detail,
+    hints_sha256,
+    loaded_at
+from {{ source('raw', 'attempt_hints') }}

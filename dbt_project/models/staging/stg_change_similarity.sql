@@ -1,0 +1,9 @@
+-- One row per (attempt_a, attempt_b, method): two repair attempts' patches compared at ingest
+-- (argusic.judging.ingest, issue #14). No rule is applied here.
+select
+    attempt_a,
+    attempt_b,
+    method,
+    similarity,
+    identical
+from {{ source('raw', 'change_similarity') }}

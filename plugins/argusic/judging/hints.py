@@ -1,0 +1,320 @@
+"""Layer 1 hints of one attempt (``argusic.hints/1``): needles, rendering, agent logic.
+
+Hints are shown beside an attempt while a person reviews it; they are never part of a score, a
+verdict or the board. Each hint's ``score`` is exactly 1, 0.5 or 0, or null with ``status``
+``not_applicable`` (nothing to judge: no needles defined, no HTML artifact) or ``unavailable`` (the
+evidence is missing or unreadable; ``detail`` says why). Everything under the attempt folder is read
+as hostile (``argusic.judging.needles.read_capped``: no links, regular files, size caps).
+
+Agent logic: the run succeeded and the task's required tool order is a subsequence of the agent's
+steps (``argusic.judging.tool_order``): 1; succeeded out of order 0.5; not succeeded 0; with no
+required order, success alone decides (1 or 0). Success for install_and_run (board, verdict):
+``end_reason`` completed, no ``invalid_reason`` and the report's ``ran_ok``. A repair attempt writes
+no report, so its success is: completed, valid, and its grade (``grade.json`` beside ``out/``) says
+``resolved`` or ``resolved_after_rerun``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from argusic.judging import tool_order
+from argusic.judging.needles import Unreadable, artifact_files, evaluate_needles, gather_sources, read_capped
+from argusic.judging.tasks import Task
+from argusic.record import RunRecord
+
+SCHEMA_ID = "argusic.hints/1"
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "hints-1.schema.json"
+HINTS_FILE = "hints.json"
+SESSION_MAX_BYTES = 256 * 1024**2  # the collectors stream it; the cap bounds the time spent
+DETAILS_MAX_BYTES = 8 * 1024**2  # harness.json / report.json of the reference agent
+GRADE_MAX_BYTES = 4 * 1024**2
+SCREENSHOT_MAX_BYTES = 32 * 1024**2
+MAX_PAGES = 20
+DETAIL_MAX_CHARS = 2000
+RENDER_SCORES = {"clean": 1.0, "console_errors": 0.5, "not_rendered": 0.0, "timeout": 0.0}
+RESOLVED = ("resolved", "resolved_after_rerun")
+
+Renderer = Callable[[list[Path]], list[Any]]  # list[argusic.judging.render.PageRender]
+
+
+class HintsError(ValueError):
+    """A hints document that breaks the schema; the message names the field."""
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= DETAIL_MAX_CHARS else text[: DETAIL_MAX_CHARS - 1] + "…"
+
+
+# --- needles -----------------------------------------------------------------------------------
+
+
+def needles_hint(out_dir: Path, record: RunRecord, task: Task) -> dict:
+    wanted = sorted({w for n in task.needles for w in n.where})
+    report = record.report.model_dump() if record.report is not None else None
+    hint = evaluate_needles(task.needles, gather_sources(out_dir, report, wanted))
+    hint["detail"] = _cut(hint["detail"]) if hint.get("detail") else None
+    return hint
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def html_pages(out_dir: Path) -> tuple[list[tuple[str, Path]], list[str]]:
+    notes: list[str] = []
+    files = artifact_files(out_dir / "artifacts", notes)
+    pages = [(rel, path) for rel, path in files if rel.lower().endswith((".html", ".htm"))]
+    if len(pages) > MAX_PAGES:
+        notes.append(f"{len(pages)} HTML pages: only the first {MAX_PAGES} rendered")
+    return pages[:MAX_PAGES], notes
+
+
+def _sha256_of(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(read_capped(Path(path), SCREENSHOT_MAX_BYTES)).hexdigest()
+    except Unreadable:
+        return None
+
+
+def rendering_hint(attempt_dir: Path, renderer: Renderer | None) -> dict:
+    pages, notes = html_pages(attempt_dir / "out")
+    if not pages:
+        return {"score": None, "status": "not_applicable", "pages": [],
+                "detail": _cut("no HTML artifact" + (f" ({'; '.join(notes)})" if notes else ""))}  # fmt: skip
+    if renderer is None:
+        try:
+            from argusic.judging.render import render_pages
+        except ImportError as err:
+            return {"score": None, "status": "unavailable", "pages": [],
+                    "detail": _cut(f"rendering is not installed here: {err}")}  # fmt: skip
+        shots = attempt_dir / "render"
+
+        def renderer(paths: list[Path]) -> list[Any]:
+            return render_pages(paths, out_dir=shots, artifacts_root=attempt_dir / "out" / "artifacts")
+
+    try:
+        rendered = list(renderer([path for _, path in pages]))
+    except Exception as err:  # the renderer's failure (no image, no Docker) is ours, never the agent's
+        return {"score": None, "status": "unavailable", "pages": [],
+                "detail": _cut(f"rendering failed: {type(err).__name__}: {err}")}  # fmt: skip
+    if not rendered:
+        return {
+            "score": None,
+            "status": "unavailable",
+            "pages": [],
+            "detail": "the renderer returned no page",
+        }
+    relative_of = {str(path): rel for rel, path in pages}  # a renderer may answer with the paths it got
+    out_pages = []
+    for page in rendered:
+        out_pages.append({
+            "path": relative_of.get(str(page.path), str(page.path)),
+            "outcome": page.outcome,
+            "console_errors": [str(m)[:500] for m in list(page.console_errors)[:20]],
+            "screenshots": [h for h in (_sha256_of(p) for p in page.screenshots) if h],
+            "detail": _cut(str(page.detail or "")),
+        })  # fmt: skip
+    score = min(RENDER_SCORES[p["outcome"]] for p in out_pages)
+    return {
+        "score": score,
+        "status": "measured",
+        "pages": out_pages,
+        "detail": _cut("; ".join(notes)) or None,
+    }
+
+
+# --- agent logic -------------------------------------------------------------------------------
+
+
+def _json_of(path: Path, limit: int) -> tuple[dict | None, str | None]:
+    try:
+        data = read_capped(path, limit)
+    except Unreadable as err:
+        return None, str(err)
+    try:
+        doc = json.loads(data.decode("utf-8", errors="replace"))
+    except (json.JSONDecodeError, RecursionError):
+        return None, f"{path.name} is not JSON"
+    return (doc, None) if isinstance(doc, dict) else (None, f"{path.name} is not a JSON object")
+
+
+def succeeded(attempt_dir: Path, record: RunRecord) -> tuple[bool, str | None]:
+    """(did the run succeed, why not)."""
+    if record.end_reason != "completed":
+        return False, f"the run ended: {record.end_reason}"
+    if record.invalid_reason:
+        return False, "the attempt is invalid"
+    if record.purpose == "repair":
+        grade, problem = _json_of(attempt_dir / "grade.json", GRADE_MAX_BYTES)
+        if grade is None:
+            return False, f"no grade: {problem}"
+        verdict = grade.get("verdict")
+        return (verdict in RESOLVED), (None if verdict in RESOLVED else f"graded {verdict!r}")
+    if record.report is None:
+        return False, "no valid report"
+    return record.report.ran_ok, (None if record.report.ran_ok else "the report says ran_ok false")
+
+
+@lru_cache(maxsize=1)
+def _harness_modules() -> dict:
+    from argusic.external import harnesses
+
+    return harnesses()
+
+
+def agent_steps(out_dir: Path, record: RunRecord) -> tuple[list[str] | None, str | None, str]:
+    """(steps, why unavailable, source)."""
+    harness = record.harness.name if record.harness is not None else None
+    modules = _harness_modules()
+    if harness in modules:
+        source = f"{harness} session"
+        session = out_dir / "session.jsonl"
+        try:  # the collectors open the path themselves: check it is a plain file first, never a link
+            fd = os.open(session, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None, "session.jsonl is missing", source
+        except OSError as err:
+            return None, f"session.jsonl cannot be read ({err.strerror}; links are not followed)", source
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                return None, "session.jsonl is not a regular file with one link", source
+            if info.st_size > SESSION_MAX_BYTES:
+                return (
+                    None,
+                    f"session.jsonl is {info.st_size} bytes, over the {SESSION_MAX_BYTES}-byte cap",
+                    source,
+                )
+            # read through the descriptor we checked (no swap between the check and the read)
+            run = modules[harness].collect(Path(f"/proc/self/fd/{fd}"), None)
+        finally:
+            os.close(fd)
+        steps = tool_order.steps_from_tool_calls(run.tool_calls)
+        if not steps and run.partial:
+            return None, "the session log is incomplete and shows no tool call", source
+        return steps, None, source
+    source = "readme-runner steps"
+    details, problem = _json_of(out_dir / "harness.json", DETAILS_MAX_BYTES)
+    if details is None:
+        report, report_problem = _json_of(out_dir / "report.json", DETAILS_MAX_BYTES)
+        found = report.get("_details") if report else None
+        if not isinstance(found, dict):
+            return None, f"no recorded steps: {problem}", source
+        details = found
+    report_written = (out_dir / "report.json").is_file() and not (out_dir / "report.json").is_symlink()
+    return tool_order.steps_from_runner(details, report_written), None, source
+
+
+def agent_logic_hint(attempt_dir: Path, record: RunRecord, task: Task) -> dict:
+    ok, why_not = succeeded(attempt_dir, record)
+    required = list(task.tool_order)
+    steps, problem, source = agent_steps(attempt_dir / "out", record)
+    hint: dict[str, Any] = {"succeeded": ok, "in_order": None, "required": required, "steps": steps or [],
+                            "source": source, "detail": why_not}  # fmt: skip
+    if not required:
+        return hint | {"score": 1.0 if ok else 0.0, "status": "measured"}
+    if steps is None:
+        if not ok:  # a failed run is 0 whatever its order
+            return hint | {"score": 0.0, "status": "measured", "detail": _cut(f"{why_not}; steps: {problem}")}
+        return hint | {
+            "score": None,
+            "status": "unavailable",
+            "detail": _cut(f"steps unavailable: {problem}"),
+        }
+    in_order = tool_order.is_subsequence(required, steps)
+    score = (1.0 if in_order else 0.5) if ok else 0.0
+    return hint | {"score": score, "status": "measured", "in_order": in_order}
+
+
+# --- the document ------------------------------------------------------------------------------
+
+
+def compute_hints(attempt_dir: Path, record: RunRecord, task: Task, renderer: Renderer | None = None) -> dict:
+    """The hints document of one attempt (schema-checked)."""
+    attempt_dir = Path(attempt_dir)
+    hints = {
+        "schema": SCHEMA_ID,
+        "attempt_id": record.attempt_id,
+        "cycle_id": record.cycle_id,
+        "agent_id": record.agent_id,
+        "project_id": record.project_id,
+        "purpose": record.purpose,
+        "task_id": task.task_id,
+        "task_version": task.version,
+        "task_revision": task.revision,
+        "needles": needles_hint(attempt_dir / "out", record, task),
+        "rendering": rendering_hint(attempt_dir, renderer),
+        "agent_logic": agent_logic_hint(attempt_dir, record, task),
+    }
+    validate_hints(hints)
+    return hints
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def validate_hints(hints: dict) -> None:
+    errors = sorted(_validator().iter_errors(hints), key=lambda e: list(e.absolute_path))
+    if errors:
+        parts = [
+            f"{'.'.join(str(p) for p in e.absolute_path) or '(document)'}: {e.message[:200]}"
+            for e in errors[:5]
+        ]
+        raise HintsError("hints document breaks argusic.hints/1: " + "; ".join(parts))
+
+
+def write_hints(attempt_dir: Path, hints: dict) -> Path:
+    """``<attempt_dir>/hints.json``, validated then written atomically."""
+    validate_hints(hints)
+    attempt_dir = Path(attempt_dir)
+    path = attempt_dir / HINTS_FILE
+    fd, tmp = tempfile.mkstemp(dir=attempt_dir, prefix=f".{HINTS_FILE}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(hints, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)  # replaces a link named hints.json, never writes through it
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def hints_for_attempt(attempt_dir: Path, renderer: Renderer | None = None, *, again: bool = False) -> Path:
+    """Compute and write the hints of the attempt whose run record is in `attempt_dir`. Kept as they
+    are when `hints.json` is already there for the same attempt and task revision (rendering costs
+    seconds per page), unless `again`. Raises RecordError, TaskDefinitionError, HintsError, OSError."""
+    from argusic.judging.tasks import task_for
+    from argusic.record import load_record_file
+
+    attempt_dir = Path(attempt_dir)
+    record = load_record_file(attempt_dir / "run_record.json")
+    task = task_for(record.purpose, record.project_id)
+    path = attempt_dir / HINTS_FILE
+    if not again and path.is_file() and not path.is_symlink():
+        try:
+            known = json.loads(read_capped(path, 1 << 20))
+        except (Unreadable, ValueError):
+            known = None
+        if (
+            isinstance(known, dict)
+            and known.get("attempt_id") == record.attempt_id
+            and known.get("task_revision") == task.revision
+        ):
+            return path
+    return write_hints(attempt_dir, compute_hints(attempt_dir, record, task, renderer))

@@ -1,0 +1,463 @@
+"""Hints and change similarity in the warehouse's raw layer (issue #14, seed 004, Layer 1).
+
+Two tables, both beside the run records and never read by a model that feeds a score, a verdict or
+the board (a guard test checks it: tests/test_judging_warehouse.py):
+
+``raw.attempt_hints``
+    One row per (attempt_id, task_revision): the hints document ``argusic.hints/1`` that
+    ``argusic.judging.hints.write_hints`` leaves as ``<attempt_dir>/hints.json``, every top-level
+    field flattened, its lists and pages as JSON text, with ``loaded_at``. Keyed and idempotent: the
+    same document loaded again changes nothing; a changed document of the same key replaces the row
+    (hints are recomputed, e.g. after a renderer fix, while run records are write-once).
+``raw.change_similarity``
+    One row per pair of repair attempts of one group (same agent, project, repair item revision and
+    environment) whose patches both change at least one non-test line: rapidfuzz's normalized Indel
+    similarity of the two sequences of non-test changed lines (METHOD; docs/judging.md). Computed
+    here in Python, once per pair (patches are write-once evidence, so a pair's similarity never
+    changes), and summarised per group by dbt (marts.change_similarity).
+
+Documents are hostile input (computed from what an agent left behind): read with a size cap
+(MAX_HINTS_BYTES), never through a link, strict UTF-8 and strict JSON, then checked by a strict
+pydantic model (``HintsDocument``: extra fields forbidden, caps on every list and text). A refusal
+names the file and the field, and loads nothing of the batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import stat
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from itertools import combinations
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import duckdb
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+
+from argusic.record import ATTEMPT_ID_RE, ID_PART_RE, parse_attempt_id
+from argusic.repair.ingest import RepairIngestError, read_json_document
+from argusic.repair.paths import is_test_path
+
+log = logging.getLogger(__name__)
+
+HINTS_SCHEMA = "argusic.hints/1"
+HINTS_FILE = "hints.json"
+# A hints document holds three small verdicts, a page list and a step list; 1 MiB is far above any
+# honest one (200 pages x 20 console messages x 500 characters is ~2 MB only in theory: pages are
+# capped at MAX_PAGES below, which keeps an honest document well under it).
+MAX_HINTS_BYTES = 1 << 20
+MAX_PAGES = 200
+MAX_CONSOLE_ERRORS = 20  # the renderer's cap (contract: 20 messages x 500 characters)
+MAX_CONSOLE_ERROR_CHARS = 500
+MAX_SCREENSHOTS = 3  # load, +1 s, +3 s
+MAX_NEEDLES = 500
+MAX_STEPS = 10_000
+MAX_DETAIL_CHARS = 4096
+MAX_PATH_CHARS = 1024
+
+# Change similarity: the method's name is stored with every pair, so a changed method is a new row,
+# never a silent change of an old number.
+METHOD = "indel_nontest_lines/1"
+# The grader's own cap on a patch (argusic.repair.grader.MAX_PATCH_BYTES): nothing larger was graded.
+MAX_PATCH_BYTES = 8 * 1024 * 1024
+
+HINTS_DDL = """
+CREATE SCHEMA IF NOT EXISTS raw;
+CREATE TABLE IF NOT EXISTS raw.attempt_hints (
+    attempt_id              VARCHAR NOT NULL,
+    task_revision           VARCHAR NOT NULL,
+    cycle_id                VARCHAR NOT NULL,
+    purpose                 VARCHAR NOT NULL,
+    agent_id                VARCHAR NOT NULL,
+    project_id              VARCHAR NOT NULL,
+    task_id                 VARCHAR NOT NULL,
+    task_version            VARCHAR NOT NULL,
+    needles_score           DOUBLE,
+    needles_status          VARCHAR NOT NULL,
+    needles_found           JSON NOT NULL,
+    needles_missing         JSON NOT NULL,
+    needles_sources         JSON NOT NULL,
+    needles_detail          VARCHAR,
+    rendering_score         DOUBLE,
+    rendering_status        VARCHAR NOT NULL,
+    rendering_pages         JSON NOT NULL,
+    rendering_detail        VARCHAR,
+    agent_logic_score       DOUBLE,
+    agent_logic_status      VARCHAR NOT NULL,
+    agent_logic_succeeded   BOOLEAN,
+    agent_logic_in_order    BOOLEAN,
+    agent_logic_required    JSON NOT NULL,
+    agent_logic_steps       JSON NOT NULL,
+    agent_logic_source      VARCHAR,
+    agent_logic_detail      VARCHAR,
+    hints_sha256            VARCHAR NOT NULL,
+    hints_json              JSON NOT NULL,
+    loaded_at               TIMESTAMP NOT NULL,  -- UTC
+    PRIMARY KEY (attempt_id, task_revision)
+);
+CREATE TABLE IF NOT EXISTS raw.change_similarity (
+    attempt_a               VARCHAR NOT NULL,
+    attempt_b               VARCHAR NOT NULL,
+    method                  VARCHAR NOT NULL,
+    similarity              DOUBLE NOT NULL,
+    identical               BOOLEAN NOT NULL,
+    PRIMARY KEY (attempt_a, attempt_b, method),
+    CHECK (attempt_a < attempt_b),
+    CHECK (similarity >= 0 AND similarity <= 1)
+);
+"""
+HINTS_COLUMNS = 29
+
+
+class HintsIngestError(ValueError):
+    """The batch was refused; nothing of it was loaded. The message names the file and the field."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# The document (contract14 section 2), checked strictly
+# ---------------------------------------------------------------------------------------------------
+
+Status = Literal["measured", "not_applicable", "unavailable"]
+Step = Literal["read", "search", "edit", "exec", "install", "test", "report"]
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+IdPart = Annotated[str, StringConstraints(pattern=ID_PART_RE.pattern)]
+NeedleId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+Detail = Annotated[str, StringConstraints(max_length=MAX_DETAIL_CHARS)]
+ALLOWED_SCORES = (0.0, 0.5, 1.0)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class _Hint(_Strict):
+    score: float | None
+    status: Status
+    detail: Detail | None = None
+
+    @model_validator(mode="after")
+    def _score_agrees_with_status(self) -> _Hint:
+        if self.status == "measured":
+            if self.score not in ALLOWED_SCORES:
+                raise ValueError(f"score: {self.score!r}: a measured hint scores exactly 1, 0.5 or 0")
+        elif self.score is not None:
+            raise ValueError(f"score: {self.score!r}: a hint that is {self.status} has a null score")
+        return self
+
+
+class NeedlesHint(_Hint):
+    found: list[NeedleId] = Field(max_length=MAX_NEEDLES)
+    missing: list[NeedleId] = Field(max_length=MAX_NEEDLES)
+    sources: list[Literal["log", "report", "artifacts"]] = Field(max_length=3)
+
+
+class PageHint(_Strict):
+    path: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATH_CHARS)]
+    outcome: Literal["clean", "console_errors", "not_rendered", "timeout"]
+    console_errors: list[Annotated[str, StringConstraints(max_length=MAX_CONSOLE_ERROR_CHARS)]] = Field(
+        max_length=MAX_CONSOLE_ERRORS
+    )
+    screenshots: list[Sha256] = Field(max_length=MAX_SCREENSHOTS)
+    detail: Detail | None = None
+
+
+class RenderingHint(_Hint):
+    pages: list[PageHint] = Field(max_length=MAX_PAGES)
+
+
+class AgentLogicHint(_Hint):
+    succeeded: bool | None = None
+    in_order: bool | None = None
+    required: list[Step] = Field(max_length=100)
+    steps: list[Step] = Field(max_length=MAX_STEPS)
+    source: Annotated[str, StringConstraints(max_length=128)] | None = None
+
+
+class HintsDocument(_Strict):
+    """``argusic.hints/1``: what the warehouse needs of it, checked strictly (the JSON Schema in
+    plugins/argusic/schemas/hints-1.schema.json is the published contract)."""
+
+    schema_: Literal["argusic.hints/1"] = Field(alias="schema")
+    attempt_id: Annotated[str, StringConstraints(pattern=ATTEMPT_ID_RE.pattern)]
+    cycle_id: IdPart
+    agent_id: IdPart
+    project_id: IdPart
+    purpose: Literal["board", "verdict", "repair"]
+    task_id: Literal["install_and_run", "repair"]
+    task_version: Annotated[str, StringConstraints(min_length=1, max_length=32)]
+    task_revision: Sha256
+    needles: NeedlesHint
+    rendering: RenderingHint
+    agent_logic: AgentLogicHint
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _ids_agree(self) -> HintsDocument:
+        parts = parse_attempt_id(self.attempt_id)
+        for name in ("cycle_id", "purpose", "agent_id", "project_id"):
+            if parts[name] != getattr(self, name):
+                raise ValueError(
+                    f"attempt_id: {self.attempt_id!r} says {name} {parts[name]!r} but the document's "
+                    f"{name} is {getattr(self, name)!r}"
+                )
+        expected_task = "repair" if self.purpose == "repair" else "install_and_run"
+        if self.task_id != expected_task:
+            raise ValueError(f"task_id: {self.task_id!r} is not the task of purpose {self.purpose!r}")
+        return self
+
+
+def _describe(err: ValidationError, path: Path) -> str:
+    problems = []
+    for e in err.errors()[:5]:
+        where = ".".join(str(p) for p in e["loc"]) or "(document)"
+        problems.append(f"{where}: {e['msg']}")
+    more = f" (and {err.error_count() - 5} more)" if err.error_count() > 5 else ""
+    return f"{path}: invalid hints document: " + "; ".join(problems) + more
+
+
+def read_hints_document(path: Path) -> tuple[HintsDocument, str, str]:
+    """(document, canonical JSON, sha256 of that canonical JSON) of one hints file; HintsIngestError
+    naming the file and the field otherwise. Read at most MAX_HINTS_BYTES, never through a link."""
+    try:
+        doc = read_json_document(path, MAX_HINTS_BYTES)
+    except RepairIngestError as err:
+        raise HintsIngestError(str(err).replace("a repair record is", "a hints document is")) from None
+    if doc.get("schema") != HINTS_SCHEMA:
+        shown = repr(doc.get("schema"))[:80]
+        raise HintsIngestError(f"{path}: invalid hints document: schema: {shown} is not {HINTS_SCHEMA!r}")
+    try:
+        model = HintsDocument.model_validate(doc)
+    except ValidationError as err:
+        raise HintsIngestError(_describe(err, path)) from None
+    canonical = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return model, canonical, hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _row(doc: HintsDocument, canonical: str, sha: str, loaded_at: datetime) -> tuple:
+    n, r, a = doc.needles, doc.rendering, doc.agent_logic
+    return (
+        doc.attempt_id, doc.task_revision, doc.cycle_id, doc.purpose, doc.agent_id, doc.project_id,
+        doc.task_id, doc.task_version,
+        n.score, n.status, json.dumps(n.found), json.dumps(n.missing), json.dumps(n.sources), n.detail,
+        r.score, r.status, json.dumps([p.model_dump() for p in r.pages], ensure_ascii=False), r.detail,
+        a.score, a.status, a.succeeded, a.in_order, json.dumps(a.required), json.dumps(a.steps),
+        a.source, a.detail,
+        sha, canonical, loaded_at,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------------
+
+
+def migrate_judging(con: duckdb.DuckDBPyConnection) -> None:
+    """Create raw.attempt_hints and raw.change_similarity (empty until loaded: dbt reads them)."""
+    con.execute(HINTS_DDL)
+
+
+def hints_files(record_paths: Iterable[Path]) -> list[Path]:
+    """The ``hints.json`` beside each run record (``<attempt_dir>/run_record.json``), when present as
+    a regular file; a link there is refused (never followed)."""
+    found: dict[Path, None] = {}
+    for record in record_paths:
+        candidate = Path(record).parent / HINTS_FILE
+        try:
+            info = os.lstat(candidate)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise HintsIngestError(f"{candidate}: is a symbolic link; hints are read without following links")
+        if stat.S_ISREG(info.st_mode):
+            found[candidate] = None
+    return list(found)
+
+
+def load_hints(
+    con: duckdb.DuckDBPyConnection, paths: Sequence[Path], attempt_of: dict[Path, str] | None = None
+) -> int:
+    """Load hints documents into raw.attempt_hints, in the caller's transaction; the number of rows
+    written (new or changed). Keyed by (attempt_id, task_revision): a document already loaded with
+    the same content is left alone, one with changed content replaces its row. Every file is checked
+    before anything is written; a bad one raises HintsIngestError naming the file and the field.
+    ``attempt_of`` (path -> attempt_id of the run record beside it) refuses a document about
+    another attempt than the record it lies beside."""
+    migrate_judging(con)
+    checked: dict[tuple[str, str], tuple[Path, tuple]] = {}
+    loaded_at = datetime.now(UTC).replace(tzinfo=None)
+    for path in paths:
+        doc, canonical, sha = read_hints_document(Path(path))
+        expected = (attempt_of or {}).get(Path(path))
+        if expected is not None and doc.attempt_id != expected:
+            raise HintsIngestError(
+                f"{path}: invalid hints document: attempt_id: {doc.attempt_id!r} but it lies beside the "
+                f"run record of {expected!r}"
+            )
+        key = (doc.attempt_id, doc.task_revision)
+        if key in checked:
+            other, row = checked[key]
+            if row[-3] != sha:
+                raise HintsIngestError(
+                    f"{path}: attempt_id {key[0]!r} task_revision {key[1][:12]}…: also in {other} "
+                    "with different content"
+                )
+            continue
+        checked[key] = (Path(path), _row(doc, canonical, sha, loaded_at))
+    written = 0
+    for key, (_path, row) in checked.items():
+        present = con.execute(
+            "SELECT hints_sha256 FROM raw.attempt_hints WHERE attempt_id = ? AND task_revision = ?", list(key)
+        ).fetchone()
+        if present is not None and present[0] == row[-3]:
+            continue
+        con.execute("DELETE FROM raw.attempt_hints WHERE attempt_id = ? AND task_revision = ?", list(key))
+        con.execute(f"INSERT INTO raw.attempt_hints VALUES ({', '.join('?' * HINTS_COLUMNS)})", list(row))
+        written += 1
+    return written
+
+
+# ---------------------------------------------------------------------------------------------------
+# Change similarity of repair attempts' patches
+# ---------------------------------------------------------------------------------------------------
+
+_DIFF_HEADER = re.compile(r"^diff --git a/(?P<a>.*) b/(?P<b>.*)$")
+
+
+def nontest_changed_lines(patch: bytes, extra_test_globs: Sequence[str] = ()) -> list[str]:
+    """The changed lines of a unified git diff, in order, with their ``+``/``-`` sign, leaving out
+    every file that is a test file by ``argusic.repair.paths.is_test_path`` (the grader drops those
+    from an agent's patch too) and binary hunks. Text is decoded as UTF-8 with replacement."""
+    lines: list[str] = []
+    path: str | None = None
+    in_hunk = False
+    for raw in patch.decode("utf-8", errors="replace").splitlines():
+        if raw.startswith("diff --git "):
+            match = _DIFF_HEADER.match(raw)
+            path = match.group("b") if match else raw[len("diff --git ") :]
+            in_hunk = False
+            continue
+        if raw.startswith("+++ ") and not in_hunk:
+            target = raw[4:]
+            if target.startswith("b/"):
+                path = target[2:]
+            continue
+        if raw.startswith("@@"):
+            in_hunk = True
+            continue
+        if not in_hunk or not raw or raw[0] not in "+-":
+            continue
+        if path is not None and is_test_path(path, extra_test_globs):
+            continue
+        lines.append(raw)
+    return lines
+
+
+def similarity(a: Sequence[str], b: Sequence[str]) -> float:
+    """rapidfuzz's normalized Indel similarity of two line sequences: 1 − (lines inserted or
+    deleted to turn one into the other) / (len(a) + len(b)); 1.0 exactly when they are equal."""
+    from rapidfuzz.distance import Indel
+
+    return float(Indel.normalized_similarity(list(a), list(b)))
+
+
+_PATCH_ATTEMPTS_SQL = """
+SELECT attempt_id, agent_id, project_id,
+       json_extract_string(record_json, '$.repair.item_id') AS item_id,
+       json_extract_string(record_json, '$.repair.item_revision') AS item_revision,
+       coalesce(harness_edition, '') || '|' || coalesce(scaffold_sha256, '') || '|'
+           || coalesce(image_digest, '') || '|' || coalesce(instructions_sha256, '') AS environment,
+       json_extract_string(record_json, '$.repair.patch.uri') AS patch_uri,
+       json_extract_string(record_json, '$.repair.patch.sha256') AS patch_sha256,
+       try_cast(json_extract(record_json, '$.repair.patch.bytes') AS BIGINT) AS patch_bytes
+FROM raw.run_records
+WHERE purpose = 'repair'
+  AND json_extract_string(record_json, '$.repair.patch.uri') IS NOT NULL
+  AND try_cast(json_extract(record_json, '$.repair.patch.bytes') AS BIGINT) > 0
+ORDER BY attempt_id
+"""
+
+
+def _read_patch(store: Any, uri: str, sha256: str, size: int) -> bytes | None:
+    """A stored patch, or None (logged) when it is over the cap, missing or not what its record says."""
+    if size > MAX_PATCH_BYTES:
+        log.warning("%s: patch of %d bytes is over %d: not compared", uri, size, MAX_PATCH_BYTES)
+        return None
+    try:
+        # at most one byte past the recorded size: a stored object larger than its record is refused
+        # without reading it all (EvidenceStore.read would)
+        with store._open_stored(uri) as handle:
+            data = handle.read(size + 1)
+    except Exception as err:  # a missing object is the audit's finding, not a reason to refuse ingest
+        log.warning("%s: patch unreadable (%s): not compared", uri, err)
+        return None
+    if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
+        log.warning("%s: patch does not match its record's fingerprint: not compared", uri)
+        return None
+    return data
+
+
+def compute_change_similarity(con: duckdb.DuckDBPyConnection, store_url: str | None = None) -> int:
+    """Add to raw.change_similarity every pair of loaded repair attempts of one group (agent,
+    project, item revision, environment) not yet compared by METHOD whose patches both have at
+    least one non-test changed line; the number of pairs added. Patches are read from the evidence
+    store (``store_url``, ARGUSIC_EVIDENCE_URL by default) and checked against their fingerprints."""
+    migrate_judging(con)
+    rows = con.execute(_PATCH_ATTEMPTS_SQL).fetchall()
+    groups: dict[tuple, list[tuple]] = {}
+    for attempt_id, agent, project, item, revision, environment, uri, sha, size in rows:
+        group = (agent, project, item, revision, environment)
+        groups.setdefault(group, []).append((attempt_id, uri, sha, size))
+    done = {
+        (a, b)
+        for a, b in con.execute(
+            "SELECT attempt_a, attempt_b FROM raw.change_similarity WHERE method = ?", [METHOD]
+        ).fetchall()
+    }
+    store = None
+    lines_of: dict[str, list[str] | None] = {}
+    added = 0
+    for members in groups.values():
+        for (a, *ref_a), (b, *ref_b) in combinations(sorted(members), 2):
+            if (a, b) in done:
+                continue
+            if store is None:
+                from argusic.evidence import open_store
+
+                store = open_store(store_url)
+            for attempt_id, ref in ((a, ref_a), (b, ref_b)):
+                if attempt_id not in lines_of:
+                    patch = _read_patch(store, *ref)
+                    lines_of[attempt_id] = None if patch is None else nontest_changed_lines(patch)
+            la, lb = lines_of[a], lines_of[b]
+            if not la or not lb:  # unreadable, or no non-test line changed: nothing to compare
+                continue
+            con.execute(
+                "INSERT INTO raw.change_similarity VALUES (?, ?, ?, ?, ?)",
+                [a, b, METHOD, similarity(la, lb), la == lb],
+            )
+            added += 1
+    return added
+
+
+__all__ = [
+    "HINTS_DDL",
+    "HINTS_FILE",
+    "HINTS_SCHEMA",
+    "MAX_HINTS_BYTES",
+    "METHOD",
+    "HintsDocument",
+    "HintsIngestError",
+    "compute_change_similarity",
+    "hints_files",
+    "load_hints",
+    "migrate_judging",
+    "nontest_changed_lines",
+    "read_hints_document",
+    "similarity",
+]
