@@ -163,15 +163,20 @@ def _attempts_in_containers(settings: dict) -> list[str]:
     import docker
 
     mine = {"label": f"argusic.installation={settings['INSTALLATION']}"}
-    return [c.labels.get("argusic.attempt_id", "") for c in docker.from_env().containers.list(filters=mine)]
+    # sparse: names and labels from the list answer itself; a full list inspects each container after
+    # listing it, and one removed in between (the cycle goes on) raised NotFound in a CI run
+    found = docker.from_env().containers.list(filters=mine, sparse=True)
+    return [(c.attrs.get("Labels") or {}).get("argusic.attempt_id", "") for c in found]
 
 
 def _installation_containers(installation: str) -> list[str]:
     import docker
 
     client = docker.from_env()
-    found = client.containers.list(all=True, filters={"label": f"argusic.installation={installation}"})
-    return [c.name for c in found]
+    found = client.containers.list(
+        all=True, filters={"label": f"argusic.installation={installation}"}, sparse=True
+    )
+    return [c.attrs["Names"][0].lstrip("/") for c in found]  # sparse: see _attempts_in_containers
 
 
 @pytest.fixture(scope="module")
