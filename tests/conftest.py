@@ -120,3 +120,36 @@ def s3_bucket(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
     bucket = f"evidence-{uuid.uuid4().hex[:8]}"
     boto3.client("s3", endpoint_url=s3_server).create_bucket(Bucket=bucket)
     return bucket
+
+
+DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"
+
+
+def dbt_build_copy(db: Path, tmp: Path) -> None:
+    """`dbt build` of a copy of the project (target and logs under `tmp`) against the warehouse file
+    `db`; fails naming every node that did not pass."""
+    import os
+    import shutil
+
+    from argusic.build import _release_dbt_duckdb
+    from dbt.cli.main import dbtRunner
+
+    project = tmp / "dbt_project"
+    shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    old = os.environ.get("ARGUSIC_WAREHOUSE")
+    os.environ["ARGUSIC_WAREHOUSE"] = str(db)
+    try:
+        res = dbtRunner().invoke(
+            ["--quiet", "build", "--project-dir", str(project), "--profiles-dir", str(project),
+             "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")]
+        )  # fmt: skip
+    finally:
+        _release_dbt_duckdb()
+        if old is None:
+            os.environ.pop("ARGUSIC_WAREHOUSE", None)
+        else:
+            os.environ["ARGUSIC_WAREHOUSE"] = old
+    failed = [
+        (r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")
+    ]
+    assert res.success and not failed, failed

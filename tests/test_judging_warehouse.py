@@ -13,7 +13,6 @@ import copy
 import json
 import os
 import re
-import shutil
 from datetime import datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
@@ -31,7 +30,7 @@ from argusic.judging.ingest import (
     similarity,
 )
 from argusic.warehouse import COLUMNS, IngestError, ingest, migrate_raw
-from conftest import write_record
+from conftest import dbt_build_copy, write_record
 
 DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"
 CYCLE = "2026-12"
@@ -388,7 +387,6 @@ def repair_raw(no: int, **kw) -> dict:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory):
-    from dbt.cli.main import dbtRunner
 
     tmp = tmp_path_factory.mktemp("judging_dbt")
     db = tmp / "warehouse.duckdb"
@@ -421,27 +419,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
                 write_hints(tmp / "h2", hints_doc(repair_id(1))),
             ],
         )
-    project = tmp / "dbt_project"
-    shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
-    old = os.environ.get("ARGUSIC_WAREHOUSE")
-    os.environ["ARGUSIC_WAREHOUSE"] = str(db)
-    try:
-        res = dbtRunner().invoke(
-            ["--quiet", "build", "--project-dir", str(project), "--profiles-dir", str(project),
-             "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")]
-        )  # fmt: skip
-    finally:
-        from argusic.build import _release_dbt_duckdb
-
-        _release_dbt_duckdb()
-        if old is None:
-            os.environ.pop("ARGUSIC_WAREHOUSE", None)
-        else:
-            os.environ["ARGUSIC_WAREHOUSE"] = old
-    failed = [
-        (r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")
-    ]
-    assert res.success and not failed, failed
+    dbt_build_copy(db, tmp)
     return {"db": db, "target": tmp / "target"}
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -25,8 +23,8 @@ from argusic.repair.ingest import (
 )
 from argusic.repair.items import revision_of
 from argusic.warehouse import COLUMNS, migrate_raw
+from conftest import dbt_build_copy
 
-DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"
 PROJECT = "demo"
 CYCLE = "2026-11"
 AGENT = "readme-runner"
@@ -374,8 +372,6 @@ def run_record(aid: str, purpose: str = "repair", end_reason: str = "completed",
 def built(tmp_path_factory: pytest.TempPathFactory):
     """Items of three PRs and two more, validated or not; an agent's repair attempts in cycle
     2026-11 and a predictions file's grades; one board attempt beside them. Then `dbt build`."""
-    from dbt.cli.main import dbtRunner
-
     tmp = tmp_path_factory.mktemp("repair_dbt")
     root, db = tmp / "records", tmp / "warehouse.duckdb"
     # PR P1 bundled: original "bund" (kept, superseded) split into two topics, both validated
@@ -442,27 +438,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
             [[r.get(c) for c in COLUMNS] for r in records],
         )
-    project = tmp / "dbt_project"
-    shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
-    old = os.environ.get("ARGUSIC_WAREHOUSE")
-    os.environ["ARGUSIC_WAREHOUSE"] = str(db)
-    try:
-        res = dbtRunner().invoke(
-            ["--quiet", "build", "--project-dir", str(project), "--profiles-dir", str(project),
-             "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")]
-        )  # fmt: skip
-    finally:
-        from argusic.build import _release_dbt_duckdb
-
-        _release_dbt_duckdb()
-        if old is None:
-            os.environ.pop("ARGUSIC_WAREHOUSE", None)
-        else:
-            os.environ["ARGUSIC_WAREHOUSE"] = old
-    failed = [
-        (r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")
-    ]
-    assert res.success and not failed, failed
+    dbt_build_copy(db, tmp)
     return {"db": db, "tmp": tmp, "target": tmp / "target"}
 
 
