@@ -24,12 +24,15 @@ import tempfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from argusic.judging import tool_order
 from argusic.judging.needles import Unreadable, artifact_files, evaluate_needles, gather_sources, read_capped
 from argusic.judging.tasks import Task
 from argusic.record import RunRecord
+
+if TYPE_CHECKING:
+    from argusic.evidence import EvidenceStore
 
 SCHEMA_ID = "argusic.hints/1"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "hints-1.schema.json"
@@ -293,6 +296,33 @@ def write_hints(attempt_dir: Path, hints: dict) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def store_screenshots(attempt_dir: Path, store: EvidenceStore) -> list[str]:
+    """Put the rendering screenshots named in the attempt's hints into the evidence store, under
+    their content address (write-once; the same bytes again are a no-op), so a served page and the
+    review queue can show them. Only files of ``<attempt_dir>/render/`` whose sha256 the hints name
+    are stored: regular files, no links, at most SCREENSHOT_MAX_BYTES each. Returns their URIs."""
+    path = Path(attempt_dir) / HINTS_FILE
+    hints = json.loads(read_capped(path, 1 << 20))
+    wanted = {
+        sha
+        for page in (hints.get("rendering") or {}).get("pages") or []
+        for sha in page.get("screenshots") or []
+        if isinstance(sha, str)
+    }
+    shots = Path(attempt_dir) / "render"
+    uris: list[str] = []
+    if not wanted or shots.is_symlink() or not shots.is_dir():
+        return uris
+    for file in sorted(shots.glob("*.png")):
+        try:
+            data = read_capped(file, SCREENSHOT_MAX_BYTES)
+        except Unreadable:
+            continue
+        if (sha := hashlib.sha256(data).hexdigest()) in wanted:
+            uris.append(store.put_bytes(store.key_for(sha), data).uri)
+    return uris
 
 
 def hints_for_attempt(attempt_dir: Path, renderer: Renderer | None = None, *, again: bool = False) -> Path:
