@@ -36,7 +36,7 @@ from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_contain
 RENDER_IMAGE = "argusic-render:bookworm"  # scripts/build_render_image.sh
 RENDER_IMAGE_ENV = "ARGUSIC_RENDER_IMAGE"
 RENDER_LAYOUT_LABEL = "argusic.render.layout"
-RENDER_LAYOUT = "1"  # scripts/build_render_image.sh
+RENDER_LAYOUT = "2"  # 2: upgraded from bookworm-security. scripts/build_render_image.sh
 CONTAINER_LABEL = "argusic.judging.render"
 DRIVER = Path(__file__).with_name("render_driver.py")
 PAGES_IN_CONTAINER = "/pages"
