@@ -42,6 +42,9 @@ from argusic.settings import orchestrator_config, runs_dir
 log = logging.getLogger(__name__)
 
 EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "report.json"}
+# Install-and-run attempts: the executor lands the agent's changes to the project (argusic.changes) for
+# the change-similarity hint; a repair attempt collects its patch itself, in its container.
+CHANGES_PURPOSES = ("board", "verdict")
 
 
 class RepairItemRef(BaseModel):
@@ -456,6 +459,7 @@ def run_attempt(
             env=key_env,
             redactions=key.redactions(),
             artifacts=artifacts,
+            changes=spec.purpose in CHANGES_PURPOSES,
             **run_kwargs,
         )
         key_record = key.record()
@@ -517,10 +521,10 @@ def compute_hints_quietly(
     review queue). Hints are never part of a score: a failure to compute them is logged and never
     fails the attempt (`argusic hints compute` computes them again)."""
     try:
-        from argusic.judging.hints import hints_for_attempt, store_screenshots
+        from argusic.judging.hints import hints_for_attempt, store_hint_evidence
 
         hints = hints_for_attempt(record_path.parent)
-        store_screenshots(record_path.parent, store or EvidenceStore())
+        store_hint_evidence(record_path.parent, store or EvidenceStore())
         if base_dir is None:
             from argusic.runs_store import push
 

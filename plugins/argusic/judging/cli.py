@@ -94,7 +94,7 @@ def hints_compute(
 ) -> None:
     """Compute and write hints.json for every attempt folder of a cycle (with a run_record.json)."""
     from argusic.evidence import EvidenceStore
-    from argusic.judging.hints import HintsError, hints_for_attempt, store_screenshots
+    from argusic.judging.hints import HintsError, hints_for_attempt, store_hint_evidence
     from argusic.judging.tasks import TaskDefinitionError
     from argusic.record import RecordError
     from argusic.settings import runs_dir
@@ -120,7 +120,7 @@ def hints_compute(
             continue  # a folder of a run still going, or not an attempt
         try:
             path = hints_for_attempt(attempt_dir, again=True)
-            store_screenshots(attempt_dir, store)
+            store_hint_evidence(attempt_dir, store)
         except (RecordError, TaskDefinitionError, HintsError, OSError) as err:
             err_console.print(f"{attempt_dir.name}: {err}", markup=False)
             failures += 1
