@@ -45,12 +45,10 @@ def test_generate_check_names_every_drifted_file(tmp_path: Path, monkeypatch: py
 
 def test_purposes_map_to_kinds_and_refinements_merge() -> None:
     assert (
-        task_for("board", "tonegen-sh").task_id
-        == task_for("verdict", "tonegen-sh").task_id
-        == "install_and_run"
+        task_for("board", "csvstats").task_id == task_for("verdict", "csvstats").task_id == "install_and_run"
     )
     assert task_for("repair", "repairkit").task_id == "repair"
-    plain = task_for("board", "tonegen-sh")
+    plain = task_for("board", "csvstats")
     assert plain.project_id is None and plain.version == "1" and plain.needles == ()
     assert plain.revision == load_task("install_and_run").revision and len(plain.revision) == 64
     refined = task_for("board", "weatherfetch")
