@@ -263,3 +263,46 @@ def test_a_real_judge_without_a_key_refuses_to_start(attempt: Path, monkeypatch:
     assert not (attempt / "judging").exists()
     with pytest.raises(J.JudgeError, match="unknown"):
         J.judge_attempt(attempt, ["judge-nobody"], {})
+
+
+# --- the CLI ------------------------------------------------------------------------------------------
+
+
+def test_cli_judge_refuses_unknown_judges_and_real_judges_without_a_key(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argusic.cli import app
+    from typer.testing import CliRunner
+
+    monkeypatch.delenv("LITELLM_BASE_URL", raising=False)
+    monkeypatch.delenv("LITELLM_MASTER_KEY", raising=False)
+    attempt = make_attempt(isolated / "runs")
+    result = CliRunner().invoke(app, ["judge", "--cycle", "2026-12", "--judges", "judge-nobody"])
+    assert result.exit_code == 2 and "unknown judges ['judge-nobody']" in result.output
+    assert CliRunner().invoke(app, ["judge", "--cycle", "../etc"]).exit_code == 2
+    result = CliRunner().invoke(app, ["judge", "--cycle", "2026-12", "--judges", "judge-codex"])
+    assert result.exit_code == 1 and "no model key" in result.output
+    assert "0 judgements written, 1 attempts not judged" in result.output
+    assert not (attempt / "judging").exists()
+
+
+@pytest.mark.slow
+def test_cli_judge_replays_recorded_sessions_per_attempt(isolated: Path, tmp_path: Path) -> None:
+    from argusic.cli import app
+    from typer.testing import CliRunner
+
+    attempt = make_attempt(isolated / "runs")
+    replay = tmp_path / "replay"
+    (replay / attempt.name).mkdir(parents=True)
+    shutil.copy(SESSIONS / "codex_agree.jsonl", replay / "judge-codex.jsonl")
+    shutil.copy(SESSIONS / "claude_agree.jsonl", replay / "judge-claude.jsonl")
+    shutil.copy(SESSIONS / "claude_no_quote.jsonl", replay / attempt.name / "judge-claude.jsonl")  # wins
+    result = CliRunner().invoke(
+        app,
+        ["judge", "--cycle", "2026-12", "--judges", "judge-claude,judge-codex", "--replay-dir", str(replay)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "2 judgements written (replayed recorded sessions: no model ran)" in result.output
+    claude = json.loads((attempt / "judging" / "judge-claude.json").read_text())
+    codex = json.loads((attempt / "judging" / "judge-codex.json").read_text())
+    assert (claude["status"], codex["status"]) == ("refused", "valid")
