@@ -306,3 +306,93 @@ def test_cli_judge_replays_recorded_sessions_per_attempt(isolated: Path, tmp_pat
     claude = json.loads((attempt / "judging" / "judge-claude.json").read_text())
     codex = json.loads((attempt / "judging" / "judge-codex.json").read_text())
     assert (claude["status"], codex["status"]) == ("refused", "valid")
+
+
+# --- a real judge's container (no model here: the Docker client is a stand-in) -----------------------
+
+
+class FakeBroker:
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.deleted: list[object] = []
+
+    def create(self, attempt_id: str, limit_usd: float, *, ttl_seconds: int | None = None):
+        from argusic.keys import IssuedKey
+
+        self.created.append(attempt_id)
+        return IssuedKey(
+            value="sk-judge-secret",
+            kind="per_run",
+            attempt_id=attempt_id,
+            base_url="http://gateway.invalid:4000",
+        )
+
+    def delete(self, key) -> bool:
+        self.deleted.append(key)
+        return True
+
+
+class FakeContainer:
+    def __init__(self, outcome: int) -> None:
+        self.outcome = outcome
+
+    def wait(self, timeout: float) -> dict:
+        return {"StatusCode": self.outcome}
+
+    def logs(self, stdout: bool, stderr: bool) -> bytes:
+        return b"cannot reach the gateway\n"
+
+    def remove(self, force: bool) -> None:
+        self.removed = True
+
+
+class FakeDocker:
+    def __init__(self, outcome: int) -> None:
+        self.runs: list[tuple[tuple, dict]] = []
+        self.images = self
+        self.containers = self
+        self.outcome = outcome
+
+    def get(self, name: str) -> object:
+        return object()
+
+    def run(self, *args, **kwargs) -> FakeContainer:
+        self.runs.append((args, kwargs))
+        return FakeContainer(self.outcome)
+
+
+@pytest.mark.parametrize("judge_id", ["judge-claude", "judge-codex"])
+def test_a_real_judge_runs_its_cli_on_a_per_run_key_deleted_after(
+    evidence: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge_id: str
+) -> None:
+    import docker
+
+    fake = FakeDocker(outcome=1)
+    monkeypatch.setattr(docker, "from_env", lambda: fake)
+    broker = FakeBroker()
+    with pytest.raises(J.JudgeError, match="container exited 1: cannot reach the gateway"):
+        J.run_judge(judge_id, evidence, tmp_path / "out", broker=broker)
+    ((args, kwargs),) = fake.runs
+    command = " ".join(args[1])
+    assert ("claude -p" in command) if judge_id == "judge-claude" else ("codex exec" in command)
+    assert "/judge/prompt.md" in command and "/out/session.jsonl" in command
+    assert "sk-judge-secret" in kwargs["environment"].values()
+    assert "network_mode" not in kwargs  # the CLI reaches the gateway
+    assert kwargs["read_only"] and kwargs["cap_drop"] == ["ALL"] and kwargs["working_dir"] == "/evidence"
+    assert kwargs["volumes"][str(evidence.resolve())] == {"bind": "/evidence", "mode": "ro"}
+    assert len(broker.created) == 1 and broker.created[0].startswith(f"judge.{judge_id}.")
+    assert len(broker.deleted) == 1  # deleted however the run ended
+
+
+def test_a_replay_has_no_network_and_no_key(
+    evidence: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import docker
+
+    fake = FakeDocker(outcome=0)
+    monkeypatch.setattr(docker, "from_env", lambda: fake)
+    J.run_judge("judge-codex", evidence, tmp_path / "out", replay=SESSIONS / "codex_agree.jsonl")
+    ((args, kwargs),) = fake.runs
+    assert kwargs["network_mode"] == "none" and kwargs["network_disabled"] is True
+    assert not any("KEY" in name for name in kwargs["environment"])
+    assert "codex exec" not in " ".join(args[1])

@@ -318,19 +318,47 @@ if sys.argv[1] == "codex" and isinstance(last, str):
 """
 
 
-def _real_run_env(driver: JudgeDriver, label: str) -> dict[str, str]:
-    """Environment of a real judge run: a per-run key through the routing layer, or a clear error."""
+JUDGE_CONFIG_DIR = "/tmp/argusic-judge-config"  # the CLI's config, fresh per run, never under /out
+
+
+def _broker(judge_id: str, label: str) -> Any:
+    """The routing layer's key broker, or JudgeError: a real judge never runs on a shared key."""
     from argusic.keys import KeyUnavailable, LiteLLMKeyBroker
 
     try:
-        LiteLLMKeyBroker.from_env()
+        return LiteLLMKeyBroker.from_env()
     except KeyUnavailable as err:
         raise JudgeError(
-            f"judge {driver.judge_id}: no model key for {label}: {err}; a real judge needs the routing "
+            f"judge {judge_id}: no model key for {label}: {err}; a real judge needs the routing "
             "gateway (scripts/start_litellm.sh); use --replay-dir to run recorded sessions"
         ) from None
-    # A configured gateway is not exercised in this slice (no gateway here): refuse rather than guess.
-    raise JudgeError(f"judge {driver.judge_id}: real judge runs are not wired to the key broker yet")
+
+
+def container_plan(
+    driver: JudgeDriver, key_env: Mapping[str, str] | None, timeout_seconds: int
+) -> tuple[list[str], dict[str, str], bool]:
+    """(command, environment, networking on) of a judge container. ``key_env`` None: a replay (no CLI,
+    networking off); else the key variables of a per-run key for the harness's external driver."""
+    from argusic.containment import AGENT_HOME
+
+    bound = ["timeout", "--kill-after=5", str(int(timeout_seconds))]
+    if key_env is None:
+        script = f"python3 -I -c {shlex.quote(_REPLAY_SCRIPT)} {shlex.quote(driver.harness_name)}"
+        command = ["bash", "-c", f"{shlex.join(bound)} {script} < /judge/prompt.md"]
+        return command, {"HOME": AGENT_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}, False
+    module = driver.module
+    env = module.build_env(key_env, JUDGE_CONFIG_DIR)
+    if driver.harness_name == "codex":
+        command = module.build_command(
+            "/evidence",
+            "/out",
+            "/judge/prompt.md",
+            driver.model,
+            gateway_url=key_env.get(module.BASE_URL_ENV),
+        )
+    else:
+        command = module.build_command("/evidence", "/out", "/judge/prompt.md", driver.model)
+    return bound + command, env, True
 
 
 def run_judge(
@@ -341,10 +369,13 @@ def run_judge(
     replay: Path | None = None,
     task: Task | None = None,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
+    broker: Any = None,
 ) -> Path:
     """Run one judge over the evidence folder in a locked-down container; returns ``out_dir`` (holding
     ``session.jsonl`` and, for Codex, ``last_message.txt``). ``replay``: a recorded session, teed by
-    the container with networking off instead of running a CLI."""
+    the container with networking off instead of running a CLI. Without it the judge's CLI runs on a
+    per-run key (``argusic.keys.attempt_key``: created for this run, deleted however it ends) from
+    ``broker`` (the routing layer's by default; none configured: JudgeError before anything starts)."""
     import requests
 
     import docker
@@ -355,8 +386,9 @@ def run_judge(
     evidence_dir, out_dir = Path(evidence_dir).resolve(), Path(out_dir)
     manifest = read_manifest(evidence_dir)
     task = task or load_task(manifest["task_id"])
-    if replay is None:
-        _real_run_env(driver, str(evidence_dir))
+    label = f"judge.{judge_id}.{evidence_sha256(evidence_dir)[:16]}"
+    if replay is None and broker is None:
+        broker = _broker(judge_id, label)
     replay_path = Path(replay) if replay is not None else None
     if replay_path is not None and (replay_path.is_symlink() or not replay_path.is_file()):
         raise JudgeError(f"{replay_path}: not a regular file (recorded sessions are read without links)")
@@ -370,6 +402,7 @@ def run_judge(
     else:
         out_dir.chmod(0o777)  # the container's unprivileged user writes here
     stage = Path(tempfile.mkdtemp(prefix="argusic-judge-"))
+    keys = contextlib.ExitStack()
     try:
         stage.chmod(0o755)
         (stage / "prompt.md").write_text(task.judge_prompt())
@@ -378,8 +411,16 @@ def run_judge(
         for name in ("prompt.md", "replay.jsonl"):
             if (stage / name).exists():
                 (stage / name).chmod(0o644)
-        script = f"python3 -I -c {shlex.quote(_REPLAY_SCRIPT)} {shlex.quote(driver.harness_name)}"
-        command = ["bash", "-c", f"timeout --kill-after=5 {int(timeout_seconds)} {script} < /judge/prompt.md"]
+        key_env = None
+        if replay_path is None:
+            from argusic.keys import KeyUnavailable, attempt_key
+
+            try:
+                key = keys.enter_context(attempt_key(broker, label))
+            except KeyUnavailable as err:
+                raise JudgeError(f"judge {judge_id}: no per-run key: {err}") from None
+            key_env = key.container_env(driver.module.KEY_ENV, driver.module.BASE_URL_ENV)
+        command, environment, networking = container_plan(driver, key_env, timeout_seconds)
         try:
             client = docker.from_env()
             client.images.get(agents_image())
@@ -399,8 +440,8 @@ def run_judge(
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 read_only=True,
-                network_disabled=True,
-                network_mode="none",
+                # a replay has no network at all; a real judge reaches the model gateway only
+                **({} if networking else {"network_disabled": True, "network_mode": "none"}),
                 tmpfs={
                     "/tmp": "rw,noexec,nosuid,nodev,size=256m",
                     AGENT_HOME: f"rw,noexec,nosuid,nodev,size=64m,uid={AGENT_UID},gid={AGENT_GID}",
@@ -411,7 +452,7 @@ def run_judge(
                     str(out_dir.resolve()): {"bind": "/out", "mode": "rw"},
                 },
                 working_dir="/evidence",
-                environment={"HOME": AGENT_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"},
+                environment=environment,
                 mem_limit=MEMORY,
                 memswap_limit=MEMORY,
                 pids_limit=PIDS,
@@ -433,6 +474,7 @@ def run_judge(
                 with contextlib.suppress(docker.errors.DockerException):
                     container.remove(force=True)
     finally:
+        keys.close()  # the per-run key is deleted however the run ended
         shutil.rmtree(stage, ignore_errors=True)
     return out_dir
 
@@ -498,10 +540,11 @@ def judge_attempt(
     attempt_dir = Path(attempt_dir)
     record = load_record_file(attempt_dir / "run_record.json")
     task = task_for(record.purpose, record.project_id)
-    for judge_id in judge_ids:
+    brokers: dict[str, Any] = {}
+    for judge_id in judge_ids:  # every judge checked before anything is built or started
         judge_driver(judge_id)
         if replay is None or judge_id not in replay:
-            _real_run_env(judge_driver(judge_id), record.attempt_id)
+            brokers[judge_id] = _broker(judge_id, record.attempt_id)
     evidence_dir = attempt_dir / JUDGING_DIR / "evidence"
     if evidence_dir.is_symlink():
         raise JudgeError(f"{evidence_dir}: is a link")
@@ -513,7 +556,7 @@ def judge_attempt(
         driver = judge_driver(judge_id)
         out_dir = attempt_dir / JUDGING_DIR / "sessions" / judge_id
         recorded = (replay or {}).get(judge_id)
-        run_judge(judge_id, evidence_dir, out_dir, replay=recorded, task=task)
+        run_judge(judge_id, evidence_dir, out_dir, replay=recorded, task=task, broker=brokers.get(judge_id))
         checked = read_verdict(judge_id, out_dir, evidence_dir, task.criteria)
         doc = judgement(record, task, driver, evidence_dir, out_dir, checked, replayed=recorded is not None)
         written.append(write_judgement(attempt_dir, doc))
