@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 from pathlib import Path
 
@@ -164,7 +163,8 @@ def build_evidence_folder(attempt_dir: Path, dest: Path) -> Path:
             withheld.append(f"{blind(relative)}: not a regular file or over {MAX_ARTIFACT_BYTES} bytes")
             continue
         add(relative, _blinded_bytes(data, blind, pattern), "a binary file naming who made it")
-    shots = sorted(p for p in (attempt_dir / "render").glob("*.png") if not p.is_symlink())
+    render = attempt_dir / "render"
+    shots = [] if render.is_symlink() else sorted(p for p in render.glob("*.png") if not p.is_symlink())
     for count, path in enumerate(shots):
         relative = f"screenshots/{path.name}"
         data = _read_regular(path, MAX_SCREENSHOT_BYTES)
@@ -211,11 +211,3 @@ def read_manifest(evidence_dir: Path) -> dict:
 def evidence_sha256(evidence_dir: Path) -> str:
     """sha256 of the manifest's canonical JSON: the evidence a verdict is about."""
     return hashlib.sha256(canonical_json(read_manifest(evidence_dir))).hexdigest()
-
-
-def copy_tree_plain(source: Path, dest: Path) -> None:
-    """Copy a folder's regular files (links left out), e.g. to stage evidence for a container."""
-    for path in _walk_regular(source):
-        target = dest / path.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
