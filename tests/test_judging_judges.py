@@ -396,3 +396,19 @@ def test_a_replay_has_no_network_and_no_key(
     assert kwargs["network_mode"] == "none" and kwargs["network_disabled"] is True
     assert not any("KEY" in name for name in kwargs["environment"])
     assert "codex exec" not in " ".join(args[1])
+
+
+def test_a_real_cli_that_ended_badly_still_gives_its_session(
+    evidence: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import docker
+
+    class WritingDocker(FakeDocker):
+        def run(self, *args, **kwargs) -> FakeContainer:
+            out = next(src for src, bind in kwargs["volumes"].items() if bind["bind"] == "/out")
+            shutil.copy(SESSIONS / "claude_no_verdict.jsonl", Path(out) / J.SESSION_FILE)  # max turns
+            return super().run(*args, **kwargs)
+
+    monkeypatch.setattr(docker, "from_env", lambda: WritingDocker(outcome=1))
+    out = J.run_judge("judge-claude", evidence, tmp_path / "out", broker=FakeBroker())
+    assert J.read_verdict("judge-claude", out, evidence, CRITERIA).status == "no_verdict"

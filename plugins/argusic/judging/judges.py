@@ -440,7 +440,8 @@ def run_judge(
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 read_only=True,
-                # a replay has no network at all; a real judge reaches the model gateway only
+                # a replay has no network at all; a real judge needs it to reach the model gateway
+                # (the default network: not yet limited to the gateway, docs/judging.md)
                 **({} if networking else {"network_disabled": True, "network_mode": "none"}),
                 tmpfs={
                     "/tmp": "rw,noexec,nosuid,nodev,size=256m",
@@ -464,9 +465,13 @@ def run_judge(
                 with contextlib.suppress(docker.errors.DockerException):
                     container.kill()
                 status = {"StatusCode": 137}
-            if status.get("StatusCode") != 0:
+            code = status.get("StatusCode")
+            # A CLI that ended badly (turns, budget) may still have left its session: its verdict is
+            # then read and checked like any other (no_verdict when it has no final message). A
+            # replay that failed, or a run that left no session, is an error of the run itself.
+            if code != 0 and (replay_path is not None or not (out_dir / SESSION_FILE).is_file()):
                 errors = container.logs(stdout=False, stderr=True)[-2000:].decode(errors="replace").strip()
-                raise JudgeError(f"judge {judge_id}: container exited {status.get('StatusCode')}: {errors}")
+                raise JudgeError(f"judge {judge_id}: container exited {code}: {errors}")
         except docker.errors.DockerException as err:
             raise JudgeError(f"docker: {err}") from None
         finally:
