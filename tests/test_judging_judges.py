@@ -412,3 +412,12 @@ def test_a_real_cli_that_ended_badly_still_gives_its_session(
     monkeypatch.setattr(docker, "from_env", lambda: WritingDocker(outcome=1))
     out = J.run_judge("judge-claude", evidence, tmp_path / "out", broker=FakeBroker())
     assert J.read_verdict("judge-claude", out, evidence, CRITERIA).status == "no_verdict"
+
+
+def test_a_long_trace_keeps_its_head_and_tail(attempt: Path, tmp_path: Path) -> None:
+    from argusic.judging.evidence import MAX_TRACE_BYTES
+
+    (attempt / "out" / "log.txt").write_text("first line\n" + "x" * (3 * MAX_TRACE_BYTES) + "\nlast line\n")
+    trace = (build_evidence_folder(attempt, tmp_path / "ev") / "trace.txt").read_text()
+    assert trace.startswith("first line") and trace.endswith("last line\n") and "bytes cut" in trace
+    assert len(trace.encode()) < MAX_TRACE_BYTES + 100
