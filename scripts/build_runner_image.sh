@@ -7,7 +7,9 @@
 # values must match argusic.containment (AGENT_UID, AGENT_GID, AGENT_HOME, RUNNER_LAYOUT), and the
 # package list the Dockerfile's.
 # Other images built the same way (scripts/build_grader_image.sh) pass ARGUSIC_IMAGE_EXTRA_PACKAGES (comma
-# separated Debian packages added to the runner's), ARGUSIC_IMAGE_LAYOUT_LABEL and ARGUSIC_IMAGE_LAYOUT.
+# separated Debian packages added to the runner's), ARGUSIC_IMAGE_LAYOUT_LABEL and ARGUSIC_IMAGE_LAYOUT;
+# ARGUSIC_IMAGE_SECURITY_UPDATES=1 upgrades every package from <suite>-security after debootstrap
+# (debootstrap takes the main suite only; scripts/build_render_image.sh needs the browser's fixes).
 set -euo pipefail
 
 TAG="${ARGUSIC_RUNNER_IMAGE:-argusic-runner:bookworm}"
@@ -47,6 +49,23 @@ trap 'rm -rf "$rootfs" "$log"' EXIT
 echo "build_runner_image: debootstrap $SUITE from $mirror" >&2
 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$mirror" >"$log" 2>&1 \
   || { tail -30 "$log" >&2; exit 1; }
+if [ "${ARGUSIC_IMAGE_SECURITY_UPDATES:-0}" = "1" ]; then
+  security="${ARGUSIC_DEBIAN_SECURITY_MIRROR:-}"
+  if [ -z "$security" ]; then
+    security=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
+      2>/dev/null | grep -oE 'https?://[^ ]+/debian-security/?$' | head -1 || true)
+  fi
+  [ -n "$security" ] || { echo "build_runner_image: no Debian security mirror found in apt sources" >&2; exit 1; }
+  echo "build_runner_image: upgrading from $SUITE-security ($security)" >&2
+  printf 'deb %s %s main\ndeb %s %s-security main\n' "$mirror" "$SUITE" "$security" "$SUITE" \
+    >"$rootfs/etc/apt/sources.list"
+  cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+  { chroot "$rootfs" apt-get update -qq \
+      && DEBIAN_FRONTEND=noninteractive chroot "$rootfs" apt-get -y -qq upgrade; } >>"$log" 2>&1 \
+    || { tail -30 "$log" >&2; exit 1; }
+  chroot "$rootfs" apt-get clean
+  : >"$rootfs/etc/resolv.conf"
+fi
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
 chroot "$rootfs" groupadd --gid "$AGENT_UID" agent
 chroot "$rootfs" useradd --uid "$AGENT_UID" --gid "$AGENT_UID" --create-home --home-dir /home/agent \

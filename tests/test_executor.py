@@ -50,6 +50,10 @@ if mode == "artifact":  # a page in the project folder, a link named like one, a
     os.makedirs(os.path.join(out, "artifacts"))
     with open(os.path.join(out, "artifacts", "forged.html"), "w") as forged:
         forged.write("not from the project")
+    with open(os.path.join(project, "MODE"), "a") as changed:  # the agent's change to a tracked file
+        changed.write("fixed by the agent\n")
+    with open(os.path.join(out, "changes.patch"), "w") as forged:
+        forged.write("forged changes")
 with open(os.path.join(out, "log.txt"), "w") as log:
     log.write("started\n"); log.flush()
     if mode == "hang":
@@ -214,7 +218,7 @@ def test_artifacts_of_the_project_folder_land_in_out_artifacts(name, tmp_path, p
     with caplog.at_level("WARNING", logger="argusic.executor"):
         result = _make(name).run(
             attempt_id="t.art", repo_path=repo, commit=commit, harness_args=[], out_dir=out,
-            budget_seconds=60, artifacts=["*.html", "site/**/*.html"],
+            budget_seconds=60, artifacts=["*.html", "site/**/*.html"], changes=True,
         )  # fmt: skip
     assert (result.exit_code, result.error, result.refused) == (0, None, None)
     assert result.artifacts == ("site/index.html",)
@@ -226,6 +230,11 @@ def test_artifacts_of_the_project_folder_land_in_out_artifacts(name, tmp_path, p
         out / "artifacts" / "site" / "index.html"
     ).read_text() == "<html><body>made in the attempt</body></html>"
     assert json.loads((out / "facts.json").read_text())["head"] == commit  # /out landed as before
+    # the agent's changes against the pinned commit (argusic.changes), never the harness's own file
+    changes = (out / "changes.patch").read_text()
+    assert "forged" not in changes and "root:" not in changes  # leak.html is a link: never read
+    assert "diff --git a/MODE b/MODE" in changes and "+fixed by the agent" in changes
+    assert "diff --git a/site/index.html b/site/index.html\nnew file mode 100644" in changes
 
 
 def test_bad_artifact_globs_are_refused_before_anything_runs(tmp_path, probe_harness):

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -380,3 +381,46 @@ def test_cli_hints_compute_writes_every_attempt_of_a_cycle(isolated: Path, tmp_p
     one = CliRunner().invoke(app, ["hints", "compute", "--cycle", "2026-12", "--attempt", "nope"])
     assert one.exit_code == 1 and "not an attempt folder" in one.output
     assert CliRunner().invoke(app, ["hints", "compute", "--cycle", "missing"]).exit_code == 2
+
+
+def test_store_hint_evidence_keeps_only_named_regular_files(tmp_path: Path) -> None:
+    import hashlib
+
+    from argusic.evidence import EvidenceStore
+    from argusic.judging.hints import store_hint_evidence
+
+    attempt_dir = tmp_path / "attempt"
+    shots = attempt_dir / "render"
+    shots.mkdir(parents=True)
+    named, other = b"\x89PNG named page", b"\x89PNG not in the hints"
+    (shots / "page00-load.png").write_bytes(named)
+    (shots / "page00-1s.png").write_bytes(other)
+    secret = tmp_path / "host-secret.png"
+    secret.write_bytes(b"host file")
+    (shots / "page00-3s.png").symlink_to(secret)
+    wanted = [hashlib.sha256(b).hexdigest() for b in (named, b"host file")]
+    (attempt_dir / "hints.json").write_text(json.dumps({"rendering": {"pages": [{"screenshots": wanted}]}}))
+    store = EvidenceStore(f"file://{tmp_path / 'store'}")
+
+    uris = store_hint_evidence(attempt_dir, store)
+
+    assert uris == [store.uri_for(store.key_for(wanted[0]))]
+    assert store.read(uris[0]) == named  # the link to a host file was not followed
+    assert store_hint_evidence(attempt_dir, store) == uris  # write-once: the same bytes again are a no-op
+
+
+def test_changes_hint_fingerprints_the_landed_patch(tmp_path: Path) -> None:
+    import hashlib
+
+    attempt, record = _weather_attempt(tmp_path)
+    assert H.changes_hint(attempt, record)["status"] == "unavailable"  # not collected
+    patch = b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+    (attempt / "out" / "changes.patch").write_bytes(patch)
+    hint = H.compute_hints(attempt, record, task_for("board", "weatherfetch"), renderer=_no_render)["changes"]
+    assert hint == {"status": "measured", "sha256": hashlib.sha256(patch).hexdigest(), "bytes": len(patch),
+                    "files": 1}  # fmt: skip
+    (attempt / "out" / "changes.patch").unlink()
+    (attempt / "out" / "changes.patch").symlink_to(tmp_path / "elsewhere.patch")
+    assert H.changes_hint(attempt, record)["status"] == "unavailable"  # a link: never followed
+    repair = types.SimpleNamespace(purpose="repair")
+    assert H.changes_hint(attempt, repair)["status"] == "not_applicable"  # its patch is in its record

@@ -293,6 +293,48 @@ def test_ingest_loads_hints_beside_records_and_compares_repair_patches(record_do
     assert (again.inserted, again.already_present, again.hints, again.similarity_pairs) == (0, 8, 0, 0)
 
 
+def test_install_and_run_changes_are_compared_by_project_and_environment(record_doc, isolated: Path):
+    """Board attempts' changes patches (argusic.changes), named by their hints and read from the
+    evidence store by content address: one group per agent, project and environment."""
+    import hashlib
+
+    from argusic.evidence import open_store
+
+    store = open_store()
+    runs = isolated / "runs" / CYCLE
+    patches = {1: PATCH_A, 2: PATCH_A, 3: PATCH_B, 4: PATCH_ONLY_TESTS}
+    for no, patch in patches.items():
+        doc = copy.deepcopy(record_doc)
+        aid = f"{CYCLE}.board.{AGENT}.wavgen.a{no}"
+        doc.update(attempt_id=aid, attempt_no=no)
+        write_record(runs / aid, doc)
+        sha = hashlib.sha256(patch).hexdigest()
+        store.put_bytes(store.key_for(sha), patch)
+        changes = {"status": "measured", "sha256": sha, "bytes": len(patch), "files": 1}
+        write_hints(runs / aid, hints_doc(aid, changes=changes))
+    forged = f"{CYCLE}.board.{AGENT}.wavgen.a5"  # its hints name bytes the store does not hold
+    doc = copy.deepcopy(record_doc)
+    doc.update(attempt_id=forged, attempt_no=5)
+    write_record(runs / forged, doc)
+    changes = {"status": "measured", "sha256": "f" * 64, "bytes": 10, "files": 1}
+    write_hints(runs / forged, hints_doc(forged, changes=changes))
+
+    result = ingest([isolated / "runs"])
+
+    with duckdb.connect(os.environ["ARGUSIC_WAREHOUSE"], read_only=True) as con:
+        pairs = con.execute(
+            "SELECT attempt_a[-2:], attempt_b[-2:], similarity, identical "
+            "FROM raw.change_similarity ORDER BY ALL"
+        ).fetchall()
+    # a4 changes test files only; a5's patch is not in the store: neither is compared
+    assert result.similarity_pairs == 3
+    assert pairs == [
+        ("a1", "a2", 1.0, True),
+        ("a1", "a3", pytest.approx(0.4), False),
+        ("a2", "a3", pytest.approx(0.4), False),
+    ]
+
+
 def test_a_bad_hints_file_refuses_the_whole_ingest(record_doc, isolated: Path):
     folder = isolated / "runs" / record_doc["attempt_id"]
     write_record(folder, record_doc)

@@ -42,6 +42,9 @@ from argusic.settings import orchestrator_config, runs_dir
 log = logging.getLogger(__name__)
 
 EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "report.json"}
+# Install-and-run attempts: the executor lands the agent's changes to the project (argusic.changes) for
+# the change-similarity hint; a repair attempt collects its patch itself, in its container.
+CHANGES_PURPOSES = ("board", "verdict")
 
 
 class RepairItemRef(BaseModel):
@@ -456,6 +459,7 @@ def run_attempt(
             env=key_env,
             redactions=key.redactions(),
             artifacts=artifacts,
+            changes=spec.purpose in CHANGES_PURPOSES,
             **run_kwargs,
         )
         key_record = key.record()
@@ -509,14 +513,18 @@ def max_reruns_for(spec: AttemptSpec) -> int:
     return orchestrator_config().max_reruns
 
 
-def compute_hints_quietly(record_path: Path, base_dir: Path | None = None) -> Path | None:
-    """The attempt's Layer 1 hints (argusic.judging.hints) beside its record, shared like the record.
-    Hints are never part of a score: a failure to compute them is logged and never fails the attempt
-    (`argusic hints compute` computes them again)."""
+def compute_hints_quietly(
+    record_path: Path, base_dir: Path | None = None, store: EvidenceStore | None = None
+) -> Path | None:
+    """The attempt's Layer 1 hints (argusic.judging.hints) beside its record, shared like the record,
+    and their screenshots in the evidence store (by content address, for the served page and the
+    review queue). Hints are never part of a score: a failure to compute them is logged and never
+    fails the attempt (`argusic hints compute` computes them again)."""
     try:
-        from argusic.judging.hints import hints_for_attempt
+        from argusic.judging.hints import hints_for_attempt, store_hint_evidence
 
         hints = hints_for_attempt(record_path.parent)
+        store_hint_evidence(record_path.parent, store or EvidenceStore())
         if base_dir is None:
             from argusic.runs_store import push
 
@@ -544,7 +552,7 @@ def run_with_reruns(
         path = run_attempt(current, executor, store, base_dir, broker, live_log=live_log)
         share_record(path, base_dir)
         paths.append(path)
-        compute_hints_quietly(path, base_dir)
+        compute_hints_quietly(path, base_dir, store)
         record = load_record_file(path)
         if record.invalid_reason is None:
             log.info("%s: %s (record %s)", current.label, record.end_reason, path)

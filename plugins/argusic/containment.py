@@ -54,6 +54,41 @@ AGENT_USER = "agent"
 AGENT_UID = 10001
 AGENT_GID = 10001
 AGENT_HOME = "/home/agent"
+
+
+def locked_container_options(
+    *,
+    tmpfs: dict[str, str],
+    volumes: dict[str, dict[str, str]],
+    working_dir: str,
+    environment: dict[str, str],
+    memory: int | str,
+    pids: int,
+    cpus: float,
+) -> dict:
+    """The docker SDK ``containers.run`` options every helper container shares (the render and the
+    repair grader containers, the judges' replay): the images' unprivileged user, every capability
+    dropped, no new privileges, a read-only root, no network, memory without swap, pid and CPU caps.
+    Only the writable tmpfs areas, the mounts and the limits differ between them; one place keeps the
+    lock the same everywhere."""
+    return {
+        "user": f"{AGENT_UID}:{AGENT_GID}",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "read_only": True,
+        "network_disabled": True,
+        "network_mode": "none",
+        "tmpfs": dict(tmpfs),
+        "volumes": dict(volumes),
+        "working_dir": working_dir,
+        "environment": dict(environment),
+        "mem_limit": memory,
+        "memswap_limit": memory,
+        "pids_limit": pids,
+        "nano_cpus": int(cpus * 1e9),
+    }
+
+
 # Images with that user carry this label (scripts/build_runner_image.sh, Dockerfile); a runner tag
 # without it is rebuilt.
 LAYOUT_LABEL = "argusic.runner.layout"

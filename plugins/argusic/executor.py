@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from argusic.changes import land_changes
 from argusic.containment import (
     AGENT_GID,
     AGENT_HOME,
@@ -164,6 +165,7 @@ class Executor(Protocol):
         redactions: Sequence[tuple[bytes, bytes]] = (),
         watch: Watch | None = None,
         artifacts: Sequence[str] = (),
+        changes: bool = False,
     ) -> ExecutionResult: ...
 
 
@@ -383,6 +385,7 @@ class DockerExecutor:
         redactions: Sequence[tuple[bytes, bytes]] = (),
         watch: Watch | None = None,
         artifacts: Sequence[str] = (),
+        changes: bool = False,
     ) -> ExecutionResult:
         artifacts = check_globs(artifacts)  # a bad glob is refused before anything starts
         c = self.containment
@@ -457,6 +460,8 @@ class DockerExecutor:
             _log_landing(attempt_id, landing)
             project = areas["work"] / "workspace" / Path(CONTAINER_PROJECT).relative_to(CONTAINER_WORKSPACE)
             found = land_artifacts(attempt_id, project, out_dir, artifacts, self.artifact_limits, redactions)
+            if changes:  # against the single-commit copy we made, never the agent's .git
+                land_changes(attempt_id, source, commit, project, out_dir, redactions)
             code = None if timed_out else int(result.get("StatusCode", -1))
             error = _fetch_error(code, commit, repo_path)
             return ExecutionResult(
@@ -540,6 +545,7 @@ class LocalExecutor:
         redactions: Sequence[tuple[bytes, bytes]] = (),
         watch: Watch | None = None,
         artifacts: Sequence[str] = (),
+        changes: bool = False,
     ) -> ExecutionResult:
         artifacts = check_globs(artifacts)  # a bad glob is refused before anything starts
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -587,6 +593,8 @@ class LocalExecutor:
             _log_landing(attempt_id, landing)
             artifact_limits = self.artifact_limits or LandingLimits.artifacts_from_config()
             found = land_artifacts(attempt_id, project, out_dir, artifacts, artifact_limits, redactions)
+            if changes:  # against our mirror, never the agent's .git
+                land_changes(attempt_id, Path(repo_path), commit, project, out_dir, redactions)
         finally:
             with contextlib.suppress(ProcessLookupError):  # an exception while it ran: it goes too
                 if reaper.watching:

@@ -1,7 +1,9 @@
--- One row per group of repair attempts (agent_id, project_id, repair item and revision, environment,
--- method) with at least one compared pair (issue #14, seed 004): how alike an agent's patches for
--- the same item are across attempts. Pairs come from raw.change_similarity (computed at ingest:
--- rapidfuzz normalized Indel similarity of the non-test changed lines, docs/judging.md); a pair
+-- One row per group of attempts (task_id, agent_id, project_id, repair item and revision, environment,
+-- method) with at least one compared pair (issue #14, seed 004): how alike an agent's changes are
+-- across attempts — a repair attempt's patch for one item, an install-and-run attempt's changes to
+-- the project (argusic.changes; item_id and item_revision null). Pairs come from raw.change_similarity
+-- (computed at ingest: rapidfuzz normalized Indel similarity of the non-test changed lines,
+-- docs/judging.md); a pair
 -- counts while both its attempts stand, as in the repair rates: the record is loaded, was not cut
 -- by our tooling (harness_error, cancelled) and no loaded rerun replaces it. Informational only.
 with pairs as (
@@ -14,6 +16,7 @@ records as (
 
     select
         attempt_id,
+        case when purpose = 'repair' then 'repair' else 'install_and_run' end as task_id,
         agent_id,
         project_id,
         repair_item_id,
@@ -26,7 +29,7 @@ records as (
             'instructions ' || instructions_sha256
         ) as environment
     from {{ ref('stg_run_records') }}
-    where purpose = 'repair'
+    where purpose in ('repair', 'board', 'verdict')
 
 ),
 
@@ -51,6 +54,7 @@ standing as (
 counted as (
 
     select
+        a.task_id,
         a.agent_id,
         a.project_id,
         a.repair_item_id as item_id,
@@ -65,15 +69,17 @@ counted as (
     inner join standing as a on a.attempt_id = pairs.attempt_a
     inner join standing as b on b.attempt_id = pairs.attempt_b
     -- the pair was made within one group at ingest; a record that disagrees is not compared here
-    where a.agent_id = b.agent_id
+    where a.task_id = b.task_id
+        and a.agent_id = b.agent_id
         and a.project_id = b.project_id
-        and a.repair_item_id = b.repair_item_id
-        and a.repair_item_revision = b.repair_item_revision
+        and a.repair_item_id is not distinct from b.repair_item_id
+        and a.repair_item_revision is not distinct from b.repair_item_revision
         and a.environment = b.environment
 
 )
 
 select
+    task_id,
     agent_id,
     project_id,
     item_id,
@@ -88,4 +94,4 @@ select
     max(similarity) as max_similarity,
     count(*) filter (where identical) as identical_pairs
 from counted
-group by agent_id, project_id, item_id, item_revision, environment, method
+group by task_id, agent_id, project_id, item_id, item_revision, environment, method

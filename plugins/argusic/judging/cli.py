@@ -93,7 +93,8 @@ def hints_compute(
     attempt: Annotated[str | None, typer.Option(help="Only this attempt id")] = None,
 ) -> None:
     """Compute and write hints.json for every attempt folder of a cycle (with a run_record.json)."""
-    from argusic.judging.hints import HintsError, hints_for_attempt
+    from argusic.evidence import EvidenceStore
+    from argusic.judging.hints import HintsError, hints_for_attempt, store_hint_evidence
     from argusic.judging.tasks import TaskDefinitionError
     from argusic.record import RecordError
     from argusic.settings import runs_dir
@@ -103,6 +104,7 @@ def hints_compute(
     folder = runs_dir() / cycle
     if not folder.is_dir() or folder.is_symlink():
         _fail(f"cycle {cycle!r}: no folder {folder}")
+    store = EvidenceStore()
     attempts = [folder / attempt] if attempt else sorted(p for p in folder.iterdir() if p.is_dir())
     failures = written = 0
     for attempt_dir in attempts:
@@ -118,6 +120,7 @@ def hints_compute(
             continue  # a folder of a run still going, or not an attempt
         try:
             path = hints_for_attempt(attempt_dir, again=True)
+            store_hint_evidence(attempt_dir, store)
         except (RecordError, TaskDefinitionError, HintsError, OSError) as err:
             err_console.print(f"{attempt_dir.name}: {err}", markup=False)
             failures += 1

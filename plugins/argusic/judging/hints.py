@@ -24,12 +24,15 @@ import tempfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from argusic.judging import tool_order
 from argusic.judging.needles import Unreadable, artifact_files, evaluate_needles, gather_sources, read_capped
 from argusic.judging.tasks import Task
 from argusic.record import RunRecord
+
+if TYPE_CHECKING:
+    from argusic.evidence import EvidenceStore
 
 SCHEMA_ID = "argusic.hints/1"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "hints-1.schema.json"
@@ -237,6 +240,27 @@ def agent_logic_hint(attempt_dir: Path, record: RunRecord, task: Task) -> dict:
 # --- the document ------------------------------------------------------------------------------
 
 
+def changes_hint(attempt_dir: Path, record: RunRecord) -> dict:
+    """The install-and-run attempt's changes to the project (``out/changes.patch``, landed by the
+    executor: argusic.changes): its fingerprint, size and number of files. Not scored; the input of
+    change similarity at ingest."""
+    from argusic.changes import CHANGES_FILE, MAX_PATCH_BYTES
+
+    if record.purpose == "repair":
+        return {"status": "not_applicable", "detail": "a repair attempt's patch is in its record"}
+    try:
+        data = read_capped(Path(attempt_dir) / "out" / CHANGES_FILE, MAX_PATCH_BYTES)
+    except Unreadable as err:
+        return {"status": "unavailable", "detail": f"changes not collected: {err}"}
+    files = sum(1 for line in data.split(b"\n") if line.startswith(b"diff --git "))
+    return {
+        "status": "measured",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "files": files,
+    }
+
+
 def compute_hints(attempt_dir: Path, record: RunRecord, task: Task, renderer: Renderer | None = None) -> dict:
     """The hints document of one attempt (schema-checked)."""
     attempt_dir = Path(attempt_dir)
@@ -253,6 +277,7 @@ def compute_hints(attempt_dir: Path, record: RunRecord, task: Task, renderer: Re
         "needles": needles_hint(attempt_dir / "out", record, task),
         "rendering": rendering_hint(attempt_dir, renderer),
         "agent_logic": agent_logic_hint(attempt_dir, record, task),
+        "changes": changes_hint(attempt_dir, record),
     }
     validate_hints(hints)
     return hints
@@ -293,6 +318,41 @@ def write_hints(attempt_dir: Path, hints: dict) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def store_hint_evidence(attempt_dir: Path, store: EvidenceStore) -> list[str]:
+    """Put what the attempt's hints name into the evidence store, under content addresses
+    (write-once; the same bytes again are a no-op), so the served page, the review queue and the
+    ingest on another host can read them: the rendering screenshots (only files of
+    ``<attempt_dir>/render/`` whose sha256 the hints name) and the changes patch (``out/changes.patch``
+    when its sha256 is the hints'). Regular files, no links, capped. Returns their URIs."""
+    from argusic.changes import CHANGES_FILE, MAX_PATCH_BYTES
+
+    attempt_dir = Path(attempt_dir)
+    hints = json.loads(read_capped(attempt_dir / HINTS_FILE, 1 << 20))
+    wanted = {
+        sha
+        for page in (hints.get("rendering") or {}).get("pages") or []
+        for sha in page.get("screenshots") or []
+        if isinstance(sha, str)
+    }
+    shots = attempt_dir / "render"
+    candidates: list[tuple[Path, int]] = []
+    if wanted and not shots.is_symlink() and shots.is_dir():
+        candidates += [(file, SCREENSHOT_MAX_BYTES) for file in sorted(shots.glob("*.png"))]
+    changes = hints.get("changes") or {}
+    if isinstance(changes.get("sha256"), str):
+        wanted.add(changes["sha256"])
+        candidates.append((attempt_dir / "out" / CHANGES_FILE, MAX_PATCH_BYTES))
+    uris: list[str] = []
+    for file, cap in candidates:
+        try:
+            data = read_capped(file, cap)
+        except Unreadable:
+            continue
+        if (sha := hashlib.sha256(data).hexdigest()) in wanted:
+            uris.append(store.put_bytes(store.key_for(sha), data).uri)
+    return uris
 
 
 def hints_for_attempt(attempt_dir: Path, renderer: Renderer | None = None, *, again: bool = False) -> Path:

@@ -214,6 +214,16 @@ class AgentLogicHint(_Hint):
     source: Annotated[str, StringConstraints(max_length=128)] | None = None
 
 
+class ChangesHint(_Strict):
+    """Not a scored hint: the fingerprint of the install-and-run attempt's changes patch."""
+
+    status: Status
+    sha256: Sha256 | None = None
+    bytes: Annotated[int, Field(ge=0, le=MAX_PATCH_BYTES)] | None = None
+    files: Annotated[int, Field(ge=0)] | None = None
+    detail: Detail | None = None
+
+
 class HintsDocument(_Strict):
     """``argusic.hints/1``: what the warehouse needs of it, checked strictly (the JSON Schema in
     plugins/argusic/schemas/hints-1.schema.json is the published contract)."""
@@ -230,6 +240,7 @@ class HintsDocument(_Strict):
     needles: NeedlesHint
     rendering: RenderingHint
     agent_logic: AgentLogicHint
+    changes: ChangesHint | None = None  # absent in documents written before changes were collected
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
 
@@ -569,6 +580,28 @@ WHERE purpose = 'repair'
 ORDER BY attempt_id
 """
 
+# Install-and-run attempts: the changes patch the executor landed (argusic.changes), named by the
+# newest hints document of the attempt and stored in the evidence store under its sha256.
+_CHANGES_ATTEMPTS_SQL = """
+WITH newest AS (
+    SELECT attempt_id, hints_json
+    FROM raw.attempt_hints
+    QUALIFY row_number() OVER (PARTITION BY attempt_id ORDER BY loaded_at DESC, task_revision) = 1
+)
+SELECT r.attempt_id, r.agent_id, r.project_id, NULL AS item_id, NULL AS item_revision,
+       coalesce(r.harness_edition, '') || '|' || coalesce(r.scaffold_sha256, '') || '|'
+           || coalesce(r.image_digest, '') || '|' || coalesce(r.instructions_sha256, '') AS environment,
+       NULL AS patch_uri,
+       json_extract_string(newest.hints_json, '$.changes.sha256') AS patch_sha256,
+       try_cast(json_extract(newest.hints_json, '$.changes.bytes') AS BIGINT) AS patch_bytes
+FROM raw.run_records AS r
+INNER JOIN newest ON newest.attempt_id = r.attempt_id
+WHERE r.purpose IN ('board', 'verdict')
+  AND json_extract_string(newest.hints_json, '$.changes.sha256') IS NOT NULL
+  AND try_cast(json_extract(newest.hints_json, '$.changes.bytes') AS BIGINT) > 0
+ORDER BY r.attempt_id
+"""
+
 
 def _read_patch(store: Any, uri: str, sha256: str, size: int) -> bytes | None:
     """A stored patch, or None (logged) when it is over the cap, missing or not what its record says."""
@@ -590,12 +623,14 @@ def _read_patch(store: Any, uri: str, sha256: str, size: int) -> bytes | None:
 
 
 def compute_change_similarity(con: duckdb.DuckDBPyConnection, store_url: str | None = None) -> int:
-    """Add to raw.change_similarity every pair of loaded repair attempts of one group (agent,
-    project, item revision, environment) not yet compared by METHOD whose patches both have at
-    least one non-test changed line; the number of pairs added. Patches are read from the evidence
+    """Add to raw.change_similarity every pair of loaded attempts of one group not yet compared by
+    METHOD whose patches both have at least one non-test changed line; the number of pairs added.
+    Groups: repair attempts by (agent, project, item revision, environment), with the patch of their
+    record; install-and-run attempts by (agent, project, environment), with the changes patch their
+    hints name (argusic.changes). Patches are read from the evidence
     store (``store_url``, ARGUSIC_EVIDENCE_URL by default) and checked against their fingerprints."""
     migrate_judging(con)
-    rows = con.execute(_PATCH_ATTEMPTS_SQL).fetchall()
+    rows = con.execute(_PATCH_ATTEMPTS_SQL).fetchall() + con.execute(_CHANGES_ATTEMPTS_SQL).fetchall()
     groups: dict[tuple, list[tuple]] = {}
     for attempt_id, agent, project, item, revision, environment, uri, sha, size in rows:
         group = (agent, project, item, revision, environment)
@@ -617,9 +652,10 @@ def compute_change_similarity(con: duckdb.DuckDBPyConnection, store_url: str | N
                 from argusic.evidence import open_store
 
                 store = open_store(store_url)
-            for attempt_id, ref in ((a, ref_a), (b, ref_b)):
+            for attempt_id, (uri, sha, size) in ((a, ref_a), (b, ref_b)):
                 if attempt_id not in lines_of:
-                    patch = _read_patch(store, *ref)
+                    uri = uri or store.uri_for(store.key_for(sha))  # a changes patch: by content address
+                    patch = _read_patch(store, uri, sha, size)
                     lines_of[attempt_id] = None if patch is None else nontest_changed_lines(patch)
             la, lb = lines_of[a], lines_of[b]
             if not la or not lb:  # unreadable, or no non-test line changed: nothing to compare

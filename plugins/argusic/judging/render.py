@@ -31,12 +31,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
-from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID  # the images' unprivileged user
+from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
 RENDER_IMAGE = "argusic-render:bookworm"  # scripts/build_render_image.sh
 RENDER_IMAGE_ENV = "ARGUSIC_RENDER_IMAGE"
 RENDER_LAYOUT_LABEL = "argusic.render.layout"
-RENDER_LAYOUT = "1"  # scripts/build_render_image.sh
+RENDER_LAYOUT = "2"  # 2: upgraded from bookworm-security. scripts/build_render_image.sh
 CONTAINER_LABEL = "argusic.judging.render"
 DRIVER = Path(__file__).with_name("render_driver.py")
 PAGES_IN_CONTAINER = "/pages"
@@ -258,27 +258,22 @@ def _run_container(stage: Path, page_paths: list[str], timeout_seconds: float) -
             detach=True,
             name=f"argusic-render-{secrets.token_hex(6)}",
             labels={CONTAINER_LABEL: "1"},
-            user=f"{AGENT_UID}:{AGENT_GID}",
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            network_disabled=True,
-            network_mode="none",
-            tmpfs={
-                "/tmp": "rw,noexec,nosuid,nodev,size=512m",
-                AGENT_HOME: f"rw,noexec,nosuid,nodev,size=64m,uid={AGENT_UID},gid={AGENT_GID}",
-            },
             shm_size=SHM,
-            volumes={
-                str(stage): {"bind": PAGES_IN_CONTAINER, "mode": "ro"},
-                str(DRIVER): {"bind": DRIVER_IN_CONTAINER, "mode": "ro"},
-            },
-            working_dir="/tmp",
-            environment={"HOME": AGENT_HOME, "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
-            mem_limit=MEMORY,
-            memswap_limit=MEMORY,
-            pids_limit=PIDS,
-            nano_cpus=2_000_000_000,
+            **locked_container_options(
+                tmpfs={
+                    "/tmp": "rw,noexec,nosuid,nodev,size=512m",
+                    AGENT_HOME: f"rw,noexec,nosuid,nodev,size=64m,uid={AGENT_UID},gid={AGENT_GID}",
+                },
+                volumes={
+                    str(stage): {"bind": PAGES_IN_CONTAINER, "mode": "ro"},
+                    str(DRIVER): {"bind": DRIVER_IN_CONTAINER, "mode": "ro"},
+                },
+                working_dir="/tmp",
+                environment={"HOME": AGENT_HOME, "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
+                memory=MEMORY,
+                pids=PIDS,
+                cpus=2,
+            ),
         )
         try:
             status = container.wait(timeout=life + CONTAINER_MARGIN_SECONDS)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID  # the images' unprivileged user
+from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
 GRADER_IMAGE = "argusic-grader:bookworm"
 GRADER_IMAGE_ENV = "ARGUSIC_GRADER_IMAGE"
@@ -387,26 +387,21 @@ class GraderContainer:
             name=f"argusic-repair-{secrets.token_hex(6)}",
             labels={CONTAINER_LABEL: "1"},
             auto_remove=True,  # gone by itself when its time is up, even if we died
-            user=f"{AGENT_UID}:{AGENT_GID}",
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            network_disabled=True,
-            network_mode="none",
-            tmpfs={
-                "/tmp": f"rw,exec,size={lim.tmp_bytes}",
-                AGENT_HOME: f"rw,size=64m,uid={AGENT_UID},gid={AGENT_GID}",
-            },
-            volumes={
-                str(self.tree): {"bind": REPO_IN_CONTAINER, "mode": "rw"},
-                str(self.out): {"bind": OUT_IN_CONTAINER, "mode": "rw"},
-            },
-            working_dir=REPO_IN_CONTAINER,
-            environment={"HOME": AGENT_HOME, "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "CI": "1"},
-            nano_cpus=int(lim.cpus * 1e9),
-            mem_limit=lim.memory,
-            memswap_limit=lim.memory,
-            pids_limit=lim.pids,
+            **locked_container_options(
+                tmpfs={
+                    "/tmp": f"rw,exec,size={lim.tmp_bytes}",
+                    AGENT_HOME: f"rw,size=64m,uid={AGENT_UID},gid={AGENT_GID}",
+                },
+                volumes={
+                    str(self.tree): {"bind": REPO_IN_CONTAINER, "mode": "rw"},
+                    str(self.out): {"bind": OUT_IN_CONTAINER, "mode": "rw"},
+                },
+                working_dir=REPO_IN_CONTAINER,
+                environment={"HOME": AGENT_HOME, "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "CI": "1"},
+                memory=lim.memory,
+                pids=lim.pids,
+                cpus=lim.cpus,
+            ),
         )
         return self
 
