@@ -380,7 +380,7 @@ def run_judge(
 
     import docker
     from argusic.agents import agents_image
-    from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID
+    from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
     driver = judge_driver(judge_id)
     evidence_dir, out_dir = Path(evidence_dir).resolve(), Path(out_dir)
@@ -430,19 +430,7 @@ def run_judge(
             raise JudgeError(f"docker: {err}") from None
         container = None
         try:
-            container = client.containers.run(
-                agents_image(),
-                command,
-                detach=True,
-                name=f"argusic-judge-{secrets.token_hex(6)}",
-                labels={CONTAINER_LABEL: judge_id},
-                user=f"{AGENT_UID}:{AGENT_GID}",
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                read_only=True,
-                # a replay has no network at all; a real judge needs it to reach the model gateway
-                # (the default network: not yet limited to the gateway, docs/judging.md)
-                **({} if networking else {"network_disabled": True, "network_mode": "none"}),
+            options = locked_container_options(
                 tmpfs={
                     "/tmp": "rw,noexec,nosuid,nodev,size=256m",
                     AGENT_HOME: f"rw,noexec,nosuid,nodev,size=64m,uid={AGENT_UID},gid={AGENT_GID}",
@@ -454,10 +442,21 @@ def run_judge(
                 },
                 working_dir="/evidence",
                 environment=environment,
-                mem_limit=MEMORY,
-                memswap_limit=MEMORY,
-                pids_limit=PIDS,
-                nano_cpus=2_000_000_000,
+                memory=MEMORY,
+                pids=PIDS,
+                cpus=2.0,
+            )
+            if networking:
+                # a real judge needs the network to reach the model gateway (the default network:
+                # not yet limited to the gateway, docs/judging.md); a replay keeps none at all
+                del options["network_disabled"], options["network_mode"]
+            container = client.containers.run(
+                agents_image(),
+                command,
+                detach=True,
+                name=f"argusic-judge-{secrets.token_hex(6)}",
+                labels={CONTAINER_LABEL: judge_id},
+                **options,
             )
             try:
                 status = container.wait(timeout=timeout_seconds + CONTAINER_MARGIN_SECONDS)
