@@ -146,6 +146,14 @@ def test_a_repair_attempt_brings_its_patch(tmp_path: Path) -> None:
     assert read_manifest(evidence)["task_id"] == "repair"
 
 
+def test_an_install_and_run_attempt_brings_its_landed_changes(attempt: Path, tmp_path: Path) -> None:
+    (attempt / "out" / "changes.patch").write_text("diff --git a/setup.cfg b/setup.cfg\n+version = 0.1.0\n")
+    evidence = build_evidence_folder(attempt, tmp_path / "ev")
+    assert (evidence / "patch.diff").read_text().endswith("+version = 0.1.0\n")
+    (attempt / "out" / "changes.patch").write_text("")  # no change: no patch file
+    assert not (build_evidence_folder(attempt, tmp_path / "ev2") / "patch.diff").exists()
+
+
 # --- verdict checks -------------------------------------------------------------------------------
 
 

@@ -5,7 +5,8 @@
 - ``artifacts/``: the landed artifacts (``<attempt_dir>/out/artifacts/``), regular files only;
 - ``screenshots/``: the rendered pages (``<attempt_dir>/render/*.png``: load, +1 s, +3 s);
 - ``trace.txt``: the attempt's log (``out/log.txt``), capped (head and tail kept);
-- ``patch.diff``: for a repair attempt, its patch (``out/patch.diff``), capped;
+- ``patch.diff``: the attempt's changes to the project, when any: a repair's patch
+  (``out/patch.diff``), an install-and-run attempt's landed changes (``out/changes.patch``); capped;
 - ``task.md``: the task's description and the judged criteria (from the task definition);
 - ``manifest.json``: every other file with its sha256 and size; ``evidence_sha256`` is the sha256 of
   the manifest's canonical JSON (``evidence_sha256(dest)``).
@@ -175,11 +176,14 @@ def build_evidence_folder(attempt_dir: Path, dest: Path) -> Path:
     log = _read_regular(attempt_dir / "out" / "log.txt", 64 * MAX_TRACE_BYTES)
     trace = blind(_cap_text(log or b"(no log)\n", MAX_TRACE_BYTES).decode("utf-8", errors="replace"))
     add("trace.txt", trace.encode("utf-8"), "")
-    if record.purpose == "repair":
-        patch = _read_regular(attempt_dir / "out" / "patch.diff", MAX_PATCH_BYTES)
-        if patch is not None and len(patch) <= MAX_PATCH_BYTES:
+    # repair: the graded patch; install and run: the agent's changes to the project landed by the
+    # executor (argusic.changes), when it changed anything
+    patch_name = "patch.diff" if record.purpose == "repair" else "changes.patch"
+    patch = _read_regular(attempt_dir / "out" / patch_name, MAX_PATCH_BYTES)
+    if patch:
+        if len(patch) <= MAX_PATCH_BYTES:
             add("patch.diff", blind(patch.decode("utf-8", errors="replace")).encode("utf-8"), "")
-        elif patch is not None:
+        else:
             withheld.append(f"patch.diff: over {MAX_PATCH_BYTES} bytes")
     add("task.md", blind(task_markdown(task)).encode("utf-8"), "")
     files = [
