@@ -536,8 +536,11 @@ JUDGING_MODELS = {
     "stability",
     "stg_change_similarity",
     "change_similarity",
+    # Layer 2: model judges are advisory (never a score, a verdict, a rate or the board)
+    "stg_judge_verdicts",
+    "judge_panel",
 }
-JUDGING_SOURCES = {"attempt_hints", "change_similarity"}
+JUDGING_SOURCES = {"attempt_hints", "change_similarity", "judge_verdicts"}
 # What a score, verdict, rate or the board is made of: every mart and intermediate model but the
 # judging marts themselves.
 REF_RE = re.compile(r"""\bref\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)""")
@@ -583,6 +586,8 @@ def test_no_score_verdict_or_board_model_reads_hints_or_stability():
 def test_the_guard_sees_a_reference_to_a_hints_model():
     refs = {"board": {"pair_sets"}, "pair_sets": {"int_attempt_scores"}, "int_attempt_scores": {"stability"}}
     assert "stability" in _upstream("board", refs)
+    refs["int_attempt_scores"] = {"judge_panel"}
+    assert "judge_panel" in _upstream("board", refs) and "judge_panel" in JUDGING_MODELS
 
 
 @pytest.mark.slow
