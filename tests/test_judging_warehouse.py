@@ -494,8 +494,11 @@ JUDGING_MODELS = {
     "stability",
     "stg_change_similarity",
     "change_similarity",
+    # Layer 2 (stand-ins in branch `review` until helper A's models are merged)
+    "stg_judge_verdicts",
+    "judge_panel",
 }
-JUDGING_SOURCES = {"attempt_hints", "change_similarity"}
+JUDGING_SOURCES = {"attempt_hints", "change_similarity", "judge_verdicts"}
 # What a score, verdict, rate or the board is made of: every mart and intermediate model but the
 # judging marts themselves.
 REF_RE = re.compile(r"""\bref\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)""")

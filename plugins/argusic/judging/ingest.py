@@ -260,6 +260,9 @@ def _row(doc: HintsDocument, canonical: str, sha: str, loaded_at: datetime) -> t
 def migrate_judging(con: duckdb.DuckDBPyConnection) -> None:
     """Create raw.attempt_hints and raw.change_similarity (empty until loaded: dbt reads them)."""
     con.execute(HINTS_DDL)
+    from argusic.judging.standin_verdicts import migrate_judge_verdicts  # stand-in: helper A's loader
+
+    migrate_judge_verdicts(con)
 
 
 def hints_files(record_paths: Iterable[Path]) -> list[Path]:
