@@ -26,6 +26,7 @@ PROMOTE = "Promote"
 REJECT = "Reject"
 OPTIONS = {PROMOTE: "promote", REJECT: "reject"}
 CRITERIA = ("code_structure", "logic_correctness")  # the judged criteria the person may score too
+NOTE_MAX = 2000  # the review definition's note (generated *.review.json: max_length)
 LISTED_PAGES = 10  # a form lists this many rendered pages (the count is always given)
 QUEUE_COLUMNS = (
     "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "attempt_no", "task_id",
