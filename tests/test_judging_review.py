@@ -66,6 +66,37 @@ def _verdict(aid: str, judge: str, cs: int | None, lc: int | None, status: str =
             None, scores, "[]", "summary", True, judge * 8, AT)  # fmt: skip
 
 
+SERVED_LOG = "https://evidence.example.org/served/log.txt"
+
+
+def seed_warehouse(db: Path) -> None:
+    """Four board attempts: a1 pass_mock and a2 fail with 80 (near the boundary), a3 whose judges
+    disagree (2, 0, 1 on code_structure), a4 whose judges agree (not queued); raw tables only."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    records = [
+        raw_record(board_id(1), test_depth="tier2_mock", served_log_uri=SERVED_LOG),
+        raw_record(board_id(2), test_depth="tier3_none"),  # installed, ran, not verified
+        raw_record(board_id(3), final_state="done `rm -rf` [x](javascript:y)"),
+        raw_record(board_id(4)),
+    ]
+    with duckdb.connect(str(db)) as con:
+        migrate_raw(con)
+        con.executemany(
+            f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
+            [[r.get(c) for c in COLUMNS] for r in records],
+        )
+        con.executemany(
+            f"INSERT INTO raw.judge_verdicts VALUES ({', '.join('?' * 17)})",
+            [
+                _verdict(board_id(1), "a", 2, 2), _verdict(board_id(1), "b", 2, 2),
+                _verdict(board_id(3), "a", 2, 1), _verdict(board_id(3), "b", 0, 1),
+                _verdict(board_id(3), "c", 1, 1),
+                _verdict(board_id(4), "a", 2, 2), _verdict(board_id(4), "b", 2, 2),
+                _verdict(board_id(4), "c", 0, 0, status="refused"),
+            ],
+        )  # fmt: skip
+
+
 def _review(app, attempt: str, look: str, decision: str, by: str, note: str, *more: str):
     args = ["--attempt", attempt, "--look", look, "--decision", decision, "--by", by, "--note", note]
     return runner.invoke(app, ["judging", "review", *args, "--no-build", *more])
@@ -84,32 +115,7 @@ def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isol
 
     monkeypatch.setenv("COLUMNS", "200")
     db = isolated / "warehouse" / "argusic.duckdb"
-    db.parent.mkdir(parents=True)
-    served = "https://evidence.example.org/served/log.txt"
-    records = [
-        raw_record(
-            board_id(1), test_depth="tier2_mock", served_log_uri=served
-        ),  # pass_mock: near the boundary
-        raw_record(board_id(2), test_depth="tier3_none"),  # fail with 80: installed, ran, not verified
-        raw_record(board_id(3), final_state="done `rm -rf` [x](javascript:y)"),  # pass_full, judges disagree
-        raw_record(board_id(4)),  # pass_full, judges agree: not queued
-    ]
-    with duckdb.connect(str(db)) as con:
-        migrate_raw(con)
-        con.executemany(
-            f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
-            [[r.get(c) for c in COLUMNS] for r in records],
-        )
-        con.executemany(
-            f"INSERT INTO raw.judge_verdicts VALUES ({', '.join('?' * 17)})",
-            [
-                _verdict(board_id(1), "a", 2, 2), _verdict(board_id(1), "b", 2, 2),
-                _verdict(board_id(3), "a", 2, 1), _verdict(board_id(3), "b", 0, 1),
-                _verdict(board_id(3), "c", 1, 1),
-                _verdict(board_id(4), "a", 2, 2), _verdict(board_id(4), "b", 2, 2),
-                _verdict(board_id(4), "c", 0, 0, status="refused"),
-            ],
-        )  # fmt: skip
+    seed_warehouse(db)
     dbt_build_copy(db, isolated / "build1")
 
     queued = {r["attempt_id"]: r for r in _q(db, "SELECT * FROM marts.review_queue")}
@@ -131,7 +137,7 @@ def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isol
     assert subject_of(first) == f"Judging review: wavgen · readme-runner board #1 (cycle {CYCLE})"
     body = body_of(first)
     assert "near_boundary" in body and "provisional result: **pass**" in body
-    assert f"[log]({served})" in body and "recording: none" in body
+    assert f"[log]({SERVED_LOG})" in body and "recording: none" in body
     assert "outcome: **pass_mock**" in body and "duration: 1,200 s" in body and "cost: unknown" in body
     assert "total 4.0 of 4" in body
     body3 = body_of(third)
