@@ -67,17 +67,19 @@ def _verdict(aid: str, judge: str, cs: int | None, lc: int | None, status: str =
 
 
 SERVED_LOG = "https://evidence.example.org/served/log.txt"
+AGREED = board_id(1, project="otherproj")
 
 
 def seed_warehouse(db: Path) -> None:
     """Four board attempts: a1 pass_mock and a2 fail with 80 (near the boundary), a3 whose judges
-    disagree (2, 0, 1 on code_structure), a4 whose judges agree (not queued); raw tables only."""
+    disagree (2, 0, 1 on code_structure), and one of another project whose judges agree (not queued;
+    a pair set holds three valid attempts at most); raw tables only."""
     db.parent.mkdir(parents=True, exist_ok=True)
     records = [
         raw_record(board_id(1), test_depth="tier2_mock", served_log_uri=SERVED_LOG),
         raw_record(board_id(2), test_depth="tier3_none"),  # installed, ran, not verified
         raw_record(board_id(3), final_state="done `rm -rf` [x](javascript:y)"),
-        raw_record(board_id(4)),
+        raw_record(AGREED),
     ]
     with duckdb.connect(str(db)) as con:
         migrate_raw(con)
@@ -91,8 +93,8 @@ def seed_warehouse(db: Path) -> None:
                 _verdict(board_id(1), "a", 2, 2), _verdict(board_id(1), "b", 2, 2),
                 _verdict(board_id(3), "a", 2, 1), _verdict(board_id(3), "b", 0, 1),
                 _verdict(board_id(3), "c", 1, 1),
-                _verdict(board_id(4), "a", 2, 2), _verdict(board_id(4), "b", 2, 2),
-                _verdict(board_id(4), "c", 0, 0, status="refused"),
+                _verdict(AGREED, "a", 2, 2), _verdict(AGREED, "b", 2, 2),
+                _verdict(AGREED, "c", 0, 0, status="refused"),
             ],
         )  # fmt: skip
 
