@@ -34,6 +34,8 @@ BREAKAGES = [
      ["check_needles_null_iff_unmeasured", "h-board"]),
     ("needles-score-vs-lists", _set(H, 3, "needles_score", 0.5), H, IN_SET,
      ["check_needles_score_follows_lists", "h-no-record"]),
+    ("needles-list-not-json", _set(H, 0, "needles_missing", "frames"), H, IN_SET,
+     ["check_needles_score_follows_lists", "h-board"]),
     ("rendering-measured-no-page", _set(H, 0, "rendering_page_count", 0), H, IN_SET,
      ["check_rendering_pages_iff_measured", "h-board"]),
     ("page-count-201", _set(H, 3, "rendering_page_count", 201), H, BETWEEN, ["rendering_page_count", "200"]),

@@ -702,8 +702,10 @@ CHECKS: dict[str, dict[str, Check]] = {
             for hint in HINTS
         },
         # argusic.judging.needles.evaluate_needles: 1 none missing, 0 none found, 0.5 some of each.
+        # Lists that are not JSON fail the check (CASE keeps json_array_length from raising on them).
         "check_needles_score_follows_lists": Check(
             "coalesce(t.needles_status <> 'measured', true) or coalesce(t.needles_score::double = case "
+            "when not json_valid(t.needles_missing) or not json_valid(t.needles_found) then null "
             "when json_array_length(t.needles_missing) = 0 then 1 "
             "when json_array_length(t.needles_found) = 0 then 0 else 0.5 end, false)",
             ("needles_status", "needles_score", "needles_found", "needles_missing"),
