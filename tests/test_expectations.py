@@ -22,7 +22,7 @@ INF = math.inf
 
 
 def good_frames() -> dict[str, pd.DataFrame]:
-    """A small, consistent cycle that passes every suite."""
+    """A small, consistent cycle that passes every suite (the judging marts' are judging_frames)."""
     cols = [
         "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "attempt_no", "is_valid",
         "invalid_reason", "install_points", "run_points", "recovery_points", "depth_points", "score",
@@ -152,7 +152,6 @@ def good_frames() -> dict[str, pd.DataFrame]:
         "cycle_environments": environments,
         "harness_editions": harness,
         **repair_frames(),
-        **judging_frames(),
     }
 
 
@@ -290,7 +289,7 @@ ENV_COLUMNS = [
 
 
 def test_good_frames_pass() -> None:
-    report = validate_frames(good_frames())
+    report = validate_frames({**good_frames(), **judging_frames()})
     assert report.success, report.summary()
     assert set(report.tables) == set(expectations.REQUIRED_TABLES) | set(expectations.OPTIONAL_TABLES)
     assert all(t.present and t.evaluated > 0 for t in report.tables.values())
@@ -481,7 +480,7 @@ def test_each_breakage_is_named(mutate, table, expectation, words) -> None:
 
 
 def test_missing_required_table_fails_optional_is_skipped() -> None:
-    frames = good_frames()
+    frames = {**good_frames(), **judging_frames()}
     del frames["board"]
     del frames["hardware_speed_bounds"]
     report = validate_frames(frames)
@@ -527,7 +526,7 @@ def write_marts(db_path: Path, frames: dict[str, pd.DataFrame]) -> None:
 
 def test_validate_warehouse_reads_duckdb(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
-    frames = good_frames()
+    frames = {**good_frames(), **judging_frames()}
     write_marts(db, frames)
     assert validate_warehouse(db).success
     frames["attempt_scores"].loc[0, "score"] = 101.0
