@@ -7,18 +7,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import re
-import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.judging import judges as J
 from argusic.judging.ingest import HintsIngestError, load_judgements, migrate_judging
 from argusic.warehouse import IngestError, ingest, migrate_raw
-from conftest import dbt_build_copy
-from test_judging_judges import SESSIONS, make_attempt, record_doc
+from test_judging_judges import record_doc
 
 REV = "5" * 64
 EV = "e" * 64
@@ -159,81 +154,5 @@ def _docker_ready() -> bool:
         return False
 
 
-@pytest.mark.slow
-def test_recorded_judges_through_containers_ingest_and_dbt(
-    record_doc, isolated: Path, tmp_path: Path
-) -> None:
-    """Three attempts judged by recorded sessions in real containers (networking off, no model):
-    a1 judged by three valid judges that disagree 2 vs 0; a2 by two valid judges and one refused (a
-    quote that is not in the evidence); a3 by one valid, one refused (low score, no quote) and one
-    with no verdict. Then argusic ingest, dbt build, marts.judge_panel."""
-    if not _docker_ready():
-        pytest.skip("Docker or the agents image is not available")
-    runs = isolated / "runs"
-    panels = {
-        "a1": {"judge-claude": "claude_agree.jsonl", "judge-codex": "codex_disagree_zero.jsonl",
-               "judge-claude-2": "claude2_agree.jsonl"},
-        "a2": {"judge-claude": "claude_off_rails.jsonl", "judge-codex": "codex_agree.jsonl",
-               "judge-claude-2": "claude2_agree.jsonl"},
-        "a3": {"judge-claude": "claude_no_verdict.jsonl", "judge-codex": "codex_agree.jsonl",
-               "judge-claude-2": "claude_no_quote.jsonl"},
-    }  # fmt: skip
-    statuses = {}
-    for attempt_no, panel in panels.items():
-        doc = judged_record(record_doc)
-        doc["attempt_id"] = doc["attempt_id"].replace(".a1", f".{attempt_no}")
-        doc["attempt_no"] = int(attempt_no[1:])
-        attempt = make_attempt(runs, doc)
-        written = J.judge_attempt(attempt, list(panel), {j: SESSIONS / f for j, f in panel.items()})
-        for path in written:
-            judged = json.loads(path.read_text())
-            statuses[(attempt_no, judged["judge_id"])] = judged["status"]
-            assert (
-                judged["replayed"] is True and judged["harness"] == J.JUDGES[judged["judge_id"]].harness_name
-            )
-        assert (attempt / "judging/sessions/judge-codex/last_message.txt").is_file()
-    assert statuses == {
-        ("a1", "judge-claude"): "valid", ("a1", "judge-codex"): "valid", ("a1", "judge-claude-2"): "valid",
-        ("a2", "judge-claude"): "refused", ("a2", "judge-codex"): "valid", ("a2", "judge-claude-2"): "valid",
-        ("a3", "judge-claude"): "no_verdict", ("a3", "judge-codex"): "valid",
-        ("a3", "judge-claude-2"): "refused",
-    }  # fmt: skip
-    result = ingest([runs])
-    assert (result.inserted, result.judgements) == (3, 9)
-    db = Path(os.environ["ARGUSIC_WAREHOUSE"])
-    dbt_build_copy(db, tmp_path / "dbt")
-    with duckdb.connect(str(db), read_only=True) as con:
-        cur = con.execute("SELECT * FROM marts.judge_panel ORDER BY attempt_id")
-        names = [d[0] for d in cur.description]
-        got = {re.sub(r".*\.", "", r[0]): dict(zip(names, r, strict=True)) for r in cur.fetchall()}
-        staged = con.execute(
-            "SELECT count(*) FROM staging.stg_judge_verdicts WHERE code_structure IS NOT NULL"
-        )
-        assert staged.fetchone() == (8,)  # every judgement but the one with no verdict
-    a1, a2, a3 = got["a1"], got["a2"], got["a3"]
-    # a1: code_structure 2, 0, 2 -> 2; logic_correctness 2, 0, 1 -> 1; 2 vs 0: the judges disagree
-    assert (a1["status"], a1["judges"], a1["valid_judges"], a1["refused_judges"]) == ("judged", 3, 3, 0)
-    assert (a1["code_structure_median"], a1["logic_correctness_median"], a1["judges_total"]) == (
-        2.0,
-        1.0,
-        3.0,
-    )
-    assert (a1["code_structure_spread"], a1["logic_correctness_spread"], a1["judges_disagree"]) == (
-        2,
-        2,
-        True,
-    )
-    # a2: the off-the-rails judge (0 on a quote not in the evidence) is refused and left out: 2/2 and 2/1
-    assert (a2["status"], a2["valid_judges"], a2["refused_judges"]) == ("judged", 2, 1)
-    assert (a2["code_structure_median"], a2["logic_correctness_median"], a2["judges_total"]) == (
-        2.0,
-        1.5,
-        3.5,
-    )
-    assert a2["judges_disagree"] is False and a2["judges_total_max"] == 4
-    # a3: one valid judge only
-    assert (a3["status"], a3["judges"], a3["valid_judges"], a3["refused_judges"]) == (
-        "insufficient_judges", 3, 1, 1,
-    )  # fmt: skip
-    assert a3["judges_total"] is None and a3["judges_disagree"] is False
-    shutil.rmtree(tmp_path / "dbt", ignore_errors=True)
+# The whole path through real containers, ingest and dbt is tests/test_judging_story.py (the same
+# three recorded panels, with the hints and a person's review beside them).

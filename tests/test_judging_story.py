@@ -6,6 +6,7 @@ the table the closing note of issue #14 reports."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -76,7 +77,7 @@ def test_three_layers_on_fixture_attempts(record_doc, isolated: Path, tmp_path: 
     if not (_docker_ready() and _render_ready()):
         pytest.skip("Docker, the agents image or the render image is not available")
     runs = isolated / "runs"
-    ids = {}
+    ids, statuses = {}, {}
     for no, (pages, panel, _) in FIXTURES.items():
         doc = judged_record(record_doc)
         doc["attempt_id"] = doc["attempt_id"].replace(".a1", f".{no}")
@@ -88,12 +89,55 @@ def test_three_layers_on_fixture_attempts(record_doc, isolated: Path, tmp_path: 
         if no in AGENT_SESSIONS:  # the agent's own Claude Code session: the tool-order hint
             shutil.copy(AGENT_SESSIONS[no], attempt / "out" / "session.jsonl")
         hints_for_attempt(attempt)  # Layer 1: real Chromium, networking off
-        J.judge_attempt(attempt, list(panel), {j: SESSIONS / f for j, f in panel.items()})  # Layer 2
+        written = J.judge_attempt(
+            attempt, list(panel), {j: SESSIONS / f for j, f in panel.items()}
+        )  # Layer 2
+        for path in written:
+            judged = json.loads(path.read_text())
+            statuses[(no, judged["judge_id"])] = judged["status"]
+            assert judged["replayed"] is True
+            assert judged["harness"] == J.JUDGES[judged["judge_id"]].harness_name
+        assert (attempt / "judging/sessions/judge-codex/last_message.txt").is_file()
+    # a2's judge-claude scores 0 on a quote that is not in the evidence; a3's judge-claude-2 scores low
+    # without a quote; a3's judge-claude ends with no final message
+    assert statuses == {
+        ("a1", "judge-claude"): "valid", ("a1", "judge-codex"): "valid", ("a1", "judge-claude-2"): "valid",
+        ("a2", "judge-claude"): "refused", ("a2", "judge-codex"): "valid", ("a2", "judge-claude-2"): "valid",
+        ("a3", "judge-claude"): "no_verdict", ("a3", "judge-codex"): "valid",
+        ("a3", "judge-claude-2"): "refused",
+    }  # fmt: skip
     result = ingest([runs])
     assert (result.inserted, result.hints, result.judgements) == (3, 3, 9)
     db = Path(os.environ["ARGUSIC_WAREHOUSE"])
     dbt_build_copy(db, tmp_path / "dbt")
 
+    panel = _rows(db, "SELECT * FROM marts.judge_panel ORDER BY attempt_id")
+    a1, a2, a3 = panel["a1"], panel["a2"], panel["a3"]
+    # a1: code_structure 2, 0, 2 -> 2; logic_correctness 2, 0, 1 -> 1; 2 vs 0: the judges disagree
+    assert (a1["status"], a1["judges"], a1["valid_judges"], a1["refused_judges"]) == ("judged", 3, 3, 0)
+    assert (a1["code_structure_median"], a1["logic_correctness_median"], a1["judges_total"]) == (
+        2.0,
+        1.0,
+        3.0,
+    )
+    assert (a1["code_structure_spread"], a1["logic_correctness_spread"], a1["judges_disagree"]) == (
+        2,
+        2,
+        True,
+    )
+    # a2: the off-the-rails judge is refused and left out of the median: 2/2 and 2/1
+    assert (a2["status"], a2["valid_judges"], a2["refused_judges"]) == ("judged", 2, 1)
+    assert (a2["code_structure_median"], a2["logic_correctness_median"], a2["judges_total"]) == (
+        2.0,
+        1.5,
+        3.5,
+    )
+    assert a2["judges_disagree"] is False and a2["judges_total_max"] == 4
+    # a3: one valid judge only
+    assert (a3["status"], a3["judges"], a3["valid_judges"], a3["refused_judges"]) == (
+        "insufficient_judges", 3, 1, 1,
+    )  # fmt: skip
+    assert a3["judges_total"] is None and a3["judges_disagree"] is False
     queue = _rows(db, "SELECT * FROM marts.review_queue ORDER BY attempt_id")
     hints = _rows(db, "SELECT * FROM marts.attempt_hints ORDER BY attempt_id")
     assert {no: hints[no]["rendering_score"] for no in FIXTURES} == {"a1": 1.0, "a2": 0.5, "a3": 0.0}
