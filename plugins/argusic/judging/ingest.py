@@ -311,22 +311,29 @@ def _describe(err: ValidationError, path: Path, what: str = "hints document") ->
     return f"{path}: invalid {what}: " + "; ".join(problems) + more
 
 
+def _read_document(path: Path, cap: int, schema: str, model_class: Any, what: str) -> tuple[Any, str, str]:
+    """(strict model, canonical JSON, sha256 of that canonical JSON) of one JSON document beside a
+    record; HintsIngestError naming the file and the field otherwise. Read at most ``cap`` bytes,
+    never through a link; the ``schema`` field checked first."""
+    try:
+        doc = read_json_document(path, cap)
+    except RepairIngestError as err:
+        raise HintsIngestError(str(err).replace("a repair record is", f"a {what} is")) from None
+    if doc.get("schema") != schema:
+        shown = repr(doc.get("schema"))[:80]
+        raise HintsIngestError(f"{path}: invalid {what}: schema: {shown} is not {schema!r}")
+    try:
+        model = model_class.model_validate(doc)
+    except ValidationError as err:
+        raise HintsIngestError(_describe(err, path, what)) from None
+    canonical = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return model, canonical, hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def read_hints_document(path: Path) -> tuple[HintsDocument, str, str]:
     """(document, canonical JSON, sha256 of that canonical JSON) of one hints file; HintsIngestError
     naming the file and the field otherwise. Read at most MAX_HINTS_BYTES, never through a link."""
-    try:
-        doc = read_json_document(path, MAX_HINTS_BYTES)
-    except RepairIngestError as err:
-        raise HintsIngestError(str(err).replace("a repair record is", "a hints document is")) from None
-    if doc.get("schema") != HINTS_SCHEMA:
-        shown = repr(doc.get("schema"))[:80]
-        raise HintsIngestError(f"{path}: invalid hints document: schema: {shown} is not {HINTS_SCHEMA!r}")
-    try:
-        model = HintsDocument.model_validate(doc)
-    except ValidationError as err:
-        raise HintsIngestError(_describe(err, path)) from None
-    canonical = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return model, canonical, hashlib.sha256(canonical.encode()).hexdigest()
+    return _read_document(path, MAX_HINTS_BYTES, HINTS_SCHEMA, HintsDocument, "hints document")
 
 
 def _row(doc: HintsDocument, canonical: str, sha: str, loaded_at: datetime) -> tuple:
@@ -422,23 +429,13 @@ def load_hints(
 def read_judgement_document(path: Path) -> tuple[JudgementDocument, str, str]:
     """(document, canonical JSON, its sha256) of one judgement file; HintsIngestError naming the file
     and the field otherwise. Read at most MAX_JUDGEMENT_BYTES, never through a link."""
-    try:
-        doc = read_json_document(path, MAX_JUDGEMENT_BYTES)
-    except RepairIngestError as err:
-        raise HintsIngestError(str(err).replace("a repair record is", "a judgement is")) from None
-    if doc.get("schema") != JUDGEMENT_SCHEMA:
-        shown = repr(doc.get("schema"))[:80]
-        raise HintsIngestError(f"{path}: invalid judgement: schema: {shown} is not {JUDGEMENT_SCHEMA!r}")
-    try:
-        model = JudgementDocument.model_validate(doc)
-    except ValidationError as err:
-        raise HintsIngestError(_describe(err, path, "judgement")) from None
+    read = _read_document(path, MAX_JUDGEMENT_BYTES, JUDGEMENT_SCHEMA, JudgementDocument, "judgement")
+    model, canonical, sha = read
     if Path(path).stem != model.judge_id:
         raise HintsIngestError(
             f"{path}: invalid judgement: judge_id: {model.judge_id!r} is not the file's name"
         )
-    canonical = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return model, canonical, hashlib.sha256(canonical.encode()).hexdigest()
+    return model, canonical, sha
 
 
 def judgement_files(record_paths: Iterable[Path]) -> dict[Path, Path]:
