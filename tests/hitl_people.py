@@ -88,19 +88,21 @@ class Person:
         got.raise_for_status()
         return list(got.json()["hitl_details"])
 
-    def answer(self, detail: dict, option: str, note: str) -> requests.Response:
+    def answer(self, detail: dict, option: str, note: str, params: dict | None = None) -> requests.Response:
+        """Choose `option` with the note and, for a form with more fields, their values (`params`)."""
         ti = detail["task_instance"]
         return self.session.patch(
             f"{self.url}/api/v2/dags/{ti['dag_id']}/dagRuns/{ti['dag_run_id']}/taskInstances/"
             f"{ti['task_id']}/{ti['map_index']}/hitlDetails",
-            json={"chosen_options": [option], "params_input": {"note": note}},
+            json={"chosen_options": [option], "params_input": {"note": note, **(params or {})}},
             timeout=30,
         )
 
 
 class Answerer(threading.Thread):
     """While a DAG runs: every second, list the waiting forms (as `watcher`) and answer each with
-    `policy(detail) -> (person, option, note)`. `answered` and `errors` are read after `stop`."""
+    `policy(detail) -> (person, option, note)` or `(person, option, note, params)` (a form with more
+    fields than the note). `answered` and `errors` are read after `stop`."""
 
     def __init__(self, watcher: Person, policy: Callable[[dict], tuple[Person, str, str]]) -> None:
         super().__init__(daemon=True)
@@ -113,13 +115,14 @@ class Answerer(threading.Thread):
         while not self.stop.is_set():
             try:
                 for detail in self.watcher.waiting():
-                    person, option, note = self.policy(detail)
-                    got = person.answer(detail, option, note)
+                    person, option, note, *more = self.policy(detail)
+                    params = more[0] if more else None
+                    got = person.answer(detail, option, note, params)
                     if got.status_code != 200:
                         self.errors.append((got.status_code, got.text))
                     self.answered.append(
                         {"detail": detail, "by": person.name, "option": option, "note": note,
-                         "response": got.json() if got.ok else None}
+                         "params": params, "response": got.json() if got.ok else None}
                     )  # fmt: skip
             except Exception as err:  # keep answering; the test reports what went wrong
                 self.errors.append(repr(err))

@@ -167,6 +167,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
         "argusic_disputes",
         "argusic_verdicts",
         "argusic_items",
+        "argusic_judging_review",
     )
     assert set(ours) <= set(info["dags"])
     for dag_id in ours:
@@ -195,6 +196,13 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert cycle["run_repair_attempt"]["map_index_template"] == cycle["run_attempt"]["map_index_template"]
     assert cycle["ingest"]["queue"] == "argusic_warehouse"
     assert info["dags"]["argusic_cycle"]["params"]["repair"]
+    judging = info["dags"]["argusic_judging_review"]["tasks"]  # issue #14, Layer 3
+    assert set(judging) == {"items_to_review", "review_attempt", "build"}
+    assert (
+        judging["review_attempt"]["mapped"]
+        and "attempt_label" in judging["review_attempt"]["map_index_template"]
+    )
+    assert judging["build"]["pool"] == "argusic_warehouse"
     items = info["dags"]["argusic_items"]["tasks"]
     assert set(items) == {"find_manifests", "build_items", "validate_items", "ingest"}
     for container_task in ("build_items", "validate_items"):  # test containers: on the attempt workers

@@ -367,7 +367,9 @@ def test_build_passes_every_node_including_unit_tests(built):
     # attempt_corrections + cycle_environments, harness_editions + the repair track's three staging
     # views, int_repair_grades_attributed, int_attempt_costs and three marts (issue #13) + the hints and
     # change similarity staging views and the attempt_hints, stability, change_similarity marts (issue #14)
-    assert kinds.get("model") == 33
+    # + Layer 2's stg_judge_verdicts and judge_panel + Layer 3's int_judging_attempt_facts, review_queue
+    # and judging_review_divergence (issue #14)
+    assert kinds.get("model") == 38
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):

@@ -22,7 +22,7 @@ INF = math.inf
 
 
 def good_frames() -> dict[str, pd.DataFrame]:
-    """A small, consistent cycle that passes every suite."""
+    """A small, consistent cycle that passes every suite (the judging marts' are judging_frames)."""
     cols = [
         "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "attempt_no", "is_valid",
         "invalid_reason", "install_points", "run_points", "recovery_points", "depth_points", "score",
@@ -213,6 +213,75 @@ def repair_frames() -> dict[str, pd.DataFrame]:
     return {"repair_item_validation": items, "repair_runs": runs, "repair_rates": rates}
 
 
+def judging_frames() -> dict[str, pd.DataFrame]:
+    """The judging marts (issue #14), consistent: hints of a board attempt (every hint measured), a
+    repair attempt (graded apart), an invalid verdict attempt and one without a loaded record; two
+    stability groups with exact fractions and one beyond HUGEINT; three change similarity groups."""
+    hint_columns = [
+        "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "task_id", "task_version",
+        "task_revision", "task_revisions", "needles_score", "needles_status", "needles_found",
+        "needles_missing", "rendering_score", "rendering_status", "rendering_page_count", "rendering_pages",
+        "agent_logic_score", "agent_logic_status", "agent_logic_succeeded", "agent_logic_in_order",
+        "agent_logic_steps", "has_run_record", "end_reason", "is_valid", "invalid_reason", "outcome",
+        "loaded_at",
+    ]  # fmt: skip
+    page = '[{"path": "index.html", "outcome": "console_errors"}]'
+    loaded = pd.Timestamp("2026-12-01 08:00:00")
+    hints = pd.DataFrame(
+        [
+            ["h-board", "c1", "board", "a1", "p1", "install_and_run", "1", "r" * 64, 2,
+             0.5, "measured", '["wav"]', '["frames"]', 0.5, "measured", 1, page,
+             1.0, "measured", True, True, '["read", "exec"]', True, "completed", True, None, "pass_full",
+             loaded],
+            ["h-repair", "c1", "repair", "a1", "p1", "repair", "1", "s" * 64, 1,
+             None, "not_applicable", "[]", "[]", None, "not_applicable", 0, "[]",
+             0.5, "measured", True, False, '["exec", "read"]', True, "timeout", None, None, None, loaded],
+            ["h-invalid", "c1", "verdict", "a2", "p2", "install_and_run", "1", "r" * 64, 1,
+             0.0, "measured", "[]", '["frames"]', None, "unavailable", 0, "[]",
+             0.0, "measured", False, None, "[]", True, "harness_error", False, "harness_error", "invalid",
+             loaded],
+            ["h-no-record", "c1", "board", "a2", "p1", "install_and_run", "1", "r" * 64, 1,
+             1.0, "measured", '["wav", "frames"]', "[]", 0.0, "measured", 2, page + page,
+             None, "unavailable", True, None, "[]", False, None, None, None, None, loaded],
+        ],
+        columns=hint_columns,
+    )  # fmt: skip
+    environment = f"2 | scaffold {'5' * 64} | sha256:{'6' * 64} | instructions {'7' * 64}"
+    stability_columns = [
+        "agent_id", "project_id", "environment", "harness_edition", "scaffold_sha256", "image_digest",
+        "instructions_sha256", "attempts", "cycles", "mean_numerator", "mean_denominator", "mean_score",
+        "variance_numerator", "variance_denominator", "variance", "min_score", "max_score", "is_exact",
+    ]  # fmt: skip
+    stability = pd.DataFrame(
+        [
+            # scores 100, 80, 60: mean 80, sample variance 400
+            ["a1", "p1", environment, "2", "5" * 64, "sha256:" + "6" * 64, "7" * 64, 3, 2,
+             80, 1, 80.0, 400, 1, 400.0, 60.0, 100.0, True],
+            # scores 502/7 and 100: mean 601/7, variance 19602/49 (n = 2: the spread's bound exactly)
+            ["a1", "p2", environment, "2", "5" * 64, "sha256:" + "6" * 64, "7" * 64, 2, 1,
+             601, 7, 601 / 7, 19602, 49, 19602 / 49, 502 / 7, 100.0, True],
+            # beyond HUGEINT's reach: DOUBLE figures only
+            ["a1", "p3", "2 | scaffold s | no image | instructions x", "2", "5" * 64, None, "7" * 64, 2, 1,
+             None, None, 0.0, None, None, 0.0, 0.0, 0.0, False],
+        ],
+        columns=stability_columns,
+    )  # fmt: skip
+    similarity = pd.DataFrame(
+        [
+            ["repair", "a1", "p1", "i1", "9" * 64, environment, "indel_nontest_lines/1", 3, 3,
+             (1 + 0.5 + 0.25) / 3, 0.25, 1.0, 1],
+            ["install_and_run", "a1", "p1", None, None, environment, "indel_nontest_lines/1", 2, 1,
+             0.4, 0.4, 0.4, 0],
+            ["install_and_run", "a2", "p1", None, None, environment, "indel_nontest_lines/1", 2, 1,
+             1.0, 1.0, 1.0, 1],
+        ],
+        columns=list(expectations.SIMILARITY_GRAIN) + [
+            "attempts", "pairs", "mean_similarity", "min_similarity", "max_similarity", "identical_pairs",
+        ],
+    )  # fmt: skip
+    return {"attempt_hints": hints, "stability": stability, "change_similarity": similarity}
+
+
 ENV_COLUMNS = [
     "cycle_id", "valid_attempts", "attempts_with_environment", "attempts_without_environment",
     "harness_edition", "runner_images", "environments", "is_uniform", "disagrees_on",
@@ -220,7 +289,7 @@ ENV_COLUMNS = [
 
 
 def test_good_frames_pass() -> None:
-    report = validate_frames(good_frames())
+    report = validate_frames({**good_frames(), **judging_frames()})
     assert report.success, report.summary()
     assert set(report.tables) == set(expectations.REQUIRED_TABLES) | set(expectations.OPTIONAL_TABLES)
     assert all(t.present and t.evaluated > 0 for t in report.tables.values())
@@ -411,7 +480,7 @@ def test_each_breakage_is_named(mutate, table, expectation, words) -> None:
 
 
 def test_missing_required_table_fails_optional_is_skipped() -> None:
-    frames = good_frames()
+    frames = {**good_frames(), **judging_frames()}
     del frames["board"]
     del frames["hardware_speed_bounds"]
     report = validate_frames(frames)
@@ -457,7 +526,7 @@ def write_marts(db_path: Path, frames: dict[str, pd.DataFrame]) -> None:
 
 def test_validate_warehouse_reads_duckdb(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
-    frames = good_frames()
+    frames = {**good_frames(), **judging_frames()}
     write_marts(db, frames)
     assert validate_warehouse(db).success
     frames["attempt_scores"].loc[0, "score"] = 101.0
@@ -634,7 +703,9 @@ def test_importing_gx_stays_quiet_under_a_configured_root_logger() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    every = len(expectations.REQUIRED_TABLES) + len(expectations.OPTIONAL_TABLES)  # 14 with the repair marts
+    every = len(expectations.REQUIRED_TABLES) + len(
+        expectations.OPTIONAL_TABLES
+    )  # 17 with the repair and judging marts
     assert f"tables {every}" in proc.stdout
     assert "Skipping registering function" not in proc.stderr + proc.stdout
     assert "Calculating Metrics" not in proc.stderr + proc.stdout

@@ -45,12 +45,10 @@ def test_generate_check_names_every_drifted_file(tmp_path: Path, monkeypatch: py
 
 def test_purposes_map_to_kinds_and_refinements_merge() -> None:
     assert (
-        task_for("board", "tonegen-sh").task_id
-        == task_for("verdict", "tonegen-sh").task_id
-        == "install_and_run"
+        task_for("board", "csvstats").task_id == task_for("verdict", "csvstats").task_id == "install_and_run"
     )
     assert task_for("repair", "repairkit").task_id == "repair"
-    plain = task_for("board", "tonegen-sh")
+    plain = task_for("board", "csvstats")
     assert plain.project_id is None and plain.version == "1" and plain.needles == ()
     assert plain.revision == load_task("install_and_run").revision and len(plain.revision) == 64
     refined = task_for("board", "weatherfetch")
@@ -96,14 +94,47 @@ maximum = {look_max}
 name = "decision"
 kind = "choice"
 choices = ["promote", "reject"]
+{judging}"""
+JUDGING = """
+[judging]
+criteria = [{ id = "code_structure", question = "q?" }, { id = "logic_correctness", question = "q?" }]
+prompt = "judge: {{CRITERIA}}"
 """
 
 
-def _kind(tmp_path: Path, extra: str = "", look_max: int = 2) -> Path:
+def _kind(tmp_path: Path, extra: str = "", look_max: int = 2, judging: str = JUDGING) -> Path:
     folder = tmp_path / "tasks"
     (folder / "projects").mkdir(parents=True, exist_ok=True)
-    (folder / "install_and_run.toml").write_text(KIND.format(extra=extra, look_max=look_max))
+    text = KIND.replace("{extra}", extra).replace("{look_max}", str(look_max)).replace("{judging}", judging)
+    (folder / "install_and_run.toml").write_text(text)
     return folder
+
+
+def test_judging_criteria_render_into_the_judge_prompt() -> None:
+    task = load_task("repair")
+    assert task.criteria == ("code_structure", "logic_correctness")
+    assert "{{CRITERIA}}" not in task.judge_prompt()
+    assert "- `logic_correctness` (0, 1 or 2):" in task.judge_prompt()
+    generated = PACKAGE / "judging/generated/repair.judge.md"
+    assert generated.read_text() == task.judge_prompt()
+    assert task.definition()["judging"] == task.judging  # part of the revision
+
+
+@pytest.mark.parametrize(
+    ("judging", "words"),
+    [
+        ("", "judging: Field required"),
+        (JUDGING.replace("judge: {{CRITERIA}}", "no placeholder"), "exactly once"),
+        (JUDGING.replace('"code_structure"', '"logic_correctness"'), "an id is repeated"),
+        (JUDGING.replace('"code_structure"', '"look"'), "judges never score"),
+        (JUDGING.replace('"code_structure"', '"agent_logic"'), "judges never score"),
+        (JUDGING.replace("criteria = [", 'criteria = [{ id = "x", question = "" }, '), "at least 1"),
+    ],
+)
+def test_refused_judging_tables_name_the_field(tmp_path: Path, judging: str, words: str) -> None:
+    with pytest.raises(TaskDefinitionError, match="judging") as err:
+        load_task("install_and_run", tasks_dir=_kind(tmp_path, judging=judging))
+    assert words in str(err.value)
 
 
 @pytest.mark.parametrize(

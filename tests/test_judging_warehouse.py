@@ -536,12 +536,22 @@ JUDGING_MODELS = {
     "stability",
     "stg_change_similarity",
     "change_similarity",
+    # Layer 2: model judges are advisory (never a score, a verdict, a rate or the board)
+    "stg_judge_verdicts",
+    "judge_panel",
+    # Layer 3: the person's review queue and how their reviews diverge from the judges
+    "int_judging_attempt_facts",
+    "review_queue",
+    "judging_review_divergence",
 }
-JUDGING_SOURCES = {"attempt_hints", "change_similarity"}
+JUDGING_SOURCES = {"attempt_hints", "change_similarity", "judge_verdicts"}
+# people's judging reviews (look, promote/reject, their criterion scores) are advice too
+JUDGING_DECISIONS = {"judging_reviews"}
 # What a score, verdict, rate or the board is made of: every mart and intermediate model but the
 # judging marts themselves.
 REF_RE = re.compile(r"""\bref\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)""")
 SOURCE_RE = re.compile(r"""\bsource\(\s*['"]raw['"]\s*,\s*['"]([A-Za-z0-9_]+)['"]\s*\)""")
+DECISIONS_RE = re.compile(r"""\bsource\(\s*['"]decisions['"]\s*,\s*['"]([A-Za-z0-9_]+)['"]\s*\)""")
 
 
 def _sql_graph() -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, Path]]:
@@ -549,8 +559,10 @@ def _sql_graph() -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, Pa
     for path in sorted((DBT_PROJECT / "models").rglob("*.sql")):
         text = path.read_text()
         refs[path.stem], sources[path.stem], files[path.stem] = (
-            set(REF_RE.findall(text)), set(SOURCE_RE.findall(text)), path
-        )  # fmt: skip
+            set(REF_RE.findall(text)),
+            set(SOURCE_RE.findall(text)) | {f"decisions.{t}" for t in DECISIONS_RE.findall(text)},
+            path,
+        )
     return refs, sources, files
 
 
@@ -575,14 +587,24 @@ def test_no_score_verdict_or_board_model_reads_hints_or_stability():
     offenders = []
     for model in protected:
         for node in {model} | _upstream(model, refs):
-            if node in JUDGING_MODELS or sources.get(node, set()) & JUDGING_SOURCES:
+            judging_inputs = JUDGING_SOURCES | {f"decisions.{t}" for t in JUDGING_DECISIONS}
+            if node in JUDGING_MODELS or sources.get(node, set()) & judging_inputs:
                 offenders.append(f"{files[model].relative_to(DBT_PROJECT)} reads {node}")
     assert offenders == [], offenders
+
+
+def test_the_guard_sees_a_model_reading_the_judging_reviews():
+    """A protected model reading decisions.judging_reviews would be an offender (the SQL graph)."""
+    text = "select * from {{ source('decisions', 'judging_reviews') }}"
+    assert DECISIONS_RE.findall(text) == ["judging_reviews"]
+    assert SOURCE_RE.findall(text) == []
 
 
 def test_the_guard_sees_a_reference_to_a_hints_model():
     refs = {"board": {"pair_sets"}, "pair_sets": {"int_attempt_scores"}, "int_attempt_scores": {"stability"}}
     assert "stability" in _upstream("board", refs)
+    refs["int_attempt_scores"] = {"judge_panel"}
+    assert "judge_panel" in _upstream("board", refs) and "judge_panel" in JUDGING_MODELS
 
 
 @pytest.mark.slow
@@ -595,8 +617,10 @@ def test_no_score_verdict_or_board_node_depends_on_hints_in_the_manifest(built):
         if (node["resource_type"] == "model" and node["name"] in JUDGING_MODELS)
         or (node["resource_type"] == "source" and node["source_name"] == "raw"
             and node["name"] in JUDGING_SOURCES)
+        or (node["resource_type"] == "source" and node["source_name"] == "decisions"
+            and node["name"] in JUDGING_DECISIONS)
     }  # fmt: skip
-    assert len(judging) == len(JUDGING_MODELS) + len(JUDGING_SOURCES)
+    assert len(judging) == len(JUDGING_MODELS) + len(JUDGING_SOURCES) + len(JUDGING_DECISIONS)
 
     def upstream(uid: str) -> set[str]:
         seen, todo = set(), [uid]

@@ -1275,6 +1275,16 @@ from argusic.judging.cli import hints_app, tasks_app  # noqa: E402
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(hints_app, name="hints")
 
+# Model judges, Layer 2 (issue 14, argusic.judging.judge_cli).
+from argusic.judging.judge_cli import judge  # noqa: E402
+
+app.command("judge")(judge)
+
+# The person's review of judged attempts (issue 14, Layer 3, argusic.judging.review_cli).
+from argusic.judging.review_cli import judging_app  # noqa: E402
+
+app.add_typer(judging_app, name="judging")
+
 
 def main() -> None:  # pragma: no cover - console entry
     sys.exit(app())

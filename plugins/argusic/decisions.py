@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,6 +41,8 @@ class DecisionTable:
     # column -> allowed values
     choices: Mapping[str, tuple[str, ...]]
     optional: tuple[str, ...] = ()
+    # INTEGER column -> (lowest, highest) allowed, inclusive
+    ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 COMMON = {"decided_by": "VARCHAR", "decided_at": "TIMESTAMP", "note": "VARCHAR"}
@@ -86,6 +88,24 @@ TABLES: dict[str, DecisionTable] = {
             {"project_id": "VARCHAR", "commit_sha": "VARCHAR", "agent_id": "VARCHAR"},
             ("project_id", "commit_sha", "agent_id"),
             {},
+        ),
+        DecisionTable(
+            "judging_reviews",
+            "A person's review of one attempt from the judging review queue (issue #14, Layer 3): the "
+            "look (0..2), promote or reject, and optionally their own reading of the judged criteria "
+            "(0..2). The latest per attempt_id is in force. People's data: never part of a score.",
+            {
+                "attempt_id": "VARCHAR",
+                "task_revision": "VARCHAR",
+                "look": "INTEGER",
+                "decision": "VARCHAR",
+                "code_structure": "INTEGER",
+                "logic_correctness": "INTEGER",
+            },
+            ("attempt_id", "decided_at"),
+            {"decision": ("promote", "reject")},
+            optional=("code_structure", "logic_correctness", "note"),
+            ranges={"look": (0, 2), "code_structure": (0, 2), "logic_correctness": (0, 2)},
         ),
     )
 }
@@ -138,6 +158,12 @@ def validate(name: str, row: Mapping[str, object]) -> dict:
                 value = value.astimezone(UTC).replace(tzinfo=None)
             clean[column] = value
             continue
+        if column in t.ranges:
+            number, problem = _integer(column, value, t.ranges[column], column in t.optional)
+            if problem:
+                problems.append(problem)
+            clean[column] = number
+            continue
         text = "" if value is None else str(value).strip()
         limit = NOTE_MAX if column in ("note", "claim") else FIELD_MAX
         if not text:
@@ -155,6 +181,27 @@ def validate(name: str, row: Mapping[str, object]) -> dict:
     if problems:
         raise DecisionError(f"{name}: " + "; ".join(problems))
     return clean
+
+
+def _integer(
+    column: str, value: object, bounds: tuple[int, int], optional: bool
+) -> tuple[int | None, str | None]:
+    """(the integer, None) or (None, the problem): an int, or a string of digits (a form's or a
+    shell's answer); never a bool or a fraction."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, None if optional else f"{column}: missing"
+    if isinstance(value, bool):
+        return None, f"{column}: {value!r} is not an integer"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) <= 6:
+        value = int(value.strip())
+    if not isinstance(value, int):
+        return None, f"{column}: {str(value)[:40]!r} is not an integer"
+    low, high = bounds
+    if not low <= value <= high:
+        return None, f"{column}: {value} is not in {low}..{high}"
+    return value, None
 
 
 def journal_path(name: str) -> Path:

@@ -50,6 +50,14 @@ REPAIR_VERDICTS = [
     "no_report", "env_setup_failed",
 ]  # fmt: skip
 REPAIR_TRACKS = ["basic", "spec"]
+# Judging (issue #14): the task kinds, the three Layer 1 hints and their statuses, the run record's
+# end reasons, the change similarity methods (argusic.judging.ingest.METHOD) and that mart's grain.
+JUDGING_TASKS = ["install_and_run", "repair"]
+HINTS = ("needles", "rendering", "agent_logic")
+HINT_STATUSES = ["measured", "not_applicable", "unavailable"]
+END_REASONS = ["completed", "timeout", "cancelled", "harness_error"]
+SIMILARITY_METHODS = ["indel_nontest_lines/1"]
+SIMILARITY_GRAIN = ("task_id", "agent_id", "project_id", "item_id", "item_revision", "environment", "method")
 
 
 def _e(kind: str, why: str, when_columns: tuple[str, ...] = (), **kwargs: Any) -> dict[str, Any]:
@@ -340,6 +348,154 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         _check("check_half_width_formula", "half_width_95 = 1.96 * sqrt(rate * (1 - rate) / n)"),
         _check("check_prs_items_n_ordered", "distinct PRs <= distinct items <= n"),
     ],
+    # Judging (issue #14, seed 004): hints beside the outcome, score stability, change similarity.
+    # Informational marts, never read by a score, a verdict or the board; still, an analyst reads
+    # them, so a hint scored outside its scale or a variance below zero blocks publication as well.
+    "attempt_hints": [
+        _unique("attempt_id"),
+        *_not_null(
+            "attempt_id",
+            "cycle_id",
+            "purpose",
+            "agent_id",
+            "project_id",
+            "task_id",
+            "task_version",
+            "task_revision",
+            "task_revisions",
+            "needles_status",
+            "rendering_status",
+            "agent_logic_status",
+            "rendering_page_count",
+            "has_run_record",
+            "loaded_at",
+        ),
+        _in_set(
+            "purpose", ["board", "verdict", "repair"], "hints are computed for board, verdict and repair"
+        ),
+        _in_set("task_id", JUDGING_TASKS, "a task kind is install_and_run or repair (argusic.judging.tasks)"),
+        _between("task_revisions", 1, None, "the row shows one of the attempt's task revisions"),
+        *[
+            _in_set(f"{hint}_status", HINT_STATUSES, "a hint is measured, not_applicable or unavailable")
+            for hint in HINTS
+        ],
+        *[
+            _in_set(f"{hint}_score", [0, 0.5, 1], "a measured hint scores exactly 1, 0.5 or 0")
+            for hint in HINTS
+        ],
+        _between("rendering_page_count", 0, 200, "at most 200 pages (the ingest's cap)"),
+        _in_set("end_reason", END_REASONS, "end_reason is completed, timeout, cancelled or harness_error"),
+        _in_set("outcome", OUTCOMES, "outcome is pass_full, pass_mock, fail, timeout or invalid"),
+        *[
+            _check(f"check_{hint}_null_iff_unmeasured", f"the {hint} score is null exactly when not measured")
+            for hint in HINTS
+        ],
+        _check(
+            "check_needles_score_follows_lists",
+            "a measured needles score is 1 when none is missing, 0 when none is found, 0.5 otherwise",
+        ),
+        _check("check_rendering_pages_iff_measured", "a rendering hint lists pages exactly when measured"),
+        _check(
+            "check_agent_logic_score_follows",
+            "measured agent logic is 0 when the run did not succeed, 0.5 when out of order, 1 otherwise",
+        ),
+        _check("check_task_agrees_with_purpose", "a repair attempt has the repair task, no other does"),
+        _check("check_end_reason_iff_record", "end_reason is there exactly when the run record is loaded"),
+        _check(
+            "check_repair_not_scored_here",
+            "repair attempts are graded apart (repair_runs): no validity or outcome here",
+        ),
+        _check(
+            "check_outcome_follows_validity",
+            "outcome is there exactly when validity is, and is invalid exactly when the attempt is",
+        ),
+        _check("check_scored_has_record", "validity and outcome come from a loaded run record"),
+        _check("check_invalid_has_reason", "an invalid attempt keeps its reason"),
+    ],
+    "stability": [
+        _unique("agent_id", "project_id", "environment"),
+        *_not_null(
+            "agent_id",
+            "project_id",
+            "environment",
+            "harness_edition",
+            "scaffold_sha256",
+            "instructions_sha256",
+            "attempts",
+            "cycles",
+            "mean_score",
+            "variance",
+            "min_score",
+            "max_score",
+            "is_exact",
+        ),
+        _between("attempts", 2, None, "a group has at least two counted attempts"),
+        _between("mean_score", 0, 100, "scores are out of 100"),
+        _between("min_score", 0, 100, "scores are out of 100"),
+        _between("max_score", 0, 100, "scores are out of 100"),
+        _between("variance", 0, None, "a variance is never negative"),
+        _between("variance_numerator", 0, None, "a variance is never negative"),
+        _between("mean_denominator", 1, None, "a reduced fraction's denominator is positive"),
+        _between("variance_denominator", 1, None, "a reduced fraction's denominator is positive"),
+        _check("check_cycles_within_attempts", "1 <= cycles <= attempts"),
+        _check("check_mean_within_range", "min_score <= mean_score <= max_score"),
+        _check(
+            "check_fractions_iff_exact",
+            "the exact fractions are there exactly when is_exact (null otherwise)",
+        ),
+        _check("check_mean_fraction_is_mean_score", "exact: mean_numerator / mean_denominator = mean_score"),
+        _check(
+            "check_variance_fraction_is_variance",
+            "exact: variance_numerator / variance_denominator = variance",
+        ),
+        _check(
+            "check_variance_zero_iff_scores_equal",
+            "exact: the variance is 0 exactly when every score of the group is the same",
+        ),
+        _check(
+            "check_variance_within_spread",
+            "a sample variance is at most n / (n - 1) * (max - min)^2 / 4 (Popoviciu)",
+        ),
+    ],
+    "change_similarity": [
+        _unique(*SIMILARITY_GRAIN),
+        *_not_null(
+            "task_id",
+            "agent_id",
+            "project_id",
+            "environment",
+            "method",
+            "attempts",
+            "pairs",
+            "mean_similarity",
+            "min_similarity",
+            "max_similarity",
+            "identical_pairs",
+        ),
+        _in_set("task_id", JUDGING_TASKS, "changes are compared for repair or install_and_run attempts"),
+        _in_set("method", SIMILARITY_METHODS, "a similarity method documented in docs/judging.md"),
+        _between("attempts", 2, None, "a compared pair has two attempts"),
+        _between("pairs", 1, None, "a group has at least one compared pair"),
+        _between("identical_pairs", 0, None, "counts are never negative"),
+        _between("mean_similarity", 0, 1, "a similarity is between 0 and 1"),
+        _between("min_similarity", 0, 1, "a similarity is between 0 and 1"),
+        _between("max_similarity", 0, 1, "a similarity is between 0 and 1"),
+        _check("check_similarity_ordered", "min_similarity <= mean_similarity <= max_similarity"),
+        _check("check_identical_within_pairs", "identical_pairs <= pairs"),
+        _check(
+            "check_pairs_fit_attempts",
+            "every attempt is in a pair and no pair repeats: "
+            "attempts <= 2 * pairs <= attempts * (attempts - 1)",
+        ),
+        _check(
+            "check_identical_is_similarity_one",
+            "a pair is identical exactly when its similarity is 1: "
+            "some identical iff max is 1, all iff min is 1",
+        ),
+        _check(
+            "check_item_iff_repair", "a repair group names its item and revision, an install_and_run one none"
+        ),
+    ],
 }
 
 REQUIRED_TABLES = [
@@ -348,7 +504,8 @@ REQUIRED_TABLES = [
 ]  # fmt: skip
 OPTIONAL_TABLES = [
     "hardware_speed_bounds", "methodology_editions", "cycle_environments", "harness_editions",
-    "repair_item_validation", "repair_runs", "repair_rates",
+    "repair_item_validation", "repair_runs", "repair_rates", "attempt_hints", "stability",
+    "change_similarity",
 ]  # fmt: skip
 
 # Key columns named in failure messages (which rows broke an expectation).
@@ -367,6 +524,9 @@ KEYS: dict[str, list[str]] = {
     "repair_item_validation": ["item_id"],
     "repair_runs": ["grade_id"],
     "repair_rates": ["agent_label", "track", "source_kind", "source_set"],
+    "attempt_hints": ["attempt_id"],
+    "stability": ["agent_id", "project_id", "environment"],
+    "change_similarity": ["task_id", "agent_id", "project_id", "item_id", "environment", "method"],
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -532,6 +692,120 @@ CHECKS: dict[str, dict[str, Check]] = {
             ("n", "resolved", "half_width_95"),
         ),
         "check_prs_items_n_ordered": Check("t.prs <= t.items and t.items <= t.n", ("prs", "items", "n")),
+    },
+    "attempt_hints": {
+        **{
+            f"check_{hint}_null_iff_unmeasured": Check(
+                f"{{null:{hint}_score}} = coalesce(t.{hint}_status <> 'measured', true)",
+                (f"{hint}_score", f"{hint}_status"),
+            )
+            for hint in HINTS
+        },
+        # argusic.judging.needles.evaluate_needles: 1 none missing, 0 none found, 0.5 some of each.
+        # Lists that are not JSON fail the check (CASE keeps json_array_length from raising on them).
+        "check_needles_score_follows_lists": Check(
+            "coalesce(t.needles_status <> 'measured', true) or coalesce(t.needles_score::double = case "
+            "when not json_valid(t.needles_missing) or not json_valid(t.needles_found) then null "
+            "when json_array_length(t.needles_missing) = 0 then 1 "
+            "when json_array_length(t.needles_found) = 0 then 0 else 0.5 end, false)",
+            ("needles_status", "needles_score", "needles_found", "needles_missing"),
+        ),
+        # The score is the lowest page's: no page, no score; a hint not measured rendered none.
+        "check_rendering_pages_iff_measured": Check(
+            "coalesce(t.rendering_page_count >= 1, false) = coalesce(t.rendering_status = 'measured', false)",
+            ("rendering_page_count", "rendering_status"),
+        ),
+        # argusic.judging.hints.agent_logic_hint: in_order is null when the task requires no order.
+        "check_agent_logic_score_follows": Check(
+            "coalesce(t.agent_logic_status <> 'measured', true) or coalesce("
+            "t.agent_logic_score::double = case when not t.agent_logic_succeeded then 0 "
+            "when t.agent_logic_in_order = false then 0.5 else 1 end, false)",
+            ("agent_logic_status", "agent_logic_score", "agent_logic_succeeded", "agent_logic_in_order"),
+        ),
+        "check_task_agrees_with_purpose": Check(
+            "(t.task_id = 'repair') = (t.purpose = 'repair')", ("task_id", "purpose")
+        ),
+        "check_end_reason_iff_record": Check(
+            "t.has_run_record = (t.end_reason is not null)", ("has_run_record", "end_reason")
+        ),
+        "check_repair_not_scored_here": Check(
+            "coalesce(t.purpose <> 'repair', true) or (t.is_valid is null and t.outcome is null)",
+            ("purpose", "is_valid", "outcome"),
+        ),
+        "check_outcome_follows_validity": Check(
+            "(t.is_valid is null) = (t.outcome is null) "
+            "and (t.is_valid is null or (not t.is_valid) = (t.outcome = 'invalid'))",
+            ("is_valid", "outcome"),
+        ),
+        "check_scored_has_record": Check(
+            "t.is_valid is null or coalesce(t.has_run_record, false)", ("is_valid", "has_run_record")
+        ),
+        "check_invalid_has_reason": Check(
+            "coalesce(t.is_valid, true) or t.invalid_reason is not null", ("is_valid", "invalid_reason")
+        ),
+    },
+    "stability": {
+        "check_cycles_within_attempts": Check(
+            "t.cycles >= 1 and t.cycles <= t.attempts", ("cycles", "attempts")
+        ),
+        "check_mean_within_range": Check(
+            f"t.min_score::double <= t.mean_score::double + {_TOL} "
+            f"and t.mean_score::double <= t.max_score::double + {_TOL}",
+            ("min_score", "mean_score", "max_score"),
+        ),
+        "check_fractions_iff_exact": Check(
+            "t.is_exact = (not {null:mean_numerator} and not {null:mean_denominator} "
+            "and not {null:variance_numerator} and not {null:variance_denominator}) "
+            "and (t.is_exact or ({null:mean_numerator} and {null:mean_denominator} "
+            "and {null:variance_numerator} and {null:variance_denominator}))",
+            ("is_exact", "mean_numerator", "mean_denominator", "variance_numerator", "variance_denominator"),
+        ),
+        # The DOUBLE copies are the fractions divided in floating point: equal to a relative 1e-6.
+        "check_mean_fraction_is_mean_score": Check(
+            "not coalesce(t.is_exact, false) or abs(t.mean_numerator::double / t.mean_denominator::double "
+            f"- t.mean_score::double) <= {_TOL} * greatest(1, abs(t.mean_score::double))",
+            ("is_exact", "mean_numerator", "mean_denominator", "mean_score"),
+        ),
+        "check_variance_fraction_is_variance": Check(
+            "not coalesce(t.is_exact, false) or abs(t.variance_numerator::double "
+            f"/ t.variance_denominator::double - t.variance::double) <= {_TOL} "
+            "* greatest(1, abs(t.variance::double))",
+            ("is_exact", "variance_numerator", "variance_denominator", "variance"),
+        ),
+        "check_variance_zero_iff_scores_equal": Check(
+            "not coalesce(t.is_exact, false) "
+            "or (t.variance_numerator = 0) = (t.min_score::double = t.max_score::double)",
+            ("is_exact", "variance_numerator", "min_score", "max_score"),
+        ),
+        # Popoviciu: a population variance is at most (max - min)^2 / 4; the sample one n / (n - 1) that.
+        "check_variance_within_spread": Check(
+            "t.variance::double <= t.attempts::double / (t.attempts - 1) "
+            f"* power(t.max_score::double - t.min_score::double, 2) / 4 + {_TOL}",
+            ("variance", "attempts", "min_score", "max_score"),
+        ),
+    },
+    "change_similarity": {
+        "check_similarity_ordered": Check(
+            f"t.min_similarity::double <= t.mean_similarity::double + {_TOL} "
+            f"and t.mean_similarity::double <= t.max_similarity::double + {_TOL}",
+            ("min_similarity", "mean_similarity", "max_similarity"),
+        ),
+        "check_identical_within_pairs": Check("t.identical_pairs <= t.pairs", ("identical_pairs", "pairs")),
+        "check_pairs_fit_attempts": Check(
+            "t.attempts <= 2 * t.pairs and 2 * t.pairs <= t.attempts * (t.attempts - 1)",
+            ("attempts", "pairs"),
+        ),
+        # identical: the two sequences of changed lines are equal, i.e. similarity exactly 1.
+        "check_identical_is_similarity_one": Check(
+            f"(t.identical_pairs > 0) = (t.max_similarity::double >= 1 - {_TOL}) "
+            f"and (t.identical_pairs = t.pairs) = (t.min_similarity::double >= 1 - {_TOL})",
+            ("identical_pairs", "pairs", "min_similarity", "max_similarity"),
+        ),
+        "check_item_iff_repair": Check(
+            "case when t.task_id = 'repair' then t.item_id is not null and t.item_revision is not null "
+            "else t.item_id is null and t.item_revision is null end",
+            ("task_id", "item_id", "item_revision"),
+        ),
     },
     "board": {
         "check_rank_null_iff_no_score": Check("{null:rank} = {null:board_score}", ("rank", "board_score")),

@@ -28,7 +28,9 @@ from argusic.judging.ingest import (
     HintsIngestError,
     compute_change_similarity,
     hints_files,
+    judgement_files,
     load_hints,
+    load_judgements,
     migrate_judging,
 )
 from argusic.record import RecordError, RunRecord, load_record_file
@@ -310,6 +312,7 @@ class IngestResult:
     already_present: int
     hints: int = 0  # hints documents (hints.json beside a record) written, new or changed (issue #14)
     similarity_pairs: int = 0  # pairs of repair attempts' patches compared (raw.change_similarity)
+    judgements: int = 0  # model judges' judgements (judging/*.json beside a record) written (Layer 2)
 
 
 class IngestError(ValueError):
@@ -476,6 +479,11 @@ def ingest(
             beside = {path.parent / "hints.json": r.attempt_id for path, r in zip(files, records, strict=True)
                       if path.name == "run_record.json"}  # fmt: skip
             hints = load_hints(con, hints_files(files), beside)
+            # judgements of model judges lie beside the record too (argusic.judging.judges)
+            attempt_of = {path: r.attempt_id for path, r in zip(files, records, strict=True)
+                          if path.name == "run_record.json"}  # fmt: skip
+            judged = {j: attempt_of[rec] for j, rec in judgement_files(files).items() if rec in attempt_of}
+            judgements = load_judgements(con, list(judged), judged)
             pairs = compute_change_similarity(con, store_url)
             con.execute("COMMIT")
         except HintsIngestError as err:
@@ -485,7 +493,12 @@ def ingest(
             con.execute("ROLLBACK")
             raise
     return IngestResult(
-        files=len(files), inserted=inserted, already_present=already, hints=hints, similarity_pairs=pairs
+        files=len(files),
+        inserted=inserted,
+        already_present=already,
+        hints=hints,
+        similarity_pairs=pairs,
+        judgements=judgements,
     )
 
 

@@ -20,6 +20,12 @@ Documents are hostile input (computed from what an agent left behind): read with
 (MAX_HINTS_BYTES), never through a link, strict UTF-8 and strict JSON, then checked by a strict
 pydantic model (``HintsDocument``: extra fields forbidden, caps on every list and text). A refusal
 names the file and the field, and loads nothing of the batch.
+
+``raw.judge_verdicts`` (Layer 2, model judges)
+    One row per (attempt_id, judge_id, task_revision, evidence_sha256): the judgement documents
+    ``argusic.judgement/1`` that ``argusic.judging.judges`` leaves as ``<attempt_dir>/judging/
+    <judge_id>.json``, loaded beside the record like the hints (same caps and strictness; scores and
+    quotes as JSON text). Advisory: never read by a model feeding a score, a verdict or the board.
 """
 
 from __future__ import annotations
@@ -112,6 +118,36 @@ CREATE TABLE IF NOT EXISTS raw.change_similarity (
 );
 """
 HINTS_COLUMNS = 29
+
+JUDGEMENT_SCHEMA = "argusic.judgement/1"
+JUDGING_DIR = "judging"
+MAX_JUDGEMENT_BYTES = 1 << 20
+MAX_JUDGEMENTS_PER_ATTEMPT = 32
+JUDGE_VERDICTS_DDL = """
+CREATE SCHEMA IF NOT EXISTS raw;
+CREATE TABLE IF NOT EXISTS raw.judge_verdicts (
+    attempt_id              VARCHAR NOT NULL,
+    cycle_id                VARCHAR NOT NULL,
+    task_id                 VARCHAR NOT NULL,
+    task_revision           VARCHAR NOT NULL,
+    judge_id                VARCHAR NOT NULL,
+    harness                 VARCHAR NOT NULL,
+    model                   VARCHAR NOT NULL,
+    evidence_sha256         VARCHAR NOT NULL,
+    session_sha256          VARCHAR,
+    status                  VARCHAR NOT NULL,
+    reason                  VARCHAR,
+    scores_json             VARCHAR NOT NULL,
+    quotes_json             VARCHAR NOT NULL,
+    summary                 VARCHAR NOT NULL,
+    replayed                BOOLEAN NOT NULL,
+    judgement_sha256        VARCHAR NOT NULL,
+    loaded_at               TIMESTAMP NOT NULL,  -- UTC
+    PRIMARY KEY (attempt_id, judge_id, task_revision, evidence_sha256),
+    CHECK (status IN ('valid', 'refused', 'no_verdict'))
+);
+"""
+JUDGE_VERDICT_COLUMNS = 17
 
 
 class HintsIngestError(ValueError):
@@ -223,31 +259,81 @@ class HintsDocument(_Strict):
         return self
 
 
-def _describe(err: ValidationError, path: Path) -> str:
+class JudgeQuote(_Strict):
+    criterion: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+    file: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+    quote: Annotated[str, StringConstraints(min_length=8, max_length=500)]
+
+
+class JudgementDocument(_Strict):
+    """``argusic.judgement/1`` (written by ``argusic.judging.judges.write_judgement``), checked strictly."""
+
+    schema_: Literal["argusic.judgement/1"] = Field(alias="schema")
+    attempt_id: Annotated[str, StringConstraints(pattern=ATTEMPT_ID_RE.pattern)]
+    cycle_id: IdPart
+    task_id: Literal["install_and_run", "repair"]
+    task_revision: Sha256
+    judge_id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+    harness: Literal["claude-code", "codex"]
+    model: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    evidence_sha256: Sha256
+    session_sha256: Sha256 | None
+    status: Literal["valid", "refused", "no_verdict"]
+    reason: Annotated[str, StringConstraints(max_length=1000)] | None
+    scores: dict[
+        Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")],
+        Annotated[int, Field(ge=0, le=2)],
+    ] = Field(max_length=8)
+    quotes: list[JudgeQuote] = Field(max_length=20)
+    summary: Annotated[str, StringConstraints(max_length=2000)]
+    replayed: bool
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JudgementDocument:
+        if parse_attempt_id(self.attempt_id)["cycle_id"] != self.cycle_id:
+            raise ValueError(f"cycle_id: {self.cycle_id!r} is not the cycle of {self.attempt_id!r}")
+        if (self.status == "valid") != (self.reason is None):
+            wanted = "no reason" if self.status == "valid" else "a reason"
+            raise ValueError(f"reason: a {self.status} judgement has {wanted}")
+        if self.status == "valid" and not self.scores:
+            raise ValueError("scores: a valid judgement has its scores")
+        return self
+
+
+def _describe(err: ValidationError, path: Path, what: str = "hints document") -> str:
     problems = []
     for e in err.errors()[:5]:
         where = ".".join(str(p) for p in e["loc"]) or "(document)"
         problems.append(f"{where}: {e['msg']}")
     more = f" (and {err.error_count() - 5} more)" if err.error_count() > 5 else ""
-    return f"{path}: invalid hints document: " + "; ".join(problems) + more
+    return f"{path}: invalid {what}: " + "; ".join(problems) + more
+
+
+def _read_document(path: Path, cap: int, schema: str, model_class: Any, what: str) -> tuple[Any, str, str]:
+    """(strict model, canonical JSON, sha256 of that canonical JSON) of one JSON document beside a
+    record; HintsIngestError naming the file and the field otherwise. Read at most ``cap`` bytes,
+    never through a link; the ``schema`` field checked first."""
+    try:
+        doc = read_json_document(path, cap)
+    except RepairIngestError as err:
+        raise HintsIngestError(str(err).replace("a repair record is", f"a {what} is")) from None
+    if doc.get("schema") != schema:
+        shown = repr(doc.get("schema"))[:80]
+        raise HintsIngestError(f"{path}: invalid {what}: schema: {shown} is not {schema!r}")
+    try:
+        model = model_class.model_validate(doc)
+    except ValidationError as err:
+        raise HintsIngestError(_describe(err, path, what)) from None
+    canonical = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return model, canonical, hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def read_hints_document(path: Path) -> tuple[HintsDocument, str, str]:
     """(document, canonical JSON, sha256 of that canonical JSON) of one hints file; HintsIngestError
     naming the file and the field otherwise. Read at most MAX_HINTS_BYTES, never through a link."""
-    try:
-        doc = read_json_document(path, MAX_HINTS_BYTES)
-    except RepairIngestError as err:
-        raise HintsIngestError(str(err).replace("a repair record is", "a hints document is")) from None
-    if doc.get("schema") != HINTS_SCHEMA:
-        shown = repr(doc.get("schema"))[:80]
-        raise HintsIngestError(f"{path}: invalid hints document: schema: {shown} is not {HINTS_SCHEMA!r}")
-    try:
-        model = HintsDocument.model_validate(doc)
-    except ValidationError as err:
-        raise HintsIngestError(_describe(err, path)) from None
-    canonical = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return model, canonical, hashlib.sha256(canonical.encode()).hexdigest()
+    return _read_document(path, MAX_HINTS_BYTES, HINTS_SCHEMA, HintsDocument, "hints document")
 
 
 def _row(doc: HintsDocument, canonical: str, sha: str, loaded_at: datetime) -> tuple:
@@ -269,8 +355,10 @@ def _row(doc: HintsDocument, canonical: str, sha: str, loaded_at: datetime) -> t
 
 
 def migrate_judging(con: duckdb.DuckDBPyConnection) -> None:
-    """Create raw.attempt_hints and raw.change_similarity (empty until loaded: dbt reads them)."""
+    """Create raw.attempt_hints, raw.change_similarity and raw.judge_verdicts (empty until loaded:
+    dbt reads them)."""
     con.execute(HINTS_DDL)
+    con.execute(JUDGE_VERDICTS_DDL)
 
 
 def hints_files(record_paths: Iterable[Path]) -> list[Path]:
@@ -329,6 +417,102 @@ def load_hints(
             continue
         con.execute("DELETE FROM raw.attempt_hints WHERE attempt_id = ? AND task_revision = ?", list(key))
         con.execute(f"INSERT INTO raw.attempt_hints VALUES ({', '.join('?' * HINTS_COLUMNS)})", list(row))
+        written += 1
+    return written
+
+
+# ---------------------------------------------------------------------------------------------------
+# Judgements of model judges (Layer 2)
+# ---------------------------------------------------------------------------------------------------
+
+
+def read_judgement_document(path: Path) -> tuple[JudgementDocument, str, str]:
+    """(document, canonical JSON, its sha256) of one judgement file; HintsIngestError naming the file
+    and the field otherwise. Read at most MAX_JUDGEMENT_BYTES, never through a link."""
+    read = _read_document(path, MAX_JUDGEMENT_BYTES, JUDGEMENT_SCHEMA, JudgementDocument, "judgement")
+    model, canonical, sha = read
+    if Path(path).stem != model.judge_id:
+        raise HintsIngestError(
+            f"{path}: invalid judgement: judge_id: {model.judge_id!r} is not the file's name"
+        )
+    return model, canonical, sha
+
+
+def judgement_files(record_paths: Iterable[Path]) -> dict[Path, Path]:
+    """The ``judging/*.json`` beside each run record (``<attempt_dir>/run_record.json``) -> that
+    record's path; a link (the folder or a file) is refused, never followed."""
+    found: dict[Path, Path] = {}
+    for record in record_paths:
+        folder = Path(record).parent / JUDGING_DIR
+        try:
+            info = os.lstat(folder)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise HintsIngestError(
+                f"{folder}: is a symbolic link; judgements are read without following links"
+            )
+        if not stat.S_ISDIR(info.st_mode):
+            continue
+        candidates = sorted(
+            p for p in folder.iterdir() if p.name.endswith(".json") and not p.name.startswith(".")
+        )
+        if len(candidates) > MAX_JUDGEMENTS_PER_ATTEMPT:
+            raise HintsIngestError(f"{folder}: over {MAX_JUDGEMENTS_PER_ATTEMPT} judgement files")
+        for candidate in candidates:
+            mode = os.lstat(candidate).st_mode
+            if stat.S_ISLNK(mode):
+                raise HintsIngestError(
+                    f"{candidate}: is a symbolic link; judgements are read without following links"
+                )
+            if stat.S_ISREG(mode):
+                found[candidate] = Path(record)
+    return found
+
+
+def load_judgements(
+    con: duckdb.DuckDBPyConnection, paths: Sequence[Path], attempt_of: dict[Path, str] | None = None
+) -> int:
+    """Load judgement documents into raw.judge_verdicts, in the caller's transaction; the number of
+    rows written (new or changed). Keyed by (attempt_id, judge_id, task_revision, evidence_sha256):
+    the same content again changes nothing, changed content replaces the row. Every file is checked
+    before anything is written; ``attempt_of`` (path -> attempt_id of the record it lies beside)
+    refuses a judgement about another attempt."""
+    migrate_judging(con)
+    checked: dict[tuple[str, str, str, str], tuple[Path, tuple]] = {}
+    loaded_at = datetime.now(UTC).replace(tzinfo=None)
+    for path in paths:
+        doc, canonical, sha = read_judgement_document(Path(path))
+        expected = (attempt_of or {}).get(Path(path))
+        if expected is not None and doc.attempt_id != expected:
+            raise HintsIngestError(
+                f"{path}: invalid judgement: attempt_id: {doc.attempt_id!r} but it lies beside the run "
+                f"record of {expected!r}"
+            )
+        key = (doc.attempt_id, doc.judge_id, doc.task_revision, doc.evidence_sha256)
+        row = (
+            doc.attempt_id, doc.cycle_id, doc.task_id, doc.task_revision, doc.judge_id, doc.harness,
+            doc.model, doc.evidence_sha256, doc.session_sha256, doc.status, doc.reason,
+            json.dumps(doc.scores, sort_keys=True), json.dumps([q.model_dump() for q in doc.quotes],
+            ensure_ascii=False), doc.summary, doc.replayed, sha, loaded_at,
+        )  # fmt: skip
+        if key in checked and checked[key][1][-2] != sha:
+            raise HintsIngestError(
+                f"{path}: judgement {key[:2]}: also in {checked[key][0]} with different content"
+            )
+        checked[key] = (Path(path), row)
+    written = 0
+    where = "attempt_id = ? AND judge_id = ? AND task_revision = ? AND evidence_sha256 = ?"
+    for key, (_path, row) in checked.items():
+        present = con.execute(
+            f"SELECT judgement_sha256 FROM raw.judge_verdicts WHERE {where}", list(key)
+        ).fetchone()
+        if present is not None and present[0] == row[-2]:
+            continue
+        con.execute(f"DELETE FROM raw.judge_verdicts WHERE {where}", list(key))
+        con.execute(
+            f"INSERT INTO raw.judge_verdicts VALUES ({', '.join('?' * JUDGE_VERDICT_COLUMNS)})", list(row)
+        )
         written += 1
     return written
 
@@ -489,11 +673,15 @@ __all__ = [
     "METHOD",
     "HintsDocument",
     "HintsIngestError",
+    "JudgementDocument",
     "compute_change_similarity",
     "hints_files",
+    "judgement_files",
+    "load_judgements",
     "load_hints",
     "migrate_judging",
     "nontest_changed_lines",
     "read_hints_document",
+    "read_judgement_document",
     "similarity",
 ]

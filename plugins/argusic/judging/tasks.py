@@ -8,7 +8,9 @@ Files (``plugins/argusic/judging/tasks/``):
   verbatim), ``needles`` (``id``, ``text`` or ``regex``, ``where`` in log | report | artifacts),
   ``tool_order`` (step names from ``STEPS``), ``artifacts`` (globs relative to the project folder) and
   ``[review]`` (``shows``: which computed facts the form shows; ``fields``: only what a person adds —
-  look 0..2, decision promote|reject, note).
+  look 0..2, decision promote|reject, note) and ``[judging]`` (Layer 2, model judges: ``criteria``,
+  each ``id`` + ``question`` on the fixed scale 0..2, and the judge's ``prompt`` whose
+  ``{{CRITERIA}}`` is filled from them; rendered to ``generated/<task_id>.judge.md``).
 - ``projects/<project_id>.toml``: a refinement of one kind (``task = "..."``) for one project. Its
   ``needles`` and ``artifacts`` are added to the kind's (or replace them when named in ``replace``);
   its ``tool_order``, when given, replaces the kind's. A refinement never has a prompt: the prompt is
@@ -61,6 +63,12 @@ MAX_NEEDLE_CHARS = 500
 MAX_STEPS = 32
 MAX_ARTIFACT_GLOBS = 32
 MAX_GLOB_CHARS = 200
+MAX_CRITERIA = 8
+MAX_QUESTION_CHARS = 1000
+CRITERIA_PLACEHOLDER = "{{CRITERIA}}"
+# Judges never score what is measured elsewhere or what only a person can say (seed 004): agent
+# logic (a dead file cannot show how the agent worked), look, needles, rendering.
+FORBIDDEN_CRITERIA = ("agent_logic", "look", "needles", "rendering")
 
 Id = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
 ProjectId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")]
@@ -102,13 +110,24 @@ class Task:
     tool_order: tuple[str, ...]
     artifacts: tuple[str, ...]
     review: dict
+    judging: dict  # {"criteria": [{"id", "question"}], "prompt": str} (Layer 2, model judges)
 
     def definition(self) -> dict:
         """The merged definition, as hashed into ``revision``."""
         return _definition(
             self.task_id, self.project_id, self.version, self.description, self.prompt,
-            self.needles, self.tool_order, self.artifacts, self.review,
+            self.needles, self.tool_order, self.artifacts, self.review, self.judging,
         )  # fmt: skip
+
+    @property
+    def criteria(self) -> tuple[str, ...]:
+        """The judged criteria's ids, in the task's order."""
+        return tuple(c["id"] for c in self.judging["criteria"])
+
+    def judge_prompt(self) -> str:
+        """The judge's instructions with ``{{CRITERIA}}`` filled: one line per criterion."""
+        lines = "\n".join(f"- `{c['id']}` (0, 1 or 2): {c['question']}" for c in self.judging["criteria"])
+        return self.judging["prompt"].replace(CRITERIA_PLACEHOLDER, lines)
 
 
 @functools.lru_cache(maxsize=512)
@@ -193,6 +212,31 @@ class _Review(_Strict):
         return self
 
 
+class _Criterion(_Strict):
+    id: Id
+    question: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUESTION_CHARS)]
+
+    @model_validator(mode="after")
+    def _judgeable(self) -> _Criterion:
+        if self.id in FORBIDDEN_CRITERIA:
+            raise ValueError(f"criterion {self.id!r}: judges never score {', '.join(FORBIDDEN_CRITERIA)}")
+        return self
+
+
+class _Judging(_Strict):
+    criteria: list[_Criterion] = Field(min_length=1, max_length=MAX_CRITERIA)
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PROMPT_CHARS)]
+
+    @model_validator(mode="after")
+    def _checks(self) -> _Judging:
+        ids = [c.id for c in self.criteria]
+        if len(set(ids)) != len(ids):
+            raise ValueError("criteria: an id is repeated")
+        if self.prompt.count(CRITERIA_PLACEHOLDER) != 1:
+            raise ValueError(f"prompt: must hold {CRITERIA_PLACEHOLDER} exactly once")
+        return self
+
+
 def _unique_needles(needles: list[_NeedleModel]) -> None:
     ids = [n.id for n in needles]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
@@ -208,6 +252,7 @@ class _KindFile(_Strict):
     tool_order: list[Step] = Field(default_factory=list, max_length=MAX_STEPS)
     artifacts: list[str] = Field(default_factory=list, max_length=MAX_ARTIFACT_GLOBS)
     review: _Review
+    judging: _Judging
 
     @model_validator(mode="after")
     def _checks(self) -> _KindFile:
@@ -278,7 +323,7 @@ def _needle(model: _NeedleModel) -> Needle:
 
 
 def _definition(
-    task_id, project_id, version, description, prompt, needles, tool_order, artifacts, review
+    task_id, project_id, version, description, prompt, needles, tool_order, artifacts, review, judging
 ) -> dict:
     return {
         "task_id": task_id,
@@ -290,6 +335,7 @@ def _definition(
         "tool_order": list(tool_order),
         "artifacts": list(artifacts),
         "review": review,
+        "judging": judging,
     }
 
 
@@ -351,9 +397,11 @@ def load_task(task_id: str, project_id: str | None = None, *, tasks_dir: Path | 
                         f"{ppath}: artifacts: over {MAX_ARTIFACT_GLOBS} globs once merged"
                     )
     review = kind.review.model_dump(mode="json", exclude_none=True)
+    judging = kind.judging.model_dump(mode="json")
     definition = _definition(
-        task_id, merged_project, version, description, kind.prompt, needles, tool_order, artifacts, review
-    )
+        task_id, merged_project, version, description, kind.prompt, needles, tool_order, artifacts, review,
+        judging,
+    )  # fmt: skip
     return Task(
         task_id=task_id,
         project_id=merged_project,
@@ -365,6 +413,7 @@ def load_task(task_id: str, project_id: str | None = None, *, tasks_dir: Path | 
         tool_order=tuple(tool_order),
         artifacts=tuple(artifacts),
         review=review,
+        judging=judging,
     )
 
 
@@ -437,6 +486,7 @@ def generated_files() -> dict[str, bytes]:
         for suffix, doc in (("scenario", scenario), ("review", review)):
             text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
             out[f"{GENERATED_DIR}/{task_id}.{suffix}.json"] = text.encode("utf-8")
+        out[f"{GENERATED_DIR}/{task_id}.judge.md"] = task.judge_prompt().encode("utf-8")
     return out
 
 

@@ -22,6 +22,7 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOper
 from airflow.sdk import Param
 
 from argusic.decisions import NOTE_MAX, DecisionError
+from argusic.judging import review as judging_review
 from argusic.review import disputes, environment  # light: publication (dbt, GX) is imported when used
 from argusic.review.text import answer_of
 
@@ -51,11 +52,16 @@ def note_param(description: str) -> dict[str, Param]:
 def _with_note(kwargs: dict, description: str) -> dict:
     """kwargs with the required note among the task's params (Airflow may already have put the DAG's
     params there: they are kept, and the form shows only the task's own)."""
+    return _with_params(kwargs, note_param(description))
+
+
+def _with_params(kwargs: dict, params: dict[str, Param]) -> dict:
+    """kwargs with `params` among the task's params (the DAG's, when Airflow put them there, kept)."""
     from airflow.sdk.definitions.param import ParamsDict
 
     given = kwargs.pop("params", None) or {}
     merged = {k: given.get_param(k) for k in given} if isinstance(given, ParamsDict) else dict(given)
-    merged.update(note_param(description))
+    merged.update(params)
     return {**kwargs, "params": merged}
 
 
@@ -177,3 +183,83 @@ class DisputeRulingForm(HITLOperator):
         log.info("dispute %s ruled %s by %s at %s UTC: %s", dispute.dispute_id, dispute.ruling,
                  answer.by, answer.at, answer.note)  # fmt: skip
         return {"dispute_id": dispute.dispute_id, "ruling": dispute.ruling}
+
+
+def _score_param(title: str, description: str) -> Param:
+    # null passes the schema: Airflow validates a task's params before anyone answered; a required
+    # one is checked when the answer is recorded (missing: the task fails, its retry asks again)
+    return Param(None, type=["null", "integer"], minimum=0, maximum=2, title=title, description=description)
+
+
+def judging_review_params() -> dict[str, Param]:
+    """The judging review form's fields (the task's review definition: look 0..2 and a note; the
+    decision is the form's option), plus the person's own reading of the judged criteria."""
+    return {
+        "look": _score_param(
+            "Look, 0..2 (required)",
+            "How it looks (repair: how the change reads): 0 poor, 1 acceptable, 2 good. The only score a "
+            "person types.",
+        ),
+        "code_structure": _score_param(
+            "Code structure, 0..2 (optional)",
+            "Your own reading of the judged criterion, to compare with the judges.",
+        ),
+        "logic_correctness": _score_param(
+            "Logic correctness, 0..2 (optional)",
+            "Your own reading of the judged criterion, to compare with the judges.",
+        ),
+        "note": Param(
+            "",
+            type="string",
+            maxLength=judging_review.NOTE_MAX,
+            title="Note (optional)",
+            description="Why, in a sentence.",
+        ),
+    }
+
+
+class JudgingReviewForm(HITLOperator):
+    """One attempt from the judging review queue (issue #14, Layer 3): *Promote* / *Reject*, a look
+    0..2, optionally the person's code_structure / logic_correctness and a note; recorded at once in
+    decisions.judging_reviews through argusic.judging.review.decide (as `argusic judging review`)."""
+
+    template_fields = ()
+
+    def __init__(
+        self,
+        *,
+        attempt_id: str,
+        project_id: str,
+        attempt_label: str,
+        task_revision: str | None = None,
+        **kwargs,
+    ) -> None:
+        kwargs.setdefault("assigned_users", reviewers())
+        super().__init__(
+            options=list(judging_review.OPTIONS), **_with_params(kwargs, judging_review_params())
+        )
+        self.attempt_id = attempt_id
+        self.project_id = project_id
+        self.attempt_label = attempt_label
+        self.task_revision = task_revision
+
+    def execute_complete(self, context, event: dict[str, Any]) -> Any:
+        result = super().execute_complete(context, event)
+        answer = answer_of(result)
+        if not answer.by:
+            raise DecisionError("the answer has no responding user")
+        given = result.get("params_input") or {}
+        new = judging_review.decide(
+            self.attempt_id, given.get("look"), answer.choice, answer.by, answer.at, answer.note,
+            code_structure=given.get("code_structure"), logic_correctness=given.get("logic_correctness"),
+            task_revision=self.task_revision,
+        )  # fmt: skip
+        log.info(
+            "judging review of %s: %s, look %s, by %s at %s UTC (%s)%s",
+            self.attempt_id, answer.choice, given.get("look"), answer.by, answer.at, answer.note,
+            "" if new else " — already recorded",
+        )  # fmt: skip
+        return {"attempt_id": self.attempt_id, "decision": judging_review.OPTIONS[answer.choice],
+                "look": given.get("look"), "code_structure": given.get("code_structure"),
+                "logic_correctness": given.get("logic_correctness"), "decided_by": answer.by,
+                "decided_at": answer.at.isoformat(), "note": answer.note}  # fmt: skip

@@ -1,0 +1,88 @@
+"""Judging review (issue #14, Layer 3): one form per attempt the review queue selected, answered by a
+person in the Airflow UI. Thin: the queue, the form's body and the recording live in
+argusic.judging.review; the form in argusic.review.operators."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import Param, dag, task
+from argusic.airflow_dag import WAREHOUSE_TASK_ARGS
+from argusic.review.operators import JudgingReviewForm
+
+DOC_MD = """
+### Judging review (issue #14, Layer 3; docs/judging.md)
+
+A person reviews the attempts `marts.review_queue` selected: the judges disagree, hints and judges
+disagree, the result is near the boundary between pass and fail, too few judges could read an
+attempt that left an artifact or patch, or a maintainer disputes it. Trigger this DAG for a
+`cycle_id` after a build that loaded the judges' verdicts:
+
+1. **items_to_review** — the queue's attempts awaiting a review, with the form's body.
+2. **review_attempt** — one form per attempt (labelled *project · agent purpose #n*; Browse →
+   Required actions): provisional result, outcome, duration, tokens, cost, the three hints, the
+   judges' medians, total and disagreement, links to the served log and recording, the rendered
+   pages' screenshots. Answer **Promote** or **Reject** with a **look** 0..2 (required),
+   optionally your own code_structure / logic_correctness (0..2) and a note. The answer is
+   recorded at once (`decisions.judging_reviews`: who, when, why). A form waits without holding a
+   worker slot.
+3. **build** — rebuilds the marts: the attempt leaves the queue's *awaiting* state and
+   `marts.judging_review_divergence` compares the review with the judges.
+
+A review is advice and people's data: it never changes a score, a verdict, a rate or the board.
+The same review from a shell: `argusic judging review --attempt A --look N --decision promote|reject
+[--code-structure N] [--logic-correctness N] --by NAME --note WHY`.
+"""
+
+
+@dag(
+    dag_id="argusic_judging_review",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    tags=["argusic", "review", "judging"],
+    doc_md=DOC_MD,
+    default_args={"owner": "argusic", "retries": 1, "retry_delay": timedelta(minutes=1)},
+    params={
+        "cycle_id": Param(
+            None,
+            type=["null", "string"],
+            title="Cycle id",
+            description="Review this cycle's queue only (e.g. 2026-12). Empty: every cycle's awaiting "
+            "attempts.",
+        ),
+    },
+)
+def argusic_judging_review():
+    @task
+    def items_to_review(params: dict) -> list[dict]:
+        from argusic.judging.review import awaiting, body_of, subject_of
+
+        return [
+            {
+                "attempt_id": item.attempt_id,
+                "project_id": item.facts["project_id"],
+                "attempt_label": item.attempt_label,
+                "task_revision": item.facts["task_revision"],
+                "subject": subject_of(item),
+                "body": body_of(item),
+            }
+            for item in awaiting(params.get("cycle_id"))
+        ]
+
+    forms = JudgingReviewForm.partial(
+        task_id="review_attempt",
+        map_index_template="{{ task.project_id }} · {{ task.attempt_label }}",
+    ).expand_kwargs(items_to_review())
+
+    @task(**WAREHOUSE_TASK_ARGS)
+    def build() -> str:
+        from argusic.airflow_tasks import build_warehouse_summary
+
+        return build_warehouse_summary()
+
+    forms >> build()
+
+
+argusic_judging_review()
