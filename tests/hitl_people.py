@@ -115,6 +115,12 @@ class Answerer(threading.Thread):
         while not self.stop.is_set():
             try:
                 for detail in self.watcher.waiting():
+                    # A person answers a form shown as awaiting input. Airflow 3.3 resumes a task on
+                    # an answer only when it is already parked (awaiting_input or deferred): an answer
+                    # sent while the operator is still creating its form is stored but never resumes
+                    # the task (seen here: answered 0.2 s after the form appeared, waited forever).
+                    if (detail.get("task_instance") or {}).get("state") != "awaiting_input":
+                        continue
                     person, option, note, *more = self.policy(detail)
                     params = more[0] if more else None
                     got = person.answer(detail, option, note, params)
