@@ -169,9 +169,11 @@ def test_links_out_of_out_never_bring_a_host_file_into_evidence(env, tmp_path):
     assert record.evidence.log is None  # the refused log is never read, let alone stored
     shown = recording_text(store, record)
     assert "hard link across file systems: refused" in shown and "host file not visible" in shown
-    # display.json: the bootstrap's record of the virtual display (runner image layout 3)
+    # display.json: the bootstrap's record of the virtual display (runner image layout 3);
+    # changes.patch: the project's changes, computed on the host against our copy of the commit
     landed_names = sorted(p.name for p in landed.iterdir())
-    assert landed_names == ["display.json", "harness.json", "recording.cast", "report.json"]
+    assert landed_names == ["changes.patch", "display.json", "harness.json", "recording.cast", "report.json"]
+    assert not any(planted.encode() in p.read_bytes() for p in landed.iterdir())
     assert planted.encode() not in every_stored_byte(env)
 
 

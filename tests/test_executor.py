@@ -255,19 +255,25 @@ def test_unknown_executor_name_is_refused():
 
 
 LOCAL_DRIVER = r"""
-import sys
+import sys, time
 from pathlib import Path
-from argusic import executor as executor_mod
+from argusic import containment, executor as executor_mod
 from argusic.executor import LocalExecutor
 executor_mod.HARNESS_DIR = Path(sys.argv[1])
+if sys.argv[5] == "slow-watch":  # widen the window between starting the harness and telling the reaper
+    told = containment.Reaper.watch_group
+    containment.Reaper.watch_group = lambda self, pgid: (time.sleep(5), told(self, pgid))
 LocalExecutor().run(attempt_id="t.killed", repo_path=Path(sys.argv[2]), commit=sys.argv[3], harness_args=[],
                     out_dir=Path(sys.argv[4]), budget_seconds=600)
 """
 
 
-def test_local_executor_killed_with_sigkill_leaves_no_process_or_folder(tmp_path, probe_harness, monkeypatch):
+@pytest.mark.parametrize("when", ["while-running", "slow-watch"])
+def test_local_executor_killed_with_sigkill_leaves_no_process_or_folder(tmp_path, probe_harness, when):
     """The local harness runs in its own session: when the orchestrator dies, its reaper kills the
-    harness's process group and deletes the scratch folder."""
+    harness's process group and deletes the scratch folder. slow-watch: killed after the harness was
+    started but before the reaper was told its group (a CI run once left the harness running so); the
+    harness waits at a gate until then and leaves when the orchestrator dies."""
     import os
     import signal
     import sys
@@ -279,7 +285,8 @@ def test_local_executor_killed_with_sigkill_leaves_no_process_or_folder(tmp_path
     driver.write_text(LOCAL_DRIVER)
     env = dict(os.environ, ARGUSIC_SCRATCH_DIR=str(scratch))
     proc = subprocess.Popen(
-        [sys.executable, str(driver), str(probe_harness), str(repo), commit, str(tmp_path / "out")], env=env
+        [sys.executable, str(driver), str(probe_harness), str(repo), commit, str(tmp_path / "out"), when],
+        env=env,
     )
 
     def harness_processes() -> list[int]:
@@ -298,6 +305,9 @@ def test_local_executor_killed_with_sigkill_leaves_no_process_or_folder(tmp_path
     while not harness_processes() and time.monotonic() < end:
         time.sleep(0.1)
     assert harness_processes(), "the harness never started"
+    if when == "slow-watch":
+        time.sleep(2.5)  # still before the reaper is told; time enough for an ungated harness to start
+        assert proc.poll() is None
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     end = time.monotonic() + 15

@@ -567,15 +567,30 @@ class LocalExecutor:
             child_env |= {"HOME": str(home), "TMPDIR": str(tmpdir), "ARGUSIC_ATTEMPT_ID": attempt_id}
             child_env |= {**extra_env, **how.env}
             started = _now()
-            proc = subprocess.Popen(
-                ["bash", "-c", script],
-                cwd=tmp,
-                env=child_env,
-                start_new_session=True,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            reaper.watch_group(proc.pid)
+            # The harness waits at a gate until the reaper knows its process group: an orchestrator
+            # killed between the two would otherwise leave it running with no one to kill it.
+            gate_read, gate_write = os.pipe()
+            try:
+                gate = f'IFS= read -r go <&{gate_read} && [ "$go" = go ] || exit 1\nexec {gate_read}<&-\n'
+                proc = subprocess.Popen(
+                    ["bash", "-c", gate + script],
+                    cwd=tmp,
+                    env=child_env,
+                    start_new_session=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    pass_fds=(gate_read,),
+                )
+            except BaseException:
+                os.close(gate_write)
+                raise
+            finally:
+                os.close(gate_read)
+            try:
+                reaper.watch_group(proc.pid)
+                os.write(gate_write, b"go\n")
+            finally:
+                os.close(gate_write)
             stop_watching = watch(raw_out) if watch else None
             timed_out = False
             try:
