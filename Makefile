@@ -65,7 +65,7 @@ format: install
 test: install image agents-image grader-image render-image browser terminal-tools lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=30  # the slowest tests, printed for keeping the CI under its limit
 
 test-fast: install
 	$(BIN)/pytest -q -m "not slow"
