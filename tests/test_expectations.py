@@ -216,7 +216,8 @@ def repair_frames() -> dict[str, pd.DataFrame]:
 def judging_frames() -> dict[str, pd.DataFrame]:
     """The judging marts (issue #14), consistent: hints of a board attempt (every hint measured), a
     repair attempt (graded apart), an invalid verdict attempt and one without a loaded record; two
-    stability groups with exact fractions and one beyond HUGEINT; three change similarity groups."""
+    stability groups with exact fractions and one beyond HUGEINT; three change similarity groups;
+    three judge panels (judges disagree, a halfway median, insufficient judges)."""
     hint_columns = [
         "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "task_id", "task_version",
         "task_revision", "task_revisions", "needles_score", "needles_status", "needles_found",
@@ -279,7 +280,28 @@ def judging_frames() -> dict[str, pd.DataFrame]:
             "attempts", "pairs", "mean_similarity", "min_similarity", "max_similarity", "identical_pairs",
         ],
     )  # fmt: skip
-    return {"attempt_hints": hints, "stability": stability, "change_similarity": similarity}
+    panel = pd.DataFrame(
+        [
+            # three valid judges, 2/2/0 and 2/1/0: medians 2 and 1, one judge off the rails
+            ["j-disagree", "c1", "install_and_run", 3, 3, "judged", 2.0, 1.0, 3.0, 4, 2, 2, True, 0],
+            # two valid (the halfway value) and one refused
+            ["j-halfway", "c1", "repair", 3, 2, "judged", 1.5, 2.0, 3.5, 4, 1, 0, False, 1],
+            # one valid judge: no figures
+            ["j-insufficient", "c1", "install_and_run", 3, 1, "insufficient_judges", None, None, None, 4,
+             None, None, False, 1],
+        ],
+        columns=[
+            "attempt_id", "cycle_id", "task_id", "judges", "valid_judges", "status", "code_structure_median",
+            "logic_correctness_median", "judges_total", "judges_total_max", "code_structure_spread",
+            "logic_correctness_spread", "judges_disagree", "refused_judges",
+        ],
+    )  # fmt: skip
+    return {
+        "attempt_hints": hints,
+        "stability": stability,
+        "change_similarity": similarity,
+        "judge_panel": panel,
+    }
 
 
 ENV_COLUMNS = [

@@ -1,4 +1,4 @@
-"""GX suites on the judging marts (issue #14): attempt_hints, stability, change_similarity.
+"""GX suites on the judging marts (issue #14): attempt_hints, stability, change_similarity, judge_panel.
 
 Two routes, as for the other marts: every rule broken on its own in small consistent frames
 (``judging_frames`` in test_expectations), and, per suite, the warehouse dbt builds from the judging
@@ -30,8 +30,8 @@ from test_expectations import (
 )
 from test_judging_warehouse import board_id, built, repair_id  # noqa: F401 - built: the dbt build fixture
 
-JUDGING = ("attempt_hints", "stability", "change_similarity")
-H, S, C = JUDGING
+JUDGING = ("attempt_hints", "stability", "change_similarity", "judge_panel")
+H, S, C, J = JUDGING
 
 BREAKAGES = [
     # (id, mutation, table, expectation, words that must be in the message)
@@ -99,6 +99,28 @@ BREAKAGES = [
      ["check_identical_is_similarity_one", "a1"]),
     ("repair-without-item", _set(C, 0, "item_id", None), C, IN_SET, ["check_item_iff_repair", "repair"]),
     ("install-with-item", _set(C, 2, "item_revision", "v1"), C, IN_SET, ["check_item_iff_repair", "a2"]),
+    ("dup-panel", _dup(J, 0), J, UNIQUE, ["attempt_id", "j-disagree"]),
+    ("null-status", _set(J, 1, "status", None), J, NOT_NULL, ["status", "j-halfway"]),
+    ("bad-status", _set(J, 1, "status", "split"), J, IN_SET, ["status", "'split'"]),
+    ("median-1.25", _set(J, 0, "code_structure_median", 1.25), J, IN_SET,
+     ["code_structure_median", "1.25", "0, 0.5, 1, 1.5 or 2"]),
+    ("spread-3", _set(J, 0, "logic_correctness_spread", 3), J, IN_SET, ["logic_correctness_spread", "3"]),
+    ("total-max-5", _set(J, 2, "judges_total_max", 5), J, IN_SET, ["judges_total_max", "highest total is 4"]),
+    ("no-judgement", _set(J, 2, "judges", 0), J, BETWEEN, ["judges", "at least one judgement"]),
+    ("counts-above-judges", _set(J, 1, "refused_judges", 2), J, IN_SET,
+     ["check_counts_within_judges", "j-halfway"]),
+    ("judged-with-one-valid", _set(J, 1, "valid_judges", 1), J, IN_SET,
+     ["check_judged_iff_two_valid", "j-halfway"]),
+    ("insufficient-with-a-median", _set(J, 2, "code_structure_median", 2.0), J, IN_SET,
+     ["check_figures_iff_judged", "j-insufficient"]),
+    ("judged-without-spread", _set(J, 0, "code_structure_spread", None), J, IN_SET,
+     ["check_figures_iff_judged", "j-disagree"]),
+    ("total-not-the-sum", _set(J, 1, "judges_total", 3.0), J, IN_SET,
+     ["check_total_is_sum_of_medians", "j-halfway"]),
+    ("disagree-without-spread", _set(J, 1, "judges_disagree", True), J, IN_SET,
+     ["check_disagree_follows_spreads", "j-halfway"]),
+    ("spread-2-not-disagreeing", _set(J, 0, "judges_disagree", False), J, IN_SET,
+     ["check_disagree_follows_spreads", "j-disagree"]),
 ]  # fmt: skip
 
 
@@ -238,3 +260,14 @@ def test_change_similarity_suite_on_the_built_warehouse(built, tmp_path: Path) -
         ["min_similarity", "check_similarity_ordered"],
         lambda m: "similarity is between 0 and 1" in m and "1.5" in m,
     )
+
+
+def test_the_panel_suite_reads_every_tasks_criteria() -> None:
+    """marts.judge_panel has a median and a spread per criterion of the tasks' [judging] section; the
+    suite checks those columns, so a criterion added to a task must reach the mart and the suite."""
+    from argusic.judging.tasks import load_task
+
+    for task_id in expectations.JUDGING_TASKS:
+        assert load_task(task_id).criteria == expectations.JUDGED_CRITERIA, task_id
+    columns = {spec["kwargs"].get("column") for spec in expectations.SUITES[J]}
+    assert {f"{c}_{kind}" for c in expectations.JUDGED_CRITERIA for kind in ("median", "spread")} <= columns

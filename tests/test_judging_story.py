@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from argusic.expectations import SUITES, validate_warehouse
 from argusic.judging import judges as J
 from argusic.judging.hints import hints_for_attempt
 from argusic.judging.review import decide
@@ -112,6 +113,11 @@ def test_three_layers_on_fixture_attempts(record_doc, isolated: Path, tmp_path: 
     dbt_build_copy(db, tmp_path / "dbt")
 
     panel = _rows(db, "SELECT * FROM marts.judge_panel ORDER BY attempt_id")
+    # the panel as built passes its GX suite (every expectation evaluated, on its three rows)
+    report = validate_warehouse(db)
+    checked = report.tables["judge_panel"]
+    assert report.success, report.summary()
+    assert checked.rows == 3 and checked.evaluated == len(SUITES["judge_panel"]) and not checked.skipped
     a1, a2, a3 = panel["a1"], panel["a2"], panel["a3"]
     # a1: code_structure 2, 0, 2 -> 2; logic_correctness 2, 0, 1 -> 1; 2 vs 0: the judges disagree
     assert (a1["status"], a1["judges"], a1["valid_judges"], a1["refused_judges"]) == ("judged", 3, 3, 0)

@@ -57,6 +57,9 @@ HINTS = ("needles", "rendering", "agent_logic")
 HINT_STATUSES = ["measured", "not_applicable", "unavailable"]
 END_REASONS = ["completed", "timeout", "cancelled", "harness_error"]
 SIMILARITY_METHODS = ["indel_nontest_lines/1"]
+PANEL_STATUSES = ["judged", "insufficient_judges"]
+JUDGED_CRITERIA = ("code_structure", "logic_correctness")  # the [judging] criteria of every task
+CRITERION_MEDIANS = [0, 0.5, 1, 1.5, 2]
 SIMILARITY_GRAIN = ("task_id", "agent_id", "project_id", "item_id", "item_revision", "environment", "method")
 
 
@@ -496,6 +499,52 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             "check_item_iff_repair", "a repair group names its item and revision, an install_and_run one none"
         ),
     ],
+    # Layer 2's panel: advisory, but an analyst and the review queue read it; a median off the
+    # judges' scale or a panel called judged with one valid judge blocks publication as well.
+    "judge_panel": [
+        _unique("attempt_id"),
+        *_not_null(
+            "attempt_id",
+            "cycle_id",
+            "task_id",
+            "judges",
+            "valid_judges",
+            "refused_judges",
+            "status",
+            "judges_total_max",
+            "judges_disagree",
+        ),
+        _in_set("task_id", JUDGING_TASKS, "a task kind is install_and_run or repair (argusic.judging.tasks)"),
+        _in_set("status", PANEL_STATUSES, "a panel is judged or insufficient_judges"),
+        _between("judges", 1, None, "a panel has at least one judgement"),
+        _between("valid_judges", 0, None, "counts are never negative"),
+        _between("refused_judges", 0, None, "counts are never negative"),
+        _in_set("judges_total_max", [4], "two criteria of 0..2: the highest total is 4"),
+        *[
+            _in_set(
+                f"{criterion}_median", CRITERION_MEDIANS, "a median of 0..2 scores is 0, 0.5, 1, 1.5 or 2"
+            )
+            for criterion in JUDGED_CRITERIA
+        ],
+        *[
+            _in_set(f"{criterion}_spread", [0, 1, 2], "a spread of 0..2 scores is 0, 1 or 2")
+            for criterion in JUDGED_CRITERIA
+        ],
+        _between("judges_total", 0, 4, "the judges' total is between 0 and 4"),
+        _check("check_counts_within_judges", "valid_judges + refused_judges <= judges"),
+        _check("check_judged_iff_two_valid", "a panel is judged exactly when at least two judges are valid"),
+        _check(
+            "check_figures_iff_judged",
+            "medians, spreads and the total are there exactly when the panel is judged",
+        ),
+        _check(
+            "check_total_is_sum_of_medians", "judges_total = code_structure_median + logic_correctness_median"
+        ),
+        _check(
+            "check_disagree_follows_spreads",
+            "judges disagree exactly when a judged panel has a criterion's spread of 2",
+        ),
+    ],
 }
 
 REQUIRED_TABLES = [
@@ -505,7 +554,7 @@ REQUIRED_TABLES = [
 OPTIONAL_TABLES = [
     "hardware_speed_bounds", "methodology_editions", "cycle_environments", "harness_editions",
     "repair_item_validation", "repair_runs", "repair_rates", "attempt_hints", "stability",
-    "change_similarity",
+    "change_similarity", "judge_panel",
 ]  # fmt: skip
 
 # Key columns named in failure messages (which rows broke an expectation).
@@ -527,6 +576,7 @@ KEYS: dict[str, list[str]] = {
     "attempt_hints": ["attempt_id"],
     "stability": ["agent_id", "project_id", "environment"],
     "change_similarity": ["task_id", "agent_id", "project_id", "item_id", "environment", "method"],
+    "judge_panel": ["attempt_id"],
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -805,6 +855,39 @@ CHECKS: dict[str, dict[str, Check]] = {
             "case when t.task_id = 'repair' then t.item_id is not null and t.item_revision is not null "
             "else t.item_id is null and t.item_revision is null end",
             ("task_id", "item_id", "item_revision"),
+        ),
+    },
+    "judge_panel": {
+        "check_counts_within_judges": Check(
+            "t.valid_judges + t.refused_judges <= t.judges", ("valid_judges", "refused_judges", "judges")
+        ),
+        "check_judged_iff_two_valid": Check(
+            "(t.status = 'judged') = (t.valid_judges >= 2)", ("status", "valid_judges")
+        ),
+        "check_figures_iff_judged": Check(
+            "case when t.status = 'judged' then not ({null:code_structure_median} "
+            "or {null:logic_correctness_median} or {null:judges_total} or {null:code_structure_spread} "
+            "or {null:logic_correctness_spread}) else {null:code_structure_median} "
+            "and {null:logic_correctness_median} and {null:judges_total} and {null:code_structure_spread} "
+            "and {null:logic_correctness_spread} end",
+            (
+                "status",
+                "code_structure_median",
+                "logic_correctness_median",
+                "judges_total",
+                "code_structure_spread",
+                "logic_correctness_spread",
+            ),
+        ),  # fmt: skip
+        "check_total_is_sum_of_medians": Check(
+            "t.status <> 'judged' or coalesce(abs(t.judges_total::double - t.code_structure_median::double "
+            f"- t.logic_correctness_median::double) <= {_TOL}, false)",
+            ("status", "judges_total", "code_structure_median", "logic_correctness_median"),
+        ),
+        "check_disagree_follows_spreads": Check(
+            "t.judges_disagree = coalesce(t.status = 'judged' "
+            "and (t.code_structure_spread >= 2 or t.logic_correctness_spread >= 2), false)",
+            ("judges_disagree", "status", "code_structure_spread", "logic_correctness_spread"),
         ),
     },
     "board": {
