@@ -217,7 +217,8 @@ def judging_frames() -> dict[str, pd.DataFrame]:
     """The judging marts (issue #14), consistent: hints of a board attempt (every hint measured), a
     repair attempt (graded apart), an invalid verdict attempt and one without a loaded record; two
     stability groups with exact fractions and one beyond HUGEINT; three change similarity groups;
-    three judge panels (judges disagree, a halfway median, insufficient judges)."""
+    three judge panels (judges disagree, a halfway median, insufficient judges) and a person's review
+    of each (judges higher, person higher, not scored)."""
     hint_columns = [
         "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "task_id", "task_version",
         "task_revision", "task_revisions", "needles_score", "needles_status", "needles_found",
@@ -296,11 +297,35 @@ def judging_frames() -> dict[str, pd.DataFrame]:
             "logic_correctness_spread", "judges_disagree", "refused_judges",
         ],
     )  # fmt: skip
+    decided = pd.Timestamp("2026-12-02 09:00:00")
+    divergence = pd.DataFrame(
+        [
+            # person 1/2 against medians 2.0/1.0: gaps -1 and +1, the tie goes to code_structure
+            ["j-disagree", "c1", "board", "a1", "p1", "r" * 64, 2, "promote", "ana", decided, "clean", 1,
+             1, 2, "judged", 2.0, 1.0, 3.0, -1.0, 1.0, -1.0, "judges_higher", 0.0, "pass", False],
+            # person 2/2 against 2.0/1.5: +0.5 on logic; a provisional pass rejected
+            ["j-halfway", "c1", "repair", "a1", "p1", "s" * 64, 1, "reject", "bo", decided, "copied", 2,
+             2, 2, "judged", 2.0, 1.5, 3.5, 0.0, 0.5, 0.5, "person_higher", 0.5, "pass", True],
+            # not scored by the person, no judges' figures
+            ["j-insufficient", "c1", "board", "a2", "p1", "r" * 64, 0, "reject", "ana", decided, "blank", 1,
+             None, None, "insufficient_judges", None, None, None, None, None, None, "not_scored", None,
+             "fail", False],
+        ],
+        columns=[
+            "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "task_revision", "look",
+            "decision", "decided_by", "decided_at", "note", "reviews", "person_code_structure",
+            "person_logic_correctness", "judges_status", "code_structure_median", "logic_correctness_median",
+            "judges_total",
+            "code_structure_gap", "logic_correctness_gap", "divergence", "divergence_direction", "total_gap",
+            "provisional_result", "decision_disagrees",
+        ],
+    )  # fmt: skip
     return {
         "attempt_hints": hints,
         "stability": stability,
         "change_similarity": similarity,
         "judge_panel": panel,
+        "judging_review_divergence": divergence,
     }
 
 

@@ -1,4 +1,5 @@
-"""GX suites on the judging marts (issue #14): attempt_hints, stability, change_similarity, judge_panel.
+"""GX suites on the judging marts (issue #14): attempt_hints, stability, change_similarity, judge_panel,
+judging_review_divergence.
 
 Two routes, as for the other marts: every rule broken on its own in small consistent frames
 (``judging_frames`` in test_expectations), and, per suite, the warehouse dbt builds from the judging
@@ -30,8 +31,8 @@ from test_expectations import (
 )
 from test_judging_warehouse import board_id, built, repair_id  # noqa: F401 - built: the dbt build fixture
 
-JUDGING = ("attempt_hints", "stability", "change_similarity", "judge_panel")
-H, S, C, J = JUDGING
+JUDGING = ("attempt_hints", "stability", "change_similarity", "judge_panel", "judging_review_divergence")
+H, S, C, J, D = JUDGING
 
 BREAKAGES = [
     # (id, mutation, table, expectation, words that must be in the message)
@@ -121,6 +122,35 @@ BREAKAGES = [
      ["check_disagree_follows_spreads", "j-halfway"]),
     ("spread-2-not-disagreeing", _set(J, 0, "judges_disagree", False), J, IN_SET,
      ["check_disagree_follows_spreads", "j-disagree"]),
+    ("dup-review", _dup(D, 0), D, UNIQUE, ["attempt_id", "j-disagree"]),
+    ("review-without-note", _set(D, 1, "note", None), D, NOT_NULL, ["note", "j-halfway"]),
+    ("look-3", _set(D, 0, "look", 3), D, IN_SET, ["look", "0, 1 or 2"]),
+    ("decision-maybe", _set(D, 0, "decision", "maybe"), D, IN_SET, ["decision", "'maybe'"]),
+    ("person-score-1.5", _many(_set(D, 1, "person_logic_correctness", 1.5),
+                               _set(D, 1, "logic_correctness_gap", 0.0), _set(D, 1, "divergence", 0.0),
+                               _set(D, 1, "divergence_direction", "agree"), _set(D, 1, "total_gap", 0.0)),
+     D, IN_SET, ["person_logic_correctness", "1.5"]),
+    ("gap-3", _set(D, 0, "code_structure_gap", -3.0), D, BETWEEN, ["code_structure_gap", "±2"]),
+    ("gap-not-the-difference", _set(D, 1, "logic_correctness_gap", 1.0), D, IN_SET,
+     ["check_gap_is_person_minus_median", "j-halfway"]),
+    ("gap-without-a-person", _set(D, 2, "code_structure_gap", 0.0), D, IN_SET,
+     ["check_gap_is_person_minus_median", "j-insufficient"]),
+    ("divergence-not-the-largest", _set(D, 1, "divergence", 0.0), D, IN_SET,
+     ["check_divergence_is_the_largest_gap", "j-halfway"]),
+    ("divergence-without-gaps", _set(D, 2, "divergence", 1.0), D, IN_SET,
+     ["check_divergence_is_the_largest_gap", "j-insufficient"]),
+    ("direction-reversed", _set(D, 0, "divergence_direction", "person_higher"), D, IN_SET,
+     ["check_direction_follows_divergence", "j-disagree"]),
+    ("scored-called-not-scored", _set(D, 1, "divergence_direction", "not_scored"), D, IN_SET,
+     ["check_direction_follows_divergence", "j-halfway"]),
+    ("total-gap-wrong", _set(D, 1, "total_gap", -0.5), D, IN_SET,
+     ["check_total_gap_when_all_scored", "j-halfway"]),
+    ("total-gap-unscored", _set(D, 2, "total_gap", 0.0), D, IN_SET,
+     ["check_total_gap_when_all_scored", "j-insufficient"]),
+    ("rejected-pass-not-flagged", _set(D, 1, "decision_disagrees", False), D, IN_SET,
+     ["check_decision_disagrees_follows", "j-halfway"]),
+    ("bad-provisional", _set(D, 2, "provisional_result", "maybe"), D, IN_SET,
+     ["provisional_result", "'maybe'"]),
 ]  # fmt: skip
 
 

@@ -164,6 +164,12 @@ def test_three_layers_on_fixture_attempts(record_doc, isolated: Path, tmp_path: 
     divergence = _rows(db, "SELECT * FROM marts.judging_review_divergence ORDER BY attempt_id")
     queue = _rows(db, "SELECT * FROM marts.review_queue ORDER BY attempt_id")
     assert {q["review_status"] for q in queue.values()} == {"reviewed"}
+    # the divergence marker as built passes its GX suite, on the three reviews
+    report = validate_warehouse(db)
+    checked = report.tables["judging_review_divergence"]
+    assert report.success, report.summary()
+    assert checked.rows == 3 and checked.evaluated == len(SUITES["judging_review_divergence"])
+    assert not checked.skipped
     # a1: person 1/2 against medians 2/1 -> gaps -1 and +1, the tie goes to code_structure: judges higher
     assert (divergence["a1"]["divergence"], divergence["a1"]["divergence_direction"]) == (
         -1.0,

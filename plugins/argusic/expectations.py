@@ -545,6 +545,64 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             "judges disagree exactly when a judged panel has a criterion's spread of 2",
         ),
     ],
+    # Layer 3's divergence marker: a person's review beside the judges' medians (docs/judging.md).
+    "judging_review_divergence": [
+        _unique("attempt_id"),
+        *_not_null(
+            "attempt_id",
+            "task_revision",
+            "look",
+            "decision",
+            "decided_by",
+            "decided_at",
+            "note",
+            "reviews",
+            "decision_disagrees",
+        ),
+        _in_set("look", [0, 1, 2], "a person's look is 0, 1 or 2"),
+        _in_set("decision", ["promote", "reject"], "a decision is promote or reject"),
+        _between("reviews", 1, None, "a reviewed attempt has at least one review"),
+        *[
+            _in_set(f"person_{criterion}", [0, 1, 2], "a person's criterion score is 0, 1 or 2")
+            for criterion in JUDGED_CRITERIA
+        ],
+        _in_set("judges_status", PANEL_STATUSES, "a panel is judged or insufficient_judges"),
+        *[
+            _in_set(
+                f"{criterion}_median", CRITERION_MEDIANS, "a median of 0..2 scores is 0, 0.5, 1, 1.5 or 2"
+            )
+            for criterion in JUDGED_CRITERIA
+        ],
+        *[
+            _between(f"{criterion}_gap", -2, 2, "a gap on a 0..2 criterion is within ±2")
+            for criterion in JUDGED_CRITERIA
+        ],
+        _between("divergence", -2, 2, "a gap on a 0..2 criterion is within ±2"),
+        _between("total_gap", -4, 4, "a gap of two totals of 0..4 is within ±4"),
+        _in_set(
+            "divergence_direction",
+            ["person_higher", "judges_higher", "agree", "not_scored"],
+            "the direction is person_higher, judges_higher, agree or not_scored",
+        ),
+        _in_set("provisional_result", ["pass", "fail"], "a provisional result is pass or fail"),
+        _check(
+            "check_gap_is_person_minus_median",
+            "a gap = the person's score − the judges' median, when both are there",
+        ),
+        _check("check_divergence_is_the_largest_gap", "the divergence is the gap of largest absolute value"),
+        _check(
+            "check_direction_follows_divergence",
+            "not_scored without a person's score, else the divergence's sign names the direction",
+        ),
+        _check(
+            "check_total_gap_when_all_scored",
+            "total_gap = the person's total − the judges' total, there exactly when both are complete",
+        ),
+        _check(
+            "check_decision_disagrees_follows",
+            "a decision disagrees when it promotes a provisional fail or rejects a provisional pass",
+        ),
+    ],
 }
 
 REQUIRED_TABLES = [
@@ -554,7 +612,7 @@ REQUIRED_TABLES = [
 OPTIONAL_TABLES = [
     "hardware_speed_bounds", "methodology_editions", "cycle_environments", "harness_editions",
     "repair_item_validation", "repair_runs", "repair_rates", "attempt_hints", "stability",
-    "change_similarity", "judge_panel",
+    "change_similarity", "judge_panel", "judging_review_divergence",
 ]  # fmt: skip
 
 # Key columns named in failure messages (which rows broke an expectation).
@@ -577,6 +635,7 @@ KEYS: dict[str, list[str]] = {
     "stability": ["agent_id", "project_id", "environment"],
     "change_similarity": ["task_id", "agent_id", "project_id", "item_id", "environment", "method"],
     "judge_panel": ["attempt_id"],
+    "judging_review_divergence": ["attempt_id"],
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -888,6 +947,49 @@ CHECKS: dict[str, dict[str, Check]] = {
             "t.judges_disagree = coalesce(t.status = 'judged' "
             "and (t.code_structure_spread >= 2 or t.logic_correctness_spread >= 2), false)",
             ("judges_disagree", "status", "code_structure_spread", "logic_correctness_spread"),
+        ),
+    },
+    "judging_review_divergence": {
+        "check_gap_is_person_minus_median": Check(
+            " and ".join(
+                f"case when {{null:person_{c}}} or {{null:{c}_median}} then {{null:{c}_gap}} "
+                f"else coalesce(abs(t.{c}_gap::double - (t.person_{c}::double - t.{c}_median::double)) "
+                f"<= {_TOL}, false) end"
+                for c in JUDGED_CRITERIA
+            ),
+            tuple(
+                f"{kind}{c}{tail}"
+                for c in JUDGED_CRITERIA
+                for kind, tail in (("person_", ""), ("", "_median"), ("", "_gap"))
+            ),
+        ),
+        "check_divergence_is_the_largest_gap": Check(
+            "case when {null:code_structure_gap} and {null:logic_correctness_gap} then {null:divergence} "
+            "else not {null:divergence} and (coalesce(t.divergence = t.code_structure_gap, false) "
+            "or coalesce(t.divergence = t.logic_correctness_gap, false)) "
+            "and abs(t.divergence) >= coalesce(abs(t.code_structure_gap), 0) "
+            "and abs(t.divergence) >= coalesce(abs(t.logic_correctness_gap), 0) end",
+            ("divergence", "code_structure_gap", "logic_correctness_gap"),
+        ),
+        "check_direction_follows_divergence": Check(
+            "case when {null:person_code_structure} and {null:person_logic_correctness} "
+            "then coalesce(t.divergence_direction = 'not_scored', false) "
+            "when {null:divergence} then {null:divergence_direction} "
+            "else coalesce(t.divergence_direction = case when t.divergence > 0 then 'person_higher' "
+            "when t.divergence < 0 then 'judges_higher' else 'agree' end, false) end",
+            ("divergence_direction", "divergence", "person_code_structure", "person_logic_correctness"),
+        ),
+        "check_total_gap_when_all_scored": Check(
+            "case when {null:person_code_structure} or {null:person_logic_correctness} "
+            "or {null:judges_total} then {null:total_gap} "
+            "else coalesce(abs(t.total_gap::double - (t.person_code_structure "
+            f"+ t.person_logic_correctness - t.judges_total::double)) <= {_TOL}, false) end",
+            ("total_gap", "person_code_structure", "person_logic_correctness", "judges_total"),
+        ),
+        "check_decision_disagrees_follows": Check(
+            "t.decision_disagrees = coalesce((t.decision = 'promote' and t.provisional_result = 'fail') "
+            "or (t.decision = 'reject' and t.provisional_result = 'pass'), false)",
+            ("decision_disagrees", "decision", "provisional_result"),
         ),
     },
     "board": {
