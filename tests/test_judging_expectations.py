@@ -149,6 +149,7 @@ BREAKAGES = [
      ["check_total_gap_when_all_scored", "j-insufficient"]),
     ("rejected-pass-not-flagged", _set(D, 1, "decision_disagrees", False), D, IN_SET,
      ["check_decision_disagrees_follows", "j-halfway"]),
+    ("judges-total-5", _set(D, 0, "judges_total", 5.0), D, BETWEEN, ["judges_total", "between 0 and 4"]),
     ("bad-provisional", _set(D, 2, "provisional_result", "maybe"), D, IN_SET,
      ["provisional_result", "'maybe'"]),
 ]  # fmt: skip

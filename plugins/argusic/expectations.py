@@ -111,6 +111,17 @@ def _check(column: str, why: str, when_columns: tuple[str, ...] = ()) -> dict[st
     return _e("expect_column_values_to_be_in_set", why, when_columns, column=column, value_set=[True])
 
 
+def _judges_figures() -> list[dict[str, Any]]:
+    """The judges' medians and total as marts.judge_panel gives them (and beside a person's review)."""
+    return [
+        *[
+            _in_set(f"{c}_median", CRITERION_MEDIANS, "a median of 0..2 scores is 0, 0.5, 1, 1.5 or 2")
+            for c in JUDGED_CRITERIA
+        ],
+        _between("judges_total", 0, 4, "the judges' total is between 0 and 4"),
+    ]
+
+
 SUITES: dict[str, list[dict[str, Any]]] = {
     "attempt_scores": [
         _unique("attempt_id"),
@@ -520,17 +531,11 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         _between("valid_judges", 0, None, "counts are never negative"),
         _between("refused_judges", 0, None, "counts are never negative"),
         _in_set("judges_total_max", [4], "two criteria of 0..2: the highest total is 4"),
-        *[
-            _in_set(
-                f"{criterion}_median", CRITERION_MEDIANS, "a median of 0..2 scores is 0, 0.5, 1, 1.5 or 2"
-            )
-            for criterion in JUDGED_CRITERIA
-        ],
+        *_judges_figures(),
         *[
             _in_set(f"{criterion}_spread", [0, 1, 2], "a spread of 0..2 scores is 0, 1 or 2")
             for criterion in JUDGED_CRITERIA
         ],
-        _between("judges_total", 0, 4, "the judges' total is between 0 and 4"),
         _check("check_counts_within_judges", "valid_judges + refused_judges <= judges"),
         _check("check_judged_iff_two_valid", "a panel is judged exactly when at least two judges are valid"),
         _check(
@@ -567,12 +572,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             for criterion in JUDGED_CRITERIA
         ],
         _in_set("judges_status", PANEL_STATUSES, "a panel is judged or insufficient_judges"),
-        *[
-            _in_set(
-                f"{criterion}_median", CRITERION_MEDIANS, "a median of 0..2 scores is 0, 0.5, 1, 1.5 or 2"
-            )
-            for criterion in JUDGED_CRITERIA
-        ],
+        *_judges_figures(),
         *[
             _between(f"{criterion}_gap", -2, 2, "a gap on a 0..2 criterion is within ±2")
             for criterion in JUDGED_CRITERIA
