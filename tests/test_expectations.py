@@ -306,8 +306,8 @@ def judging_frames() -> dict[str, pd.DataFrame]:
             # person 2/2 against 2.0/1.5: +0.5 on logic; a provisional pass rejected
             ["j-halfway", "c1", "repair", "a1", "p1", "s" * 64, 1, "reject", "bo", decided, "copied", 2,
              2, 2, "judged", 2.0, 1.5, 3.5, 0.0, 0.5, 0.5, "person_higher", 0.5, "pass", True],
-            # not scored by the person, no judges' figures
-            ["j-insufficient", "c1", "board", "a2", "p1", "r" * 64, 0, "reject", "ana", decided, "blank", 1,
+            # not scored by the person, no judges' figures, no note (optional on the review form)
+            ["j-insufficient", "c1", "board", "a2", "p1", "r" * 64, 0, "reject", "ana", decided, None, 1,
              None, None, "insufficient_judges", None, None, None, None, None, None, "not_scored", None,
              "fail", False],
         ],

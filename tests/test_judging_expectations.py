@@ -123,7 +123,7 @@ BREAKAGES = [
     ("spread-2-not-disagreeing", _set(J, 0, "judges_disagree", False), J, IN_SET,
      ["check_disagree_follows_spreads", "j-disagree"]),
     ("dup-review", _dup(D, 0), D, UNIQUE, ["attempt_id", "j-disagree"]),
-    ("review-without-note", _set(D, 1, "note", None), D, NOT_NULL, ["note", "j-halfway"]),
+    ("review-by-nobody", _set(D, 1, "decided_by", None), D, NOT_NULL, ["decided_by", "j-halfway"]),
     ("look-3", _set(D, 0, "look", 3), D, IN_SET, ["look", "0, 1 or 2"]),
     ("decision-maybe", _set(D, 0, "decision", "maybe"), D, IN_SET, ["decision", "'maybe'"]),
     ("person-score-1.5", _many(_set(D, 1, "person_logic_correctness", 1.5),

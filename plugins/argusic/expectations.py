@@ -559,8 +559,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             "look",
             "decision",
             "decided_by",
-            "decided_at",
-            "note",
+            "decided_at",  # the note is optional: the task's review form says so
             "reviews",
             "decision_disagrees",
         ),
