@@ -6,12 +6,26 @@ import copy
 import hashlib
 import json
 import logging
+import os
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
 
 logging.getLogger("great_expectations").setLevel(logging.WARNING)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (`make test` runs two workers), each worker's in-place dbt builds write their
+    own target and log folders: two dbt processes sharing dbt_project/target/ overwrite each other's
+    partial_parse.msgpack and manifest. Set before any test, so subprocesses (Airflow, the CLI) inherit
+    it; a test that sets its own DBT_TARGET_PATH still wins."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and "DBT_TARGET_PATH" not in os.environ:
+        base = Path(tempfile.mkdtemp(prefix=f"argusic-dbt-{worker}-"))
+        os.environ["DBT_TARGET_PATH"] = str(base / "target")
+        os.environ["DBT_LOG_PATH"] = str(base / "logs")
 
 
 @pytest.fixture

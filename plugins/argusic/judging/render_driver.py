@@ -2,7 +2,7 @@
 
 Run there as `python3 -I render_driver.py JOB_JSON` with only the standard library (the image is Debian's
 python3 and chromium, nothing else). JOB_JSON: {"pages": ["/pages/index.html", ...], "page_seconds": 20,
-"start_seconds": 15}. Every page gets its own Chromium (a page stuck in a loop cannot hold up the next
+"start_seconds": 60}. Every page gets its own Chromium (a page stuck in a loop cannot hold up the next
 one), driven over the DevTools protocol on a pipe (--remote-debugging-pipe: no port is opened, and the
 container has no network anyway). One JSON line per page on stdout, in order:
 {"index": i, "outcome": ..., "console_errors": [...], "dropped_errors": n, "screenshots": [base64 PNG,
@@ -362,7 +362,7 @@ def render_one(index: int, page: str, page_seconds: float, start_seconds: float)
 def main(argv: list[str]) -> int:
     job = json.loads(argv[1])
     page_seconds = float(job.get("page_seconds", 20))
-    start_seconds = float(job.get("start_seconds", 15))
+    start_seconds = float(job.get("start_seconds", 60))
     for index, page in enumerate(job["pages"]):
         began = time.monotonic()
         line = render_one(index, page, page_seconds, start_seconds)
