@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -26,6 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
         base = Path(tempfile.mkdtemp(prefix=f"argusic-dbt-{worker}-"))
         os.environ["DBT_TARGET_PATH"] = str(base / "target")
         os.environ["DBT_LOG_PATH"] = str(base / "logs")
+        config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
 
 
 @pytest.fixture
@@ -142,9 +144,6 @@ DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"
 def dbt_build_copy(db: Path, tmp: Path) -> None:
     """`dbt build` of a copy of the project (target and logs under `tmp`) against the warehouse file
     `db`; fails naming every node that did not pass."""
-    import os
-    import shutil
-
     from argusic.build import _release_dbt_duckdb
     from dbt.cli.main import dbtRunner
 
