@@ -69,10 +69,10 @@ test: install image agents-image grader-image render-image browser terminal-tool
 	bash scripts/check-cost-methodology.sh
 	# two workers (pytest-xdist), a test file each at a time: most slow tests wait on Docker, Airflow or a
 	# browser, and one after another they came to over 80 of CI's 90 minutes; the 30 slowest are printed
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 test-fast: install
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow"
 
 # Execute the analyst notebook in place (after `make demo` or a build): the committed copy keeps its plots.
 notebook: install

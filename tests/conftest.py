@@ -18,6 +18,13 @@ logging.getLogger("great_expectations").setLevel(logging.WARNING)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    import suite_timing  # the suite's time: files slowest first, timings recorded and shown (issue 23)
+
+    suite_timing.pytest_configure(config)
+    _worker_dbt_folders(config)
+
+
+def _worker_dbt_folders(config: pytest.Config) -> None:
     """Under pytest-xdist (`make test` runs two workers), each worker's in-place dbt builds write their
     own target and log folders: two dbt processes sharing dbt_project/target/ overwrite each other's
     partial_parse.msgpack and manifest. Set before any test, so subprocesses (Airflow, the CLI) inherit

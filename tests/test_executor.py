@@ -329,3 +329,16 @@ def test_the_container_sees_the_pinned_commit_alone(tmp_path):
     assert subprocess.run(["git", "-C", str(dest), "cat-file", "-e", second]).returncode != 0
     problem = single_commit_source(bare, "0" * 40, tmp_path / "missing")
     assert problem is not None and problem.startswith(f"could not fetch pinned commit {'0' * 40} from {bare}")
+
+
+def test_the_orphan_grace_is_five_minutes_unless_set_and_a_bad_value_is_refused(monkeypatch) -> None:
+    from argusic.executor import ORPHAN_GRACE_SECONDS, orphan_grace_seconds
+
+    monkeypatch.delenv("ARGUSIC_ORPHAN_GRACE_SECONDS", raising=False)
+    assert orphan_grace_seconds() == ORPHAN_GRACE_SECONDS == 300
+    monkeypatch.setenv("ARGUSIC_ORPHAN_GRACE_SECONDS", "30")
+    assert orphan_grace_seconds() == 30
+    for bad in ("-1", "1.5", "soon", "99999999"):
+        monkeypatch.setenv("ARGUSIC_ORPHAN_GRACE_SECONDS", bad)
+        with pytest.raises(ValueError, match="ARGUSIC_ORPHAN_GRACE_SECONDS"):
+            orphan_grace_seconds()
