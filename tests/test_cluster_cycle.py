@@ -17,6 +17,7 @@ mirror a public forge.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -410,14 +411,21 @@ def _lose_a_worker_mid_cycle(
             parts = label.split(" / ")
             if t["task_id"] != "run_attempt" or t["state"] != "running" or len(parts) != 3:
                 continue
-            if f"{parts[1]}.a{parts[2].removeprefix('attempt ')}" in with_container:
+            if f"{parts[1]}.a{parts[2].removeprefix('attempt ')}" not in with_container:
+                continue
+            # The kill must land mid-attempt: a demo attempt ends within seconds, and a kill that
+            # lands after its container ended (while the task lands /out or writes the record) is
+            # another story. Paused, the container cannot end before the worker is gone.
+            frozen = _pause_container_of(settings, t)
+            if frozen is not None:
                 victim, chosen = t["hostname"], t
                 break
         time.sleep(0.5)
     events.append(f"{time.strftime('%X')} attempt {chosen['map_index']} ran on {victim}, its container up")
     _cluster(env, "kill-worker", victim)
     at = time.time()
-    events.append(f"{time.strftime('%X')} SIGKILL worker {victim}")
+    events.append(f"{time.strftime('%X')} SIGKILL worker {victim} (its attempt's container {frozen} paused)")
+    _unpause(frozen)
     left = {
         "worker": victim,
         "at": at,
@@ -430,6 +438,31 @@ def _lose_a_worker_mid_cycle(
     _cluster(env, "start-worker", victim)
     events.append(f"{time.strftime('%X')} worker {victim} started again")
     return left
+
+
+def _pause_container_of(settings: dict, task: dict) -> str | None:
+    """Pause the container of a running attempt task (its label: agent / project / attempt n);
+    None when it ended in between (the caller then looks for another)."""
+    import docker
+
+    agent, project, number = (task.get("rendered_map_index") or "").split(" · ")[0].split(" / ")
+    suffix = f".{agent}.{project}.a{number.removeprefix('attempt ')}"
+    mine = {"label": f"argusic.installation={settings['INSTALLATION']}", "status": "running"}
+    for container in docker.from_env().containers.list(filters=mine):
+        if container.labels.get("argusic.attempt_id", "").endswith(suffix):
+            with contextlib.suppress(docker.errors.APIError):
+                container.pause()
+                return container.name
+    return None
+
+
+def _unpause(name: str | None) -> None:
+    import docker
+
+    if name is None:
+        return
+    with contextlib.suppress(docker.errors.APIError):  # removed meanwhile by the lost try's reaper
+        docker.from_env().containers.get(name).unpause()
 
 
 def _single_machine_board(base: Path, catalogue: Path) -> dict:

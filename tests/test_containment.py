@@ -529,4 +529,53 @@ def test_labels_and_names_carry_the_installation(env, tmp_path):
     watcher.join()
     assert list(seen) == [f"argusic-{installation}-{spec.attempt_id}"]
     assert seen[f"argusic-{installation}-{spec.attempt_id}"][INSTALLATION_LABEL] == installation
+    # the try's own scratch folder, so that its clean-up can tell its container from a retry's
+    assert seen[f"argusic-{installation}-{spec.attempt_id}"]["argusic.scratch"].startswith(
+        f"{installation}--"
+    )
     assert_no_debris(env, installation)
+
+
+def test_the_clean_up_of_a_killed_try_never_removes_a_retrys_container_of_the_same_name(env) -> None:
+    """Issue 33: a worker is lost mid-attempt; the attempt is retried on another worker under the same
+    container name; then the lost worker is started again and its first attempt sweeps the killed
+    try's scratch folder. The sweep removes the folder, and the container of that name only if it is
+    the killed try's own: the retry's, running elsewhere, is kept (it was removed by name, and the
+    retry was recorded invalid and rerun)."""
+    from argusic.containment import OWNER_FILE, SCRATCH_LABEL, AttemptScratch
+    from argusic.settings import runner_image
+
+    import docker
+
+    installation = os.environ["ARGUSIC_INSTALLATION"]
+    attempt_id = "lost.board.readme-runner.banner-sh.a1"
+    name = container_name(attempt_id, installation)
+    killed = AttemptScratch.new(attempt_id, env / "scratch").create(container=name)
+    owner = json.loads((killed.path / OWNER_FILE).read_text())
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid names no process of that start time any more: the owner is gone
+    owner.update(pid=dead.pid, start="0", reaper_pid=None, reaper_start=None)
+    (killed.path / OWNER_FILE).write_text(json.dumps(owner))
+    client = docker.from_env()
+    labels = {LABEL: attempt_id, INSTALLATION_LABEL: installation, SCRATCH_LABEL: f"{installation}--retry"}
+    retry = client.containers.run(
+        runner_image(), ["sleep", "60"], name=name, labels=labels, detach=True, network_disabled=True
+    )
+    try:
+        assert sweep_debris(env / "scratch") == [killed.path.name]
+        retry.reload()
+        assert retry.status == "running", "the sweep removed the retry's container"
+        # the killed try's own container (its scratch name on it) is still removed by its sweep
+        retry.remove(force=True)
+        killed = AttemptScratch.new(attempt_id, env / "scratch").create(container=name)
+        (killed.path / OWNER_FILE).write_text(json.dumps(owner | {"container": name}))
+        own = client.containers.run(
+            runner_image(), ["sleep", "60"], name=name, detach=True, network_disabled=True,
+            labels=labels | {SCRATCH_LABEL: killed.path.name},
+        )  # fmt: skip
+        assert sweep_debris(env / "scratch") == [killed.path.name]
+        with pytest.raises(docker.errors.NotFound):
+            own.reload()
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            client.containers.get(name).remove(force=True)

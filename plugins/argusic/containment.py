@@ -95,6 +95,11 @@ LAYOUT_LABEL = "argusic.runner.layout"
 RUNNER_LAYOUT = "3"  # 3: Xvfb, Tk and x11-utils for desktop applications
 
 INSTALLATION_LABEL = "argusic.installation"
+# The scratch folder (its name) of the try that made a container. A retry of the same attempt makes a
+# container of the same name: the clean-up of an earlier, killed try (its reaper, the sweep) removes a
+# container only if it carries that try's own scratch name, never the retry's (issue 33: a lost
+# worker's sweep, restarted, removed by name the retries running on the other worker).
+SCRATCH_LABEL = "argusic.scratch"
 NETWORK_ENV = "ARGUSIC_CONTAINER_NETWORK"
 OWNER_FILE = "owner.json"
 UNOWNED_AFTER_SECONDS = 120  # a folder without owner.json this old is debris (its maker died at once)
@@ -378,8 +383,10 @@ class Reaper:
         return True
 
 
-def remove_container(name: str, installation: str, client=None) -> bool:
-    """Remove a container by name only when it carries our installation's label."""
+def remove_container(name: str, installation: str, client=None, scratch: str | None = None) -> bool:
+    """Remove a container by name only when it carries our installation's label and, when `scratch`
+    is given (a clean-up acting for one try), that try's scratch folder name: a container of the same
+    name made by a later try of the attempt is not this try's to remove."""
     import docker
 
     client = client or docker.from_env(timeout=30)
@@ -387,7 +394,12 @@ def remove_container(name: str, installation: str, client=None) -> bool:
         container = client.containers.get(name)
     except docker.errors.NotFound:
         return False
-    if container.labels.get(INSTALLATION_LABEL) != installation:
+    labels = container.labels or {}
+    if labels.get(INSTALLATION_LABEL) != installation:
+        return False
+    if scratch is not None and labels.get(SCRATCH_LABEL, scratch) != scratch:
+        log.info("container %s belongs to another try (%s), not to %s: kept", name,
+                 labels.get(SCRATCH_LABEL), scratch)  # fmt: skip
         return False
     with contextlib.suppress(docker.errors.NotFound):
         container.remove(force=True)
@@ -413,7 +425,7 @@ def _reap(folder: str, container: str, installation: str) -> int:
         if container != "-":
             for _ in range(3):  # the daemon may be busy; the container's own watchdog ends it anyway
                 try:
-                    remove_container(container, installation)
+                    remove_container(container, installation, scratch=Path(folder).name)
                     break
                 except Exception:  # noqa: BLE001 - nobody to tell; the sweep retries
                     time.sleep(1)
@@ -463,7 +475,7 @@ def sweep_debris(root: Path | None = None, *, docker_client=None) -> list[str]:
         container = owner.get("container")
         if isinstance(container, str) and container:
             try:
-                remove_container(container, installation, docker_client)
+                remove_container(container, installation, docker_client, scratch=folder.name)
             except Exception as err:  # noqa: BLE001 - its mounts go anyway; the container's watchdog ends it
                 log.warning("sweep: container %s not removed: %s", container, err)
         problems = destroy_scratch(folder)

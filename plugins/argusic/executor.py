@@ -43,10 +43,12 @@ from argusic.containment import (
     AGENT_UID,
     AGENT_USER,
     INSTALLATION_LABEL,
+    SCRATCH_LABEL,
     AttemptScratch,
     Containment,
     ContainmentError,
     Reaper,
+    remove_container,
     sweep_once,
 )
 from argusic.environment import DISPLAY_FILE
@@ -432,6 +434,7 @@ class DockerExecutor:
             labels = {
                 LABEL: attempt_id,
                 INSTALLATION_LABEL: installation,
+                SCRATCH_LABEL: scratch.path.name,  # this try's: its clean-up never removes a retry's
                 DEADLINE_LABEL: str(int(now + budget_seconds)),
             }
             watchdog_at = f"{now + budget_seconds + c.watchdog_grace_seconds:.3f}"
@@ -490,7 +493,7 @@ class DockerExecutor:
                 if container is not None:
                     container.remove(force=True)
                 elif scratch is not None:  # created but never started (a bad image): no handle
-                    self._remove_leftover(name, installation)
+                    remove_container(name, installation, self.client, scratch=scratch.path.name)
             if stop_watching is not None:
                 stop_watching()  # idempotent; before the areas are removed
             if scratch is not None and not (reaper is not None and reaper.hand_over()):
