@@ -2,7 +2,7 @@
 exactly as docs/airflow.md says, and take screenshots in headless Chromium (Debian's package).
 
     .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots          # everything in a temp dir
-    .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots --skip-demo
+    .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots --skip-demo   # what the test runs
 
 Steps (one UI, started with scripts/airflow_ui.sh on a free port, stopped at the end):
 
@@ -14,7 +14,8 @@ Steps (one UI, started with scripts/airflow_ui.sh on a free port, stopped at the
    (approve_publication) read and approved in the browser, as a person does (hitl-approval.png,
    hitl-approved.png); then once it succeeded:
    the grid, the attempts, one attempt's log, the trigger form, the home page (health);
-3. the trigger that used to fail slowly: the demo cycle with another pool size. It must fail at
+3. the trigger that used to fail slowly: the demo cycle (with --skip-demo, the documented cycle just
+   run) with another pool size. It must fail at
    `prepare_pool` on its first try, saying which pool is recorded and how to go on (screenshot of
    that log).
 
@@ -46,7 +47,10 @@ CHROMIUM = os.environ.get("ARGUSIC_CHROMIUM", "/usr/bin/chromium")
 DAG = "argusic_cycle"
 # docs/airflow.md, "Trigger a cycle": the params of the documented example (kept in step by the test).
 DOCS_CONF = {"cycle_id": "2026-12-ui", "demo": True, "pool_size": 3}
+# The trigger that must fail at once: a cycle whose pool is recorded, asked for with another pool size
+# (the demo's cycle, or with --skip-demo the documented cycle just run).
 CONFLICT_CONF = {"cycle_id": "2026-12-demo", "demo": True, "pool_size": 3}
+CONFLICT_CONF_WITHOUT_DEMO = {"cycle_id": DOCS_CONF["cycle_id"], "demo": True, "pool_size": 5}
 # Nothing is published before a person approves it: the script answers the form in the browser.
 APPROVAL_NOTE = "screenshots script: read the changes in this form before approving"
 REVIEW_NOTE = "screenshots script: an example answer, not a reading of the logs"
@@ -474,10 +478,11 @@ def main() -> int:
 
         # The trigger that used to be retried for 138 s: the demo cycle with another pool size, with
         # the documented command line this time.
-        conflict_id = f"cycle__2026-12-demo__{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-        say(f"airflow dags trigger {DAG} --run-id {conflict_id} --conf '{json.dumps(CONFLICT_CONF)}'")
+        conflict = CONFLICT_CONF_WITHOUT_DEMO if args.skip_demo else CONFLICT_CONF
+        conflict_id = f"cycle__{conflict['cycle_id']}__{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+        say(f"airflow dags trigger {DAG} --run-id {conflict_id} --conf '{json.dumps(conflict)}'")
         started = time.monotonic()
-        airflow(env, "dags", "trigger", DAG, "--run-id", conflict_id, "--conf", json.dumps(CONFLICT_CONF))
+        airflow(env, "dags", "trigger", DAG, "--run-id", conflict_id, "--conf", json.dumps(conflict))
         run = api.wait_run(conflict_id, timeout=300)
         tis = {t["task_id"]: t for t in api.task_instances(conflict_id)}
         prepare = tis["prepare_pool"]
