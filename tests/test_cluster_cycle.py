@@ -1,15 +1,21 @@
-"""A cycle through a real Airflow cluster (issue 12): CeleryExecutor on Postgres and Redis, two attempt
-workers and a warehouse worker that share no folder, only the object store (moto's S3 server),
-started by `scripts/cluster.sh` as an operator would. The cycle is triggered over the REST API and
-approved by a person through it; mid-cycle one attempt worker is SIGKILLed (its whole session, as a
-lost host) and the scheduler is killed and restarted. Then:
+"""Every test on a real Airflow cluster (issues 12 and 23), all on one cluster started once for the
+module: CeleryExecutor on Postgres and Redis, two attempt workers and a warehouse worker that share no
+folder, only the object store (moto's S3 server), started by `scripts/cluster.sh` as an operator
+would. In order:
 
-- every planned attempt has exactly one run record (in the runs store, and in the warehouse), every
-  attempt task ended green, and no record was refused as written twice;
-- attempts ran on both attempt workers (the task instances' hostnames);
-- the lost worker's containers are gone once the maintenance DAG has run;
-- the board equals, byte for byte but for its timestamps, the board the same cycle gives with
-  `dag.test()` on one machine.
+1. **start**: every component alive, listening on 127.0.0.1 only; a probe DAG's task on every queue
+   runs on its host, its log read from the object store; the warehouse host lost and started again,
+   the scheduler killed and started again, and the next run goes through;
+2. **a cycle with a lost worker**: triggered over the REST API and approved by a person through it;
+   mid-attempt (its container paused, so the kill always lands while it runs) one attempt worker is
+   SIGKILLed (its whole session, as a lost host), the scheduler is killed and restarted, the worker
+   started again. Then every planned attempt has exactly one run record (in the runs store and in
+   the warehouse), every attempt task ended green, attempts ran on both workers, the lost worker's
+   containers are gone once the maintenance DAG has run;
+3. **the scheduling benchmark** (scripts/bench_scheduling.py --cluster) at a tiny size;
+4. **stop**: nothing of the cluster is left running;
+5. **the same cycle on one machine** with `dag.test()`, twice (the second measures nothing again): its
+   board equals the cluster's, byte for byte but for its timestamps.
 
 The repositories are served by `git daemon` on 127.0.0.1: each host mirrors them itself, as it would
 mirror a public forge.
@@ -29,6 +35,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 from hitl_people import free_port
@@ -38,6 +45,49 @@ CLUSTER = ROOT / "scripts" / "cluster.sh"
 CYCLE = "2026-12-cl"
 POOL_SIZE = 3
 ORPHAN_GRACE = 30  # seconds (ARGUSIC_ORPHAN_GRACE_SECONDS)
+BOARDS: dict[str, dict] = {}  # the cluster cycle's board, for the single machine's test after it
+
+# A task on every queue: which host ran it and what it saw there.
+PROBE_DAG = """
+import os
+import time
+
+from airflow.sdk import dag, task
+
+
+def _where(queue: str) -> str:
+    line = " ".join(
+        f"{name}={os.environ.get(name, '-')}"
+        for name in (
+            "ARGUSIC_HOSTNAME", "ARGUSIC_RUNS_DIR", "TMPDIR", "ARGUSIC_WAREHOUSE", "ARGUSIC_RUNS_URL"
+        )
+    )
+    print(f"PROBE queue={queue} {line}")
+    return os.environ["ARGUSIC_HOSTNAME"]
+
+
+@dag(dag_id="argusic_cluster_probe", schedule=None, catchup=False)
+def argusic_cluster_probe():
+    @task(queue="argusic_attempts")
+    def on_attempts(i: int) -> str:
+        time.sleep(4)  # long enough that both attempt workers take some
+        return _where("argusic_attempts")
+
+    @task(queue="argusic_warehouse")
+    def on_warehouse() -> str:
+        return _where("argusic_warehouse")
+
+    @task
+    def on_default() -> str:
+        return _where("default")
+
+    on_attempts.expand(i=list(range(8)))
+    on_warehouse()
+    on_default()
+
+
+argusic_cluster_probe()
+"""
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 
@@ -190,46 +240,243 @@ def served_catalogue(tmp_path_factory):
     daemon.wait(timeout=30)
 
 
-def test_a_cycle_on_the_cluster_survives_a_lost_worker_and_equals_the_single_machine_board(
-    tmp_path: Path, served_catalogue: Path
-) -> None:
+class SharedCluster:
+    """The one cluster of this module: its folder, the environment its script runs with, and every
+    process it ever ran (read again after each restart) for the last test's check that none is left."""
+
+    def __init__(self, folder: Path, env: dict[str, str], started_output: str, bench_work: Path) -> None:
+        self.folder, self.env, self.started_output, self.bench_work = folder, env, started_output, bench_work
+        self.seen: list[psutil.Process] = []
+        self.note_processes()
+
+    def script(self, *args: str, timeout: float = 600) -> str:
+        return _cluster(self.env, *args, timeout=timeout)
+
+    def run_script(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["bash", str(CLUSTER), *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def sessions(self) -> set[int]:
+        return {int(p.read_text()) for p in (self.folder / "pids").glob("*.pid")}
+
+    def note_processes(self) -> None:
+        self.seen += _processes_in(self.sessions())
+
+
+def _processes_in(sessions: set[int]) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) in sessions:
+                found.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster(request) -> SharedCluster:
+    """One cluster for every test of this module (issue 23: it was started three times per run), its
+    DAGs folder holding the project's DAGs and the probe DAG; its attempt workers may read the
+    benchmark's catalogue folder. Stopped by the last test, which checks that nothing is left; kept
+    with its logs when a test of the module failed."""
     from argusic.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker daemon")
-    from hitl_people import Answerer, Person
-
     # Postgres runs as an unprivileged user: the cluster's folder must be reachable by it (pytest's
     # temporary folders are not, mode 700).
-    cluster_dir = Path(tempfile.mkdtemp(prefix="argusic-cluster-cycle-", dir="/tmp"))
-    cluster_dir.chmod(0o755)
-    env = dict(
-        os.environ,
-        ARGUSIC_CLUSTER_DIR=str(cluster_dir),
-        ARGUSIC_CLUSTER_API_PORT=str(free_port()),
-        ARGUSIC_CLUSTER_PG_PORT=str(free_port()),
-        ARGUSIC_CLUSTER_REDIS_PORT=str(free_port()),
-        ARGUSIC_CLUSTER_S3_PORT=str(free_port()),
+    folder = Path(tempfile.mkdtemp(prefix="argusic-cluster-", dir="/tmp"))
+    folder.chmod(0o755)
+    dags = folder / "dags"
+    dags.mkdir()
+    for dag_file in sorted((ROOT / "dags").glob("*.py")):
+        shutil.copy2(dag_file, dags / dag_file.name)
+    (dags / "argusic_cluster_probe.py").write_text(PROBE_DAG)
+    bench_work = folder / "bench"
+    (bench_work / "catalogue").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ARGUSIC_"))}
+    env |= {
+        "ARGUSIC_CLUSTER_DIR": str(folder),
+        "ARGUSIC_CLUSTER_DAGS_FOLDER": str(dags),
+        "ARGUSIC_CLUSTER_STOP_GRACE": "15",
+        "ARGUSIC_CLUSTER_ATTEMPT_CONCURRENCY": "2",
         # the maintenance DAG removes a lost worker's containers this long past their deadline (300 s
-        # in production): the test waits for that moment, so it is short here
-        ARGUSIC_ORPHAN_GRACE_SECONDS=str(ORPHAN_GRACE),
-    )
-    for key in [k for k in env if k.startswith(("ARGUSIC_RUNS", "ARGUSIC_WAREHOUSE", "AIRFLOW"))]:
-        env.pop(key)
-    started, passed = time.monotonic(), False
-    try:
-        _cluster(env, "start")
-        print(f"cluster started in {time.monotonic() - started:.0f}s")
-        _cycle_with_a_lost_worker(env, cluster_dir, tmp_path, served_catalogue, Answerer, Person)
-        passed = True
-    finally:
-        print(_cluster(env, "stop")[-2000:])
-        left = subprocess.run(
-            ["pgrep", "-f", str(cluster_dir)], capture_output=True, text=True
-        ).stdout.split()
-        if passed:  # else kept, with every component's log in logs/, for whoever reads the failure
-            shutil.rmtree(cluster_dir, ignore_errors=True)
-    assert left == [], f"processes of the cluster left after stop: {left}"
+        # in production): the cycle test waits for that moment, so it is short here
+        "ARGUSIC_ORPHAN_GRACE_SECONDS": str(ORPHAN_GRACE),
+        "ARGUSIC_REPO_ROOTS": str(bench_work / "catalogue"),
+        # a restarted scheduler adopts the tasks its killed predecessor queued this often (60 s in
+        # scripts/cluster.sh): the lost worker's attempts are retried sooner after the restart
+        "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "20",
+    }
+    env |= {f"ARGUSIC_CLUSTER_{name}_PORT": str(free_port()) for name in ("API", "PG", "REDIS", "S3")}
+    failed_before = request.session.testsfailed
+    started = time.monotonic()
+    output = _cluster(env, "start", timeout=600)
+    print(f"cluster started in {time.monotonic() - started:.0f} s")
+    shared = SharedCluster(folder, env, output, bench_work)
+    yield shared
+    if list((folder / "pids").glob("*.pid")):  # the last test did not get to stop it
+        subprocess.run(["bash", str(CLUSTER), "stop"], env=env, capture_output=True, timeout=600)
+    if request.session.testsfailed == failed_before:  # else kept, every component's log in logs/
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_cluster_starts_on_loopback_and_runs_a_task_on_every_queue(cluster: SharedCluster) -> None:
+    """Started by scripts/cluster.sh as an operator would: every component alive, every listener on
+    127.0.0.1, Postgres unprivileged, the secrets private; a task on every queue runs on its host and
+    its log comes from the object store; a lost host (the warehouse: its Celery worker and its build
+    worker) SIGKILLed and started again, the scheduler killed and started again, and the next run
+    still goes through."""
+    folder = cluster.folder
+    assert "cluster started" in cluster.started_output
+    again = cluster.run_script("start")
+    assert again.returncode == 0 and "already running" in again.stdout
+    status = cluster.run_script("status")
+    assert status.returncode == 0, status.stdout
+    assert status.stdout.count(" alive ") == 11
+
+    # Every process of every component, and every listener they hold: loopback only.
+    settings = _recorded(folder)
+    ports = {int(settings[f"{name}_PORT"]) for name in ("API", "PG", "REDIS", "S3")}
+    pids = {p.pid for p in _processes_in(cluster.sessions())}
+    listeners = [
+        c for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in pids
+    ]
+    assert {c.laddr.ip for c in listeners} == {"127.0.0.1"}, listeners
+    assert ports <= {c.laddr.port for c in listeners}
+
+    # Postgres runs as an unprivileged user, never as root.
+    postgres = psutil.Process(int((folder / "pids" / "postgres.pid").read_text()))
+    assert postgres.uids().effective != 0
+
+    # The secrets file is private.
+    assert (folder / "secrets.env").stat().st_mode & 0o077 == 0
+
+    password = json.loads((folder / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+    api = Api(f"http://127.0.0.1:{settings['API_PORT']}", "admin", password)
+    dag = "argusic_cluster_probe"
+    api.wait_for_dag(dag, timeout=120)
+    assert api.get(f"/dags/{dag}")["is_paused"]  # start unpauses nothing
+    api.send("PATCH", f"/dags/{dag}", {"is_paused": False})
+    run_id = api.send("POST", f"/dags/{dag}/dagRuns", {"logical_date": None})["dag_run_id"]
+    state = _wait_for_run(api, dag, run_id, timeout=240)
+    tis = api.task_instances(dag, run_id)
+    assert state == "success", [(t["task_id"], t["map_index"], t["state"]) for t in tis]
+    hosts = {(t["task_id"], t["map_index"]): t["hostname"] for t in tis}
+    assert hosts[("on_warehouse", -1)] == "warehouse"
+    assert hosts[("on_default", -1)] == "warehouse"
+    attempt_hosts = [h for (task, _), h in hosts.items() if task == "on_attempts"]
+    assert len(attempt_hosts) == 8
+    assert set(attempt_hosts) == {"attempts-1", "attempts-2"}, attempt_hosts
+
+    # Task logs come from the object store (no worker serves logs), with what each host saw.
+    def log_of(task: str, map_index: int = -1) -> str:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            response = requests.get(
+                f"{api.url}/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances/{task}/logs/1",
+                headers=api.headers,
+                params={"map_index": map_index, "full_content": True},
+                timeout=30,
+            )
+            text = response.text if response.ok else ""
+            if "s3://argusic/logs/" in text and "PROBE " in text:
+                return text
+            time.sleep(1)
+        raise AssertionError(f"the log of {task}[{map_index}] did not come from S3 within 60 s")
+
+    for task, map_index in (("on_warehouse", -1), ("on_default", -1), ("on_attempts", 0)):
+        log = log_of(task, map_index)
+        host = hosts[(task, map_index)]
+        assert f"ARGUSIC_HOSTNAME={host} " in log
+        assert f"ARGUSIC_RUNS_DIR={folder}/hosts/{host}/runs " in log
+        assert f"TMPDIR={folder}/hosts/{host}/tmp " in log
+        expected_warehouse = (
+            f"{folder}/hosts/warehouse/warehouse/argusic.duckdb" if host == "warehouse" else "-"
+        )
+        assert f"ARGUSIC_WAREHOUSE={expected_warehouse} " in log
+        assert "ARGUSIC_RUNS_URL=s3://argusic/runs" in log
+
+    # A lost host (the warehouse: its Celery worker and its build worker) SIGKILLed, then back.
+    lost = {
+        int((folder / "pids" / f"{name}.pid").read_text()) for name in ("worker-warehouse", "build-worker")
+    }
+    killed = cluster.run_script("kill-worker", "warehouse")
+    assert killed.returncode == 0, killed.stderr
+    assert not _processes_in(lost)
+    status = cluster.run_script("status")
+    assert status.returncode == 3
+    down = [line.split()[3] for line in status.stdout.splitlines() if line.startswith(("worker-", "build-"))]
+    assert down == ["alive", "alive", "down", "down"]
+    restarted = cluster.run_script("start-worker", "warehouse", timeout=240)
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+    print("the warehouse worker was killed and started again")
+    assert cluster.run_script("status").returncode == 0
+    assert not cluster.sessions() & lost
+
+    # The scheduler killed and started again schedules the next run.
+    scheduler_pid = int((folder / "pids" / "scheduler.pid").read_text())
+    restarted = cluster.run_script("restart-scheduler", "--kill", timeout=240)
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+    assert not _processes_in({scheduler_pid})
+    cluster.note_processes()
+    run_id = api.send("POST", f"/dags/{dag}/dagRuns", {"logical_date": None})["dag_run_id"]
+    assert _wait_for_run(api, dag, run_id, timeout=240) == "success"
+    again_hosts = {t["hostname"] for t in api.task_instances(dag, run_id)}
+    assert again_hosts <= {"attempts-1", "attempts-2", "warehouse"}
+
+
+def test_a_cycle_on_the_cluster_survives_a_lost_worker(
+    cluster: SharedCluster, tmp_path: Path, served_catalogue: Path
+) -> None:
+    from hitl_people import Answerer, Person
+
+    _cycle_with_a_lost_worker(cluster.env, cluster.folder, tmp_path, served_catalogue, Answerer, Person)
+    cluster.note_processes()
+
+
+def test_the_scheduling_benchmark_runs_its_stand_ins_on_the_cluster(cluster: SharedCluster) -> None:
+    """scripts/bench_scheduling.py at a tiny size on this cluster (--cluster): 12 mapped stand-ins
+    (4 projects x 3), all measured, on the attempt workers only. The benchmark wants attempt workers
+    with its stand-in switch on (a worker with it refuses every real cycle): both are started again
+    with it first."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from argusic.bench_standin import STANDIN_ENV
+    from test_bench_scheduling import check_smoke_result
+
+    for host in ("attempts-1", "attempts-2"):
+        cluster.script("kill-worker", host)
+        _cluster(cluster.env | {STANDIN_ENV: "1"}, "start-worker", host, timeout=240)
+        print(f"attempt worker {host} started again with {STANDIN_ENV}=1 for the benchmark")
+    cluster.note_processes()
+
+    proc = subprocess.run(
+        [
+            sys.executable, str(ROOT / "scripts" / "bench_scheduling.py"),
+            "--sizes", "12", "--max-minutes", "5", "--docker-repeat", "2",
+            "--cluster", str(cluster.folder), "--work", str(cluster.bench_work),
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ARGUSIC_"))},
+    )  # fmt: skip
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    check_smoke_result(proc.stdout)
+    assert "the running cluster in" in proc.stdout
+
+
+def test_the_cluster_stops_and_leaves_no_process(cluster: SharedCluster) -> None:
+    """The last test of the module: `stop` ends every component and whatever they started."""
+    stop = cluster.run_script("stop", timeout=600)
+    assert stop.returncode == 0, stop.stderr
+    left = [p for p in cluster.seen if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, [(p.pid, p.cmdline()) for p in left]
+    assert not list((cluster.folder / "pids").glob("*.pid"))
+    named = subprocess.run(
+        ["pgrep", "-f", str(cluster.folder)], capture_output=True, text=True
+    ).stdout.split()
+    assert named == [], f"processes of the cluster left after stop: {named}"
 
 
 def _cycle_with_a_lost_worker(
@@ -322,10 +569,8 @@ def _cycle_with_a_lost_worker(
     assert after == []
 
     # The same cycle with dag.test() on one machine gives the same board.
-    cluster_board = _board(cluster_dir / "hosts" / "warehouse" / "published" / CYCLE / "board.json")
-    single = _single_machine_board(tmp_path / "single", catalogue)
-    _same_board(cluster_board, single)
-    print(f"boards equal: {len(single['rows'])} row(s), {len(single['projects'])} project(s)")
+    # The next test runs the same cycle with dag.test() on one machine and compares the boards.
+    BOARDS["cluster"] = _board(cluster_dir / "hosts" / "warehouse" / "published" / CYCLE / "board.json")
 
 
 def _cycle_conf(catalogue: Path) -> dict:
@@ -465,14 +710,24 @@ def _unpause(name: str | None) -> None:
         docker.from_env().containers.get(name).unpause()
 
 
-def _single_machine_board(base: Path, catalogue: Path) -> dict:
-    """The same cycle through `dag.test()` on one machine (tests/test_dags.py's harness), approved
-    through the REST API by the same kind of person."""
+def test_the_same_cycle_on_one_machine_gives_the_same_board_and_runs_once(
+    tmp_path: Path, served_catalogue: Path
+) -> None:
+    """The same cycle through `dag.test()` on one machine (tests/test_dags.py's harness, the Docker
+    executor), approved through the REST API by the same kind of person, twice: the second run finds
+    every record and measures nothing again, loads nothing twice. Its board equals the cluster's
+    (the test before this one), byte for byte but for its timestamps. (Told once: this was also
+    tests/test_dags.py's Docker cycle, on another pool.)"""
     sys.path.insert(0, str(Path(__file__).parent))
+    import duckdb
+    from argusic.executor import docker_available
+    from argusic.record import load_record_file
     from hitl_people import Answerer, Person, api_server
     from test_dags import airflow_env, dag_test, env_for
 
-    home = base / "home"
+    if not docker_available():
+        pytest.skip("no Docker daemon")
+    home = tmp_path / "home"
     migrate = subprocess.run(
         [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
         env=airflow_env(home),
@@ -482,12 +737,51 @@ def _single_machine_board(base: Path, catalogue: Path) -> dict:
     )
     assert migrate.returncode == 0, migrate.stderr[-4000:]
     port = free_port()
-    env = env_for(home / "airflow", base, ARGUSIC_EXECUTOR="docker", AIRFLOW_UI_PORT=str(port))
-    conf = _cycle_conf(catalogue)
-    with api_server(env, base / "api-server.log", port) as server:
+    env = env_for(home / "airflow", tmp_path, ARGUSIC_EXECUTOR="docker", AIRFLOW_UI_PORT=str(port))
+    conf = _cycle_conf(served_catalogue)
+    started = time.perf_counter()
+    with api_server(env, tmp_path / "api-server.log", port) as server:
         ops = Person(server["url"], "admin", server["passwords"]["admin"])
         with Answerer(ops, lambda detail: (ops, "Approve", "single machine reference")) as answerer:
-            (result,) = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}], timeout=1200)
-    assert not answerer.errors
-    assert result["state"] == "success", [t for t in result["tis"] if t["state"] != "success"]
-    return _board(base / "published" / CYCLE / "board.json")
+            first, second = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}] * 2, timeout=1200)
+    print(f"dag.test x2: {time.perf_counter() - started:.1f}s ({first['seconds']}s, {second['seconds']}s)")
+    assert not answerer.errors, answerer.errors
+    answered = [a["detail"]["task_instance"]["task_id"] for a in answerer.answered]
+    assert answered == ["approve_publication"] * 2
+
+    assert first["state"] == "success", [t for t in first["tis"] if t["state"] != "success"]
+    attempts = [t for t in first["tis"] if t["task_id"] == "run_attempt"]
+    assert len(attempts) == POOL_SIZE * 3
+    assert all(t["state"] == "success" and t["try"] == 1 for t in attempts)
+    labels = sorted(t["label"] for t in attempts)
+    assert all(label.startswith("readme-runner / ") for label in labels), labels
+    # The label says how each attempt ended, once it has: "agent / project / attempt N · ✓ ran, …".
+    assert all(" · ✓ " in label or " · ✗ " in label for label in labels), labels
+    named = {label.split(" · ")[0].rsplit(" / ", 1)[1] for label in labels}
+    assert named == {"attempt 1", "attempt 2", "attempt 3"}
+
+    returned = [p for x in first["xcom"] if x["task_id"] == "run_attempt" for p in x["value"]]
+    records = [load_record_file(Path(p)) for p in returned]
+    assert all(r.executor == "docker" and r.cycle_id == CYCLE for r in records)
+    assert len({(r.project_id, r.attempt_no) for r in records if r.rerun_of is None}) == POOL_SIZE * 3
+    ingested = next(x["value"] for x in first["xcom"] if x["task_id"] == "ingest")
+    assert ingested["inserted"] == len(returned) and ingested["already_present"] == 0
+
+    def row_count() -> int:
+        with duckdb.connect(env["ARGUSIC_WAREHOUSE"], read_only=True) as con:
+            return con.execute("SELECT count(*) FROM raw.run_records WHERE cycle_id = ?", [CYCLE]).fetchone()[
+                0
+            ]
+
+    assert row_count() == len(returned)
+    # The same cycle again: every attempt finds its record, nothing is measured or loaded twice.
+    assert second["state"] == "success", second
+    again = next(x["value"] for x in second["xcom"] if x["task_id"] == "ingest")
+    assert again == {"files": len(returned), "inserted": 0, "already_present": len(returned)}
+    assert row_count() == len(returned)
+
+    single = _board(tmp_path / "published" / CYCLE / "board.json")
+    assert [row["agent_id"] for row in single["rows"]] == ["readme-runner"]
+    assert "cluster" in BOARDS, "no board of the cluster's cycle to compare with: the test before failed"
+    _same_board(BOARDS["cluster"], single)
+    print(f"boards equal: {len(single['rows'])} row(s), {len(single['projects'])} project(s)")

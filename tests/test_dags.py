@@ -1,4 +1,5 @@
-"""The Airflow DAGs: integrity, and `dag.test()` of both DAGs end to end (real Docker, real DuckDB).
+"""The Airflow DAGs: integrity, and `dag.test()` of the DAGs end to end (real DuckDB; the cycle in
+Docker, twice, is in tests/test_cluster_cycle.py beside the cluster's run of the same cycle).
 
 Airflow reads its settings once per process (AIRFLOW_HOME, the metadata DB), so everything that
 imports Airflow runs in a subprocess with the environment of scripts/airflow_env.sh, pointed at a
@@ -11,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -369,82 +369,8 @@ def test_pool_rotation_dag_publishes_then_reveals_after_the_cycle(airflow_db, fo
     assert not (published / "2027-01" / "private_pool.json").exists()
 
 
-@pytest.mark.slow
-@pytest.mark.docker
-def test_cycle_dag_end_to_end_in_docker_is_idempotent(airflow_db, forge, tmp_path) -> None:
-    from argusic.executor import docker_available
-    from argusic.record import load_record_file
-
-    if not docker_available():
-        pytest.skip("no Docker daemon")
-    from hitl_people import Answerer, Person, api_server, free_port
-
-    port = free_port()
-    env = env_for(
-        airflow_db,
-        tmp_path,
-        ARGUSIC_EXECUTOR="docker",
-        ARGUSIC_REPO_ROOTS=str(forge.parent),
-        AIRFLOW_UI_PORT=str(port),
-    )
-    conf = {
-        "cycle_id": "2026-12-demo",
-        "catalogue": str(forge),
-        "pool_size": 2,
-        "agents": ["readme-runner"],
-        "demo": True,
-    }
-    started = time.perf_counter()
-    # Nothing is published before a person approves the board: ops approves each run's form through
-    # the REST API (tests/test_review_dags.py covers every decision).
-    with api_server(env, tmp_path / "api-server.log", port) as server:
-        ops = Person(server["url"], "admin", server["passwords"]["admin"])
-        with Answerer(ops, lambda detail: (ops, "Approve", "docker end to end: checked")) as answerer:
-            first, second = dag_test(env, [{"dag_id": "argusic_cycle", "conf": conf}] * 2, timeout=900)
-    print(f"dag.test x2: {time.perf_counter() - started:.1f}s ({first['seconds']}s, {second['seconds']}s)")
-    assert not answerer.errors, answerer.errors
-    answered = [a["detail"]["task_instance"]["task_id"] for a in answerer.answered]
-    assert answered == ["approve_publication"] * 2
-
-    assert first["state"] == "success", [t for t in first["tis"] if t["state"] != "success"]
-    attempts = [t for t in first["tis"] if t["task_id"] == "run_attempt"]
-    assert len(attempts) == 2 * 3
-    assert all(t["state"] == "success" for t in attempts)
-    assert all(t["try"] == 1 for t in attempts)
-    labels = sorted(t["label"] for t in attempts)
-    assert all(label.startswith("readme-runner / ") for label in labels), labels
-    # The label says how each attempt ended, once it has: "agent / project / attempt N · ✓ ran, …".
-    assert all(" · ✓ " in label or " · ✗ " in label for label in labels), labels
-    named = {label.split(" · ")[0].rsplit(" / ", 1)[1] for label in labels}
-    assert named == {"attempt 1", "attempt 2", "attempt 3"}
-
-    returned = [p for x in first["xcom"] if x["task_id"] == "run_attempt" for p in x["value"]]
-    assert len(returned) >= 6
-    records = [load_record_file(Path(p)) for p in returned]
-    assert all(r.executor == "docker" and r.cycle_id == "2026-12-demo" for r in records)
-    firsts = {(r.project_id, r.attempt_no) for r in records if r.rerun_of is None}
-    assert len(firsts) == 6
-
-    ingested = next(x["value"] for x in first["xcom"] if x["task_id"] == "ingest")
-    assert ingested["inserted"] == len(returned) and ingested["already_present"] == 0
-    board = json.loads((tmp_path / "published" / "2026-12-demo" / "board.json").read_text())
-    assert [row["agent_id"] for row in board["rows"]] == ["readme-runner"]
-
-    import duckdb
-
-    def row_count() -> int:
-        with duckdb.connect(env["ARGUSIC_WAREHOUSE"], read_only=True) as con:
-            return con.execute(
-                "SELECT count(*) FROM raw.run_records WHERE cycle_id = '2026-12-demo'"
-            ).fetchone()[0]
-
-    assert row_count() == len(returned)
-
-    # The same cycle again: every attempt finds its record, nothing is measured or loaded twice.
-    assert second["state"] == "success", second
-    again = next(x["value"] for x in second["xcom"] if x["task_id"] == "ingest")
-    assert again == {"files": len(returned), "inserted": 0, "already_present": len(returned)}
-    assert row_count() == len(returned)
+# The cycle DAG end to end in Docker with dag.test(), run twice (idempotent), is in
+# tests/test_cluster_cycle.py: the same cycle as the cluster's, whose board it must equal.
 
 
 @pytest.mark.slow
