@@ -47,8 +47,8 @@ def api_server(env: dict[str, str], log_path: Path, port: int) -> Iterator[dict]
             try:
                 if requests.get(f"{url}/api/v2/monitor/health", timeout=2).ok:
                     break
-            except requests.ConnectionError:
-                pass
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # not listening yet, or too busy starting to answer within 2 s (a loaded host)
             if server.poll() is not None:
                 break
             time.sleep(1)

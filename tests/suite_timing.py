@@ -6,7 +6,8 @@
   Within a file the order is the file's own. (`make test` passes `--no-loadscope-reorder`, else
   pytest-xdist orders files by their number of tests.)
 - **Record**: every test's time (setup, call and teardown) and the worker that ran it, written at the
-  end to `.suite/last-run.json` (the run before it moved to `.suite/previous-run.json`).
+  end of a whole run to `.suite/last-run.json` (the run before it moved to `.suite/previous-run.json`);
+  a run of some files, or with -k or -m, to `.suite/last-partial-run.json`.
 - **Tell**: the suite's wall time, each worker's busy time and the slowest files, at the end of the
   terminal report; `scripts/suite_budget.py` compares two runs and writes the durations file.
 
@@ -111,13 +112,22 @@ class SuiteTiming:
             return
         try:
             RUNS_DIR.mkdir(exist_ok=True)
-            last = RUNS_DIR / "last-run.json"
-            if last.exists():
-                last.replace(RUNS_DIR / "previous-run.json")
+            if self.whole_run():  # compared run to run: a part of the suite is kept apart
+                last = RUNS_DIR / "last-run.json"
+                if last.exists():
+                    last.replace(RUNS_DIR / "previous-run.json")
+            else:
+                last = RUNS_DIR / "last-partial-run.json"
             last.write_text(json.dumps(doc, indent=1) + "\n")
             write(f"timings written to {last.relative_to(ROOT)} (scripts/suite_budget.py compares runs)")
         except OSError as err:
             write(f"timings not written: {err}")
+
+    def whole_run(self) -> bool:
+        """The whole suite (`make test`): no file, -k or -m chosen."""
+        option = self.config.option
+        chosen = [a for a in self.config.args if Path(a).resolve() != ROOT / "tests"]
+        return not (chosen or option.keyword or option.markexpr)
 
 
 def pytest_configure(config: pytest.Config) -> None:
