@@ -30,7 +30,8 @@ went, not the absolute numbers.
 
 Usage: .venv/bin/python scripts/bench_scheduling.py [--sizes 1200,11007] [--max-minutes 15]
            [--attempt-concurrency 4] [--docker-repeat 10] [--cluster DIR] [--work DIR] [--keep]
-Prints a last line `@@RESULT@@{json}` with every figure (tests/test_bench_scheduling.py reads it).
+Prints a last line `@@RESULT@@{json}` with every figure (tests/test_bench_scheduling.py checks it;
+tests/test_cluster_cycle.py runs it on the shared cluster).
 """
 
 from __future__ import annotations
