@@ -18,7 +18,6 @@ person reading them.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 from collections import defaultdict
@@ -74,10 +73,6 @@ class SuiteTiming:
         self.tests: dict[str, float] = defaultdict(float)
         self.worker_of: dict[str, str] = {}
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, session, config, items) -> None:
-        items[:] = slowest_first(items, known_durations())
-
     def pytest_runtest_logreport(self, report) -> None:
         self.tests[report.nodeid] += report.duration
         node = getattr(report, "node", None)  # pytest-xdist: the worker that ran it
@@ -108,7 +103,7 @@ class SuiteTiming:
         write(f"slowest files (of {len(doc['files'])}):")
         for name, seconds in list(doc["files"].items())[:SHOWN_FILES]:
             write(f"  {seconds:8.1f} s  {name}")
-        if self.config.getoption("collectonly") or os.environ.get("PYTEST_XDIST_WORKER"):
+        if self.config.getoption("collectonly"):
             return
         try:
             RUNS_DIR.mkdir(exist_ok=True)
@@ -130,14 +125,16 @@ class SuiteTiming:
         return not (chosen or option.keyword or option.markexpr)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):  # the controller (or a run without workers)
-        config.pluginmanager.register(SuiteTiming(config), "argusic-suite-timing")
-    else:  # each worker orders its collection the same way (xdist checks they agree)
-        config.pluginmanager.register(_WorkerOrder(), "argusic-suite-order")
+class _SlowestFirst:
+    """Whatever process collects (each xdist worker, or the one process) orders the same way: xdist
+    checks that the workers' collections agree."""
 
-
-class _WorkerOrder:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
         items[:] = slowest_first(items, known_durations())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_SlowestFirst(), "argusic-suite-order")
+    if not hasattr(config, "workerinput"):  # the controller (or a run without workers) keeps time
+        config.pluginmanager.register(SuiteTiming(config), "argusic-suite-timing")

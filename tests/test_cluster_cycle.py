@@ -442,7 +442,6 @@ def test_the_scheduling_benchmark_runs_its_stand_ins_on_the_cluster(cluster: Sha
     (4 projects x 3), all measured, on the attempt workers only. The benchmark wants attempt workers
     with its stand-in switch on (a worker with it refuses every real cycle): both are started again
     with it first."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from argusic.bench_standin import STANDIN_ENV
     from test_bench_scheduling import check_smoke_result
 
@@ -540,9 +539,10 @@ def _cycle_with_a_lost_worker(
         ).fetchall()
     assert sorted(a for a, _ in rows) == sorted(records) and all(n == 1 for _, n in rows)
 
-    # What the kill left behind: the lost worker's containers (its reaper died with it; each container's
-    # watchdog ends it at its budget) are removed by the maintenance DAG once they are past their
-    # deadline and grace, whichever is left by then; its scratch folders by the next attempt there.
+    # What the kill left behind: the lost tries' reapers (sessions of their own) remove their containers
+    # and scratch folders at once (seen: nothing left); whatever they could not is removed by the
+    # maintenance DAG once past its deadline and grace (containers), or by the next attempt's sweep
+    # there (folders).
     from argusic.settings import orchestrator_config
 
     budget = max(orchestrator_config().budgets_minutes.values()) * 60 / 360  # demo budgets
@@ -568,8 +568,7 @@ def _cycle_with_a_lost_worker(
     print(f"after the cycle and maintenance: containers {after}, scratch of {killed} {victim_scratch}")
     assert after == []
 
-    # The same cycle with dag.test() on one machine gives the same board.
-    # The next test runs the same cycle with dag.test() on one machine and compares the boards.
+    # The module's last test runs the same cycle with dag.test() on one machine and compares boards.
     BOARDS["cluster"] = _board(cluster_dir / "hosts" / "warehouse" / "published" / CYCLE / "board.json")
 
 
@@ -656,12 +655,13 @@ def _lose_a_worker_mid_cycle(
             parts = label.split(" / ")
             if t["task_id"] != "run_attempt" or t["state"] != "running" or len(parts) != 3:
                 continue
-            if f"{parts[1]}.a{parts[2].removeprefix('attempt ')}" not in with_container:
+            key = f"{parts[1]}.a{parts[2].removeprefix('attempt ')}"
+            if key not in with_container:
                 continue
             # The kill must land mid-attempt: a demo attempt ends within seconds, and a kill that
             # lands after its container ended (while the task lands /out or writes the record) is
             # another story. Paused, the container cannot end before the worker is gone.
-            frozen = _pause_container_of(settings, t)
+            frozen = _pause_container_of(settings, key)
             if frozen is not None:
                 victim, chosen = t["hostname"], t
                 break
@@ -685,16 +685,14 @@ def _lose_a_worker_mid_cycle(
     return left
 
 
-def _pause_container_of(settings: dict, task: dict) -> str | None:
-    """Pause the container of a running attempt task (its label: agent / project / attempt n);
+def _pause_container_of(settings: dict, key: str) -> str | None:
+    """Pause the running container of the attempt `<project>.a<n>` (the key the caller matched);
     None when it ended in between (the caller then looks for another)."""
     import docker
 
-    agent, project, number = (task.get("rendered_map_index") or "").split(" · ")[0].split(" / ")
-    suffix = f".{agent}.{project}.a{number.removeprefix('attempt ')}"
     mine = {"label": f"argusic.installation={settings['INSTALLATION']}", "status": "running"}
     for container in docker.from_env().containers.list(filters=mine):
-        if container.labels.get("argusic.attempt_id", "").endswith(suffix):
+        if container.labels.get("argusic.attempt_id", "").endswith(f".{key}"):
             with contextlib.suppress(docker.errors.APIError):
                 container.pause()
                 return container.name
@@ -716,9 +714,8 @@ def test_the_same_cycle_on_one_machine_gives_the_same_board_and_runs_once(
     """The same cycle through `dag.test()` on one machine (tests/test_dags.py's harness, the Docker
     executor), approved through the REST API by the same kind of person, twice: the second run finds
     every record and measures nothing again, loads nothing twice. Its board equals the cluster's
-    (the test before this one), byte for byte but for its timestamps. (Told once: this was also
+    (the cycle test above), byte for byte but for its timestamps. (Told once: this was also
     tests/test_dags.py's Docker cycle, on another pool.)"""
-    sys.path.insert(0, str(Path(__file__).parent))
     import duckdb
     from argusic.executor import docker_available
     from argusic.record import load_record_file
@@ -769,9 +766,8 @@ def test_the_same_cycle_on_one_machine_gives_the_same_board_and_runs_once(
 
     def row_count() -> int:
         with duckdb.connect(env["ARGUSIC_WAREHOUSE"], read_only=True) as con:
-            return con.execute("SELECT count(*) FROM raw.run_records WHERE cycle_id = ?", [CYCLE]).fetchone()[
-                0
-            ]
+            query = "SELECT count(*) FROM raw.run_records WHERE cycle_id = ?"
+            return con.execute(query, [CYCLE]).fetchone()[0]
 
     assert row_count() == len(returned)
     # The same cycle again: every attempt finds its record, nothing is measured or loaded twice.
@@ -782,6 +778,6 @@ def test_the_same_cycle_on_one_machine_gives_the_same_board_and_runs_once(
 
     single = _board(tmp_path / "published" / CYCLE / "board.json")
     assert [row["agent_id"] for row in single["rows"]] == ["readme-runner"]
-    assert "cluster" in BOARDS, "no board of the cluster's cycle to compare with: the test before failed"
+    assert "cluster" in BOARDS, "no board of the cluster's cycle to compare with: the cycle test failed"
     _same_board(BOARDS["cluster"], single)
     print(f"boards equal: {len(single['rows'])} row(s), {len(single['projects'])} project(s)")

@@ -397,9 +397,9 @@ def remove_container(name: str, installation: str, client=None, scratch: str | N
     labels = container.labels or {}
     if labels.get(INSTALLATION_LABEL) != installation:
         return False
-    if scratch is not None and labels.get(SCRATCH_LABEL, scratch) != scratch:
-        log.info("container %s belongs to another try (%s), not to %s: kept", name,
-                 labels.get(SCRATCH_LABEL), scratch)  # fmt: skip
+    made_by = labels.get(SCRATCH_LABEL)  # None: made before the label existed, by name as then
+    if scratch is not None and made_by is not None and made_by != scratch:
+        log.info("container %s belongs to another try (%s), not to %s: kept", name, made_by, scratch)
         return False
     with contextlib.suppress(docker.errors.NotFound):
         container.remove(force=True)

@@ -417,7 +417,9 @@ class DockerExecutor:
         started = _now()
         container = scratch = reaper = stop_watching = None
         try:
-            self._remove_leftover(name, installation)
+            # a container of this name left by a crashed earlier try of this attempt (ours only): by
+            # name on purpose, whichever try made it
+            remove_container(name, installation, self.client)
             scratch = AttemptScratch.new(attempt_id)
             reaper = Reaper.start(scratch, container=name)
             scratch.create(container=name, reaper=reaper)
@@ -499,13 +501,6 @@ class DockerExecutor:
             if scratch is not None and not (reaper is not None and reaper.hand_over()):
                 for problem in scratch.destroy():
                     log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
-
-    def _remove_leftover(self, name: str, installation: str) -> None:
-        """A container of the same name left by a crashed earlier try of this attempt, ours only."""
-        with contextlib.suppress(self._docker.errors.NotFound):
-            container = self.client.containers.get(name)
-            if container.labels.get(INSTALLATION_LABEL) == installation:
-                container.remove(force=True)
 
     def remove_orphans(
         self,
