@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TEST_WORKERS ?= 2
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image grader-image render-image demo test test-fast lint format airflow-ui airflow-screenshots \
+.PHONY: install docker image agents-image grader-image render-image demo test test-fast lint format airflow-ui airflow-screenshots screenshots \
 	build-worker clean player browser notebook sql docs terminal-tools cluster cluster-stop cluster-status
 .DEFAULT_GOAL := install
 PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
@@ -107,8 +107,10 @@ terminal-tools:
 # Start the UI on a free port in a temp folder, run the demo and the documented trigger, and take
 # screenshots of what ops see (grid, attempts, a log, the trigger form, health) into $(SHOTS).
 SHOTS ?= screenshots
+# Documentation, not a test: `make test` keeps one smoke test of the UI (tests/test_airflow_ui.py).
 airflow-screenshots: install image browser
 	$(PY) scripts/airflow_screenshots.py --out $(SHOTS)
+screenshots: airflow-screenshots
 
 # One warm process for builds and publications (dbt and GX imported once); export the same
 # ARGUSIC_BUILD_WORKER to `argusic build` and Airflow so that they use it.

@@ -2,7 +2,12 @@
 exactly as docs/airflow.md says, and take screenshots in headless Chromium (Debian's package).
 
     .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots          # everything in a temp dir
-    .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots --skip-demo   # what the test runs
+    .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots --skip-demo   # without the demo
+    .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots --smoke       # what the test runs
+
+--smoke (tests/test_airflow_ui.py, part of `make test`): start the UI, log in through its form in
+Chromium, open the home page and read what it shows (health, the DAGs, import errors), one screenshot;
+no cycle is run. The screenshots are documentation: `make screenshots` takes them all.
 
 Steps (one UI, started with scripts/airflow_ui.sh on a free port, stopped at the end):
 
@@ -21,12 +26,14 @@ Steps (one UI, started with scripts/airflow_ui.sh on a free port, stopped at the
 
 Prints one JSON line (`@@RESULT@@{...}`) with what was checked through the REST API: states, labels,
 log lines, ERROR events in the successful run's task logs, the health check, the params' descriptions.
-tests/test_airflow_screenshots.py asserts on it. The screenshots are PNG files in --out.
+tests/test_airflow_ui.py asserts on the --smoke part. The screenshots are PNG files in --out; the
+script exits non-zero when what it shows went wrong (the documented run failed, the conflict did not).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -292,6 +299,9 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, help="Airflow and Argusic state (default: a new temp dir)")
     parser.add_argument("--port", type=int, default=0, help="API server port (default: a free one)")
     parser.add_argument("--skip-demo", action="store_true", help="do not run `argusic demo` first")
+    parser.add_argument(
+        "--smoke", action="store_true", help="only log in and read the home page (no demo, no cycle)"
+    )
     args = parser.parse_args()
 
     if not Path(CHROMIUM).exists():
@@ -303,7 +313,7 @@ def main() -> int:
     base = f"http://127.0.0.1:{port}"
     result: dict = {"base": base, "workdir": str(work), "screenshots": {}}
 
-    if not args.skip_demo:
+    if not args.skip_demo and not args.smoke:
         say("argusic demo (what `make demo` runs)")
         started = time.monotonic()
         demo = subprocess.run(
@@ -329,12 +339,15 @@ def main() -> int:
         result["params"] = {
             name: (p or {}).get("description") for name, p in (details.get("params") or {}).items()
         }
+        browser = Browser(base, password, args.out)
+        if args.smoke:
+            result |= smoke(api, browser)
+            return finish(result, args, work)  # the UI is stopped (finally) before the work dir goes
 
         # The documented trigger (docs/airflow.md, "Trigger a cycle"): unpause, then the trigger form
         # filled as the docs say (run id in the advanced options, the three params), as a person would.
         airflow(env, "dags", "unpause", DAG)
         run_id = f"cycle__2026-12-ui__{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-        browser = Browser(base, password, args.out)
         say(f"trigger form: run id {run_id}, params {json.dumps(DOCS_CONF)}")
         result["screenshots"] |= browser.trigger(run_id, DOCS_CONF)
         started = time.monotonic()
@@ -503,9 +516,45 @@ def main() -> int:
         if browser is not None:
             browser.close()
         subprocess.run(["bash", str(ROOT / "scripts" / "airflow_ui.sh"), "--stop"], env=env, timeout=120)
-    print(MARK + json.dumps(result, default=str))
+    finish(result, args, work)
+    wrong = [
+        what
+        for what, ok in (
+            ("the documented run did not succeed", result["docs_run"]["state"] == "success"),
+            ("the publication was not approved in the browser", bool(approved.get("tries"))),
+            ("the environment review did not succeed", result["review"]["state"] == "success"),
+            ("the conflicting trigger did not fail at prepare_pool on its first try",
+             result["conflict_run"]["prepare_pool"] == {"state": "failed", "try_number": 1}),
+        )
+        if not ok
+    ]  # fmt: skip
+    for what in wrong:
+        say(f"WRONG: {what}")
+    return 1 if wrong else 0
+
+
+def smoke(api: Api, browser: Browser) -> dict:
+    """The home page after logging in, read as a person reads it, and what the REST API says beside it:
+    the DAGs the processor parsed and its import errors."""
+    shot = browser.shot("home", "", wait_text="Health")
+    home = browser.page.inner_text("body")
+    browser.page.goto(f"{browser.base}/dags")
+    browser.page.get_by_text(DAG, exact=True).first.wait_for(timeout=60_000)
+    listed = browser.page.inner_text("body")
+    return {
+        "screenshots": {"home": shot},
+        "home_text": home,
+        "dags_text": listed,
+        "dags": sorted(d["dag_id"] for d in api.get("/dags", limit=100)["dags"]),
+        "import_errors": [e.get("filename") for e in api.get("/importErrors")["import_errors"]],
+    }
+
+
+def finish(result: dict, args: argparse.Namespace, work: Path) -> int:
+    """Print what was seen; the temp work dir is removed at exit, once the UI has been stopped."""
+    print(MARK + json.dumps(result, default=str), flush=True)
     if not args.workdir and os.environ.get("ARGUSIC_KEEP_WORKDIR") != "1":
-        shutil.rmtree(work, ignore_errors=True)
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
     return 0
 
 
