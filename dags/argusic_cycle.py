@@ -7,7 +7,13 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_TASK_ARGS, budget_params, run_attempt_task
+from argusic.airflow_dag import (
+    ATTEMPT_TASK_ARGS,
+    WAREHOUSE_TASK_ARGS,
+    budget_params,
+    retry_delay,
+    run_attempt_task,
+)
 from argusic.airflow_dag import attempt_label as _attempt_label
 from argusic.airflow_dag import cycle_id_of_context as _cycle_id
 from argusic.airflow_dag import fail_at_once as _fail_at_once
@@ -75,7 +81,7 @@ Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` 
     default_args={
         "owner": "argusic",
         "retries": 2,
-        "retry_delay": timedelta(minutes=1),
+        "retry_delay": retry_delay(timedelta(minutes=1)),
     },
     params={
         "cycle_id": Param(

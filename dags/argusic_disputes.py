@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
-from argusic.airflow_dag import WAREHOUSE_TASK_ARGS
+from argusic.airflow_dag import WAREHOUSE_TASK_ARGS, retry_delay
 from argusic.review.operators import DisputeRulingForm
 
 DOC_MD = """
@@ -37,7 +37,7 @@ From a shell: `argusic dispute file|rule|list` (docs/operators.md).
     catchup=False,
     tags=["argusic", "disputes"],
     doc_md=DOC_MD,
-    default_args={"owner": "argusic", "retries": 1, "retry_delay": timedelta(minutes=1)},
+    default_args={"owner": "argusic", "retries": 1, "retry_delay": retry_delay(timedelta(minutes=1))},
     params={
         "attempt_id": Param(
             "",

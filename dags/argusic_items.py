@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_TASK_ARGS
+from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_TASK_ARGS, retry_delay
 from argusic.airflow_dag import fail_at_once as _fail_at_once
 
 DOC_MD = """
@@ -43,7 +43,7 @@ CONTAINER_TASK_ARGS = {k: v for k, v in ATTEMPT_TASK_ARGS.items() if k != "map_i
     max_active_runs=1,
     tags=["argusic", "repair"],
     doc_md=DOC_MD,
-    default_args={"owner": "argusic", "retries": 2, "retry_delay": timedelta(minutes=1)},
+    default_args={"owner": "argusic", "retries": 2, "retry_delay": retry_delay(timedelta(minutes=1))},
     params={
         "cycle_id": Param(
             None,

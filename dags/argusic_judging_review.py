@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import WAREHOUSE_TASK_ARGS
+from argusic.airflow_dag import WAREHOUSE_TASK_ARGS, retry_delay
 from argusic.review.operators import JudgingReviewForm
 
 DOC_MD = """
@@ -43,7 +43,7 @@ The same review from a shell: `argusic judging review --attempt A --look N --dec
     catchup=False,
     tags=["argusic", "review", "judging"],
     doc_md=DOC_MD,
-    default_args={"owner": "argusic", "retries": 1, "retry_delay": timedelta(minutes=1)},
+    default_args={"owner": "argusic", "retries": 1, "retry_delay": retry_delay(timedelta(minutes=1))},
     params={
         "cycle_id": Param(
             None,

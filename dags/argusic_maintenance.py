@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import dag, get_current_context, task
-from argusic.airflow_dag import WAREHOUSE_TASK_ARGS
+from argusic.airflow_dag import WAREHOUSE_TASK_ARGS, retry_delay
 
 DOC_MD = """
 ### Argusic maintenance (hourly)
@@ -41,7 +41,7 @@ def _interval_end():
     tags=["argusic", "maintenance"],
     doc_md=DOC_MD,
     # One quick retry covers a transient store read; a real mismatch fails again and stays red.
-    default_args={"owner": "argusic", "retries": 1, "retry_delay": timedelta(seconds=15)},
+    default_args={"owner": "argusic", "retries": 1, "retry_delay": retry_delay(timedelta(seconds=15))},
 )
 def argusic_maintenance():
     @task

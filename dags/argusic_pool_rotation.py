@@ -8,6 +8,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
+from argusic.airflow_dag import retry_delay
 
 DOC_MD = """
 ### Argusic pool rotation (monthly)
@@ -45,7 +46,7 @@ def _run_day():
     default_args={
         "owner": "argusic",
         "retries": 2,
-        "retry_delay": timedelta(minutes=2),
+        "retry_delay": retry_delay(timedelta(minutes=2)),
         "retry_exponential_backoff": True,
     },
     params={

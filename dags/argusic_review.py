@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import WAREHOUSE_TASK_ARGS
+from argusic.airflow_dag import WAREHOUSE_TASK_ARGS, retry_delay
 from argusic.review.operators import EnvironmentReviewForm
 
 DOC_MD = """
@@ -38,7 +38,7 @@ project_at_fault --by NAME --note WHY` (docs/operators.md).
     catchup=False,
     tags=["argusic", "review"],
     doc_md=DOC_MD,
-    default_args={"owner": "argusic", "retries": 1, "retry_delay": timedelta(minutes=1)},
+    default_args={"owner": "argusic", "retries": 1, "retry_delay": retry_delay(timedelta(minutes=1))},
     params={
         "cycle_id": Param(
             None,

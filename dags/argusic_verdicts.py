@@ -15,6 +15,7 @@ from argusic.airflow_dag import (
     budget_params,
     cycle_id_of_context,
     fail_at_once,
+    retry_delay,
     run_attempt_task,
 )
 from argusic.verdicts import MAX_ROUNDS
@@ -61,7 +62,7 @@ def _targets(doc: dict):
     tags=["argusic", "verdicts"],
     doc_md=DOC_MD,
     user_defined_macros={"attempt_label": attempt_label},
-    default_args={"owner": "argusic", "retries": 2, "retry_delay": timedelta(minutes=1)},
+    default_args={"owner": "argusic", "retries": 2, "retry_delay": retry_delay(timedelta(minutes=1))},
     params={
         "cycle_id": Param(
             None,

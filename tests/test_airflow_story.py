@@ -140,3 +140,18 @@ def test_dbt_style_semaphores_leak_from_a_forked_task_unless_released(mode) -> N
     assert done.returncode == 0, done.stderr
     leaked = "leaked semaphore" in done.stderr
     assert leaked == (mode == "as-before"), done.stderr
+
+
+def test_the_retry_delay_is_the_dags_own_unless_set_for_every_dag(monkeypatch) -> None:
+    from datetime import timedelta
+
+    from argusic.airflow_dag import RETRY_DELAY_ENV, retry_delay
+
+    monkeypatch.delenv(RETRY_DELAY_ENV, raising=False)
+    assert retry_delay(timedelta(minutes=1)) == timedelta(minutes=1)
+    monkeypatch.setenv(RETRY_DELAY_ENV, "2")
+    assert retry_delay(timedelta(minutes=1)) == timedelta(seconds=2)
+    for bad in ("-1", "1.5", "soon", "3601"):
+        monkeypatch.setenv(RETRY_DELAY_ENV, bad)
+        with pytest.raises(ValueError, match=RETRY_DELAY_ENV):
+            retry_delay(timedelta(minutes=1))

@@ -46,7 +46,7 @@ for run in json.loads(sys.argv[1]):
         tis = dr.get_task_instances(session=session)
         out["tis"] = [
             {"task_id": ti.task_id, "map_index": ti.map_index, "state": str(ti.state),
-             "label": ti.rendered_map_index, "try": ti.try_number}
+             "label": ti.rendered_map_index, "try": ti.try_number, "seconds": ti.duration}
             for ti in tis
         ]
         rows = session.execute(
@@ -81,6 +81,8 @@ def airflow_env(base: Path, **extra: str) -> dict[str, str]:
         "ARGUSIC_PUBLISH_DIR": str(base / "published"),
         "ARGUSIC_WAREHOUSE": str(base / "warehouse" / "argusic.duckdb"),
         "ARGUSIC_EVIDENCE_URL": (base / "evidence_store").as_uri(),
+        # A retry (a form answered without its note, a failed ingest) waits 2 s here, not a minute.
+        "ARGUSIC_RETRY_DELAY_SECONDS": "2",
         "PATH": f"{Path(PYTHON).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         **extra,
     }
@@ -105,7 +107,8 @@ def run_python(env: dict[str, str], code: str, *args: str, timeout: float = 240)
 def dag_test(env: dict[str, str], runs: list[dict], timeout: float = 240) -> list[dict]:
     out = run_python(env, DRIVER, json.dumps(runs), timeout=timeout)
     line = next(line for line in out.splitlines() if line.startswith(MARK))
-    return json.loads(line[len(MARK) :])
+    results = json.loads(line[len(MARK) :])
+    return results
 
 
 def states(result: dict, task_id: str) -> list[str]:
@@ -143,7 +146,8 @@ for dag_id, dag in bag.dags.items():
         "tags": sorted(dag.tags), "doc_md": bool(dag.doc_md), "catchup": dag.catchup,
         "schedule": str(dag.schedule),
         "params": {k: dag.params.get_param(k).description for k in dag.params.keys()},
-        "tasks": {t.task_id: {"retries": t.retries, "pool": t.pool,
+        "tasks": {t.task_id: {"retries": t.retries, "retry_delay": t.retry_delay.total_seconds(),
+                              "pool": t.pool,
                               "mapped": "Mapped" in type(t).__name__, "queue": t.queue,
                               "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
                               "map_index_template": getattr(t, "map_index_template", None)}
@@ -154,7 +158,7 @@ print("@@RESULT@@" + json.dumps(out))
 
 
 def test_dagbag_integrity(tmp_path: Path) -> None:
-    env = airflow_env(tmp_path)
+    env = airflow_env(tmp_path, ARGUSIC_RETRY_DELAY_SECONDS="")  # the DAGs' own delays
     out = run_python(env, INTEGRITY)
     info = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
 
@@ -177,6 +181,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
         assert dag["catchup"] is False, dag_id
         for task_id, task in dag["tasks"].items():
             assert task["retries"] >= 1, f"{dag_id}.{task_id} has no retries"
+            assert task["retry_delay"] >= 15, f"{dag_id}.{task_id} retries at once"
     # No heavy work at import time: each DAG file parses fast.
     assert info["parse_seconds"] and max(info["parse_seconds"].values()) < 2.0, info["parse_seconds"]
 

@@ -4,7 +4,23 @@ the mapped attempt task. Airflow is imported inside the functions (the package i
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
+
+RETRY_DELAY_ENV = "ARGUSIC_RETRY_DELAY_SECONDS"
+
+
+def retry_delay(default: timedelta) -> timedelta:
+    """A DAG's wait before a failed task's retry: `default`, or ARGUSIC_RETRY_DELAY_SECONDS for every
+    DAG (a whole number of seconds, 0 to 3600). The tests shorten it: their retries are a person's
+    forgotten note or a failed attempt, and they should not sit out a minute each."""
+    text = os.environ.get(RETRY_DELAY_ENV, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) > 3600:
+        raise ValueError(f"{RETRY_DELAY_ENV}={text!r}: a whole number of seconds from 0 to 3600")
+    return timedelta(seconds=int(text))
+
 
 WAREHOUSE_POOL = "argusic_warehouse"  # one slot: DuckDB has one writer
 
@@ -26,7 +42,7 @@ ATTEMPT_MAP_INDEX_TEMPLATE = "{{ attempt_result | default(attempt_label(task.op_
 # Retries cover infrastructure only: a finished attempt is never measured twice.
 ATTEMPT_TASK_ARGS = {
     "retries": 3,
-    "retry_delay": timedelta(minutes=2),
+    "retry_delay": retry_delay(timedelta(minutes=2)),
     "retry_exponential_backoff": True,
     "execution_timeout": timedelta(hours=8),  # 120 min budget × (1 + 2 bounded reruns), with margin
     "map_index_template": ATTEMPT_MAP_INDEX_TEMPLATE,  # the attempt's label, then how it ended
