@@ -1,6 +1,6 @@
 """The public site and the published files, without a browser: quoted text, links, modes, times,
 the evidence base setting, the preview's bind address. The checkers here (links, published values)
-are used by the browser test too (tests/test_site_browser.py), on a real demo cycle."""
+are used by the browser test too (tests/test_demo_site.py), on a real demo cycle."""
 
 from __future__ import annotations
 

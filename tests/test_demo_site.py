@@ -1,25 +1,30 @@
-"""The public site read as a visitor would, in Debian's headless Chromium (`make browser`).
+"""The demo cycle end to end (`argusic demo`: real Docker, DuckDB, dbt, GX), told once, then its public site
+read as a visitor would, in Debian's headless Chromium (`make browser`).
 
-The site comes from a real cycle made the way `argusic demo` makes one: real Docker attempts on the
-demo forge, ingested, built by dbt, validated, audited and published; publication builds the site
-as its last step. Every page is opened through the preview server (127.0.0.1): no console error,
-every link resolves, every number shown is a published number, no digit on a page outside a
-marked field or quoted text; the recording plays; the same published files give the same bytes; a
-correction (marts.attempt_corrections, hand-made here until the review step makes it) shows its
-note and links the rerun.
+One demo for the module (issue 23: it was made twice, here and in tests/test_cli_demo.py): real Docker
+attempts on the demo forge, ingested, built by dbt, validated, audited and published; publication builds
+the site as its last step. The first test checks what the demo said and stored, and runs it a second time
+(nothing measured again, the same board); the site's tests follow, in file order. Every page is opened
+through the preview server (127.0.0.1): no console error, every link resolves, every number shown is a
+published number, no digit on a page outside a marked field or quoted text; the recording plays; the same
+published files give the same bytes; a correction (marts.attempt_corrections, hand-made here until the
+review step makes it) shows its note and links the rerun.
 
 ARGUSIC_SITE_SCREENSHOTS=<folder>: also write the screenshots there (docs/screenshots/site-*.png).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import stat
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
+import duckdb
 import pytest
 from argusic.executor import docker_available
 from test_attempt_page_browser import BROWSER_ARGS
@@ -37,8 +42,9 @@ SPONSOR = ("Example Cloud", "compute")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory):
-    """A published demo cycle (48 real attempts) in its own folders; yields the publish folder."""
+def demo_run(tmp_path_factory: pytest.TempPathFactory):
+    """`argusic demo` once (48 real attempts) in its own folders, its ARGUSIC_* set for the module;
+    yields the home folder and what the demo printed."""
     from argusic.cli import app
     from typer.testing import CliRunner
 
@@ -59,7 +65,100 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
         mp.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
         result = CliRunner().invoke(app, ["demo"])
         assert result.exit_code == 0, result.output
-        yield home / "published"
+        yield home, result.output
+
+
+@pytest.fixture(scope="module")
+def demo(demo_run) -> Path:
+    """The demo's publish folder."""
+    return demo_run[0] / "published"
+
+
+def test_demo_cycle_end_to_end_twice(demo_run) -> None:
+    from argusic.cli import app
+    from argusic.evidence import EvidenceStore
+    from argusic.record import load_record_file
+    from typer.testing import CliRunner
+
+    isolated, output = demo_run
+    first = SimpleNamespace(output=output)
+    assert "Argusic board" in first.output
+    assert "demo cycle 2026-12-demo: 48 attempts" in first.output
+    assert "48/48" in first.output and "passes" in first.output and "ETA" in first.output  # the progress bar
+    closing = first.output[first.output.index("where things are") :]
+    places = ("board", "warehouse", "analyst copy", "notebook", "evidence", "Airflow UI", "make airflow-ui")
+    for what in (*places, "what to do next", "cycle__2026-12-ui__"):
+        assert what in closing, what
+    db = isolated / "warehouse" / "argusic.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        outcomes = {r[0] for r in con.execute("SELECT DISTINCT outcome FROM marts.attempt_scores").fetchall()}
+        rows = con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0]
+        recovered = con.execute(
+            "SELECT count(*) FROM marts.attempt_scores a JOIN raw.run_records r USING (attempt_id) "
+            "WHERE r.errors_fixed > 0 AND a.outcome = 'pass_full'"
+        ).fetchone()[0]
+        install_failed = con.execute(
+            "SELECT count(*) FROM raw.run_records WHERE install_ok = false"
+        ).fetchone()[0]
+        run_failed = con.execute(
+            "SELECT count(*) FROM raw.run_records WHERE install_ok AND NOT ran_ok"
+        ).fetchone()[0]
+        board = con.execute("SELECT agent_id, rank FROM marts.board ORDER BY rank").fetchall()
+    assert outcomes == {"pass_full", "pass_mock", "fail", "timeout"}
+    assert recovered > 0 and install_failed > 0 and run_failed > 0
+    assert [rank for _, rank in board] == [1, 2]
+    # The repair track: repairkit's bundled PR split in two, a simple PR, a spec-track PR; the gold
+    # stand-in resolves each item of the main set, the empty one none.
+    assert "repair track: 5 usable item(s) of repairkit" in first.output
+    assert "Repair track — cycle 2026-12-demo" in first.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        rates = con.execute(
+            "SELECT agent_label, track, n, resolved FROM marts.repair_rates "
+            "WHERE source_set = '2026-12-demo' ORDER BY agent_label, track"
+        ).fetchall()
+    assert rates == [
+        ("repair-demo-gold", "basic", 3, 3), ("repair-demo-gold", "spec", 1, 1),
+        ("repair-demo-none", "basic", 3, 0), ("repair-demo-none", "spec", 1, 0),
+    ]  # fmt: skip
+    # Every record's fingerprints match the stored bytes.
+    store = EvidenceStore()
+    records = [load_record_file(p) for p in (isolated / "runs").rglob("run_record.json")]
+    assert len(records) == rows
+    board_rows = sum(r.purpose == "board" for r in records)
+    assert board_rows == 48
+    for record in records:
+        assert record.executor == "docker" and record.demo
+        if record.purpose == "board":
+            assert record.budget_seconds >= 5400
+        else:  # the repair track's stand-ins, each with its patch and its grade as evidence
+            assert record.purpose == "repair" and record.repair is not None, record.attempt_id
+            for ref in (record.repair.patch, record.repair.grade):
+                assert hashlib.sha256(store.read(ref.uri)).hexdigest() == ref.sha256
+        for ref in (record.evidence.log, record.evidence.recording, record.evidence.report):
+            if ref is not None:
+                assert hashlib.sha256(store.read(ref.uri)).hexdigest() == ref.sha256
+    published = isolated / "published" / "2026-12-demo"
+    board_bytes = (published / "board.json").read_bytes()
+    trace = json.loads((published / "attempts.json").read_text())["attempts"]
+    assert len(trace) == board_rows  # the board's trace: repair attempts are never on the board
+    # Every published number traces to a served log and recording and the raw fingerprints.
+    for attempt in trace:
+        assert attempt["served_log_uri"] and attempt["served_recording_uri"], attempt["attempt_id"]
+        assert len(attempt["log_sha256"]) == 64 and len(attempt["recording_sha256"]) == 64
+        # linked relative to the published file, to the copy the public site holds (never file://)
+        link = attempt["served_recording_uri"]
+        assert link.startswith("../site/evidence/served/") and "file:" not in json.dumps(attempt)
+        assert (published / link).read_bytes().startswith(b'{"version": 2')
+    # The same cycle again adds no rows.
+    second = CliRunner().invoke(app, ["demo"])
+    assert second.exit_code == 0, second.output
+    # Nothing measured, nothing repeated: one line says so, then the board and where things are.
+    assert "48 attempt(s), 48 already measured: nothing to run" in second.output
+    assert " / attempt " not in second.output and "48/48" not in second.output
+    assert "where things are" in second.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM raw.run_records").fetchone()[0] == rows
+    assert (published / "board.json").read_bytes() == board_bytes  # same data, same publication
 
 
 @pytest.fixture(scope="module")
