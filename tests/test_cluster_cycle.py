@@ -720,19 +720,12 @@ def test_the_same_cycle_on_one_machine_gives_the_same_board_and_runs_once(
     from argusic.executor import docker_available
     from argusic.record import load_record_file
     from hitl_people import Answerer, Person, api_server
-    from test_dags import airflow_env, dag_test, env_for
+    from test_dags import airflow_env, dag_test, env_for, migrate_metadata_db
 
     if not docker_available():
         pytest.skip("no Docker daemon")
     home = tmp_path / "home"
-    migrate = subprocess.run(
-        [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
-        env=airflow_env(home),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert migrate.returncode == 0, migrate.stderr[-4000:]
+    migrate_metadata_db(airflow_env(home))
     port = free_port()
     env = env_for(home / "airflow", tmp_path, ARGUSIC_EXECUTOR="docker", AIRFLOW_UI_PORT=str(port))
     conf = _cycle_conf(served_catalogue)

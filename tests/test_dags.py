@@ -8,10 +8,14 @@ temporary AIRFLOW_HOME and temporary ARGUSIC_* folders. The pytest process never
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -95,6 +99,32 @@ def airflow_env(base: Path, **extra: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in dump.split("\0") if "=" in item)
 
 
+def migrate_metadata_db(env: dict[str, str]) -> None:
+    """`airflow db migrate` for env's AIRFLOW_HOME (its SQLite airflow.db), done once for the whole run:
+    the first call migrates a template, under a lock the xdist workers share; every call copies the
+    template's airflow.db (milliseconds; a migration takes 8-35 s on this machine). The template is
+    keyed by Airflow's version, so a changed schema is migrated anew."""
+    key = f"{version('apache-airflow-core')}-{os.getuid()}"
+    template = Path(tempfile.gettempdir()) / f"argusic-airflow-db-{key}"
+    with open(f"{template}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (template / "airflow.db").exists():
+            home = Path(tempfile.mkdtemp(prefix=f"{template.name}.", dir=template.parent))
+            migrated = subprocess.run(
+                [str(Path(PYTHON).parent / "airflow"), "db", "migrate"],
+                env=env | {"AIRFLOW_HOME": str(home)},
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert migrated.returncode == 0, migrated.stderr[-4000:]
+            shutil.rmtree(template, ignore_errors=True)
+            home.rename(template)  # whole or not at all
+    target = Path(env["AIRFLOW_HOME"])
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template / "airflow.db", target / "airflow.db")
+
+
 def run_python(env: dict[str, str], code: str, *args: str, timeout: float = 240) -> str:
     proc = subprocess.run(
         [PYTHON, "-c", code, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
@@ -119,11 +149,7 @@ def states(result: dict, task_id: str) -> list[str]:
 def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One migrated Airflow metadata DB (SQLite) for the module; each test brings its own ARGUSIC_*."""
     home = tmp_path_factory.mktemp("airflow-home")
-    env = airflow_env(home)
-    proc = subprocess.run(
-        [str(Path(PYTHON).parent / "airflow"), "db", "migrate"], env=env, capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    migrate_metadata_db(airflow_env(home))
     return home / "airflow"
 
 

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from conftest import dbt_build_copy
 from hitl_people import Answerer, Person, api_server, free_port
-from test_dags import PYTHON, airflow_env, dag_test, states
+from test_dags import PYTHON, airflow_env, dag_test, migrate_metadata_db, states
 from test_judging_review import seed_warehouse
 from test_judging_warehouse import CYCLE, board_id
 
@@ -33,7 +33,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
     port = free_port()
     env = airflow_env(base, AIRFLOW_UI_PORT=str(port), AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=USERS)
     bin_dir = Path(PYTHON).parent
-    subprocess.run([str(bin_dir / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
+    migrate_metadata_db(env)
     subprocess.run(
         [str(bin_dir / "airflow"), "pools", "set", "argusic_warehouse", "1", "single writer"],
         env=env,

@@ -416,17 +416,11 @@ def test_items_dag_then_cycle_dag_with_repair_attempts(tmp_path, tmp_path_factor
         pytest.skip(why)
     import duckdb
     from argusic import forge as forge_mod
-    from test_dags import airflow_env, dag_test
+    from test_dags import airflow_env, dag_test, migrate_metadata_db
 
     home = tmp_path_factory.mktemp("airflow-home")
     env = airflow_env(home)
-    migrated = subprocess.run(
-        [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert migrated.returncode == 0, migrated.stderr[-4000:]
+    migrate_metadata_db(env)
     catalogue = forge_mod.build_forge(tmp_path / "forge")
     bare, fake = make_item_repo(tmp_path)
     manifests = tmp_path / "manifests"

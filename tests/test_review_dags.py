@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from hitl_people import Answerer, Person, api_server, free_port
-from test_dags import PYTHON, airflow_env, dag_test, states
+from test_dags import PYTHON, airflow_env, dag_test, migrate_metadata_db, states
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +49,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
         ARGUSIC_FORGE_DIR=str(base / "forge"),
     )
     bin_dir = Path(PYTHON).parent
-    subprocess.run([str(bin_dir / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
+    migrate_metadata_db(env)
     subprocess.run(
         [str(bin_dir / "airflow"), "pools", "set", "argusic_warehouse", "1", "single writer"],
         env=env,
