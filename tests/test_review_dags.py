@@ -9,7 +9,14 @@ process and waits for the answer in the metadata DB; a server in a third process
 person's answer reaches a waiting task, with real authentication (the answer's user is the logged-in
 one), and it needs no Airflow import in the pytest process (tests/test_dags.py's rule).
 
-One story, in order: a demo cycle (local executor) waits for approval → ana approves → published;
+Both stories with human-in-the-loop forms share one metadata DB and one API server (issue 23), each
+with its own warehouse and folders: the decisions of issue 8 (below), then the judging review of
+issue 14 (argusic_judging_review: one form per attempt awaiting review, labelled project · attempt; a
+form answered without the required look fails and its retry asks again; the reviews land in
+decisions.judging_reviews, who and when Airflow's, and after the DAG's build in
+marts.judging_review_divergence).
+
+The decisions, in order: a demo cycle (local executor) waits for approval → ana approves → published;
 argusic_review → one form per project under review, answered once each way; the cycle again →
 bo rejects → publish skipped, nothing new published; argusic_disputes → ana rules environment at
 fault → the attempt is rerun and the rerun counts in its place (marts.attempt_corrections).
@@ -19,12 +26,17 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pytest
+from conftest import dbt_build_copy
 from hitl_people import Answerer, Person, api_server, free_port
-from test_dags import PYTHON, airflow_env, dag_test, migrate_metadata_db, states
+from test_dags import PYTHON, airflow_env, dag_test, env_for, migrate_metadata_db, states
+from test_judging_review import seed_warehouse
+from test_judging_warehouse import CYCLE as JUDGED_CYCLE
+from test_judging_warehouse import board_id
 
 pytestmark = pytest.mark.slow
 
@@ -153,8 +165,6 @@ def test_decisions_answered_through_the_rest_api(world) -> None:
     kinds = {(status, by, excluded) for _, status, by, _, excluded in decided}
     assert ("project_at_fault", "bo", False) in kinds and ("environment_at_fault", "ana", True) in kinds
     # who and when are Airflow's: the logged-in user, the time the API server recorded the response
-    from datetime import UTC, datetime
-
     bo = next(a for a in story.last_answers if a["by"] == "bo" and a["note"])
     responded = datetime.fromisoformat(bo["response"]["responded_at"]).astimezone(UTC).replace(tzinfo=None)
     assert bo["response"]["responded_by"]["name"] == "bo"
@@ -208,3 +218,86 @@ def test_decisions_answered_through_the_rest_api(world) -> None:
     assert scores[rerun] is None and scores[attempt_id].startswith("corrected: dispute ")
     (rerun_of,) = _q(world, "SELECT rerun_of FROM raw.run_records WHERE attempt_id = ?", rerun)[0]
     assert rerun_of == attempt_id
+
+
+@pytest.fixture(scope="module")
+def judging(world, tmp_path_factory: pytest.TempPathFactory):
+    """The judging review's own warehouse (its queue holds three attempts) and folders, on the same
+    metadata DB and API server."""
+    base = tmp_path_factory.mktemp("judging_review")
+    env = env_for(Path(world["env"]["AIRFLOW_HOME"]), base, AIRFLOW_UI_PORT=world["env"]["AIRFLOW_UI_PORT"])
+    db = Path(env["ARGUSIC_WAREHOUSE"])
+    seed_warehouse(db)
+    dbt_build_copy(db, base / "build0")
+    return {"env": env, "base": base}
+
+
+def test_a_person_reviews_the_judging_queue_through_the_rest_api(world, judging) -> None:
+    ana = Person(world["url"], "ana", world["passwords"]["ana"])
+    bo = Person(world["url"], "bo", world["passwords"]["bo"])
+    seen: list[str] = []
+
+    def policy(detail: dict):
+        assert detail["task_instance"]["task_id"] == "review_attempt", detail
+        subject = detail["subject"]
+        seen.append(subject)
+        blank = {"look": None, "code_structure": None, "logic_correctness": None}
+        if "board #1" in subject:
+            if seen.count(subject) == 1:  # bo forgets the look: the task fails, its retry asks again
+                return bo, "Promote", "mock test only, but it runs", blank
+            return bo, "Promote", "mock test only, but it runs", {**blank, "look": 2, "code_structure": 1,
+                                                                  "logic_correctness": 1}  # fmt: skip
+        if "board #2" in subject:
+            return ana, "Promote", "", {**blank, "look": 1}  # the note is optional here
+        return ana, "Reject", "the page is blank", {"look": 0, "code_structure": 2, "logic_correctness": 2}
+
+    with Answerer(ana, policy) as answerer:
+        (run,) = dag_test(
+            judging["env"],
+            [{"dag_id": "argusic_judging_review", "conf": {"cycle_id": JUDGED_CYCLE}}],
+            timeout=900,
+        )
+    assert not answerer.errors, answerer.errors
+    assert run["state"] == "success", [t for t in run["tis"] if t["state"] != "success"]
+    forms = [t for t in run["tis"] if t["task_id"] == "review_attempt"]
+    assert sorted(t["label"] for t in forms) == [f"wavgen · readme-runner board #{n}" for n in (1, 2, 3)]
+    assert states(run, "build") == ["success"]
+    first = next(t for t in forms if t["label"].endswith("#1"))
+    assert first["try"] == 2  # asked again after the answer without a look
+
+    # the form's body: why selected, the facts, the judges, the evidence links
+    body = next(a["detail"]["body"] for a in answerer.answered if "board #3" in a["detail"]["subject"])
+    assert "judges_disagree" in body and "**the judges disagree**" in body
+    assert "evidence: log: none · recording: none" in body  # no served copy of these hand-made records
+
+    reviews = _q(
+        judging,
+        "SELECT attempt_id, look, decision, code_structure, logic_correctness, decided_by, decided_at, note "
+        "FROM decisions.judging_reviews ORDER BY attempt_id",
+    )
+    assert [r[:6] for r in reviews] == [
+        (board_id(1), 2, "promote", 1, 1, "bo"),
+        (board_id(2), 1, "promote", None, None, "ana"),
+        (board_id(3), 0, "reject", 2, 2, "ana"),
+    ]
+    # who and when are Airflow's: the logged-in user, the time the API server recorded the response
+    bo_answer = next(a for a in answerer.answered if a["by"] == "bo" and a["params"]["look"] == 2)
+    responded = datetime.fromisoformat(bo_answer["response"]["responded_at"]).astimezone(UTC)
+    assert reviews[0][6] == responded.replace(tzinfo=None)
+    assert reviews[1][7] is None and reviews[2][7] == "the page is blank"
+
+    # the DAG's build: every attempt reviewed, the divergence marked
+    assert _q(judging, "SELECT DISTINCT review_status FROM marts.review_queue") == [("reviewed",)]
+    marks = {
+        r[0]: r[1:]
+        for r in _q(
+            judging,
+            "SELECT attempt_id, divergence, divergence_direction, total_gap, decision_disagrees "
+            "FROM marts.judging_review_divergence",
+        )
+    }
+    assert marks == {
+        board_id(1): (-1.0, "judges_higher", -2.0, False),
+        board_id(2): (None, "not_scored", None, True),
+        board_id(3): (1.0, "person_higher", 2.0, True),
+    }
