@@ -6,6 +6,8 @@ log and recording must stay text: no alert, no console error, no element made of
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,28 +29,39 @@ BROWSER_ARGS = (
 )
 
 
-@pytest.fixture
-def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+@contextmanager
+def chromium(profile: Path, args: Iterable[str], **capabilities: str) -> Iterator:
+    """Debian's headless Chromium through its chromedriver (Selenium Manager never downloads one), with
+    the browser's console kept; quits at the end."""
     chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and chromedriver):
         pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    monkeypatch.setenv("SE_OFFLINE", "true")  # Selenium Manager must never download a driver
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in (*BROWSER_ARGS, f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    options.set_capability("unhandledPromptBehavior", "ignore")  # an alert stays open: we look for it
-    driver = webdriver.Chrome(
-        service=Service(chromedriver, log_output=str(tmp_path / "driver.log")), options=options
-    )
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SE_OFFLINE", "true")
+        options = webdriver.ChromeOptions()
+        options.binary_location = chromium
+        for arg in (*args, f"--user-data-dir={profile / 'profile'}"):
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        for name, value in capabilities.items():
+            options.set_capability(name, value)
+        driver = webdriver.Chrome(
+            service=Service(chromedriver, log_output=str(profile / "driver.log")), options=options
+        )
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+@pytest.fixture
+def browser(tmp_path: Path):
+    # an alert stays open: the test looks for it
+    with chromium(tmp_path, BROWSER_ARGS, unhandledPromptBehavior="ignore") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def test_attempt_page_plays_in_chromium_and_stays_inert(record_doc, browser, tmp_path):

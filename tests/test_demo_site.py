@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import duckdb
 import pytest
 from argusic.executor import docker_available
-from test_attempt_page_browser import BROWSER_ARGS
+from test_attempt_page_browser import BROWSER_ARGS, chromium
 from test_dbt_rules import DBT_PROJECT, sponsor
 from test_site import link_problems, number_problems, published_values
 
@@ -178,28 +178,9 @@ def served(demo: Path):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory):
-    chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and chromedriver):
-        pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tmp_path_factory.mktemp("chromium")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SE_OFFLINE", "true")  # Selenium Manager must never download a driver
-        options = webdriver.ChromeOptions()
-        options.binary_location = chromium
-        size = [a for a in BROWSER_ARGS if not a.startswith("--window-size")]
-        for arg in (*size, "--window-size=1200,900", f"--user-data-dir={profile / 'profile'}"):
-            options.add_argument(arg)
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        driver = webdriver.Chrome(
-            service=Service(chromedriver, log_output=str(profile / "driver.log")), options=options
-        )
-        try:
-            yield driver
-        finally:
-            driver.quit()
+    size = [a for a in BROWSER_ARGS if not a.startswith("--window-size")]
+    with chromium(tmp_path_factory.mktemp("chromium"), (*size, "--window-size=1200,900")) as driver:
+        yield driver
 
 
 MARKS_JS = """
