@@ -19,8 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from argusic.attempt import AttemptSpec, run_attempt
-from argusic.evidence import EvidenceStore
+from argusic.attempt import run_attempt
+from argusic.core.evidence import EvidenceStore
+from argusic.core.settings import runner_image
+from argusic.core.spec import AttemptSpec
 from argusic.executor import (
     CONTAINER_HARNESS,
     CONTAINER_OUT,
@@ -31,7 +33,6 @@ from argusic.executor import (
     _bootstrap_script,
 )
 from argusic.forge import build_forge
-from argusic.settings import runner_image
 
 
 def bare_run(repo: Path, commit: str, out_dir: Path) -> float:

@@ -37,7 +37,7 @@ CYCLE = "2026-12"
 
 
 def _record(attempt_no: int, project: str, store, files: dict[str, Path]) -> dict:
-    from argusic.evidence import served_key_for
+    from argusic.core.evidence import served_key_for
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from conftest import VALID_RECORD
@@ -58,7 +58,7 @@ def _record(attempt_no: int, project: str, store, files: dict[str, Path]) -> dic
 
 
 def _sha(path: Path) -> str:
-    from argusic.evidence import sha256_of_file
+    from argusic.core.evidence import sha256_of_file
 
     return sha256_of_file(path)[0]
 
@@ -82,7 +82,7 @@ def _attempt_files(folder: Path, seed: int, size: int) -> dict[str, Path]:
 
 def build_cycle(base: Path, attempts: int, size: int) -> Path:
     """A warehouse of `attempts` attempts of the cycle, each with five objects of ~`size` bytes."""
-    from argusic.evidence import EvidenceStore
+    from argusic.core.evidence import EvidenceStore
     from argusic.warehouse import ingest
 
     store = EvidenceStore()
@@ -103,7 +103,7 @@ def build_cycle(base: Path, attempts: int, size: int) -> Path:
 def measure(db: Path) -> tuple[float, int, int, float]:
     """(audit seconds, objects, bytes, sha256-in-memory seconds over the same bytes)."""
     from argusic.audit import audit_refs, refs_of_connection
-    from argusic.evidence import EvidenceStore
+    from argusic.core.evidence import EvidenceStore
     from argusic.warehouse import connect
 
     store = EvidenceStore()
@@ -128,7 +128,7 @@ def huge_child(mib: int) -> None:
     base = Path(os.environ["BENCH_BASE"])
     db = build_cycle(base, 1, 1024)
     from argusic.audit import audit_refs, refs_of_connection
-    from argusic.evidence import EvidenceStore, served_key_for
+    from argusic.core.evidence import EvidenceStore, served_key_for
     from argusic.warehouse import connect
 
     with connect(db, read_only=True) as con:

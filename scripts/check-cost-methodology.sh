@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compare the spend-limit line of METHODOLOGY.md ("Per-run model key spend limit: <N> USD") with
 # the per-run key limit the orchestrator is really configured with ([keys] per_run_limit_usd, read
-# through argusic.settings.orchestrator_config()).
+# through argusic.core.settings.orchestrator_config()).
 #
 # Env overrides: METHODOLOGY_FILE (default: METHODOLOGY.md at the repository root),
 #                ARGUSIC_ORCHESTRATOR_CONFIG (default: plugins/argusic/orchestrator.toml).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compare the time budget table of METHODOLOGY.md ("| Tier | Budget |") with the budgets the
-# orchestrator is really configured with (argusic.settings.orchestrator_config()).
+# orchestrator is really configured with (argusic.core.settings.orchestrator_config()).
 #
 # Env overrides: METHODOLOGY_FILE (default: METHODOLOGY.md at the repository root),
 #                ARGUSIC_ORCHESTRATOR_CONFIG (default: plugins/argusic/orchestrator.toml).

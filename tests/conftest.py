@@ -95,7 +95,7 @@ VALID_RECORD = {
 @pytest.fixture
 def record_doc(isolated: Path) -> dict:
     """A valid record whose evidence URIs are in the test's (isolated) evidence store."""
-    from argusic.settings import evidence_url
+    from argusic.core.settings import evidence_url
 
     doc = copy.deepcopy(VALID_RECORD)
     doc["evidence"] = evidence_refs(evidence_url())

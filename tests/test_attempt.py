@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from argusic import executor as executor_mod
-from argusic.attempt import AttemptSpec, run_attempt, run_with_reruns
-from argusic.evidence import EvidenceStore
+from argusic.attempt import run_attempt, run_with_reruns
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import load_record_file
+from argusic.core.spec import AttemptSpec
 from argusic.executor import LocalExecutor
-from argusic.record import load_record_file
 from test_executor import make_repo
 
 # Behaviour is chosen by the MODE file of the fixture repo.
@@ -250,7 +251,7 @@ def test_cancelled_attempt_leaves_no_key_in_its_output(tmp_path, scripted, route
 def _fake_tasks(
     monkeypatch: pytest.MonkeyPatch, artifacts: tuple[str, ...], seen: list | None = None
 ) -> None:
-    """A stand-in for argusic.judging.tasks (written elsewhere): task_for gives these globs."""
+    """A stand-in for argusic.core.tasks (written elsewhere): task_for gives these globs."""
     import sys
     import types
 
@@ -259,10 +260,9 @@ def _fake_tasks(
             seen.append((purpose, project_id))
         return types.SimpleNamespace(artifacts=artifacts)
 
-    module = types.ModuleType("argusic.judging.tasks")
+    module = types.ModuleType("argusic.core.tasks")
     module.task_for = task_for
-    monkeypatch.setitem(sys.modules, "argusic.judging", types.ModuleType("argusic.judging"))
-    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", module)
+    monkeypatch.setitem(sys.modules, "argusic.core.tasks", module)
 
 
 def test_artifact_globs_come_from_the_task_or_are_none_without_the_package(monkeypatch):
@@ -278,7 +278,7 @@ def test_artifact_globs_come_from_the_task_or_are_none_without_the_package(monke
     _fake_tasks(monkeypatch, ("/etc/*.conf",))
     with pytest.raises(ValueError, match="absolute"):
         artifact_globs(spec)
-    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", None)  # not installed: ImportError
+    monkeypatch.setitem(sys.modules, "argusic.core.tasks", None)  # not installed: ImportError
     assert artifact_globs(spec) == ()
 
 
@@ -291,9 +291,9 @@ def test_a_broken_task_definition_is_not_taken_for_a_missing_package(monkeypatch
     def task_for(purpose: str, project_id: str):
         raise ValueError("install_and_run.toml: artifacts: not a list")
 
-    module = types.ModuleType("argusic.judging.tasks")
+    module = types.ModuleType("argusic.core.tasks")
     module.task_for = task_for
-    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", module)
+    monkeypatch.setitem(sys.modules, "argusic.core.tasks", module)
     with pytest.raises(ValueError, match="install_and_run.toml"):
         artifact_globs(_spec(Path("/nowhere"), "0" * 40))
 
@@ -311,7 +311,7 @@ def test_run_attempt_lands_the_tasks_artifacts_beside_valid_evidence(tmp_path, s
 def test_run_attempt_without_the_tasks_package_lands_no_artifacts(tmp_path, scripted, monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", None)
+    monkeypatch.setitem(sys.modules, "argusic.core.tasks", None)
     path, _ = _run(tmp_path, "page")
     assert load_record_file(path).invalid_reason is None
     assert not (path.parent / "out" / "artifacts").exists()

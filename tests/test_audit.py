@@ -6,7 +6,7 @@ import json
 import pytest
 from argusic.audit import audit_warehouse
 from argusic.cli import app
-from argusic.evidence import EvidenceStore
+from argusic.core.evidence import EvidenceStore
 from argusic.warehouse import ingest
 from conftest import write_record
 from typer.testing import CliRunner
@@ -47,7 +47,7 @@ def _attempt_with_served_copies(isolated, record_doc, cycle_id: str = "2026-12")
     """A record whose raw evidence is landed and whose served copies were made the real way
     (attempt.with_presentation: masked and stored under served/<attempt id>/…), then ingested."""
     from argusic.attempt import with_presentation
-    from argusic.record import parse_record
+    from argusic.core.record import parse_record
     from test_masking import make_cast
 
     store = EvidenceStore()

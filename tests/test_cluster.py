@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from argusic import cluster_host
-from argusic.settings import orchestrator_config
+from argusic.core.settings import orchestrator_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "cluster.sh"

@@ -7,7 +7,8 @@ import json
 from datetime import datetime
 
 import pytest
-from argusic.airflow_tasks import NothingPlanned, ingest_cycle_records, read_spec, write_plan
+from argusic.airflow_tasks import NothingPlanned, ingest_cycle_records, write_plan
+from argusic.core.spec import read_spec
 from argusic.cycle import CycleFailed, latest_cycle_of, tally_records
 from argusic.environment import EnvironmentRefused
 from argusic.pool import Pool, PoolEntry

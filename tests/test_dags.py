@@ -337,7 +337,8 @@ def test_shards_partition_the_plan_and_keep_pairs_together(tmp_path: Path, monke
     monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(tmp_path / "published"))
     monkeypatch.setenv("ARGUSIC_REPO_ROOTS", str(tmp_path))
-    from argusic.airflow_tasks import PlanTooLarge, read_spec, resolve_pool, write_plan
+    from argusic.airflow_tasks import PlanTooLarge, resolve_pool, write_plan
+    from argusic.core.spec import read_spec
 
     catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=40, recent=10)
     pool = resolve_pool("2026-12", catalogue=str(catalogue), size=50)
@@ -448,7 +449,7 @@ import json, os, sys
 from pathlib import Path
 sys.path.insert(0, os.environ["TESTS_DIR"])
 from conftest import VALID_RECORD, write_record
-from argusic.evidence import EvidenceStore
+from argusic.core.evidence import EvidenceStore
 from argusic.warehouse import ingest
 base = Path(os.environ["BASE"])
 store = EvidenceStore()
@@ -559,7 +560,7 @@ def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_inge
     assert run["state"] == "failed" and states(run, "publish") == ["upstream_failed"]
     # containers that were created but never started (the image has no python3) are gone too
     installation = subprocess.run(
-        [sys.executable, "-c", "from argusic.settings import installation_id; print(installation_id())"],
+        [sys.executable, "-c", "from argusic.core.settings import installation_id; print(installation_id())"],
         env=env, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     left = subprocess.run(

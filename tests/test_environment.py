@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 from argusic import environment as env_mod
-from argusic.attempt import AttemptSpec, run_attempt
+from argusic.attempt import run_attempt
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import load_record_file, parse_record
+from argusic.core.spec import AttemptSpec
 from argusic.environment import (
     EnvironmentRefused,
     HarnessUnrecorded,
@@ -21,9 +24,7 @@ from argusic.environment import (
     read_pin,
     scaffold_sha256,
 )
-from argusic.evidence import EvidenceStore
 from argusic.executor import DockerExecutor, LocalExecutor, docker_available
-from argusic.record import load_record_file, parse_record
 from test_attempt import scripted  # noqa: F401 (fixture)
 from test_executor import make_repo
 
@@ -163,7 +164,7 @@ def _build(client, base: str, tag: str, label: str) -> str:
 @pytest.mark.slow
 @needs_docker
 def test_rebuilt_runner_image_mid_cycle_keeps_the_pinned_digest(isolated, tmp_path, monkeypatch, scripted):  # noqa: F811
-    from argusic.settings import runner_image
+    from argusic.core.settings import runner_image
 
     import docker
 

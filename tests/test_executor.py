@@ -174,7 +174,7 @@ def test_docker_isolation_limits_and_cleanup(tmp_path, probe_harness):
 @pytest.mark.slow
 @needs_docker
 def test_orphaned_containers_are_removed_ours_only(tmp_path):
-    from argusic.settings import installation_id
+    from argusic.core.settings import installation_id
 
     runner = DockerExecutor()
     ours, theirs = installation_id(), "someone-else"

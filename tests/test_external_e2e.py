@@ -26,14 +26,16 @@ from pathlib import Path
 
 import pytest
 from argusic import agents
-from argusic.attempt import AttemptSpec, run_attempt
-from argusic.evidence import EvidenceStore
+from argusic.attempt import run_attempt
+from argusic.core import settings
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import load_record_file
+from argusic.core.spec import AttemptSpec
 from argusic.executor import docker_available
 from argusic.external import SESSION_LOG, claude_code, codex
 from argusic.external.collect import USAGE_FIELDS
 from argusic.forge import build_forge
 from argusic.keys import IssuedKey
-from argusic.record import load_record_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOSED_GATEWAY = "http://127.0.0.1:9/v1"  # nothing listens there; the container has no network anyway
@@ -51,7 +53,7 @@ def agents_image() -> str:
     if done.returncode != 0:
         pytest.skip(f"agents image could not be built: {done.stderr.strip().splitlines()[-1:]}")
     print(f"agents image ready in {time.monotonic() - started:.0f} s")
-    return agents.agents_image()
+    return settings.agents_image()
 
 
 @pytest.fixture(scope="module")

@@ -296,7 +296,7 @@ def test_change_similarity_suite_on_the_built_warehouse(built, tmp_path: Path) -
 def test_the_panel_suite_reads_every_tasks_criteria() -> None:
     """marts.judge_panel has a median and a spread per criterion of the tasks' [judging] section; the
     suite checks those columns, so a criterion added to a task must reach the mart and the suite."""
-    from argusic.judging.tasks import load_task
+    from argusic.core.tasks import load_task
 
     for task_id in expectations.JUDGING_TASKS:
         assert load_task(task_id).criteria == expectations.JUDGED_CRITERIA, task_id

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from argusic.core.tasks import load_task
 from argusic.judging import judges as J
 from argusic.judging.evidence import (
     MANIFEST,
@@ -18,7 +19,6 @@ from argusic.judging.evidence import (
     evidence_sha256,
     read_manifest,
 )
-from argusic.judging.tasks import load_task
 from conftest import VALID_RECORD, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judging"

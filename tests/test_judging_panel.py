@@ -144,7 +144,7 @@ def test_ingest_loads_judgements_beside_records_only(record_doc, isolated: Path)
 
 def _docker_ready() -> bool:
     try:
-        from argusic.agents import agents_image
+        from argusic.core.settings import agents_image
 
         import docker
 

@@ -258,7 +258,7 @@ def repair_record(base: dict, store, no: int, patch: bytes | None, tmp: Path, it
 
 
 def test_ingest_loads_hints_beside_records_and_compares_repair_patches(record_doc, isolated: Path):
-    from argusic.evidence import open_store
+    from argusic.core.evidence import open_store
 
     store = open_store()
     runs = isolated / "runs" / CYCLE
@@ -298,7 +298,7 @@ def test_install_and_run_changes_are_compared_by_project_and_environment(record_
     evidence store by content address: one group per agent, project and environment."""
     import hashlib
 
-    from argusic.evidence import open_store
+    from argusic.core.evidence import open_store
 
     store = open_store()
     runs = isolated / "runs" / CYCLE
@@ -354,7 +354,7 @@ def test_hints_about_another_attempt_than_the_record_beside_them_are_refused(rec
 
 
 def test_pairs_are_computed_once_and_a_missing_patch_is_skipped_not_refused(record_doc, isolated: Path):
-    from argusic.evidence import open_store
+    from argusic.core.evidence import open_store
 
     store = open_store()
     runs = isolated / "runs"

@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from argusic.core.settings import orchestrator_config
 from argusic.keys import (
     ALIAS_PREFIX,
     AttemptCancelled,
@@ -50,7 +51,6 @@ from argusic.keys import (
     sweep_keys,
     token_id,
 )
-from argusic.settings import orchestrator_config
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = orchestrator_config().per_run_key_limit_usd

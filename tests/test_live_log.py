@@ -159,7 +159,8 @@ def test_a_running_attempt_streams_its_log_into_the_task_log(isolated, tmp_path,
     import threading
 
     from argusic import executor as executor_mod
-    from argusic.attempt import AttemptSpec, run_attempt
+    from argusic.attempt import run_attempt
+    from argusic.core.spec import AttemptSpec
     from argusic.executor import LocalExecutor
     from test_executor import make_repo
 
@@ -195,7 +196,8 @@ def test_a_running_attempt_streams_its_log_into_the_task_log(isolated, tmp_path,
 @pytest.mark.parametrize("words", ["✓ ran, verified for real", "✗ install failed", "✗ timeout at 5400 s"])
 def test_attempt_story_words(isolated, record_doc, words) -> None:
     from argusic.airflow_tasks import attempt_story, write_plan  # noqa: F401
-    from argusic.attempt import AttemptSpec, attempt_dir
+    from argusic.core.layout import attempt_dir
+    from argusic.core.spec import AttemptSpec
     from conftest import write_record
 
     doc = dict(record_doc)

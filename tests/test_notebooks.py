@@ -30,7 +30,7 @@ def _record(
     day: str = "",
     **report,
 ) -> dict:
-    from argusic.settings import evidence_url
+    from argusic.core.settings import evidence_url
 
     doc = copy.deepcopy(VALID_RECORD)
     doc["evidence"] = evidence_refs(evidence_url())  # ingest checks URIs against the configured store

@@ -14,8 +14,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from argusic.attempt import AttemptSpec, RepairItemRef
-from argusic.record import RecordError, parse_record
+from argusic.core.record import RecordError, parse_record
+from argusic.core.spec import AttemptSpec, RepairItemRef
 from argusic.repair import attempts as repair
 from argusic.repair import check_instructions
 
@@ -291,9 +291,9 @@ def test_whole_repair_attempt_local_records_patch_and_grade(
     tmp_path, isolated, monkeypatch, graded, agent, verdict
 ):
     from argusic.attempt import run_with_reruns
-    from argusic.evidence import EvidenceStore
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
     from argusic.executor import LocalExecutor
-    from argusic.record import load_record_file
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
     _, item = make_item_repo(tmp_path)
@@ -360,9 +360,9 @@ def test_repair_attempts_in_docker_by_the_demo_stand_ins_are_graded(tmp_path, is
     if why := _docker_and_grader():
         pytest.skip(why)
     from argusic.attempt import run_with_reruns
-    from argusic.evidence import EvidenceStore
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
     from argusic.executor import DockerExecutor
-    from argusic.record import load_record_file
     from argusic.repair.grader import validate_item
     from argusic.repair.items import build_items
 

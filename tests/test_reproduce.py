@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from argusic.cli import app
+from argusic.core.record import load_record_file, parse_record
 from argusic.environment import current_edition, instructions_identity, scaffold_sha256
-from argusic.record import load_record_file, parse_record
 from argusic.reproduce import (
     NOT_REPRODUCIBLE,
     ReproductionRefused,
@@ -79,7 +79,7 @@ def _pool(isolated: Path, repo: Path, commit: str, project: str = "wavgen", cycl
 
 
 def _original(isolated: Path, commit: str, environment: dict | None, **over) -> dict:
-    from argusic.settings import evidence_url
+    from argusic.core.settings import evidence_url
 
     doc = copy.deepcopy(VALID_RECORD) | {"commit": commit, "environment": environment, "demo": True}
     doc |= {"evidence": evidence_refs(evidence_url()), "executor": "docker", "effective_budget_seconds": 15}
@@ -219,7 +219,7 @@ def test_the_plan_runs_under_the_recorded_limits_image_and_budget(isolated, sour
 
 
 def test_the_repository_is_found_in_the_plan_when_the_pool_file_is_gone(isolated, source):
-    from argusic.attempt import AttemptSpec
+    from argusic.core.spec import AttemptSpec
 
     repo, commit = source
     _original(isolated, commit, _environment("local"), executor="local")

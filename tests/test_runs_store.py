@@ -1,4 +1,4 @@
-"""The runs store (argusic.runs_store): a cycle's pool, plan, pin and run records in object storage, so
+"""The runs store (argusic.core.runs_store): a cycle's pool, plan, pin and run records in object storage, so
 that hosts sharing no folder plan, run and ingest one cycle. Against moto's S3 server (a real S3
 protocol endpoint) and a file:// store; "hosts" are separate runs folders in one process."""
 
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic import runs_store
-from argusic.runs_store import RunsStore, RunsStoreConflict, RunsStoreError, key_problem
+from argusic.core import runs_store
+from argusic.core.runs_store import RunsStore, RunsStoreConflict, RunsStoreError, key_problem
 
 
 @pytest.fixture
@@ -107,12 +107,12 @@ def test_a_cycle_planned_on_one_host_runs_on_another_and_is_ingested_on_a_third(
     finds the record in the store and measures nothing; ingest on the warehouse host reads them all."""
     from argusic.airflow_tasks import (
         ingest_cycle_records,
-        read_spec,
         records_of_plan,
         resolve_pool,
         run_planned_attempt,
         write_plan,
     )
+    from argusic.core.spec import read_spec
     from argusic.executor import get_executor
     from argusic.forge import build_forge
 

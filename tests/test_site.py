@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from argusic.build import SITE_EVIDENCE_LINK, make_published_dir, served_link, utc_text
-from argusic.settings import public_evidence_base
+from argusic.core.settings import public_evidence_base
 from argusic.site import display_quote
 from argusic.site.serve import make_server
 
@@ -256,7 +256,7 @@ def _published(tmp_path: Path, *, masked: bool, withheld: bool = False) -> tuple
     """A published cycle of one attempt (hand-made files; its served copies really in a store)."""
     import hashlib
 
-    from argusic.evidence import EvidenceStore, served_key_for
+    from argusic.core.evidence import EvidenceStore, served_key_for
 
     store = EvidenceStore((tmp_path / "store").as_uri())
     attempt_id = "2026-11-x.board.readme-runner.demo.a1"

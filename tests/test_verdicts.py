@@ -82,7 +82,7 @@ def walk(isolated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         )  # fmt: skip
     pool = Pool(cycle_id=CYCLE, cycle_starts="2026-12-01", cycle_ends="2026-12-31",
                 catalogue_sha256="0" * 64, entries=entries, excluded={})  # fmt: skip
-    from argusic.airflow_tasks import pool_path_for
+    from argusic.core.layout import pool_path_for
 
     path = pool_path_for(CYCLE)
     path.parent.mkdir(parents=True)
@@ -166,7 +166,7 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
 
 def read_plan_spec(targets, project: str):
     """The spec of a project's first standard-agent verdict attempt, as the plan will name it."""
-    from argusic.attempt import AttemptSpec
+    from argusic.core.spec import AttemptSpec
 
     pool = json.loads(Path(targets.pool_path).read_text())
     entry = next(e for e in pool["entries"] if e["project_id"] == project)
@@ -183,7 +183,7 @@ def test_targets_are_the_cycles_pool_and_unknown_projects_are_refused(isolated, 
 
     with pytest.raises(VerdictConfigurationError, match="cycle 2027-01 has no pool yet"):
         prepare("2027-01")
-    from argusic.airflow_tasks import pool_path_for
+    from argusic.core.layout import pool_path_for
 
     targets = select_targets(CYCLE, pool_path_for(CYCLE), [])
     assert len(targets.projects) == 7 and targets.projects[0] == ("full", walk["full"])
@@ -195,7 +195,7 @@ def test_targets_are_the_cycles_pool_and_unknown_projects_are_refused(isolated, 
 
 def test_loading_a_pool_is_idempotent_and_a_changed_pool_is_refused(isolated, walk):
     import duckdb
-    from argusic.airflow_tasks import pool_path_for
+    from argusic.core.layout import pool_path_for
     from argusic.warehouse import PoolEntriesError, load_pool_entries
 
     path = pool_path_for(CYCLE)
@@ -266,7 +266,8 @@ def _row(project: str, commit: str, **over) -> dict:
 
 
 def test_plan_rows_become_verdict_specs_for_the_targets_only(isolated, walk):
-    from argusic.airflow_tasks import pool_path_for, read_spec
+    from argusic.core.layout import pool_path_for
+    from argusic.core.spec import read_spec
     from argusic.verdicts import plan_lines, read_plan, select_targets, write_plan
 
     c = walk

@@ -5,7 +5,7 @@ import json
 
 import duckdb
 import pytest
-from argusic.settings import evidence_url
+from argusic.core.settings import evidence_url
 from argusic.warehouse import IngestError, ingest
 from conftest import write_record
 
@@ -146,7 +146,7 @@ def test_hostile_record_is_refused_naming_file_and_field(isolated, record_doc, c
 
 
 def test_oversized_and_undecodable_records_refuse_the_batch(isolated, record_doc):
-    from argusic.record import MAX_RECORD_BYTES
+    from argusic.core.record import MAX_RECORD_BYTES
 
     db = isolated / "w.duckdb"
     write_record(isolated / "batch" / "good", record_doc)

@@ -18,13 +18,12 @@ carry its model key, and how its output is collected into the run record. Extern
 from __future__ import annotations
 
 import csv
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from argusic.settings import dbt_project_dir
+from argusic.core.settings import agents_image, dbt_project_dir
 
 if TYPE_CHECKING:
     from argusic.executor import HarnessPaths, Launch, LaunchBuilder
@@ -33,11 +32,6 @@ if TYPE_CHECKING:
 READ_ME_RUNNER = "readme-runner"
 EXTERNAL_HARNESSES = ("claude-code", "codex")
 INSTRUCTIONS_FILE = "instructions.md"  # in the read-only task folder
-
-
-def agents_image() -> str:
-    """ARGUSIC_AGENTS_IMAGE: the image with the external agent CLIs (scripts/build_agents_image.sh)."""
-    return os.environ.get("ARGUSIC_AGENTS_IMAGE", "argusic-agents:bookworm")
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ def budget_params(demo_note: str = "") -> dict:
 
 def attempt_label(spec_path) -> str:
     """The DAGs' `attempt_label` macro: `agent / project / attempt N`."""
-    from argusic.airflow_tasks import attempt_label as label
+    from argusic.core.spec import attempt_label as label
 
     return label(spec_path)
 
@@ -148,8 +148,8 @@ def _bench_standin(spec_path: str) -> list[str]:
 
     from airflow.sdk import get_current_context
 
-    from argusic.airflow_tasks import read_spec
     from argusic.bench_standin import STANDIN_ENV, STANDIN_LABEL, standin_for
+    from argusic.core.spec import read_spec
 
     spec = read_spec(spec_path)
     standin_for(spec.cycle_id, spec.attempt_id)  # raises StandinRefused for any other cycle

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from argusic.attempt import AttemptSpec, run_with_reruns
-from argusic.cycle import plan_attempts, pools_dir, publish_dir
+from argusic.attempt import run_with_reruns
+from argusic.core.layout import pool_path_for, publish_dir
+from argusic.core.spec import MAP_LABEL_MAX, AttemptSpec, read_spec, write_spec
+from argusic.cycle import plan_attempts
 from argusic.pool import CatalogueError, cycle_window, load_pool, reveal_private
-from argusic.settings import runs_dir
 
 
 class PlanTooLarge(ValueError):
@@ -83,7 +83,7 @@ def default_catalogue(build: bool = False) -> Path:
     the same repositories and commits)."""
     if catalogue := os.environ.get("ARGUSIC_CATALOGUE"):
         return Path(catalogue)
-    from argusic.settings import forge_dir
+    from argusic.core.settings import forge_dir
 
     path = forge_dir() / "catalogue.json"
     if build and not path.exists():
@@ -98,11 +98,11 @@ def require_scaled_budgets_on_the_forge(
 ) -> None:
     """Refuse real budgets on the demo forge's fixture projects (its timeout fixture alone would hold
     a worker for 90 minutes): a configuration error that says how to proceed."""
-    from argusic.settings import forge_dir
+    from argusic.core.settings import forge_dir
 
     if demo or budget_scale:
         return
-    from argusic.runs_store import local_path
+    from argusic.core.runs_store import local_path
 
     repos = (forge_dir() / "repos").resolve()
     pool = load_pool(local_path(pool_path))  # on a cluster: a runs store URI, pulled to this host
@@ -115,11 +115,6 @@ def require_scaled_budgets_on_the_forge(
         )
 
 
-def pool_path_for(cycle_id: str) -> Path:
-    """Where `rotate_pool` writes a cycle's internal pool."""
-    return pools_dir() / cycle_id / "pool.json"
-
-
 def reveal_if_ended(cycle_id: str, today: date) -> str | None:
     """Publish the private part of `cycle_id` if it has ended; None when there is nothing to do yet
     (no pool recorded for that cycle, or the cycle is still running)."""
@@ -130,19 +125,6 @@ def reveal_if_ended(cycle_id: str, today: date) -> str | None:
         return str(reveal_private(pool_path, publish_dir(), today))
     except CatalogueError:
         return None  # still sealed: the cycle has not ended on `today`
-
-
-def plan_dir(cycle_id: str) -> Path:
-    return runs_dir() / cycle_id / "plan"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.read_text() == text:
-        return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def write_plan(
@@ -168,7 +150,7 @@ def write_plan(
         raise ValueError(f"shard {shard_index} of {shard_count}: expected 0 <= shard_index < shard_count")
     if not agents:
         raise ValueError("no agents to plan for")
-    from argusic.runs_store import local_path
+    from argusic.core.runs_store import local_path
 
     pool_path = local_path(pool_path)  # on a cluster, prepare_pool may have run on another host
     pool = load_pool(pool_path)
@@ -198,49 +180,6 @@ def write_plan(
     return [write_spec(spec) for spec in specs]
 
 
-def write_spec(spec: AttemptSpec) -> str:
-    """Write one planned attempt's spec (runs/<cycle>/plan/<attempt id>.json) and return what XCom
-    carries to its attempt task: the local path, or on a cluster its URI in the runs store (the attempt
-    runs on another host: argusic.runs_store)."""
-    from argusic.runs_store import push
-
-    path = plan_dir(spec.cycle_id) / f"{spec.attempt_id}.json"
-    _write_atomic(path, spec.model_dump_json(indent=1) + "\n")
-    return push(path)
-
-
-def read_spec(spec_path: str | Path) -> AttemptSpec:
-    """The spec an XCom reference names: a local path, or a runs store URI (pulled into this host's
-    runs folder first)."""
-    from argusic.runs_store import local_path
-
-    return AttemptSpec.model_validate_json(local_path(spec_path).read_text())
-
-
-def attempt_label(spec_path: str | Path) -> str:
-    """`agent / project / attempt N` for the Airflow UI's map index; falls back to the file name."""
-    try:
-        return read_spec(spec_path).label
-    except (OSError, ValueError):
-        return label_of_attempt_id(Path(str(spec_path)).stem)
-
-
-_ATTEMPT_ID = re.compile(
-    r"^[^.]+\.[^.]+\.(?P<agent>[^.]+)\.(?P<project>[^.]+)\.a(?P<no>\d+)(?:\.r(?P<rerun>\d+))?$"
-)
-
-
-def label_of_attempt_id(attempt_id: str) -> str:
-    """The label of an attempt from its id alone (`<cycle>.<purpose>.<agent>.<project>.a<N>`), the same
-    as AttemptSpec.label: what the scheduler shows for an attempt that has not started yet (it reads
-    the plan's paths, never the spec files). Anything else is returned as it is."""
-    match = _ATTEMPT_ID.match(attempt_id)
-    if not match:
-        return attempt_id[:MAP_LABEL_MAX]
-    rerun = f" (rerun {match['rerun']})" if match["rerun"] else ""
-    return f"{match['agent']} / {match['project']} / attempt {int(match['no'])}{rerun}"[:MAP_LABEL_MAX]
-
-
 def run_planned_attempt(spec_path: str | Path, executor=None, live_log: bool = False) -> list[str]:
     """Run one planned attempt (with its bounded reruns); returns every run record path it made.
 
@@ -252,8 +191,6 @@ def run_planned_attempt(spec_path: str | Path, executor=None, live_log: bool = F
 
 
 # --- what an attempt task tells (its log's last lines and its label in the UI) -----------------------
-
-MAP_LABEL_MAX = 250  # Airflow's rendered_map_index column
 
 
 @dataclass(frozen=True)
@@ -300,7 +237,7 @@ def attempt_story(spec_path: str | Path, record_paths: list[str]) -> AttemptStor
     """The closing lines of an attempt task's log and its label, from its run records (reruns
     included): end state, validity, the agent's report, the evidence, and where outcome, points and
     score are (decided by the rubric in dbt at `build`, listed in `publish`'s log)."""
-    from argusic.record import load_record_file
+    from argusic.core.record import load_record_file
 
     spec = read_spec(spec_path)
     records = [load_record_file(Path(p)) for p in record_paths]
@@ -363,7 +300,7 @@ def measured_records(spec: AttemptSpec) -> list[str] | None:
     it (its last record is valid, or invalid after the bounded reruns); None when it is still to run
     or to resume."""
     from argusic.attempt import existing_record, max_reruns_for
-    from argusic.record import RecordError, load_record_file
+    from argusic.core.record import RecordError, load_record_file
 
     chain: list[str] = []
     current = spec
@@ -383,7 +320,7 @@ def measured_records(spec: AttemptSpec) -> list[str] | None:
 def pull_hints(record_path: Path) -> None:
     """On a cluster, the attempt's hints.json (computed on the host that ran it) beside its pulled
     record, so ingest loads it; none is fine (hints are advice, `argusic hints compute` makes them)."""
-    from argusic.runs_store import RunsStoreError, key_of_local, pull
+    from argusic.core.runs_store import RunsStoreError, key_of_local, pull
 
     try:
         pull(key_of_local(Path(record_path).parent / "hints.json"))
@@ -460,7 +397,7 @@ def resolve_pool(
     cycle; else draw it now from the catalogue (same rules, idempotent: a different pool is refused).
     Drawing mirrors every candidate's repository and verifies its pinned commit first; a candidate
     that fails is left out with its reason (runs/pools/<cycle>/selection.json)."""
-    from argusic.runs_store import local_path, pull, push
+    from argusic.core.runs_store import local_path, pull, push
 
     if pool:
         path = local_path(pool)

@@ -45,7 +45,7 @@ from typing import Any
 
 import duckdb
 
-from argusic.settings import warehouse_path
+from argusic.core.settings import warehouse_path
 
 ANALYST_DIR_ENV = "ARGUSIC_ANALYST_DIR"
 MANIFEST_SCHEMA = "argusic.analyst_copy/1"

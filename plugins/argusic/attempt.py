@@ -14,30 +14,28 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from argusic.agents import driver_for
-from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
-from argusic.evidence import EvidenceStore
-from argusic.executor import ExecutionResult, Executor, get_executor
-from argusic.keys import KeyBroker, key_for_attempt
-from argusic.landing import check_globs
-from argusic.mirror import attempt_source
-from argusic.record import (
+from argusic.core.evidence import EvidenceStore
+from argusic.core.layout import RECORD_FILE, attempt_dir
+from argusic.core.record import (
     SCHEMA_ID,
     Environment,
-    IdPart,
     RecordError,
     RunRecord,
-    Sha256,
     bound_texts,
     load_record_file,
     parse_record,
     utc_now_iso,
 )
-from argusic.settings import orchestrator_config, runs_dir
+from argusic.core.safe_io import write_atomic
+from argusic.core.settings import orchestrator_config
+from argusic.core.spec import AttemptSpec
+from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
+from argusic.executor import ExecutionResult, Executor, get_executor
+from argusic.keys import KeyBroker, key_for_attempt
+from argusic.landing import check_globs
+from argusic.mirror import attempt_source
 
 log = logging.getLogger(__name__)
 
@@ -47,78 +45,11 @@ EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "re
 CHANGES_PURPOSES = ("board", "verdict")
 
 
-class RepairItemRef(BaseModel):
-    """The repair item an attempt of purpose `repair` works on: found as
-    `<items dir>/<project_id>/<item_id>.json` by the host that runs it, and refused there unless it
-    is this revision (an item rebuilt since the plan is another item)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    item_id: IdPart
-    revision: Sha256
-    track: Literal["basic", "spec"]
-
-
-class AttemptSpec(BaseModel):
-    """Everything needed to run one attempt; small enough to travel through XCom."""
-
-    model_config = ConfigDict(frozen=True)
-
-    # The attempt id's parts (run record contract): they name folders and containers too.
-    cycle_id: IdPart
-    purpose: Literal["board", "verdict", "repair"] = "board"
-    agent_id: IdPart
-    project_id: IdPart
-    repo_url: str
-    commit: str
-    tier: Literal["standard", "heavy", "gpu"]
-    attempt_no: int = Field(ge=1)
-    rerun_no: int = Field(0, ge=0)
-    demo: bool = False
-    budget_scale: float = Field(1.0, gt=0, le=1)
-    # Purpose repair only (and required there): the item; project_id stays the pool project.
-    item: RepairItemRef | None = None
-
-    @model_validator(mode="after")
-    def _item_with_repair(self) -> AttemptSpec:
-        if (self.purpose == "repair") != (self.item is not None):
-            raise ValueError("item: an attempt of purpose 'repair' names its item, and only such an attempt")
-        return self
-
-    @property
-    def attempt_id(self) -> str:
-        base = f"{self.cycle_id}.{self.purpose}.{self.agent_id}.{self.project_id}.a{self.attempt_no}"
-        return base if self.rerun_no == 0 else f"{base}.r{self.rerun_no}"
-
-    @property
-    def label(self) -> str:
-        """How ops find the attempt in the Airflow UI."""
-        rerun = f" (rerun {self.rerun_no})" if self.rerun_no else ""
-        item = f" / item {self.item.item_id}" if self.item is not None else ""
-        return f"{self.agent_id} / {self.project_id}{item} / attempt {self.attempt_no}{rerun}"
-
-    def rerun(self) -> AttemptSpec:
-        return self.model_copy(update={"rerun_no": self.rerun_no + 1})
-
-    @property
-    def rerun_of(self) -> str | None:
-        if self.rerun_no == 0:
-            return None
-        return self.model_copy(update={"rerun_no": self.rerun_no - 1}).attempt_id
-
-
-def attempt_dir(spec: AttemptSpec, base: Path | None = None) -> Path:
-    return (base or runs_dir()) / spec.cycle_id / spec.attempt_id
-
-
-RECORD_FILE = "run_record.json"
-
-
 def existing_record(spec: AttemptSpec, base: Path | None = None) -> Path | None:
     """The attempt's run record if it was measured before: in this host's runs folder, or on a cluster
     in the runs store (pulled here first: a retry on another host finds it and measures nothing twice)."""
     if base is None:
-        from argusic.runs_store import pull
+        from argusic.core.runs_store import pull
 
         found = pull(f"{spec.cycle_id}/{spec.attempt_id}/{RECORD_FILE}")
         return found if found is not None and found.is_file() else None
@@ -130,18 +61,18 @@ def share_record(path: Path, base: Path | None = None) -> None:
     """On a cluster, land a run record in the runs store as soon as it is written (write-once: a
     record already there with other bytes is refused, RunsStoreConflict)."""
     if base is None:
-        from argusic.runs_store import push
+        from argusic.core.runs_store import push
 
         push(path, write_once=True)
 
 
 def artifact_globs(spec: AttemptSpec) -> tuple[str, ...]:
-    """The artifact globs of the attempt's task (``argusic.judging.tasks``): which files of the project
+    """The artifact globs of the attempt's task (``argusic.core.tasks``): which files of the project
     folder the executor lands into out/artifacts. None (an empty tuple) where that package is not
     installed; a broken task definition (TaskDefinitionError) or a glob that is absolute or holds
     `..` (ValueError, ``argusic.landing.check_globs``) raises before the attempt starts."""
     try:
-        from argusic.judging.tasks import task_for
+        from argusic.core.tasks import task_for
     except ImportError:
         return ()
     return check_globs(task_for(spec.purpose, spec.project_id).artifacts)
@@ -167,7 +98,7 @@ def _read_report(path: Path) -> tuple[dict | None, str | None]:
             raw = handle.read(REPORT_MAX_BYTES + 1)
         if len(raw) > REPORT_MAX_BYTES:
             return None, f"report unreadable: {path.name} is over {REPORT_MAX_BYTES} bytes"
-        from argusic.record import Report, bound_report
+        from argusic.core.record import Report, bound_report
 
         return Report.model_validate(bound_report(json.loads(raw))).model_dump(), None
     except Exception as err:  # any unreadable report is our tooling's failure, kept with its reason
@@ -355,12 +286,6 @@ def _build_external_record(
     return parse_record(bound_texts(doc), source=spec.attempt_id)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def _broker_for(key_kind: str, broker: KeyBroker | None) -> KeyBroker | None:
     if key_kind != "per_run" or broker is not None:
         return broker
@@ -465,7 +390,7 @@ def run_attempt(
         key_record = key.record()
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
     record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
-    _write_atomic(record_path, record.to_json() + "\n")
+    write_atomic(record_path, record.to_json() + "\n")
     return record_path
 
 
@@ -526,7 +451,7 @@ def compute_hints_quietly(
         hints = hints_for_attempt(record_path.parent)
         store_hint_evidence(record_path.parent, store or EvidenceStore())
         if base_dir is None:
-            from argusic.runs_store import push
+            from argusic.core.runs_store import push
 
             push(hints)
         return hints

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from argusic.evidence import EvidenceStore
-from argusic.record import RunRecord
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import RunRecord
+from argusic.core.settings import PACKAGE_DIR
 from argusic.replay import AttemptFacts, ReplayRefused, fetch_served, served_ref, strip_terminal_codes
-from argusic.settings import PACKAGE_DIR
 
 PLAYER_ASSETS_ENV = "ARGUSIC_PLAYER_ASSETS"
 PLAYER_FILES = ("asciinema-player.min.js", "asciinema-player.css", "LICENSE", "VERSION")

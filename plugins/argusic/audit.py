@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argusic.evidence import (
+from argusic.core.evidence import (
     EvidenceMissing,
     EvidenceStore,
     EvidenceUnreadable,

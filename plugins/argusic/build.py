@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from argusic.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
+from argusic.core.settings import dbt_project_dir, public_evidence_base, warehouse_path
 from argusic.expectations import ValidationReport, validate_warehouse
-from argusic.settings import dbt_project_dir, public_evidence_base, warehouse_path
 from argusic.warehouse import connect, migrate_raw, writer_lock
 from argusic.warehouse_lock import WarehouseBusy
 
@@ -611,7 +611,7 @@ def compose_publication(
     zone.
     """
     from argusic.audit import audit_refs, refs_of_connection
-    from argusic.evidence import EvidenceStore
+    from argusic.core.evidence import EvidenceStore
 
     path = Path(db_path) if db_path else (build_result.db_path if build_result else warehouse_path())
     if build_result is not None:
@@ -688,7 +688,7 @@ def served_link(attempt: dict[str, Any], kind: str, base: str | None) -> str | N
     """The public link of an attempt's served log or recording: under the public evidence base when
     one is configured, else relative to the published JSON (the copy in the site). None: withheld or
     no served copy (the raw evidence is never linked)."""
-    from argusic.evidence import served_key_for
+    from argusic.core.evidence import served_key_for
 
     sha = attempt.get(f"served_{kind}_sha256")
     if not sha or attempt.get("served_copy_withheld"):

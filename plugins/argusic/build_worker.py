@@ -40,7 +40,7 @@ from typing import Any
 
 from argusic.analyst import AnalystCopyError, analyst_dir
 from argusic.build import BoardChanged, BuildSession, PublicationBlocked, build_warehouse, publish_board
-from argusic.settings import warehouse_path
+from argusic.core.settings import warehouse_path
 from argusic.warehouse_lock import WarehouseBusy
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from pydantic import (
     field_validator,
 )
 
-from argusic.settings import PACKAGE_DIR
+from argusic.core.settings import PACKAGE_DIR
 
 CATALOGUE_SCHEMA = "argusic.catalogue/1"
 SCHEMA_FILE = PACKAGE_DIR / "schemas" / "catalogue-1.schema.json"

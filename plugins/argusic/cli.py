@@ -17,8 +17,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from argusic.runs_store import local_path
-from argusic.settings import forge_dir, warehouse_path
+from argusic.core.runs_store import local_path
+from argusic.core.settings import forge_dir, warehouse_path
+from argusic.core.spec import read_spec
 
 app = typer.Typer(help="Argusic pipeline: a public referee for AI coding agents.", no_args_is_help=True)
 console = Console(width=120) if not sys.stdout.isatty() else Console()
@@ -708,7 +709,7 @@ def cycle_run(
         _cycle_failed(f"{err}: nothing to run, nothing published")
     except EnvironmentError_ as err:
         _cycle_failed(f"{err}: nothing run, nothing published")
-    specs = {path: steps.read_spec(path) for path in spec_paths}
+    specs = {path: read_spec(path) for path in spec_paths}
     budgets = "real budgets" if budget_scale >= 1 else f"budgets scaled ×{budget_scale:g} (recorded as demo)"
     console.print(
         f"cycle {cycle}: {len(specs)} attempt(s) ({len(agent_ids)} agent(s) × "
@@ -796,7 +797,7 @@ def demo(
         spec_paths = steps.write_plan(Path(pool_path), DEMO_AGENTS, demo=True, executor=runner)
     except EnvironmentError_ as err:
         _fail(str(err))
-    specs = {path: steps.read_spec(path) for path in spec_paths}
+    specs = {path: read_spec(path) for path in spec_paths}
     console.print(
         f"demo cycle {cycle}: {len(specs)} attempts ({len(DEMO_AGENTS)} agents × "
         f"{len({s.project_id for s in specs.values()})} projects × 3), executor {runner.name}, "
@@ -914,7 +915,7 @@ def _print_where(cycle: str, published: Path) -> None:
     import os
 
     from argusic.analyst import analyst_dir
-    from argusic.settings import code_root, evidence_url, project_root, runs_dir
+    from argusic.core.settings import code_root, evidence_url, project_root, runs_dir
 
     analyst = analyst_dir()  # the read-only snapshot and Parquet files every build refreshes
     airflow_home = Path(os.environ.get("AIRFLOW_HOME") or project_root() / ".airflow")
@@ -1003,7 +1004,7 @@ _ATTEMPT_ID_HELP = "The attempt id, e.g. 2026-12.board.readme-runner.csvstats.a1
 
 
 def _find_attempt_or_fail(attempt_id: str):
-    from argusic.record import RecordError
+    from argusic.core.record import RecordError
     from argusic.replay import ReplayRefused, find_attempt
 
     try:
@@ -1117,7 +1118,7 @@ def reproduce(
     instructions, limits, budget) into a reproduction cycle under runs/reproductions/ that is never
     ingested nor published, then print both records side by side. Exit 0: same outcome; 1: the
     outcome differs; 2: refused (the reason names the input that is not available)."""
-    from argusic.record import RecordError
+    from argusic.core.record import RecordError
     from argusic.reproduce import ReproductionRefused, compare
     from argusic.reproduce import reproduce as run_reproduction
 
@@ -1223,7 +1224,7 @@ def site_build(
     """Write <ARGUSIC_PUBLISH_DIR>/site/ from every published cycle's board.json and attempts.json
     (publishing does this as its last step)."""
     from argusic.attempt_page import PlayerMissing
-    from argusic.cycle import publish_dir
+    from argusic.core.layout import publish_dir
     from argusic.site import SiteError, build_site
 
     try:
@@ -1242,7 +1243,7 @@ def site_serve(
     host: Annotated[str, typer.Option(help="Bind address: 127.0.0.1 only (a preview)")] = "127.0.0.1",
 ) -> None:
     """Preview the built site on 127.0.0.1 until Ctrl-C."""
-    from argusic.cycle import publish_dir
+    from argusic.core.layout import publish_dir
     from argusic.site import serve
 
     def ready(url: str) -> None:

@@ -19,7 +19,7 @@ import re
 import socket
 import sys
 
-from argusic.settings import orchestrator_config
+from argusic.core.settings import orchestrator_config
 
 HOSTNAME_ENV = "ARGUSIC_HOSTNAME"
 # A DNS label-like name (letters, digits, dot, dash, underscore): it lands in the metadata DB, log

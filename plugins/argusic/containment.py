@@ -43,8 +43,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, scratch_root
 from argusic.landing import LandingLimits
-from argusic.settings import PACKAGE_DIR, installation_id, orchestrator_config, scratch_root
 
 log = logging.getLogger(__name__)
 

@@ -17,25 +17,19 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
-from argusic.attempt import AttemptSpec, run_with_reruns
-from argusic.evidence import EvidenceStore
+from argusic.attempt import run_with_reruns
+from argusic.core.evidence import EvidenceStore
+from argusic.core.layout import pools_dir, publish_dir
+from argusic.core.settings import orchestrator_config, runs_dir
+from argusic.core.spec import AttemptSpec
 from argusic.executor import Executor, get_executor
 from argusic.pool import Candidate, PoolSelection, draw_pool, load_pool, write_pool
-from argusic.settings import orchestrator_config, project_root, runs_dir
 
 log = logging.getLogger(__name__)
 
 # Demo cycles scale the budgets down (90 min → 15 s); records keep the real budget_seconds.
 DEMO_BUDGET_SCALE = 1 / 360
 SELECTION_FILE = "selection.json"  # beside the internal pool: how it was drawn (counts, exclusions)
-
-
-def publish_dir() -> Path:
-    return Path(os.environ.get("ARGUSIC_PUBLISH_DIR", project_root() / "published"))
-
-
-def pools_dir() -> Path:
-    return runs_dir() / "pools"
 
 
 def source_check(repo_roots: Iterable[Path | str] = ()) -> Callable[[list[Candidate]], dict[str, str]]:
@@ -74,7 +68,7 @@ def rotate_pool(
     tmp = report.with_name(f".{report.name}.{os.getpid()}.tmp")
     tmp.write_text(selection.to_json() + "\n")
     tmp.replace(report)
-    from argusic.runs_store import push
+    from argusic.core.runs_store import push
 
     push(report)  # on a cluster: every host plans and runs from the runs store's pool
     push(paths["pool"])
@@ -240,7 +234,7 @@ _RERUN = re.compile(r"\.r\d+$")
 
 def tally_records(record_paths: Iterable[str | Path]) -> CycleTally:
     """Each planned attempt counted once, by its last record (the highest rerun)."""
-    from argusic.record import RecordError, load_record_file
+    from argusic.core.record import RecordError, load_record_file
 
     last: dict[str, tuple[int, object]] = {}
     for path in record_paths:

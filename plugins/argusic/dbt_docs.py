@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from argusic.settings import dbt_project_dir, warehouse_path
+from argusic.core.settings import dbt_project_dir, warehouse_path
 
 
 class DocsError(RuntimeError):

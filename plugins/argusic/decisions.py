@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from argusic.settings import runs_dir, warehouse_path
+from argusic.core.settings import runs_dir, warehouse_path
 from argusic.warehouse_lock import open_duckdb, writer_lock
 
 NOTE_MAX = 4000

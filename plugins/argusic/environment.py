@@ -31,15 +31,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from argusic.record import (
-    Display,
-    Environment,
-    IdPart,
-    ImageIdentity,
-    InstructionsIdentity,
-    Limits,
-)
-from argusic.settings import PACKAGE_DIR, dbt_project_dir, orchestrator_config, parse_size, runs_dir
+from argusic.core.record import Display, Environment, IdPart, ImageIdentity, InstructionsIdentity, Limits
+from argusic.core.settings import PACKAGE_DIR, dbt_project_dir, orchestrator_config, parse_size, runs_dir
 
 PIN_FILE = "environment.json"
 PIN_MAX_BYTES = 64 * 1024
@@ -174,8 +167,7 @@ def keep_image(reference: str, digest: str) -> None:
 
 
 def role_reference(role: Role) -> str:
-    from argusic.agents import agents_image
-    from argusic.settings import runner_image
+    from argusic.core.settings import agents_image, runner_image
 
     return runner_image() if role == "runner" else agents_image()
 
@@ -363,7 +355,7 @@ def ensure_pin(
             pinned = pinned.model_copy(update={"images": {**pinned.images, **added}})
             _write(pin_path(cycle_id, base), pinned)
             if base is None:  # a role joins (rare, at planning): the last writer's roles win
-                from argusic.runs_store import push
+                from argusic.core.runs_store import push
 
                 push(pin_path(cycle_id))
         return pinned
@@ -371,7 +363,7 @@ def ensure_pin(
 
 def pull_pin(cycle_id: str) -> None:
     """Bring the cycle's pin from the runs store into this host's runs folder (a no-op on one machine)."""
-    from argusic.runs_store import pull
+    from argusic.core.runs_store import pull
 
     pull(f"{cycle_id}/{PIN_FILE}")
 
@@ -379,7 +371,7 @@ def pull_pin(cycle_id: str) -> None:
 def _offer_pin(cycle_id: str) -> bool:
     """Offer this host's new pin to the runs store, first writer wins (S3's conditional put). False
     when another host pinned the cycle first: its pin has replaced ours in this host's runs folder."""
-    from argusic.runs_store import create_once
+    from argusic.core.runs_store import create_once
 
     return create_once(pin_path(cycle_id))
 

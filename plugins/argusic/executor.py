@@ -51,6 +51,7 @@ from argusic.containment import (
     remove_container,
     sweep_once,
 )
+from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
 from argusic.environment import DISPLAY_FILE
 from argusic.landing import (
     ARTIFACTS_FOLDER,
@@ -60,7 +61,6 @@ from argusic.landing import (
     land_matching,
     land_outputs,
 )
-from argusic.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ class Executor(Protocol):
 def display_size(size: str) -> str:
     """orchestrator.toml [display] size, checked: WIDTHxHEIGHTxDEPTH (what Xvfb's -screen takes)."""
     match = DISPLAY_SIZE_RE.fullmatch(size)
-    limits = (16384, 16384, 32)  # what argusic.record.Display accepts
+    limits = (16384, 16384, 32)  # what argusic.core.record.Display accepts
     if not match or not all(0 < int(n) <= top for n, top in zip(match.groups(), limits, strict=True)):
         raise ValueError(f"[display] size {size!r}: expected WIDTHxHEIGHTxDEPTH, e.g. 1280x800x24")
     return size

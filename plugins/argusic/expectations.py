@@ -387,7 +387,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
         _in_set(
             "purpose", ["board", "verdict", "repair"], "hints are computed for board, verdict and repair"
         ),
-        _in_set("task_id", JUDGING_TASKS, "a task kind is install_and_run or repair (argusic.judging.tasks)"),
+        _in_set("task_id", JUDGING_TASKS, "a task kind is install_and_run or repair (argusic.core.tasks)"),
         _between("task_revisions", 1, None, "the row shows one of the attempt's task revisions"),
         *[
             _in_set(f"{hint}_status", HINT_STATUSES, "a hint is measured, not_applicable or unavailable")
@@ -525,7 +525,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             "judges_total_max",
             "judges_disagree",
         ),
-        _in_set("task_id", JUDGING_TASKS, "a task kind is install_and_run or repair (argusic.judging.tasks)"),
+        _in_set("task_id", JUDGING_TASKS, "a task kind is install_and_run or repair (argusic.core.tasks)"),
         _in_set("status", PANEL_STATUSES, "a panel is judged or insufficient_judges"),
         _between("judges", 1, None, "a panel has at least one judgement"),
         _between("valid_judges", 0, None, "counts are never negative"),
@@ -1543,7 +1543,7 @@ def validate_warehouse(db_path: Path | None = None) -> ValidationReport:
     judges every expectation on that frame, so a pass or a failure, and its count of unexpected
     rows, are those of the whole table.
     """
-    from argusic.settings import warehouse_path
+    from argusic.core.settings import warehouse_path
     from argusic.warehouse import connect
 
     path = Path(db_path) if db_path else warehouse_path()

@@ -7,7 +7,7 @@ Rules (methodology section 7, RULES.md "Model keys"):
   cancelled or times out. ``attempt_key()`` guarantees the deletion for every ending the process
   lives through (return, exception, KeyboardInterrupt, SIGTERM); ``sweep()`` removes what a killed
   worker left behind (every key of this installation that belongs to no running attempt).
-- Every key carries the installation id (``argusic.settings.installation_id()``) in its alias
+- Every key carries the installation id (``argusic.core.settings.installation_id()``) in its alias
   (``argusic-attempt:<installation>:<attempt>:<random>``) and metadata; listing and the sweep see
   only this installation's keys, so two installations sharing one gateway never delete each other's.
 - A key that cannot be created raises ``KeyUnavailable``: the attempt must not start and is retried.
@@ -221,7 +221,7 @@ class KeyBroker(Protocol):
 def _installation(installation: str | None) -> str:
     if installation:
         return installation
-    from argusic.settings import installation_id
+    from argusic.core.settings import installation_id
 
     return installation_id()
 
@@ -546,7 +546,7 @@ def attempt_key(
     (LiteLLM ``duration``) bounds its life should the sweep be down too.
     """
     if limit_usd is None:
-        from argusic.settings import orchestrator_config
+        from argusic.core.settings import orchestrator_config
 
         limit_usd = orchestrator_config().per_run_key_limit_usd
     with _sigterm_cancels():

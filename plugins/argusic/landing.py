@@ -12,7 +12,7 @@ attempt's model key) replaced on the way, also across chunk boundaries. Everythi
 run record, the collectors, the evidence store) reads only the landed copies.
 
 ``land_matching`` lands, by the same machinery, the files of the project folder that match a task's
-artifact globs (``argusic.judging.tasks``) into ``out/artifacts/``: hints' input, never the agent's
+artifact globs (``argusic.core.tasks``) into ``out/artifacts/``: hints' input, never the agent's
 evidence, so what it refuses is named and counted but does not make the attempt invalid.
 """
 
@@ -50,7 +50,7 @@ class LandingLimits:
 
     @classmethod
     def from_config(cls) -> LandingLimits:
-        from argusic.settings import orchestrator_config
+        from argusic.core.settings import orchestrator_config
 
         config = orchestrator_config()
         return cls(config.landing_max_file_bytes, config.landing_max_total_bytes, config.landing_max_entries)
@@ -59,7 +59,7 @@ class LandingLimits:
     def artifacts_from_config(cls) -> LandingLimits:
         """The caps of landed artifacts (orchestrator.toml [landing] artifacts_*); `max_entries`
         there is the number of files landed."""
-        from argusic.settings import orchestrator_config
+        from argusic.core.settings import orchestrator_config
 
         config = orchestrator_config()
         return cls(

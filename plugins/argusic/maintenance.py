@@ -1,7 +1,7 @@
 """Scheduled upkeep, called by the `argusic_maintenance` DAG: orphaned attempt containers, debris of
 killed runs (scratch folders, mounts, loop devices), the evidence audit (and, with a key broker
 configured, the sweep of keys of no running attempt). Every step touches only this installation's
-objects (``argusic.settings.installation_id()``)."""
+objects (``argusic.core.settings.installation_id()``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 from argusic.audit import audit_warehouse
-from argusic.settings import runs_dir, warehouse_path
+from argusic.core.settings import runs_dir, warehouse_path
 
 
 def remove_orphaned_containers(at: datetime) -> list[str]:
@@ -38,8 +38,8 @@ def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
     `candidates` (the attempts the keys name) also counts as running until its run record is in the
     runs store, wherever it runs."""
     from argusic.containment import INSTALLATION_LABEL
+    from argusic.core.settings import installation_id
     from argusic.executor import LABEL, docker_available
-    from argusic.settings import installation_id
 
     running: set[str] = set()
     if docker_available():
@@ -52,7 +52,7 @@ def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
     for folder in [*runs_dir().glob("*/*"), *runs_dir().glob("reproductions/*/*")]:
         if (folder / "out").is_dir() and not (folder / "run_record.json").exists():
             running.add(folder.name)
-    from argusic.runs_store import shared
+    from argusic.core.runs_store import shared
 
     if (store := shared()) is not None:
         running |= {a for a in candidates if not _recorded_in(store, a)}
@@ -62,7 +62,7 @@ def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
 def _recorded_in(store, attempt_id: str) -> bool:
     """Whether the attempt's run record is in the runs store (`<cycle>/<attempt>/run_record.json`; the
     cycle is the id's first part). An id that names no such key counts as not recorded: kept."""
-    from argusic.runs_store import RunsStoreError
+    from argusic.core.runs_store import RunsStoreError
 
     try:
         return store.exists(f"{attempt_id.split('.', 1)[0]}/{attempt_id}/run_record.json")

@@ -1,6 +1,6 @@
 """The methodology guards (scripts/check-ttl-methodology.sh, scripts/check-cost-methodology.sh):
 compare the time-budget table and the key spend-limit line of METHODOLOGY.md with the values the
-orchestrator is really configured with (argusic.settings.orchestrator_config()).
+orchestrator is really configured with (argusic.core.settings.orchestrator_config()).
 
 Run as `python -m argusic.methodology_guard ttl|cost METHODOLOGY.md`; the config file comes from
 ARGUSIC_ORCHESTRATOR_CONFIG (default plugins/argusic/orchestrator.toml). Exit 0 when they agree;
@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import NoReturn
 
-from argusic.settings import PACKAGE_DIR, orchestrator_config
+from argusic.core.settings import PACKAGE_DIR, orchestrator_config
 
 
 class _Guard:

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from argusic.settings import forge_dir, project_root
+from argusic.core.settings import forge_dir, project_root
 
 log = logging.getLogger(__name__)
 

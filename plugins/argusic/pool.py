@@ -29,7 +29,7 @@ from argusic.catalogue import (  # noqa: F401 - re-exported: the pool's callers 
     licence_is_permissive,
     load_catalogue,
 )
-from argusic.settings import orchestrator_config
+from argusic.core.settings import orchestrator_config
 
 # Checks candidates' repositories; returns {project_id: reason} for those that cannot be used.
 SourceCheck = Callable[[list[Candidate]], dict[str, str]]

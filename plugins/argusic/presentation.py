@@ -10,7 +10,7 @@ the served copies write-once under their own prefix:
 
 The same raw evidence, secrets and policy always give the same bytes and so the same key; a write
 again is a no-op. Raw evidence is only read, never written. The scratch folder (under
-`argusic.settings.scratch_root()`) is removed whatever happens.
+`argusic.core.settings.scratch_root()`) is removed whatever happens.
 
 If any copy cannot be shown free of live credentials (or cannot be parsed, or the raw bytes do not
 match their fingerprint), the attempt is *withheld*: nothing is written and the caller reruns it.
@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from argusic.evidence import (
+from argusic.core.evidence import (
     SERVED_NAMES,
     SERVED_PREFIX,
     EvidenceMissing,
@@ -37,6 +37,8 @@ from argusic.evidence import (
     served_key_for,
     sha256_of_file,
 )
+from argusic.core.record import RunRecord
+from argusic.core.settings import scratch_root
 from argusic.masking import (
     DEFAULT_POLICY,
     MASKING_VERSION,
@@ -45,8 +47,6 @@ from argusic.masking import (
     mask_log_file,
     mask_recording_file,
 )
-from argusic.record import RunRecord
-from argusic.settings import scratch_root
 
 PRESENTATION_PREFIX = SERVED_PREFIX
 _MASKERS = {"log": mask_log_file, "recording": mask_recording_file}

@@ -33,15 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from argusic.evidence import (
+from argusic.core.evidence import (
     EvidenceKeyError,
     EvidenceMissing,
     EvidenceStore,
     served_key_for,
     uri_problem,
 )
-from argusic.record import RecordError, RunRecord, load_record_file, parse_attempt_id, parse_record
-from argusic.settings import runs_dir, warehouse_path
+from argusic.core.record import RecordError, RunRecord, load_record_file, parse_attempt_id, parse_record
+from argusic.core.settings import runs_dir, warehouse_path
 
 ANALYST_DIR_ENV = "ARGUSIC_ANALYST_DIR"
 MAX_EVENT_LINE = 16 * 1024**2  # one event line of a recording; a longer one is skipped and counted

@@ -46,8 +46,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from argusic.record import RunRecord, load_record_file, parse_attempt_id, parse_record
-from argusic.settings import orchestrator_config, parse_size, project_root, runs_dir
+from argusic.core.record import RunRecord, load_record_file, parse_attempt_id, parse_record
+from argusic.core.settings import orchestrator_config, parse_size, project_root, runs_dir
 
 REPRODUCTIONS = "reproductions"
 REPRO_PREFIX = "repro"
@@ -128,7 +128,7 @@ def _pool_source(record: RunRecord, base: Path) -> RepoSource | None:
 
 
 def _plan_source(record: RunRecord, base: Path) -> RepoSource | None:
-    from argusic.attempt import AttemptSpec
+    from argusic.core.spec import AttemptSpec
 
     parts = parse_attempt_id(record.attempt_id)
     bare = f"{record.cycle_id}.{parts['purpose']}.{record.agent_id}.{record.project_id}.a{record.attempt_no}"
@@ -147,7 +147,7 @@ def _plan_source(record: RunRecord, base: Path) -> RepoSource | None:
 def _warehouse_source(record: RunRecord) -> RepoSource | None:
     import duckdb
 
-    from argusic.settings import warehouse_path
+    from argusic.core.settings import warehouse_path
     from argusic.warehouse import connect
 
     db = warehouse_path()
@@ -318,7 +318,7 @@ def plan_reproduction(
     """Check every input; the spec, pin and executor of the reproduction. ReproductionRefused naming
     every input that is not available (all of them, not the first)."""
     from argusic.agents import driver_for
-    from argusic.attempt import AttemptSpec
+    from argusic.core.spec import AttemptSpec
     from argusic.environment import ContainerLimits, Pin
     from argusic.mirror import SourceUnavailable, attempt_source
 
@@ -543,7 +543,7 @@ def score_records(records: list[RunRecord], workdir: Path | None = None) -> dict
     import duckdb
 
     from argusic.build import _dbt_args, _env, _first_lines, _invoke_dbt
-    from argusic.settings import dbt_project_dir
+    from argusic.core.settings import dbt_project_dir
     from argusic.warehouse import COLUMNS, _row, migrate_raw
 
     with tempfile.TemporaryDirectory(prefix="argusic-repro-score-", dir=workdir) as tmp:

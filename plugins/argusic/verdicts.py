@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the DAG file imports this module at parse time: keep it light
-    from argusic.attempt import AttemptSpec
+    from argusic.core.spec import AttemptSpec
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def check_stronger_agent(agent_id: str) -> str:
 
 def pool_of_cycle(cycle_id: str, pool: str | None = None) -> Path:
     """The pool a verdict run reads: an explicit pool file of the cycle, else the one recorded for it."""
-    from argusic.airflow_tasks import pool_path_for
+    from argusic.core.layout import pool_path_for
     from argusic.pool import load_pool
 
     if pool:
@@ -173,7 +173,7 @@ def request_stronger_agent(
     journalled, then in the warehouse). True when new; the same request again changes nothing. The
     plan acts on it once the standard agent's two complete attempts found no pass."""
     from argusic import decisions
-    from argusic.record import ID_PART_RE
+    from argusic.core.record import ID_PART_RE
     from argusic.warehouse import COMMIT_RE
 
     if not ID_PART_RE.fullmatch(project_id or ""):
@@ -260,7 +260,7 @@ def read_plan(
     last built). A new attempt takes the run's cycle; a rerun keeps the cycle of the invalid attempt.
     An attempt whose chain is invalid after the bounded reruns is listed apart (never run again)."""
     from argusic.airflow_tasks import measured_records
-    from argusic.attempt import AttemptSpec
+    from argusic.core.spec import AttemptSpec
     from argusic.cycle import budget_scale_for
 
     demo, scale = budget_scale_for(demo, budget_scale)
@@ -296,7 +296,7 @@ def read_plan(
 
 def write_plan(plan: VerdictPlan) -> list[str]:
     """One spec file per pending attempt, where the cycle writes its plan; their paths, in order."""
-    from argusic.airflow_tasks import write_spec
+    from argusic.core.spec import write_spec
 
     return [write_spec(item.spec) for item in plan.pending]
 

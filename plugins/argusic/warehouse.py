@@ -22,8 +22,10 @@ from pathlib import Path
 
 import duckdb
 
+from argusic.core.evidence import record_evidence_problems
+from argusic.core.record import RecordError, RunRecord, load_record_file
+from argusic.core.settings import evidence_url, warehouse_path
 from argusic.decisions import ddl as decisions_ddl
-from argusic.evidence import record_evidence_problems
 from argusic.judging.ingest import (
     HintsIngestError,
     compute_change_similarity,
@@ -33,9 +35,7 @@ from argusic.judging.ingest import (
     load_judgements,
     migrate_judging,
 )
-from argusic.record import RecordError, RunRecord, load_record_file
 from argusic.repair.ingest import migrate_repair
-from argusic.settings import evidence_url, warehouse_path
 from argusic.warehouse_lock import WarehouseBusy, open_duckdb, writer_lock
 
 # Folders never searched for run records: a harness's output (`out/`, written by the project and the
@@ -513,8 +513,8 @@ def load_pool_entries(pool_path: Path, db_path: Path | None = None) -> int:
     """Load a cycle's pool (its projects at their pinned commits) into raw.pool_entries; the number of
     entries added. Idempotent: an entry already loaded is left alone; one loaded with another commit,
     repository or tier is refused (a cycle's pool never changes once drawn)."""
+    from argusic.core.record import ID_PART_RE
     from argusic.pool import load_pool
-    from argusic.record import ID_PART_RE
 
     pool = load_pool(Path(pool_path))
     problems = []

@@ -26,8 +26,8 @@ import re
 import stat
 from pathlib import Path
 
-from argusic.judging.tasks import Task, canonical_json, task_for
-from argusic.record import RunRecord, load_record_file
+from argusic.core.record import RunRecord, load_record_file
+from argusic.core.tasks import Task, canonical_json, task_for
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "argusic.judge-evidence/1"

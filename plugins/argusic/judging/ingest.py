@@ -45,8 +45,8 @@ from typing import Annotated, Any, Literal
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from argusic.record import ATTEMPT_ID_RE, ID_PART_RE, parse_attempt_id
-from argusic.repair.ingest import RepairIngestError, read_json_document
+from argusic.core.record import ATTEMPT_ID_RE, ID_PART_RE, parse_attempt_id
+from argusic.core.safe_io import UnsafeDocument, read_json_document
 from argusic.repair.paths import is_test_path
 
 log = logging.getLogger(__name__)
@@ -316,9 +316,9 @@ def _read_document(path: Path, cap: int, schema: str, model_class: Any, what: st
     record; HintsIngestError naming the file and the field otherwise. Read at most ``cap`` bytes,
     never through a link; the ``schema`` field checked first."""
     try:
-        doc = read_json_document(path, cap)
-    except RepairIngestError as err:
-        raise HintsIngestError(str(err).replace("a repair record is", f"a {what} is")) from None
+        doc = read_json_document(path, cap, what)
+    except UnsafeDocument as err:
+        raise HintsIngestError(str(err)) from None
     if doc.get("schema") != schema:
         shown = repr(doc.get("schema"))[:80]
         raise HintsIngestError(f"{path}: invalid {what}: schema: {shown} is not {schema!r}")
@@ -646,7 +646,7 @@ def compute_change_similarity(con: duckdb.DuckDBPyConnection, store_url: str | N
             if (a, b) in done:
                 continue
             if store is None:
-                from argusic.evidence import open_store
+                from argusic.core.evidence import open_store
 
                 store = open_store(store_url)
             for attempt_id, (uri, sha, size) in ((a, ref_a), (b, ref_b)):

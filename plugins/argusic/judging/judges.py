@@ -1,7 +1,7 @@
 """Model judges (issue #14, seed 004, Layer 2): advisory scores of an attempt's evidence by several
 coding-agent CLIs, never part of a score, a verdict, a rate or the board.
 
-One judge run (``run_judge``) is one container of the agents image (``argusic.agents.agents_image()``)
+One judge run (``run_judge``) is one container of the agents image (``argusic.core.settings.agents_image()``)
 with the blinded evidence folder (``argusic.judging.evidence``) mounted read-only at ``/evidence`` (its
 working directory), ``/out`` writable and the judge prompt (``Task.judge_prompt()``, generated as
 ``judging/generated/<task_id>.judge.md``) on stdin; locked down like the render container. With
@@ -42,9 +42,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from argusic.core.record import load_record_file
+from argusic.core.tasks import PACKAGE_DIR, Task, load_task, task_for
 from argusic.judging.evidence import MANIFEST, build_evidence_folder, evidence_sha256, read_manifest
-from argusic.judging.tasks import PACKAGE_DIR, Task, load_task, task_for
-from argusic.record import load_record_file
 
 VERDICT_SCHEMA = "argusic.judge-verdict/1"
 JUDGEMENT_SCHEMA = "argusic.judgement/1"
@@ -379,8 +379,8 @@ def run_judge(
     import requests
 
     import docker
-    from argusic.agents import agents_image
     from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
+    from argusic.core.settings import agents_image
 
     driver = judge_driver(judge_id)
     evidence_dir, out_dir = Path(evidence_dir).resolve(), Path(out_dir)

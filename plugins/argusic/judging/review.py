@@ -161,7 +161,7 @@ def _pages(facts: dict) -> list[str]:
 
 def shows(facts: dict) -> tuple[str, ...]:
     """What the task's review definition says the form shows (generated `<task>.review.json`)."""
-    from argusic.judging.tasks import TaskDefinitionError, task_for
+    from argusic.core.tasks import TaskDefinitionError, task_for
 
     try:
         return tuple(task_for(facts["purpose"], facts["project_id"]).review["shows"])
@@ -231,8 +231,8 @@ def body_of(item: Item) -> str:
 
 def task_revision_of(attempt_id: str, db_path: Path | None = None) -> str:
     """The task revision a review of the attempt is recorded under: the queue's (its newest hints),
-    else the current definition of its task (argusic.judging.tasks)."""
-    from argusic.judging.tasks import task_for
+    else the current definition of its task (argusic.core.tasks)."""
+    from argusic.core.tasks import task_for
     from argusic.warehouse import connect
 
     with connect(db_path, read_only=True) as con:

@@ -46,7 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argusic.settings import PACKAGE_DIR, parse_size
+from argusic.core.layout import RECORD_FILE, attempt_dir
+from argusic.core.safe_io import write_atomic
+from argusic.core.settings import PACKAGE_DIR, parse_size
 
 log = logging.getLogger(__name__)
 
@@ -494,15 +496,15 @@ def run_repair_attempt(
     """Run one repair attempt (unless its record exists) and return its run record's path."""
     from argusic import attempt as board
     from argusic.agents import driver_for
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import RecordError, load_record_file
     from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
-    from argusic.evidence import EvidenceStore
     from argusic.executor import get_executor
     from argusic.keys import key_for_attempt
-    from argusic.record import RecordError, load_record_file
     from argusic.repair.items import local_git_dir
 
-    folder = board.attempt_dir(spec, base_dir)
-    record_path = folder / board.RECORD_FILE
+    folder = attempt_dir(spec, base_dir)
+    record_path = folder / RECORD_FILE
     if record_path.exists():
         try:
             record = load_record_file(record_path)
@@ -590,7 +592,7 @@ def run_repair_attempt(
         spec, item, driver, result, out_dir, folder, store, limits, agent_seconds, key_record, environment
     )
     record = board.with_presentation(record, store)
-    board._write_atomic(record_path, record.to_json() + "\n")
+    write_atomic(record_path, record.to_json() + "\n")
     return record_path
 
 
@@ -598,7 +600,7 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
                         agent_seconds: float, key_record: dict | None, environment):  # fmt: skip
     """The run record of a repair attempt: evidence stored, outcome judged, patch graded."""
     from argusic import attempt as board
-    from argusic.record import bound_texts, parse_record
+    from argusic.core.record import bound_texts, parse_record
 
     evidence = {}
     for name, filename in board.EVIDENCE_FILES.items():
@@ -741,7 +743,7 @@ def plan_repair_specs(
     items in item-id order (item i, try k: i * attempts_per_item + k), and each spec names its item.
     Agents that cannot repair are refused (RepairRefused) rather than silently left out."""
     from argusic.agents import driver_for
-    from argusic.attempt import AttemptSpec, RepairItemRef
+    from argusic.core.spec import AttemptSpec, RepairItemRef
 
     for agent in agents:
         driver = driver_for(agent)

@@ -10,7 +10,7 @@ import logging
 import os
 from pathlib import Path
 
-from argusic.settings import PACKAGE_DIR, forge_dir
+from argusic.core.settings import PACKAGE_DIR, forge_dir
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def pool_project_ids(cycle_id: str | None) -> list[str] | None:
     """The projects of a cycle's recorded pool, None when no cycle is named or it has no pool yet."""
     if not cycle_id:
         return None
-    from argusic.airflow_tasks import pool_path_for
+    from argusic.core.layout import pool_path_for
     from argusic.pool import load_pool
 
     path = pool_path_for(cycle_id)
@@ -130,15 +130,15 @@ def write_repair_plan(
     executor=None,
 ) -> list[str]:
     """Write one spec per repair attempt (agent × usable item of the pool's projects, or of
-    `projects`) and return their paths (``argusic.airflow_tasks.write_spec``); pins the cycle's
+    `projects`) and return their paths (``argusic.core.spec.write_spec``); pins the cycle's
     environment for the agents' images like the board plan does. An empty list: nothing to repair."""
     from argusic.agents import driver_for
-    from argusic.airflow_tasks import write_spec
+    from argusic.core.runs_store import local_path
+    from argusic.core.spec import write_spec
     from argusic.cycle import budget_scale_for
     from argusic.environment import ensure_pin
     from argusic.pool import load_pool
     from argusic.repair.attempts import plan_repair_specs
-    from argusic.runs_store import local_path
 
     pool = load_pool(local_path(pool_path))
     project_ids = list(projects) if projects else [e.project_id for e in pool.entries]
@@ -157,8 +157,8 @@ def grade_files(record_paths: list[str]) -> list[str]:
     attempt folder's own copy when it holds the referenced bytes, else fetched from the evidence store
     (another host graded it) and checked against the record's sha256. Records without a grade (invalid,
     not graded) have none."""
-    from argusic.evidence import EvidenceStore
-    from argusic.record import load_record_file
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
     from argusic.repair.attempts import GRADE_FILE
 
     found = []
@@ -185,7 +185,7 @@ def repair_ingest_paths(record_paths: list[str]) -> list[str]:
     """What ingest loads for the repair attempts among `record_paths`: their grade records, and the
     items folder of each project they repaired (items and validations: a grade is refused unless its
     item revision is loaded with it or before, so a cycle never depends on argusic_items having run)."""
-    from argusic.record import load_record_file
+    from argusic.core.record import load_record_file
     from argusic.repair.items import items_dir
 
     grades = grade_files(record_paths)
@@ -224,7 +224,7 @@ def repair_round(
     import json
 
     from argusic.attempt import run_with_reruns
-    from argusic.record import load_record_file
+    from argusic.core.record import load_record_file
     from argusic.repair.attempts import STANDINS, plan_repair_specs
 
     agents = list(agents or sorted(STANDINS))

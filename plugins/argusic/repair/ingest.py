@@ -12,7 +12,7 @@ batch is one transaction: a refusal loads nothing of it.
 
 Records are hostile input (they come out of containers and out of item repositories): each file is
 read with a size cap, without following links, as strict UTF-8 JSON (no NaN, no duplicate keys);
-ids follow the id grammar of ``argusic.record``; a refusal names the file and the field.
+ids follow the id grammar of ``argusic.core.record``; a refusal names the file and the field.
 H1's pydantic models (``argusic.repair.items``) own the full contract; the checks here are the
 minimum the warehouse needs to hold rows it can trust (types, ids, enumerations, sizes).
 """
@@ -30,7 +30,8 @@ from typing import Any
 
 import duckdb
 
-from argusic.record import ATTEMPT_ID_RE, ID_PART_RE, RecordError, read_record_bytes
+from argusic.core.record import ATTEMPT_ID_RE, ID_PART_RE
+from argusic.core.safe_io import UnsafeDocument, read_json_document
 from argusic.repair.grader import VERDICTS  # the seven, defined once by the grader
 
 ITEM_SCHEMA = "argusic.repair_item/1"
@@ -147,41 +148,6 @@ class RepairIngestResult:
 # ---------------------------------------------------------------------------------------------------
 # Reading: size cap, no links, strict UTF-8, strict JSON
 # ---------------------------------------------------------------------------------------------------
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    doc: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in doc:
-            raise ValueError(f"duplicate key {key[:80]!r}")
-        doc[key] = value
-    return doc
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def read_json_document(path: Path, limit: int = MAX_REPAIR_RECORD_BYTES) -> dict[str, Any]:
-    """One JSON object from ``path``: at most ``limit`` bytes (checked before reading), never through
-    a link, strict UTF-8, strict JSON (NaN/Infinity and duplicate keys refused)."""
-    try:
-        data = read_record_bytes(path, limit)
-    except RecordError as err:
-        raise RepairIngestError(str(err).replace("a run record is", "a repair record is")) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise RepairIngestError(f"{path}: not UTF-8 (byte {err.start} is {data[err.start]:#04x})") from None
-    try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
-    except (json.JSONDecodeError, ValueError) as err:
-        raise RepairIngestError(f"{path}: not strict JSON: {err}") from None
-    except RecursionError:
-        raise RepairIngestError(f"{path}: not JSON this pipeline reads: nested too deeply") from None
-    if not isinstance(doc, dict):
-        raise RepairIngestError(f"{path}: a JSON object is expected")
-    return doc
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -581,7 +547,10 @@ def read_batch(paths: Iterable[Path]) -> _Batch:
     batch = _Batch()
     candidates = repair_files(paths)
     for path, named in candidates:
-        doc = read_json_document(path)
+        try:
+            doc = read_json_document(path, MAX_REPAIR_RECORD_BYTES, "repair record")
+        except UnsafeDocument as err:
+            raise RepairIngestError(str(err)) from None
         schema = doc.get("schema")
         if path.name.endswith(".validation.json"):
             v = parse_validation(path, doc)
@@ -664,7 +633,7 @@ def ingest_repair(
     """Load the repair records under a folder (or the files and folders given) into the warehouse
     (``db_path``, ARGUSIC_WAREHOUSE by default), replacing the rows of the same keys, in one
     transaction under the warehouse's writer lock. Raises RepairIngestError (nothing loaded)."""
-    from argusic.settings import warehouse_path
+    from argusic.core.settings import warehouse_path
     from argusic.warehouse import connect, migrate_raw, writer_lock
 
     if isinstance(folder_or_paths, (str, Path)):
@@ -714,5 +683,4 @@ __all__ = [
     "ingest_repair_task",
     "migrate_repair",
     "read_batch",
-    "read_json_document",
 ]

@@ -92,7 +92,7 @@ def file(
 ) -> str:
     """File a dispute of one attempt (decisions.disputes); returns its id. The attempt must be
     loaded and be the one that counts (no later run of it)."""
-    from argusic.record import parse_attempt_id
+    from argusic.core.record import parse_attempt_id
     from argusic.warehouse import connect
 
     try:
@@ -238,8 +238,9 @@ def rule(
 def correction_spec(attempt_id: str):
     """The AttemptSpec of the correction rerun: the disputed attempt's planned spec
     (runs/<cycle>/plan/<attempt id without .r<n>>.json), as its next run."""
-    from argusic.airflow_tasks import plan_dir, read_spec
-    from argusic.record import make_attempt_id, parse_attempt_id
+    from argusic.core.layout import plan_dir
+    from argusic.core.record import make_attempt_id, parse_attempt_id
+    from argusic.core.spec import read_spec
 
     parts = parse_attempt_id(attempt_id)
     base = make_attempt_id(
@@ -249,7 +250,7 @@ def correction_spec(attempt_id: str):
         str(parts["project_id"]),
         int(parts["attempt_no"]),
     )
-    from argusic.runs_store import pull
+    from argusic.core.runs_store import pull
 
     path = plan_dir(str(parts["cycle_id"])) / f"{base}.json"
     pull(f"{parts['cycle_id']}/plan/{base}.json")  # on a cluster: the plan is in the runs store
@@ -268,7 +269,7 @@ def correct(dispute_id: str, executor=None, db_path: Path | None = None, live_lo
     Idempotent: a rerun measured before is not measured again. The caller builds the warehouse."""
     from argusic.airflow_tasks import ingest_records
     from argusic.attempt import run_with_reruns
-    from argusic.record import load_record_file
+    from argusic.core.record import load_record_file
 
     dispute = get(dispute_id, db_path)
     if dispute.ruling != "environment_at_fault":

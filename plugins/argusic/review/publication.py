@@ -71,7 +71,7 @@ class Prepared:
 def last_published(cycle_id: str, out_dir: Path | None = None) -> dict | None:
     """The cycle's board.json as last published (None when never). Read with a size cap: it is our
     own file, but a file on disk all the same."""
-    from argusic.cycle import publish_dir
+    from argusic.core.layout import publish_dir
 
     path = Path(out_dir or publish_dir()) / cycle_id / "board.json"
     try:
@@ -278,7 +278,7 @@ def publish_approved(
     is refused too. NotApproved when there is no approval in force; BoardChanged (from publish_board)
     when the board is not the approved one. Through the build worker when one answers."""
     from argusic.build_worker import publish_or_delegate
-    from argusic.cycle import publish_dir
+    from argusic.core.layout import publish_dir
 
     decision = decision_in_force(cycle_id, db_path)
     if decision is None:

@@ -56,9 +56,15 @@ from argusic.attempt_page import (
     player_assets_dir,
 )
 from argusic.build import BOARD_SCHEMA, PUBLISHED_DIR_MODE, PUBLISHED_FILE_MODE, make_published_dir
-from argusic.evidence import EvidenceKeyError, EvidenceMissing, EvidenceStore, served_key_for, served_segment
+from argusic.core.evidence import (
+    EvidenceKeyError,
+    EvidenceMissing,
+    EvidenceStore,
+    served_key_for,
+    served_segment,
+)
+from argusic.core.settings import public_evidence_base
 from argusic.replay import strip_terminal_codes
-from argusic.settings import public_evidence_base
 
 SITE_DIR = "site"
 TEMPLATES = Path(__file__).with_name("templates")

@@ -8,7 +8,7 @@ A record is hostile input until checked: its ids follow one grammar (every id pa
 `[A-Za-z0-9_-]`; the attempt id is `<cycle_id>.<purpose>.<agent_id>.<project_id>.a<attempt_no>`,
 `.r<n>` for the n-th rerun, and agrees with those fields and with `rerun_of`), and a record file is
 read with a size cap (`MAX_RECORD_BYTES`), as strict UTF-8 JSON. Where its evidence may live is
-checked against the store by `argusic.evidence.record_evidence_problems`.
+checked against the store by `argusic.core.evidence.record_evidence_problems`.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fsspec.core import url_to_fs
 
-from argusic.settings import runs_dir
+from argusic.core.settings import runs_dir
 
 RUNS_URL_ENV = "ARGUSIC_RUNS_URL"
 MAX_OBJECT_BYTES = 4 << 20  # a record is capped at 1 MiB, a spec or pin far smaller; a pool of 3,669 fits

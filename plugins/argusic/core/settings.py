@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # plugins/argusic (this file is in core/)
 
 
 def project_root() -> Path:
@@ -114,6 +114,11 @@ def runs_dir() -> Path:
 
 def runner_image() -> str:
     return os.environ.get("ARGUSIC_RUNNER_IMAGE", "argusic-runner:bookworm")
+
+
+def agents_image() -> str:
+    """ARGUSIC_AGENTS_IMAGE: the image with the external agent CLIs (scripts/build_agents_image.sh)."""
+    return os.environ.get("ARGUSIC_AGENTS_IMAGE", "argusic-agents:bookworm")
 
 
 def code_root() -> Path:

@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # plugins/argusic
-TASKS_DIR = Path(__file__).resolve().with_name("tasks")
+TASKS_DIR = PACKAGE_DIR / "judging" / "tasks"  # the task data stays beside the judges that read it
 PROJECTS_DIR = TASKS_DIR / "projects"
 GENERATED_DIR = "judging/generated"  # relative to the package, like the prompt files below
 

@@ -29,10 +29,10 @@ from urllib.parse import quote
 
 from fsspec.core import url_to_fs
 
-from argusic.settings import evidence_url
+from argusic.core.settings import evidence_url
 
 if TYPE_CHECKING:
-    from argusic.record import RunRecord
+    from argusic.core.record import RunRecord
 
 CHUNK = 1 << 20
 RAW_PREFIX = "sha256"
