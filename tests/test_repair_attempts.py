@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import pytest
 from argusic.core.record import RecordError, parse_record
 from argusic.core.spec import AttemptSpec, RepairItemRef
+from argusic.payload import check_instructions
 from argusic.repair import attempts as repair
-from argusic.repair import check_instructions
 
 GOLD = "calc.py"
 STATEMENT = "add(2, 3) returns -1 instead of 5.\n\nRun `python3 -c 'import calc; print(calc.add(2, 3))'`."

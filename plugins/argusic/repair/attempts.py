@@ -55,7 +55,8 @@ log = logging.getLogger(__name__)
 REPAIR_DIR = Path(__file__).resolve().parent
 PROMPT_TEMPLATE = REPAIR_DIR / "prompt.md"
 SPEC_TEMPLATE = REPAIR_DIR / "spec_section.md"
-CHECK_SCRIPT = REPAIR_DIR / "check_instructions.py"
+# mounted as a task file; its name and bytes are hashed into every repair record (repair_instructions)
+CHECK_SCRIPT = PACKAGE_DIR / "payload" / "check_instructions.py"
 
 # Task files (read-only in the container) and what the container leaves in /out.
 PROMPT_FILE = "prompt.md"
