@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic import executor as executor_mod
 from argusic.attempt import run_attempt, run_with_reruns
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import load_record_file
 from argusic.core.spec import AttemptSpec
-from argusic.executor import LocalExecutor
+from argusic.sandbox import executor as executor_mod
+from argusic.sandbox.executor import LocalExecutor
 from test_executor import make_repo
 
 # Behaviour is chosen by the MODE file of the fixture repo.

@@ -281,7 +281,7 @@ def cluster(request) -> SharedCluster:
     DAGs folder holding the project's DAGs and the probe DAG; its attempt workers may read the
     benchmark's catalogue folder. Stopped by the last test, which checks that nothing is left; kept
     with its logs when a test of the module failed."""
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker daemon")
@@ -718,7 +718,7 @@ def test_the_same_cycle_on_one_machine_gives_the_same_board_and_runs_once(
     tests/test_dags.py's Docker cycle, on another pool.)"""
     import duckdb
     from argusic.core.record import load_record_file
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
     from hitl_people import Answerer, Person, api_server
     from test_dags import airflow_env, dag_test, env_for, migrate_metadata_db
 

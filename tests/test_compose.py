@@ -476,7 +476,7 @@ def test_dependencies_wait_for_health(resolved: dict) -> None:
 def test_image_id_survives_save_and_load(tmp_path: Path) -> None:
     """The cycle pin records the runner image by id; a `docker save` archive loaded on another engine
     gives the same id (here: saved, removed, loaded again on this engine)."""
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker engine answers")

@@ -534,7 +534,7 @@ def _empty_image(tag: str) -> str:
 def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_ingest(
     airflow_db, forge, tmp_path
 ):
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker daemon")

@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
-from argusic.executor import docker_available
+from argusic.sandbox.executor import docker_available
 from test_attempt_page_browser import BROWSER_ARGS
 from test_dbt_rules import DBT_PROJECT, sponsor
 from test_site import link_problems, number_problems, published_values

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from argusic.core.record import Display
 from argusic.environment import Pin, attempt_display
-from argusic.executor import DISPLAY_NUMBER, _bootstrap_script, display_size, docker_available
 from argusic.forge import DESKTOP_CATALOGUE, FIXTURES, build_desktop_forge, build_forge, checkout
 from argusic.harness import HARNESS_DIR, xdisplay
 from argusic.harness.readme_runner import GUI_UP_SECONDS
+from argusic.sandbox.executor import DISPLAY_NUMBER, _bootstrap_script, display_size, docker_available
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = HARNESS_DIR / "readme_runner.py"
@@ -357,7 +357,7 @@ def test_tk_application_end_to_end_in_docker(isolated, desktop_image):
     from argusic.core.record import load_record_file
     from argusic.core.settings import evidence_url, forge_dir, orchestrator_config
     from argusic.core.spec import AttemptSpec
-    from argusic.executor import DockerExecutor
+    from argusic.sandbox.executor import DockerExecutor
 
     catalogue = json.loads(build_desktop_forge(forge_dir()).read_text())
     c = catalogue["candidates"][0]
@@ -397,7 +397,7 @@ def test_a_forged_display_file_is_not_recorded(isolated, desktop_image, tmp_path
     from argusic.core.record import load_record_file
     from argusic.core.settings import evidence_url
     from argusic.core.spec import AttemptSpec
-    from argusic.executor import DockerExecutor
+    from argusic.sandbox.executor import DockerExecutor
 
     work = tmp_path / "src"
     work.mkdir()

@@ -20,11 +20,11 @@ from argusic.environment import (
     current_edition,
     ensure_pin,
     harness_editions,
-    read_display,
     read_pin,
     scaffold_sha256,
 )
-from argusic.executor import DockerExecutor, LocalExecutor, docker_available
+from argusic.sandbox.executor import DockerExecutor, LocalExecutor, docker_available
+from argusic.sandbox.launch import read_display
 from test_attempt import scripted  # noqa: F401 (fixture)
 from test_executor import make_repo
 

@@ -31,11 +31,11 @@ from argusic.core import settings
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import load_record_file
 from argusic.core.spec import AttemptSpec
-from argusic.executor import docker_available
 from argusic.external import SESSION_LOG, claude_code, codex
 from argusic.external.collect import USAGE_FIELDS
 from argusic.forge import build_forge
 from argusic.keys import IssuedKey
+from argusic.sandbox.executor import docker_available
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOSED_GATEWAY = "http://127.0.0.1:9/v1"  # nothing listens there; the container has no network anyway
@@ -176,7 +176,7 @@ def test_external_agent_attempt_in_the_agents_image(
 def _result(*, exit_code=0, timed_out=False, error=None):
     from datetime import UTC, datetime
 
-    from argusic.executor import ExecutionResult
+    from argusic.sandbox.launch import ExecutionResult
 
     now = datetime.now(UTC)
     return ExecutionResult("docker", now, now, exit_code, timed_out, error, "img")

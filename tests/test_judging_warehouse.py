@@ -294,7 +294,7 @@ def test_ingest_loads_hints_beside_records_and_compares_repair_patches(record_do
 
 
 def test_install_and_run_changes_are_compared_by_project_and_environment(record_doc, isolated: Path):
-    """Board attempts' changes patches (argusic.changes), named by their hints and read from the
+    """Board attempts' changes patches (argusic.sandbox.changes), named by their hints and read from the
     evidence store by content address: one group per agent, project and environment."""
     import hashlib
 

@@ -158,10 +158,10 @@ def test_a_running_attempt_streams_its_log_into_the_task_log(isolated, tmp_path,
     import logging
     import threading
 
-    from argusic import executor as executor_mod
     from argusic.attempt import run_attempt
     from argusic.core.spec import AttemptSpec
-    from argusic.executor import LocalExecutor
+    from argusic.sandbox import executor as executor_mod
+    from argusic.sandbox.executor import LocalExecutor
     from test_executor import make_repo
 
     harness = tmp_path / "harness"

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic import executor as executor_mod
 from argusic import mirror
 from argusic.cli import app
 from argusic.core.record import load_record_file
 from argusic.cycle import draw_checked_pool
-from argusic.executor import docker_available
 from argusic.forge import build_forge, checkout
 from argusic.mirror import FetchPolicy, SourceUnavailable, ensure_remote, has_commit, parse_source
+from argusic.sandbox import executor as executor_mod
+from argusic.sandbox.executor import docker_available
 from conftest import free_port
 from typer.testing import CliRunner
 

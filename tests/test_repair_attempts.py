@@ -293,7 +293,7 @@ def test_whole_repair_attempt_local_records_patch_and_grade(
     from argusic.attempt import run_with_reruns
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
-    from argusic.executor import LocalExecutor
+    from argusic.sandbox.executor import LocalExecutor
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
     _, item = make_item_repo(tmp_path)
@@ -341,7 +341,7 @@ def test_stand_ins_only_in_demo_cycles_and_the_reference_agent_does_not_repair(t
 
 
 def _docker_and_grader() -> str | None:
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         return "no Docker daemon answers"
@@ -362,9 +362,9 @@ def test_repair_attempts_in_docker_by_the_demo_stand_ins_are_graded(tmp_path, is
     from argusic.attempt import run_with_reruns
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
-    from argusic.executor import DockerExecutor
     from argusic.repair.grader import validate_item
     from argusic.repair.items import build_items
+    from argusic.sandbox.executor import DockerExecutor
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
     items_root = tmp_path / "items"
@@ -546,7 +546,7 @@ def test_plan_numbers_attempts_over_the_usable_items_of_a_project(tmp_path, isol
 
 
 def _paths():
-    from argusic.executor import HarnessPaths
+    from argusic.sandbox.launch import HarnessPaths
 
     return HarnessPaths(
         "/opt/argusic/harness", "/workspace/project", "/out", "/opt/argusic/task", "/var/lib/a"
@@ -609,7 +609,7 @@ def test_external_session_endings(tmp_path, subtype, answered, end, invalid, lim
     from datetime import UTC, datetime
 
     from argusic.agents import driver_for
-    from argusic.executor import ExecutionResult
+    from argusic.sandbox.launch import ExecutionResult
 
     out = tmp_path / "out"
     out.mkdir()
@@ -627,7 +627,7 @@ def test_time_limit_and_refusals_of_the_container(tmp_path):
     from datetime import UTC, datetime
 
     from argusic.agents import driver_for
-    from argusic.executor import ExecutionResult
+    from argusic.sandbox.launch import ExecutionResult
 
     out = tmp_path / "out"
     out.mkdir()

@@ -312,8 +312,8 @@ def _run_original(isolated: Path, executor) -> Path:
 
 
 def test_a_local_attempt_reproduced_never_reaches_the_warehouse(isolated):
-    from argusic.executor import LocalExecutor
     from argusic.reproduce import compare
+    from argusic.sandbox.executor import LocalExecutor
 
     original = load_record_file(_run_original(isolated, LocalExecutor()))
     assert original.environment is not None and original.executor == "local"

@@ -113,8 +113,8 @@ def test_a_cycle_planned_on_one_host_runs_on_another_and_is_ingested_on_a_third(
         write_plan,
     )
     from argusic.core.spec import read_spec
-    from argusic.executor import get_executor
     from argusic.forge import build_forge
+    from argusic.sandbox.executor import get_executor
 
     catalogue = build_forge(isolated / "forge")
     warehouse_runs = _host(monkeypatch, isolated, "warehouse")
@@ -202,7 +202,7 @@ def test_the_key_sweep_keeps_keys_of_attempts_running_on_other_hosts(
     from argusic.maintenance import running_attempt_ids
 
     _host(monkeypatch, isolated, "warehouse")
-    monkeypatch.setattr("argusic.executor.docker_available", lambda: False)
+    monkeypatch.setattr("argusic.sandbox.executor.docker_available", lambda: False)
     finished, elsewhere = "2026-12-cl.board.readme-runner.p1.a1", "2026-12-cl.board.readme-runner.p1.a2"
     runs_store.shared().write(f"2026-12-cl/{finished}/run_record.json", b"{}", write_once=True)
     running = running_attempt_ids({finished, elsewhere, "../odd"})

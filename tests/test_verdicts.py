@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic import executor as executor_mod
 from argusic.pool import Pool, PoolEntry
+from argusic.sandbox import executor as executor_mod
 from test_executor import make_repo
 
 CYCLE = "2026-12"
@@ -104,7 +104,7 @@ def _verdicts(targets) -> dict[str, tuple]:
 @pytest.mark.slow  # real dbt builds (five), real attempts through the local executor
 def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
     from argusic.attempt import run_attempt
-    from argusic.executor import LocalExecutor
+    from argusic.sandbox.executor import LocalExecutor
     from argusic.verdicts import prepare, read_plan, request_stronger_agent, run_verdicts
 
     commits = walk

@@ -38,7 +38,7 @@ def vid(agent: str, project: str, n: int) -> str:
 @pytest.mark.slow
 @pytest.mark.docker
 def test_verdicts_dag_runs_rounds_until_settled_then_does_nothing(airflow_db, forge, tmp_path) -> None:  # noqa: F811
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker daemon")

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from argusic.core.settings import agents_image, dbt_project_dir
 
 if TYPE_CHECKING:
-    from argusic.executor import HarnessPaths, Launch, LaunchBuilder
     from argusic.external.collect import CollectedRun
+    from argusic.sandbox.launch import HarnessPaths, Launch, LaunchBuilder
 
 READ_ME_RUNNER = "readme-runner"
 EXTERNAL_HARNESSES = ("claude-code", "codex")
@@ -105,8 +105,8 @@ class _ExternalLaunch:
         return f"_ExternalLaunch({self._driver.agent_id!r}, key variables {sorted(self._key_env)})"
 
     def __call__(self, paths: HarnessPaths) -> Launch:
-        from argusic.executor import Launch
         from argusic.external import render_instructions
+        from argusic.sandbox.launch import Launch
 
         driver, mod = self._driver, self._driver.module()
         if not driver.model:

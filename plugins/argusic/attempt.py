@@ -1,7 +1,7 @@
 """One attempt as a transaction: execute → land evidence (fingerprinted, write-once) → run record.
 
 Per-attempt folder `runs/<cycle_id>/<attempt_id>/` holds the landed harness output (`out/`: what the
-container left in /out, regular files only, capped, the attempt's key redacted; ``argusic.landing``;
+container left in /out, regular files only, capped, the attempt's key redacted; ``argusic.sandbox.landing``;
 with `out/artifacts/`: the project folder's files matching the task's artifact globs, hints' input,
 never evidence) and the run record (`run_record.json`). An attempt whose record already exists is
 not run again (resumable, keyed by attempt_id), so retrying a task never adds a second measurement.
@@ -32,16 +32,18 @@ from argusic.core.safe_io import write_atomic
 from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
 from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
-from argusic.executor import ExecutionResult, Executor, get_executor
 from argusic.keys import KeyBroker, key_for_attempt
-from argusic.landing import check_globs
 from argusic.mirror import attempt_source
+from argusic.sandbox.executor import get_executor
+from argusic.sandbox.landing import check_globs
+from argusic.sandbox.launch import ExecutionResult, Executor
 
 log = logging.getLogger(__name__)
 
 EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "report.json"}
-# Install-and-run attempts: the executor lands the agent's changes to the project (argusic.changes) for
-# the change-similarity hint; a repair attempt collects its patch itself, in its container.
+# Install-and-run attempts: the executor lands the agent's changes to the project
+# (argusic.sandbox.changes) for the change-similarity hint; a repair attempt collects its patch
+# itself, in its container.
 CHANGES_PURPOSES = ("board", "verdict")
 
 
@@ -70,7 +72,7 @@ def artifact_globs(spec: AttemptSpec) -> tuple[str, ...]:
     """The artifact globs of the attempt's task (``argusic.core.tasks``): which files of the project
     folder the executor lands into out/artifacts. None (an empty tuple) where that package is not
     installed; a broken task definition (TaskDefinitionError) or a glob that is absolute or holds
-    `..` (ValueError, ``argusic.landing.check_globs``) raises before the attempt starts."""
+    `..` (ValueError, ``argusic.sandbox.landing.check_globs``) raises before the attempt starts."""
     try:
         from argusic.core.tasks import task_for
     except ImportError:

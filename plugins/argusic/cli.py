@@ -663,8 +663,8 @@ def cycle_run(
     from argusic.build_worker import BuildWorkerError
     from argusic.cycle import CycleFailed
     from argusic.environment import EnvironmentError_
-    from argusic.executor import get_executor
     from argusic.pool import CatalogueError
+    from argusic.sandbox.executor import get_executor
 
     started = time.monotonic()
     if not cycle:
@@ -773,12 +773,12 @@ def demo(
     from argusic.build import PublicationBlocked, build_warehouse
     from argusic.decisions import utc_now
     from argusic.environment import EnvironmentError_
-    from argusic.executor import get_executor
     from argusic.forge import build_forge, build_repair_forge
     from argusic.pool import CatalogueError
     from argusic.review.publication import prepare as prepare_publication
     from argusic.review.publication import publish_approved
     from argusic.review.publication import record as record_publication
+    from argusic.sandbox.executor import get_executor
     from argusic.warehouse import IngestError
     from argusic.warehouse import ingest as do_ingest
 

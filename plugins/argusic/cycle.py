@@ -22,8 +22,9 @@ from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import pools_dir, publish_dir
 from argusic.core.settings import orchestrator_config, runs_dir
 from argusic.core.spec import AttemptSpec
-from argusic.executor import Executor, get_executor
 from argusic.pool import Candidate, PoolSelection, draw_pool, load_pool, write_pool
+from argusic.sandbox.executor import get_executor
+from argusic.sandbox.launch import Executor
 
 log = logging.getLogger(__name__)
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from argusic.core.record import Display, Environment, IdPart, ImageIdentity, InstructionsIdentity, Limits
 from argusic.core.settings import PACKAGE_DIR, dbt_project_dir, orchestrator_config, parse_size, runs_dir
+from argusic.sandbox.launch import read_display
 
 PIN_FILE = "environment.json"
 PIN_MAX_BYTES = 64 * 1024
@@ -227,8 +228,8 @@ def executor_profile(executor) -> tuple[str, ContainerLimits | None]:
     ARGUSIC_EXECUTOR or the engine's presence chooses) without starting it: planning pins what the
     attempts will get."""
     if executor is None or isinstance(executor, str):
-        from argusic.containment import Containment
-        from argusic.executor import docker_available
+        from argusic.sandbox.containment import Containment
+        from argusic.sandbox.executor import docker_available
 
         name = executor or os.environ.get("ARGUSIC_EXECUTOR") or ("docker" if docker_available() else "local")
         if name != "docker":
@@ -411,27 +412,6 @@ def attempt_environment(pin: Pin, role: Role, tier: str, display: Display | None
         ),
         display=display,
     )
-
-
-DISPLAY_FILE = "display.json"  # written into /out by the harness when it found the display running
-DISPLAY_MAX_BYTES = 4096
-
-
-def read_display(out_dir: Path) -> Display | None:
-    """The display the harness found (``/out/display.json``), or None: absent, or not a display
-    document (the file comes out of the container: capped, never followed, validated)."""
-    try:
-        fd = os.open(Path(out_dir) / DISPLAY_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(DISPLAY_MAX_BYTES + 1)
-    if len(data) > DISPLAY_MAX_BYTES:
-        return None
-    try:
-        return Display.model_validate_json(data)
-    except ValidationError:
-        return None
 
 
 def attempt_display(pin: Pin, out_dir: Path) -> Display | None:

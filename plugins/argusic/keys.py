@@ -151,7 +151,7 @@ class IssuedKey:
 
     def redactions(self) -> list[tuple[bytes, bytes]]:
         """(value, replacement) as bytes, for the streaming redaction of an attempt's output while it
-        is landed (``argusic.landing``): the value never reaches a stored file."""
+        is landed (``argusic.sandbox.landing``): the value never reaches a stored file."""
         if not self._value:
             return []
         return [(self._value.encode(), self._replacement.encode())]

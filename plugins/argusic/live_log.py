@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from argusic.landing import StreamRedactor
+from argusic.sandbox.landing import StreamRedactor
 
 log = logging.getLogger("argusic.live")
 

@@ -16,7 +16,7 @@ from argusic.core.settings import runs_dir, warehouse_path
 def remove_orphaned_containers(at: datetime) -> list[str]:
     """This installation's containers that outlived their budget (plus grace) at `at`: their worker
     is gone."""
-    from argusic.executor import DockerExecutor, docker_available
+    from argusic.sandbox.executor import DockerExecutor, docker_available
 
     if not docker_available():
         return []
@@ -26,7 +26,7 @@ def remove_orphaned_containers(at: datetime) -> list[str]:
 def sweep_debris() -> list[str]:
     """Scratch folders (mounts, loop devices, images, their containers) of this installation's runs
     whose orchestrator and reaper are both gone."""
-    from argusic.containment import sweep_debris as sweep
+    from argusic.sandbox.containment import sweep_debris as sweep
 
     return sweep()
 
@@ -37,9 +37,9 @@ def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
     at the gateway anyway). On a cluster this host sees only its own containers and folders: each of
     `candidates` (the attempts the keys name) also counts as running until its run record is in the
     runs store, wherever it runs."""
-    from argusic.containment import INSTALLATION_LABEL
     from argusic.core.settings import installation_id
-    from argusic.executor import LABEL, docker_available
+    from argusic.sandbox.containment import INSTALLATION_LABEL
+    from argusic.sandbox.executor import LABEL, docker_available
 
     running: set[str] = set()
     if docker_available():

@@ -271,7 +271,7 @@ class Plan:
 def _containment(limits, notes: list[str]):
     """The Docker containment with the recorded limits. The record gives the writable areas' total
     only: the configured split is kept when its total is the recorded one, else scaled to it."""
-    from argusic.containment import Containment
+    from argusic.sandbox.containment import Containment
 
     now = Containment.from_config()
     disk = limits.disk_bytes
@@ -436,7 +436,7 @@ def plan_reproduction(
 
 
 def _docker_executor(containment):
-    from argusic.executor import DockerExecutor, docker_available
+    from argusic.sandbox.executor import DockerExecutor, docker_available
 
     if not docker_available():
         raise ReproductionRefused("executor: the attempt ran in Docker and no Docker engine answers here")
@@ -444,7 +444,7 @@ def _docker_executor(containment):
 
 
 def _local_executor(_containment):
-    from argusic.executor import LocalExecutor
+    from argusic.sandbox.executor import LocalExecutor
 
     return LocalExecutor()
 

@@ -91,7 +91,7 @@ def run_cmd(
     from argusic import verdicts
     from argusic.airflow_tasks import ConfigurationError
     from argusic.cli import _fail, _warehouse_errors
-    from argusic.executor import get_executor
+    from argusic.sandbox.executor import get_executor
 
     try:
         runner = get_executor(executor)

@@ -243,9 +243,9 @@ def agent_logic_hint(attempt_dir: Path, record: RunRecord, task: Task) -> dict:
 
 def changes_hint(attempt_dir: Path, record: RunRecord) -> dict:
     """The install-and-run attempt's changes to the project (``out/changes.patch``, landed by the
-    executor: argusic.changes): its fingerprint, size and number of files. Not scored; the input of
+    executor: argusic.sandbox.changes): its fingerprint, size and number of files. Not scored; the input of
     change similarity at ingest."""
-    from argusic.changes import CHANGES_FILE, MAX_PATCH_BYTES
+    from argusic.sandbox.changes import CHANGES_FILE, MAX_PATCH_BYTES
 
     if record.purpose == "repair":
         return {"status": "not_applicable", "detail": "a repair attempt's patch is in its record"}
@@ -327,7 +327,7 @@ def store_hint_evidence(attempt_dir: Path, store: EvidenceStore) -> list[str]:
     ingest on another host can read them: the rendering screenshots (only files of
     ``<attempt_dir>/render/`` whose sha256 the hints name) and the changes patch (``out/changes.patch``
     when its sha256 is the hints'). Regular files, no links, capped. Returns their URIs."""
-    from argusic.changes import CHANGES_FILE, MAX_PATCH_BYTES
+    from argusic.sandbox.changes import CHANGES_FILE, MAX_PATCH_BYTES
 
     attempt_dir = Path(attempt_dir)
     hints = json.loads(read_capped(attempt_dir / HINTS_FILE, 1 << 20))

@@ -577,7 +577,7 @@ WHERE purpose = 'repair'
 ORDER BY attempt_id
 """
 
-# Install-and-run attempts: the changes patch the executor landed (argusic.changes), named by the
+# Install-and-run attempts: the changes patch the executor landed (argusic.sandbox.changes), named by the
 # newest hints document of the attempt and stored in the evidence store under its sha256.
 _CHANGES_ATTEMPTS_SQL = """
 WITH newest AS (
@@ -624,7 +624,7 @@ def compute_change_similarity(con: duckdb.DuckDBPyConnection, store_url: str | N
     METHOD whose patches both have at least one non-test changed line; the number of pairs added.
     Groups: repair attempts by (agent, project, item revision, environment), with the patch of their
     record; install-and-run attempts by (agent, project, environment), with the changes patch their
-    hints name (argusic.changes). Patches are read from the evidence
+    hints name (argusic.sandbox.changes). Patches are read from the evidence
     store (``store_url``, ARGUSIC_EVIDENCE_URL by default) and checked against their fingerprints."""
     migrate_judging(con)
     rows = con.execute(_PATCH_ATTEMPTS_SQL).fetchall() + con.execute(_CHANGES_ATTEMPTS_SQL).fetchall()

@@ -339,7 +339,7 @@ def container_plan(
 ) -> tuple[list[str], dict[str, str], bool]:
     """(command, environment, networking on) of a judge container. ``key_env`` None: a replay (no CLI,
     networking off); else the key variables of a per-run key for the harness's external driver."""
-    from argusic.containment import AGENT_HOME
+    from argusic.sandbox.containment import AGENT_HOME
 
     bound = ["timeout", "--kill-after=5", str(int(timeout_seconds))]
     if key_env is None:
@@ -379,8 +379,8 @@ def run_judge(
     import requests
 
     import docker
-    from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
     from argusic.core.settings import agents_image
+    from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
     driver = judge_driver(judge_id)
     evidence_dir, out_dir = Path(evidence_dir).resolve(), Path(out_dir)

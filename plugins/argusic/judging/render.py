@@ -31,8 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
-from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 from argusic.core.settings import PACKAGE_DIR
+from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
 RENDER_IMAGE = "argusic-render:bookworm"  # scripts/build_render_image.sh
 RENDER_IMAGE_ENV = "ARGUSIC_RENDER_IMAGE"

@@ -378,7 +378,7 @@ def repair_launch(driver, item, limits: RepairLimits, agent_seconds: float, key_
     """The executor's LaunchBuilder for a repair attempt."""
 
     def build(paths):
-        from argusic.executor import Launch
+        from argusic.sandbox.launch import Launch
 
         prompt_path = f"{paths.task.rstrip('/')}/{PROMPT_FILE}"
         agent, env = _agent_command(driver, paths, prompt_path, limits, key_env)
@@ -500,9 +500,9 @@ def run_repair_attempt(
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import RecordError, load_record_file
     from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
-    from argusic.executor import get_executor
     from argusic.keys import key_for_attempt
     from argusic.repair.items import local_git_dir
+    from argusic.sandbox.executor import get_executor
 
     folder = attempt_dir(spec, base_dir)
     record_path = folder / RECORD_FILE

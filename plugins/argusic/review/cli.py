@@ -181,8 +181,8 @@ def dispute_rule(
 ) -> None:
     """Record the ruling; environment_at_fault reruns the attempt (its next run), loads and builds."""
     from argusic.decisions import DecisionError, utc_now
-    from argusic.executor import get_executor
     from argusic.review.disputes import correct, rule
+    from argusic.sandbox.executor import get_executor
 
     cli = _cli()
     try:

@@ -293,7 +293,7 @@ def land_changes(
     """Write ``<out_dir>/changes.patch`` (empty: no change) after removing a harness-written one;
     None (logged) when the changes could not be collected. Never raises: the changes are a hint's
     input, and the attempt's measurement stands without them."""
-    from argusic.landing import StreamRedactor
+    from argusic.sandbox.landing import StreamRedactor
 
     target = Path(out_dir) / CHANGES_FILE
     with contextlib.suppress(FileNotFoundError):

@@ -2,11 +2,11 @@
 
 Both executors do the same steps: fetch only the pinned commit (no history), run the harness with an
 output folder of its own, kill everything at the time budget, then land what it left (regular files
-only, capped, links never followed: ``argusic.landing``) into the attempt's ``out`` folder, with the
+only, capped, links never followed: ``argusic.sandbox.landing``) into the attempt's ``out`` folder, with the
 values to redact replaced on the way, and the project folder's files that match the task's artifact
 globs into ``out/artifacts`` (``land_artifacts``). The Docker executor adds containment (README
 "Threat model"): an unprivileged user, no capabilities, no-new-privileges, a read-only root
-filesystem whose writable places are size-capped areas (``argusic.containment``), networking off
+filesystem whose writable places are size-capped areas (``argusic.sandbox.containment``), networking off
 unless configured, CPU / memory / pids limits, a watchdog as PID 1 that ends the container at budget
 + grace, a reaper that cleans up if we are killed, and names and labels that carry the installation
 id. The local executor is for development where no engine can be had (no isolation, no caps); the
@@ -29,15 +29,14 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
 
-from argusic.changes import land_changes
-from argusic.containment import (
+from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
+from argusic.sandbox.changes import land_changes
+from argusic.sandbox.containment import (
     AGENT_GID,
     AGENT_HOME,
     AGENT_UID,
@@ -51,15 +50,22 @@ from argusic.containment import (
     remove_container,
     sweep_once,
 )
-from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
-from argusic.environment import DISPLAY_FILE
-from argusic.landing import (
+from argusic.sandbox.landing import (
     ARTIFACTS_FOLDER,
     LandingLimits,
     LandingReport,
     check_globs,
     land_matching,
     land_outputs,
+)
+from argusic.sandbox.launch import (
+    DISPLAY_FILE,
+    ExecutionResult,
+    Executor,
+    HarnessPaths,
+    Launch,
+    LaunchBuilder,
+    Watch,
 )
 
 log = logging.getLogger(__name__)
@@ -85,7 +91,7 @@ WORK_MOUNTS = {
     "agent": (CONTAINER_SCRATCH, 0o755),
 }
 # The virtual display (methodology section 7, item 6): Xvfb on :99 at orchestrator.toml [display]
-# size; the harness records what it found in /out/display.json (argusic.environment.read_display).
+# size; the harness records what it found in /out/display.json (argusic.sandbox.launch.read_display).
 DISPLAY_NUMBER = 99
 DISPLAY_WAIT_SECONDS = 15
 DISPLAY_SIZE_RE = re.compile(r"([0-9]{1,5})x([0-9]{1,5})x([0-9]{1,2})")
@@ -107,52 +113,6 @@ def orphan_grace_seconds() -> int:
     return int(text)
 
 
-@dataclass(frozen=True)
-class ExecutionResult:
-    executor: str
-    started_at: datetime
-    ended_at: datetime
-    exit_code: int | None
-    timed_out: bool
-    error: str | None  # our tooling failed (daemon lost, fetch failed, …): the attempt is invalid
-    image: str | None = None
-    refused: str | None = None  # "evidence refused: log.txt is a symbolic link": the attempt is invalid
-    # Artifacts landed in out/artifacts (relative paths) and those refused (one sentence each, logged;
-    # hints' input, not evidence: they never make the attempt invalid).
-    artifacts: tuple[str, ...] = ()
-    artifacts_refused: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class HarnessPaths:
-    """Where things are as the harness sees them (container paths, or local ones)."""
-
-    harness: str  # the reference harness and recorder (read-only)
-    project: str  # the checkout of the pinned commit
-    out: str  # the attempt's output folder (evidence)
-    task: str  # read-only task files written from Launch.files
-    scratch: str  # a fresh folder outside `out` for agent configuration (never evidence)
-
-
-@dataclass(frozen=True)
-class Launch:
-    """What to run after the fetch: its argv, extra environment and read-only task files."""
-
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)  # name -> text, written under HarnessPaths.task
-
-    def __repr__(self) -> str:  # the environment may carry a key: never shown
-        return f"Launch(argv={self.argv!r}, env=<{len(self.env)} variables>, files={sorted(self.files)})"
-
-
-LaunchBuilder = Callable[[HarnessPaths], Launch]
-# Called with the host folder the attempt writes its evidence to, once it runs; returns the function
-# that stops watching, called once the attempt's processes are gone (before its output is landed and
-# the folder removed). argusic.live_log shows the growing log.txt in the task log through it.
-Watch = Callable[[Path], Callable[[], None]]
-
-
 def readme_runner_launch(harness_args: list[str]) -> LaunchBuilder:
     """The default: the reference harness with the driver's arguments."""
 
@@ -160,28 +120,6 @@ def readme_runner_launch(harness_args: list[str]) -> LaunchBuilder:
         return Launch(_harness_command(paths.harness, paths.project, paths.out, harness_args))
 
     return build
-
-
-class Executor(Protocol):
-    name: str
-
-    def run(
-        self,
-        *,
-        attempt_id: str,
-        repo_path: Path,
-        commit: str,
-        harness_args: list[str],
-        out_dir: Path,
-        budget_seconds: float,
-        env: dict[str, str] | None = None,
-        launch: LaunchBuilder | None = None,
-        image: str | None = None,
-        redactions: Sequence[tuple[bytes, bytes]] = (),
-        watch: Watch | None = None,
-        artifacts: Sequence[str] = (),
-        changes: bool = False,
-    ) -> ExecutionResult: ...
 
 
 def display_size(size: str) -> str:

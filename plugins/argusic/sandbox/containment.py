@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, scratch_root
-from argusic.landing import LandingLimits
+from argusic.sandbox.landing import LandingLimits
 
 log = logging.getLogger(__name__)
 
@@ -343,7 +343,7 @@ class Reaper:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), env.get("PYTHONPATH")]))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "argusic.containment", "reap", str(scratch.path), container or "-",
+            [sys.executable, "-m", "argusic.sandbox.containment", "reap", str(scratch.path), container or "-",
              scratch.installation],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -511,5 +511,5 @@ def sweep_once() -> None:
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "reap":
         sys.exit(_reap(sys.argv[2], sys.argv[3], sys.argv[4]))
-    sys.stderr.write("usage: python -m argusic.containment reap FOLDER CONTAINER|- INSTALLATION\n")
+    sys.stderr.write("usage: python -m argusic.sandbox.containment reap FOLDER CONTAINER|- INSTALLATION\n")
     sys.exit(2)
