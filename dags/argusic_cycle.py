@@ -173,7 +173,7 @@ def argusic_cycle():
     @task
     def prepare_pool(params: dict) -> str:
         from argusic.airflow_tasks import ConfigurationError, resolve_pool
-        from argusic.pool import CatalogueError
+        from argusic.sources.pool import CatalogueError
 
         try:
             cycle_id = _cycle_id(params)

@@ -23,7 +23,6 @@ from argusic.attempt import run_attempt
 from argusic.core.evidence import EvidenceStore
 from argusic.core.settings import runner_image
 from argusic.core.spec import AttemptSpec
-from argusic.forge import build_forge
 from argusic.sandbox.executor import (
     CONTAINER_HARNESS,
     CONTAINER_OUT,
@@ -33,6 +32,7 @@ from argusic.sandbox.executor import (
     DockerExecutor,
     _bootstrap_script,
 )
+from argusic.sources.forge import build_forge
 
 
 def bare_run(repo: Path, commit: str, out_dir: Path) -> float:

@@ -24,7 +24,7 @@ from argusic.airflow_tasks import (
 )
 from argusic.core.layout import attempt_dir
 from argusic.core.spec import AttemptSpec, label_of_attempt_id
-from argusic.pool import CatalogueError
+from argusic.sources.pool import CatalogueError
 from conftest import write_record
 from test_dags import _synthetic_catalogue
 
@@ -77,7 +77,7 @@ def test_a_different_pool_for_a_recorded_cycle_says_which_pool_and_how_on(isolat
 
 def test_real_budgets_on_the_demo_forge_are_refused_with_the_fix(isolated) -> None:
     from argusic.core.settings import forge_dir
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     forge = build_forge(forge_dir())
     pool = resolve_pool("2026-12-f", catalogue=str(forge), size=3)

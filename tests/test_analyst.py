@@ -368,7 +368,7 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
     """A real cycle (demo forge, local executor: pool → attempts → ingest → build → publish) runs while
     one process holds a read-only DuckDB connection on the analyst copy and another reads its Parquet
     files over and over. ARGUSIC_LOCK_TIMEOUT=0 turns any wait for the warehouse into a failure."""
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     build_forge(isolated / "forge")
     env = dict(

@@ -142,7 +142,7 @@ class Api:
 def _forge_served(base: Path) -> tuple[Path, subprocess.Popen]:
     """The demo forge's repositories behind `git daemon` on 127.0.0.1, and a catalogue naming them by
     git:// URL (each host mirrors them itself)."""
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue_path = build_forge(base / "forge")
     repos = base / "forge" / "repos"

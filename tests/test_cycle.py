@@ -11,7 +11,7 @@ from argusic.airflow_tasks import NothingPlanned, ingest_cycle_records, write_pl
 from argusic.core.spec import read_spec
 from argusic.cycle import CycleFailed, latest_cycle_of, tally_records
 from argusic.environment import EnvironmentRefused
-from argusic.pool import Pool, PoolEntry
+from argusic.sources.pool import Pool, PoolEntry
 from conftest import write_record
 
 

@@ -361,7 +361,9 @@ def test_shards_partition_the_plan_and_keep_pairs_together(tmp_path: Path, monke
 
 @pytest.fixture(scope="module")
 def forge(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    forge_mod = pytest.importorskip("argusic.forge", reason="argusic.forge.build_forge not written yet")
+    forge_mod = pytest.importorskip(
+        "argusic.sources.forge", reason="argusic.sources.forge.build_forge not written yet"
+    )
     return forge_mod.build_forge(tmp_path_factory.mktemp("forge"))
 
 
@@ -487,7 +489,7 @@ print("@@RESULT@@" + json.dumps(doc["evidence"]))
 def test_configuration_errors_fail_at_once_with_the_fix(airflow_db, tmp_path) -> None:
     """A different pool for a recorded cycle, and real budgets on the demo forge: each fails its task
     on the first try (no retries), saying how to go on."""
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=8, recent=2)
     forge = build_forge(tmp_path / "forge")

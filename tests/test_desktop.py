@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from argusic.core.record import Display
 from argusic.environment import Pin, attempt_display
-from argusic.forge import DESKTOP_CATALOGUE, FIXTURES, build_desktop_forge, build_forge, checkout
 from argusic.harness import HARNESS_DIR, xdisplay
 from argusic.harness.readme_runner import GUI_UP_SECONDS
 from argusic.sandbox.executor import DISPLAY_NUMBER, _bootstrap_script, display_size, docker_available
+from argusic.sources.forge import DESKTOP_CATALOGUE, FIXTURES, build_desktop_forge, build_forge, checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = HARNESS_DIR / "readme_runner.py"

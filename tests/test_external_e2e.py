@@ -33,9 +33,9 @@ from argusic.core.record import load_record_file
 from argusic.core.spec import AttemptSpec
 from argusic.external import SESSION_LOG, claude_code, codex
 from argusic.external.collect import USAGE_FIELDS
-from argusic.forge import build_forge
 from argusic.keys import IssuedKey
 from argusic.sandbox.executor import docker_available
+from argusic.sources.forge import build_forge
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOSED_GATEWAY = "http://127.0.0.1:9/v1"  # nothing listens there; the container has no network anyway

@@ -415,7 +415,7 @@ def test_items_dag_then_cycle_dag_with_repair_attempts(tmp_path, tmp_path_factor
     if why := _docker_and_grader():
         pytest.skip(why)
     import duckdb
-    from argusic import forge as forge_mod
+    from argusic.sources import forge as forge_mod
     from test_dags import airflow_env, dag_test, migrate_metadata_db
 
     home = tmp_path_factory.mktemp("airflow-home")

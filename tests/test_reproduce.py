@@ -299,7 +299,7 @@ def test_the_first_divergence_is_shown_with_line_numbers_as_logged():
 def _run_original(isolated: Path, executor) -> Path:
     from argusic.attempt import run_attempt
     from argusic.cycle import plan_attempts, rotate_pool
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     paths = rotate_pool("2026-12-rp", catalogue)
@@ -341,7 +341,7 @@ def test_a_local_attempt_reproduced_never_reaches_the_warehouse(isolated):
 def test_a_published_docker_attempt_reproduced_from_its_record_alone(isolated):
     import shutil
 
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     cycle = "2026-12-rp"

@@ -113,8 +113,8 @@ def test_a_cycle_planned_on_one_host_runs_on_another_and_is_ingested_on_a_third(
         write_plan,
     )
     from argusic.core.spec import read_spec
-    from argusic.forge import build_forge
     from argusic.sandbox.executor import get_executor
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     warehouse_runs = _host(monkeypatch, isolated, "warehouse")
@@ -161,7 +161,7 @@ def test_a_second_host_that_plans_the_cycle_differently_is_refused(
     even though its own runs folder has never seen the cycle."""
     from argusic.airflow_tasks import resolve_pool, write_plan
     from argusic.environment import EnvironmentRefused
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     _host(monkeypatch, isolated, "one")
@@ -180,7 +180,7 @@ def test_real_budgets_on_the_forge_are_checked_from_a_pool_in_the_store(
     """plan's first check reads the pool prepare_pool left in the store (another host drew it): the
     forge's fixtures with real budgets are refused with the fix, any other pool passes."""
     from argusic.airflow_tasks import ConfigurationError, require_scaled_budgets_on_the_forge, resolve_pool
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     _host(monkeypatch, isolated, "warehouse")

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic.pool import Pool, PoolEntry
 from argusic.sandbox import executor as executor_mod
+from argusic.sources.pool import Pool, PoolEntry
 from test_executor import make_repo
 
 CYCLE = "2026-12"

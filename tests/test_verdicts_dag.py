@@ -15,7 +15,7 @@ STD, OTHER = "readme-runner", "readme-runner-norecover"
 
 
 def _pool(catalogue_path: Path, folder: Path, projects: list[str]) -> Path:
-    from argusic.pool import Pool, PoolEntry
+    from argusic.sources.pool import Pool, PoolEntry
 
     catalogue = {c["project_id"]: c for c in json.loads(catalogue_path.read_text())["candidates"]}
     entries = [

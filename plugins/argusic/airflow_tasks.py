@@ -16,7 +16,7 @@ from argusic.attempt import run_with_reruns
 from argusic.core.layout import pool_path_for, publish_dir
 from argusic.core.spec import MAP_LABEL_MAX, AttemptSpec, read_spec, write_spec
 from argusic.cycle import plan_attempts
-from argusic.pool import CatalogueError, cycle_window, load_pool, reveal_private
+from argusic.sources.pool import CatalogueError, cycle_window, load_pool, reveal_private
 
 
 class PlanTooLarge(ValueError):
@@ -87,7 +87,7 @@ def default_catalogue(build: bool = False) -> Path:
 
     path = forge_dir() / "catalogue.json"
     if build and not path.exists():
-        from argusic.forge import build_forge
+        from argusic.sources.forge import build_forge
 
         return build_forge(forge_dir())
     return path

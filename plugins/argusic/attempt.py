@@ -33,10 +33,10 @@ from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
 from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
 from argusic.keys import KeyBroker, key_for_attempt
-from argusic.mirror import attempt_source
 from argusic.sandbox.executor import get_executor
 from argusic.sandbox.landing import check_globs
 from argusic.sandbox.launch import ExecutionResult, Executor
+from argusic.sources.mirror import attempt_source
 
 log = logging.getLogger(__name__)
 

@@ -366,7 +366,7 @@ def docs(
 def print_selection(pool_path: Path) -> None:
     """How a pool was drawn: counts, a shortfall, every exclusion with its reason."""
     from argusic.cycle import read_selection
-    from argusic.pool import load_pool
+    from argusic.sources.pool import load_pool
 
     report = read_selection(pool_path)
     pool = load_pool(pool_path)
@@ -414,7 +414,7 @@ def pool(
     Every candidate's repository is mirrored (remote) or checked (local) and its pinned commit
     verified first; a candidate that fails is left out with its reason."""
     from argusic.cycle import rotate_pool
-    from argusic.pool import CatalogueError
+    from argusic.sources.pool import CatalogueError
 
     try:
         paths = rotate_pool(cycle, catalogue, size, repo_root or ())
@@ -439,8 +439,8 @@ def catalogue_check(
 ) -> None:
     """Check a catalogue: every problem at once (exit 2), how licences were read, and with --mirror
     whether each candidate's repository and pinned commit can be had (exit 1 if any cannot)."""
-    from argusic.catalogue import CatalogueError, load_catalogue
     from argusic.cycle import source_check
+    from argusic.sources.catalogue import CatalogueError, load_catalogue
 
     try:
         loaded = load_catalogue(path)
@@ -663,8 +663,8 @@ def cycle_run(
     from argusic.build_worker import BuildWorkerError
     from argusic.cycle import CycleFailed
     from argusic.environment import EnvironmentError_
-    from argusic.pool import CatalogueError
     from argusic.sandbox.executor import get_executor
+    from argusic.sources.pool import CatalogueError
 
     started = time.monotonic()
     if not cycle:
@@ -773,12 +773,12 @@ def demo(
     from argusic.build import PublicationBlocked, build_warehouse
     from argusic.decisions import utc_now
     from argusic.environment import EnvironmentError_
-    from argusic.forge import build_forge, build_repair_forge
-    from argusic.pool import CatalogueError
     from argusic.review.publication import prepare as prepare_publication
     from argusic.review.publication import publish_approved
     from argusic.review.publication import record as record_publication
     from argusic.sandbox.executor import get_executor
+    from argusic.sources.forge import build_forge, build_repair_forge
+    from argusic.sources.pool import CatalogueError
     from argusic.warehouse import IngestError
     from argusic.warehouse import ingest as do_ingest
 

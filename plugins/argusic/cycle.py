@@ -22,9 +22,9 @@ from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import pools_dir, publish_dir
 from argusic.core.settings import orchestrator_config, runs_dir
 from argusic.core.spec import AttemptSpec
-from argusic.pool import Candidate, PoolSelection, draw_pool, load_pool, write_pool
 from argusic.sandbox.executor import get_executor
 from argusic.sandbox.launch import Executor
+from argusic.sources.pool import Candidate, PoolSelection, draw_pool, load_pool, write_pool
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ SELECTION_FILE = "selection.json"  # beside the internal pool: how it was drawn 
 def source_check(repo_roots: Iterable[Path | str] = ()) -> Callable[[list[Candidate]], dict[str, str]]:
     """The pool's source check: mirror remote repositories, check local ones against the allowed
     roots, and verify every pinned commit; {project_id: reason} for the candidates that fail."""
-    from argusic import mirror
+    from argusic.sources import mirror
 
     roots = mirror.repo_roots(repo_roots)
 
@@ -50,7 +50,7 @@ def draw_checked_pool(
     cycle_id: str, catalogue: Path, size: int | None = None, repo_roots: Iterable[Path | str] = ()
 ) -> PoolSelection:
     """Draw the cycle's pool, every candidate's repository mirrored and its commit verified first."""
-    from argusic.pool import cycle_window
+    from argusic.sources.pool import cycle_window
 
     cycle_window(cycle_id)  # a bad cycle id is refused before any fetch
     return draw_pool(Path(catalogue), cycle_id, size, check_sources=source_check(repo_roots))
@@ -79,7 +79,7 @@ def rotate_pool(
 def latest_cycle_of(rows: Iterable[tuple[str, datetime | None]]) -> str:
     """The latest of (cycle_id, end of its latest attempt) rows: by the cycle's month first, then by
     that time, never by the name (`2026-12-demo` sorts after `2026-12` by name, not by date)."""
-    from argusic.pool import cycle_window
+    from argusic.sources.pool import cycle_window
 
     def when(row: tuple[str, datetime | None]) -> tuple:
         try:

@@ -4,7 +4,7 @@ The original is found where ``argusic play`` finds it (``argusic.replay.find_att
 copy, the warehouse read-only, then ``runs/<cycle>/<attempt>/run_record.json``). Every input it ran
 under must still be had exactly, or the reproduction is refused naming each one that cannot:
 
-- **the commit**, in the project's repository or its mirror (``argusic.mirror.attempt_source``).
+- **the commit**, in the project's repository or its mirror (``argusic.sources.mirror.attempt_source``).
   Records do not carry the repository's address: it is read from the cycle's pool
   (``runs/pools/<cycle>/pool.json``: the pool is write-once and pins the commit), else from the
   planned spec (``runs/<cycle>/plan/<attempt>.json``), else from the warehouse's ``raw.pool_entries``
@@ -112,7 +112,7 @@ class RepoSource:
 
 
 def _pool_source(record: RunRecord, base: Path) -> RepoSource | None:
-    from argusic.pool import Pool
+    from argusic.sources.pool import Pool
 
     path = base / "pools" / record.cycle_id / "pool.json"
     if not path.is_file() or path.is_symlink() or path.stat().st_size > POOL_MAX_BYTES:
@@ -320,7 +320,7 @@ def plan_reproduction(
     from argusic.agents import driver_for
     from argusic.core.spec import AttemptSpec
     from argusic.environment import ContainerLimits, Pin
-    from argusic.mirror import SourceUnavailable, attempt_source
+    from argusic.sources.mirror import SourceUnavailable, attempt_source
 
     record, env = original.record, original.record.environment
     assert env is not None

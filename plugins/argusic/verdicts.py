@@ -122,7 +122,7 @@ def check_stronger_agent(agent_id: str) -> str:
 def pool_of_cycle(cycle_id: str, pool: str | None = None) -> Path:
     """The pool a verdict run reads: an explicit pool file of the cycle, else the one recorded for it."""
     from argusic.core.layout import pool_path_for
-    from argusic.pool import load_pool
+    from argusic.sources.pool import load_pool
 
     if pool:
         path = Path(pool)
@@ -145,7 +145,7 @@ def pool_of_cycle(cycle_id: str, pool: str | None = None) -> Path:
 
 def select_targets(cycle_id: str, pool_path: Path, projects: Iterable[str] = ()) -> Targets:
     """The cycle's pool entries, all of them or the ones named (a name not in the pool is refused)."""
-    from argusic.pool import load_pool
+    from argusic.sources.pool import load_pool
 
     pool = load_pool(pool_path)
     wanted = [p.strip() for p in projects if p and p.strip()]

@@ -514,7 +514,7 @@ def load_pool_entries(pool_path: Path, db_path: Path | None = None) -> int:
     entries added. Idempotent: an entry already loaded is left alone; one loaded with another commit,
     repository or tier is refused (a cycle's pool never changes once drawn)."""
     from argusic.core.record import ID_PART_RE
-    from argusic.pool import load_pool
+    from argusic.sources.pool import load_pool
 
     pool = load_pool(Path(pool_path))
     problems = []

@@ -29,7 +29,7 @@ def pool_project_ids(cycle_id: str | None) -> list[str] | None:
     if not cycle_id:
         return None
     from argusic.core.layout import pool_path_for
-    from argusic.pool import load_pool
+    from argusic.sources.pool import load_pool
 
     path = pool_path_for(cycle_id)
     if not path.is_file():
@@ -71,7 +71,7 @@ def manifest_repository(manifest_path: Path) -> str | None:
         return None
     target = forge_dir() / repository[len(FORGE_PREFIX) :]
     if not target.exists():
-        from argusic import forge
+        from argusic.sources import forge
 
         build = getattr(forge, "build_repair_forge", None)
         if build is not None:
@@ -137,8 +137,8 @@ def write_repair_plan(
     from argusic.core.spec import write_spec
     from argusic.cycle import budget_scale_for
     from argusic.environment import ensure_pin
-    from argusic.pool import load_pool
     from argusic.repair.attempts import plan_repair_specs
+    from argusic.sources.pool import load_pool
 
     pool = load_pool(local_path(pool_path))
     project_ids = list(projects) if projects else [e.project_id for e in pool.entries]

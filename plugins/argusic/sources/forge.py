@@ -35,10 +35,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from argusic.core.settings import PACKAGE_DIR
+
 CATALOGUE_SCHEMA = "argusic.catalogue/1"
 FORGE_VERSION = "1"  # bump when the way commits are built changes (it changes every hash)
-SOURCES = Path(__file__).resolve().parent / "demo_projects"
-HISTORY = Path(__file__).resolve().parent / "demo_history"
+SOURCES = PACKAGE_DIR / "demo_projects"  # package data: the demo projects stay at the package root
+HISTORY = PACKAGE_DIR / "demo_history"
 AUTHOR_NAME = "Argusic Demo Forge"
 AUTHOR_EMAIL = "forge@argusic.invalid"
 STAMP_FILE = "argusic-forge.json"

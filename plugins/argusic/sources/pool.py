@@ -21,15 +21,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from argusic.catalogue import (  # noqa: F401 - re-exported: the pool's callers import them from here
-    PERMISSIVE_LICENCES,
+from argusic.core.settings import orchestrator_config
+from argusic.sources.catalogue import (
     Candidate,
-    Catalogue,
     CatalogueError,
     licence_is_permissive,
     load_catalogue,
 )
-from argusic.core.settings import orchestrator_config
 
 # Checks candidates' repositories; returns {project_id: reason} for those that cannot be used.
 SourceCheck = Callable[[list[Candidate]], dict[str, str]]

@@ -4,11 +4,11 @@ A catalogue is hostile input: every candidate and field is checked, and *every* 
 is reported at once, each naming the candidate (its project_id, or its position) and the field, and
 saying how to fix it. Licences are SPDX expressions; common spellings (`MIT License`, `Apache 2.0`,
 `BSD 3-Clause`) are read as their SPDX id and reported as notices; anything else gets a suggestion.
-Repository URLs are checked against their grammar here (argusic.mirror.parse_source); whether they
+Repository URLs are checked against their grammar here (argusic.sources.mirror.parse_source); whether they
 can be fetched is the mirror's business, at pool time.
 
 The pydantic model below is the single source of the rules; `schemas/catalogue-1.schema.json` is
-generated from it (`python -m argusic.catalogue --schema`) and a test keeps the two equal.
+generated from it (`python -m argusic.sources.catalogue --schema`) and a test keeps the two equal.
 The format is documented in docs/catalogue.md.
 """
 
@@ -255,7 +255,7 @@ class Candidate(BaseModel):
     @field_validator("repo_url")
     @classmethod
     def _source_grammar(cls, value: str) -> str:
-        from argusic.mirror import parse_source
+        from argusic.sources.mirror import parse_source
 
         return parse_source(value).url
 
@@ -396,10 +396,10 @@ def schema_text() -> str:
     return json.dumps(json_schema(), indent=2, sort_keys=False) + "\n"
 
 
-if __name__ == "__main__":  # python -m argusic.catalogue --schema > plugins/argusic/schemas/...
+if __name__ == "__main__":  # python -m argusic.sources.catalogue --schema > plugins/argusic/schemas/...
     import sys
 
     if sys.argv[1:] == ["--schema"]:
         sys.stdout.write(schema_text())
     else:
-        sys.exit("usage: python -m argusic.catalogue --schema")
+        sys.exit("usage: python -m argusic.sources.catalogue --schema")
