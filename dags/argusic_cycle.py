@@ -193,7 +193,7 @@ def argusic_cycle():
             require_scaled_budgets_on_the_forge,
             write_plan,
         )
-        from argusic.environment import EnvironmentError_
+        from argusic.attempts.environment import EnvironmentError_
 
         try:
             require_scaled_budgets_on_the_forge(
@@ -220,7 +220,7 @@ def argusic_cycle():
     def plan_repair(pool_path: str, params: dict) -> list[str]:
         if not params.get("repair"):
             return []  # opt-in: nothing mapped, run_repair_attempt is skipped
-        from argusic.environment import EnvironmentError_
+        from argusic.attempts.environment import EnvironmentError_
         from argusic.repair.dag_tasks import write_repair_plan
         from argusic.repair.items import ItemError
 

@@ -2,7 +2,7 @@
 
 Both sides do the same work on the same fixture project: fetch the pinned commit, run readme-runner.
 The bare side is one `docker run --rm --network none` with the same mounts; the pipeline side is
-`argusic.attempt.run_attempt` (Docker SDK, limits, budget watch, evidence landing with fingerprints,
+`argusic.attempts.run.run_attempt` (Docker SDK, limits, budget watch, evidence landing with fingerprints,
 run record). Runs are interleaved and repeated; medians and their ratio are printed. Timings on a
 shared 2-core machine are noisy: read the ratio, not the absolute numbers.
 
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from argusic.attempt import run_attempt
+from argusic.attempts.run import run_attempt
 from argusic.core.evidence import EvidenceStore
 from argusic.core.settings import runner_image
 from argusic.core.spec import AttemptSpec

@@ -429,12 +429,12 @@ def _stage(args: argparse.Namespace) -> dict:
         else:
             extra["sha256"] = store.fingerprint(args.uri)[0]
     elif args.stage in ("mask", "serve"):
+        from argusic.attempts.presentation import present_attempt
         from argusic.core.evidence import EvidenceStore
         from argusic.core.record import parse_record
         from argusic.masking import mask_log_file, mask_recording_file
         from argusic.masking.policy import DEFAULT_POLICY
         from argusic.masking.rules import compiled
-        from argusic.presentation import present_attempt
 
         compiled(DEFAULT_POLICY.rules())
         secrets = json.loads(Path(args.secrets).read_text())

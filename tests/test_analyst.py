@@ -395,7 +395,7 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
     assert second.returncode == 0, output
     assert "waiting" not in output and "gave up" not in output and "Traceback" not in output
     assert "Argusic board — cycle 2027-01" in output and "published " in output
-    from argusic.environment import current_edition
+    from argusic.attempts.environment import current_edition
 
     assert f"harness edition of this cycle: {current_edition().edition}" in output  # its records name it
     assert held_report == {"seen": [6], "errors": []}  # its snapshot, unchanged, no error

@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic.attempt import run_attempt, run_with_reruns
+from argusic.attempts.run import run_attempt
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import load_record_file
 from argusic.core.spec import AttemptSpec
+from argusic.cycle import run_with_reruns
 from argusic.sandbox import executor as executor_mod
 from argusic.sandbox.executor import LocalExecutor
 from test_executor import make_repo
@@ -160,7 +161,7 @@ def test_record_json_is_the_contract_shape(tmp_path, scripted):
 @pytest.fixture
 def routed_agent(monkeypatch):
     """Register a stand-in agent routed through our gateway (key kind per_run)."""
-    from argusic import agents
+    from argusic.attempts import agents
 
     driver = agents.AgentDriver("routed-agent", "readme-runner", (), "per_run")
     monkeypatch.setitem(agents.DRIVERS, "routed-agent", driver)
@@ -198,7 +199,7 @@ def test_key_deleted_when_attempt_times_out(tmp_path, scripted, routed_agent):
 
 
 def test_no_key_means_the_attempt_does_not_start(tmp_path, scripted, routed_agent, monkeypatch):
-    from argusic.keys import KeyUnavailable
+    from argusic.attempts.keys import KeyUnavailable
     from test_keys import FakeBroker
 
     broker = FakeBroker()
@@ -226,7 +227,7 @@ def test_served_copies_are_recorded(tmp_path, scripted):
 
 
 def test_cancelled_attempt_leaves_no_key_in_its_output(tmp_path, scripted, routed_agent):
-    from argusic.keys import AttemptCancelled
+    from argusic.attempts.keys import AttemptCancelled
     from test_keys import FakeBroker
 
     class CancelledAfterOutput(LocalExecutor):
@@ -268,7 +269,7 @@ def _fake_tasks(
 def test_artifact_globs_come_from_the_task_or_are_none_without_the_package(monkeypatch):
     import sys
 
-    from argusic.attempt import artifact_globs
+    from argusic.attempts.common import artifact_globs
 
     spec = _spec(Path("/nowhere"), "0" * 40, project="weatherfetch", purpose="verdict")
     seen: list = []
@@ -286,7 +287,7 @@ def test_a_broken_task_definition_is_not_taken_for_a_missing_package(monkeypatch
     import sys
     import types
 
-    from argusic.attempt import artifact_globs
+    from argusic.attempts.common import artifact_globs
 
     def task_for(purpose: str, project_id: str):
         raise ValueError("install_and_run.toml: artifacts: not a list")

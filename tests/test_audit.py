@@ -45,8 +45,8 @@ def test_audit_passes_then_reports_tampered_and_missing_objects(isolated, record
 # -- served copies, bad URIs, publication ------------------------------------------------------------
 def _attempt_with_served_copies(isolated, record_doc, cycle_id: str = "2026-12") -> dict:
     """A record whose raw evidence is landed and whose served copies were made the real way
-    (attempt.with_presentation: masked and stored under served/<attempt id>/…), then ingested."""
-    from argusic.attempt import with_presentation
+    (attempts.common.with_presentation: masked and stored under served/<attempt id>/…), then ingested."""
+    from argusic.attempts.common import with_presentation
     from argusic.core.record import parse_record
     from test_masking import make_cast
 

@@ -34,7 +34,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from argusic.attempt import run_attempt
+from argusic.attempts.run import run_attempt
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import attempt_dir
 from argusic.core.record import load_record_file
@@ -371,7 +371,7 @@ DRIVER = r"""
 import dataclasses, json, sys
 from pathlib import Path
 from argusic.core.spec import AttemptSpec
-from argusic.attempt import run_attempt
+from argusic.attempts.run import run_attempt
 from argusic.sandbox.containment import Containment
 from argusic.core.evidence import EvidenceStore
 from argusic.sandbox.executor import DockerExecutor

@@ -8,9 +8,9 @@ from datetime import datetime
 
 import pytest
 from argusic.airflow_tasks import NothingPlanned, ingest_cycle_records, write_plan
+from argusic.attempts.environment import EnvironmentRefused
 from argusic.core.spec import read_spec
 from argusic.cycle import CycleFailed, latest_cycle_of, tally_records
-from argusic.environment import EnvironmentRefused
 from argusic.sources.pool import Pool, PoolEntry
 from conftest import write_record
 

@@ -646,7 +646,7 @@ def test_cycle_environments_and_the_board_say_which_harness_ran(built):
 
 
 def test_harness_editions_effective_date_comes_from_the_records(built):
-    from argusic.environment import harness_editions
+    from argusic.attempts.environment import harness_editions
 
     editions = {r["edition"]: r for r in q(built, "select * from marts.harness_editions")}
     assert set(editions) == {e.edition for e in harness_editions()}  # one row per changelog entry

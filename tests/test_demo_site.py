@@ -299,8 +299,8 @@ def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served:
     board says which harness edition the cycle ran (every attempt recorded one) and links its entry
     in the harness changelog, which gives its written and effective dates; a run page of the sponsored
     agent says so too, with the edition and the image digest the attempt ran in."""
+    from argusic.attempts.environment import current_edition
     from argusic.core.evidence import served_segment
-    from argusic.environment import current_edition
     from selenium.webdriver.common.by import By
 
     board = json.loads((demo / CYCLE / "board.json").read_text())

@@ -20,8 +20,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from argusic.attempts.environment import Pin, attempt_display
 from argusic.core.record import Display
-from argusic.environment import Pin, attempt_display
 from argusic.harness import HARNESS_DIR, xdisplay
 from argusic.harness.readme_runner import GUI_UP_SECONDS
 from argusic.sandbox.executor import DISPLAY_NUMBER, _bootstrap_script, display_size, docker_available
@@ -352,7 +352,7 @@ def desktop_image() -> str:
 def test_tk_application_end_to_end_in_docker(isolated, desktop_image):
     """A real attempt of the reference agent on the demo Tk clock: the record has the display, the
     report says it ran (its window stayed up on :99), and nothing was decoded."""
-    from argusic.attempt import run_attempt
+    from argusic.attempts.run import run_attempt
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
     from argusic.core.settings import evidence_url, forge_dir, orchestrator_config
@@ -392,7 +392,7 @@ def test_tk_application_end_to_end_in_docker(isolated, desktop_image):
 @needs_docker
 def test_a_forged_display_file_is_not_recorded(isolated, desktop_image, tmp_path):
     """A project that writes garbage into /out/display.json: the attempt is valid, its display None."""
-    from argusic.attempt import run_attempt
+    from argusic.attempts.run import run_attempt
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
     from argusic.core.settings import evidence_url

@@ -9,12 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic import environment as env_mod
-from argusic.attempt import run_attempt
-from argusic.core.evidence import EvidenceStore
-from argusic.core.record import load_record_file, parse_record
-from argusic.core.spec import AttemptSpec
-from argusic.environment import (
+from argusic.attempts import environment as env_mod
+from argusic.attempts.environment import (
     EnvironmentRefused,
     HarnessUnrecorded,
     current_edition,
@@ -23,6 +19,10 @@ from argusic.environment import (
     read_pin,
     scaffold_sha256,
 )
+from argusic.attempts.run import run_attempt
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import load_record_file, parse_record
+from argusic.core.spec import AttemptSpec
 from argusic.sandbox.executor import DockerExecutor, LocalExecutor, docker_available
 from argusic.sandbox.launch import read_display
 from test_attempt import scripted  # noqa: F401 (fixture)

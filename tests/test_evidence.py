@@ -181,8 +181,8 @@ def test_store_reads_no_link_and_no_fifo(tmp_path):
 
 
 def test_served_keys_follow_presentations_rule():
+    from argusic.attempts.presentation import served_key
     from argusic.core.evidence import served_key_for
-    from argusic.presentation import served_key
 
     for attempt_id in ("2026-12.board.readme-runner.wavgen.a1.r2", "legacy id/with:odd@chars+"):
         for kind in ("log", "recording"):

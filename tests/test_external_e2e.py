@@ -25,15 +25,15 @@ import time
 from pathlib import Path
 
 import pytest
-from argusic import agents
-from argusic.attempt import run_attempt
+from argusic.attempts import agents
+from argusic.attempts.keys import IssuedKey
+from argusic.attempts.run import run_attempt
 from argusic.core import settings
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import load_record_file
 from argusic.core.spec import AttemptSpec
 from argusic.external import SESSION_LOG, claude_code, codex
 from argusic.external.collect import USAGE_FIELDS
-from argusic.keys import IssuedKey
 from argusic.sandbox.executor import docker_available
 from argusic.sources.forge import build_forge
 
@@ -219,7 +219,7 @@ EVIDENCE = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "1" * 64}, "rep
     ],
 )  # fmt: skip
 def test_external_outcome_decisions(result, run, evidence, expected):
-    from argusic.attempt import external_outcome
+    from argusic.attempts.install_run import external_outcome
 
     end_reason, invalid, keep_report = external_outcome(result, run, evidence)
     want_end, want_invalid, want_keep = expected

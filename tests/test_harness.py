@@ -16,7 +16,7 @@ import wave
 from pathlib import Path
 
 import pytest
-from argusic.agents import DRIVERS
+from argusic.attempts.agents import DRIVERS
 from argusic.harness import HARNESS_DIR, HARNESS_NAME, HARNESS_VERSION, decode
 from argusic.harness.readme_parser import (
     Checkout,

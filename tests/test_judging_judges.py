@@ -325,7 +325,7 @@ class FakeBroker:
         self.deleted: list[object] = []
 
     def create(self, attempt_id: str, limit_usd: float, *, ttl_seconds: int | None = None):
-        from argusic.keys import IssuedKey
+        from argusic.attempts.keys import IssuedKey
 
         self.created.append(attempt_id)
         return IssuedKey(

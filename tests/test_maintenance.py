@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from argusic import maintenance
-from argusic.keys import LiteLLMKeyBroker
+from argusic.attempts.keys import LiteLLMKeyBroker
 from test_keys import FakeBroker
 
 

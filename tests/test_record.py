@@ -207,7 +207,7 @@ def test_links_and_fifos_are_not_read_as_records(tmp_path, record_doc):
 def test_agent_texts_are_cut_so_no_record_outgrows_the_cap(tmp_path, record_doc) -> None:
     """A hostile agent's 450 KB final_state must not push its record over MAX_RECORD_BYTES (that would
     refuse its whole cycle's ingest batch): the record keeps the start and says how much was cut."""
-    from argusic.attempt import _read_report
+    from argusic.attempts.common import _read_report
     from argusic.core.record import LABEL_MAX, REPORT_TEXT_MAX, bound_texts
 
     huge = "x" * 450_000  # both fields together stay under the 1 MiB report cap

@@ -14,10 +14,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from argusic.attempts import repair_run as repair
 from argusic.core.record import RecordError, parse_record
 from argusic.core.spec import AttemptSpec, RepairItemRef
 from argusic.payload import check_instructions
-from argusic.repair import attempts as repair
 
 GOLD = "calc.py"
 STATEMENT = "add(2, 3) returns -1 instead of 5.\n\nRun `python3 -c 'import calc; print(calc.add(2, 3))'`."
@@ -290,9 +290,9 @@ def graded(monkeypatch):
 def test_whole_repair_attempt_local_records_patch_and_grade(
     tmp_path, isolated, monkeypatch, graded, agent, verdict
 ):
-    from argusic.attempt import run_with_reruns
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
+    from argusic.cycle import run_with_reruns
     from argusic.sandbox.executor import LocalExecutor
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
@@ -359,9 +359,9 @@ def _docker_and_grader() -> str | None:
 def test_repair_attempts_in_docker_by_the_demo_stand_ins_are_graded(tmp_path, isolated, monkeypatch):
     if why := _docker_and_grader():
         pytest.skip(why)
-    from argusic.attempt import run_with_reruns
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
+    from argusic.cycle import run_with_reruns
     from argusic.repair.grader import validate_item
     from argusic.repair.items import build_items
     from argusic.sandbox.executor import DockerExecutor
@@ -554,7 +554,7 @@ def _paths():
 
 
 def test_external_agent_launch_has_the_prompt_its_limits_and_no_patch(tmp_path):
-    from argusic.agents import driver_for
+    from argusic.attempts.agents import driver_for
 
     _, item = make_item_repo(tmp_path)
     limits = repair.repair_limits()
@@ -608,7 +608,7 @@ def _session(path: Path, subtype: str | None, answered: bool = True) -> None:
 def test_external_session_endings(tmp_path, subtype, answered, end, invalid, limit):
     from datetime import UTC, datetime
 
-    from argusic.agents import driver_for
+    from argusic.attempts.agents import driver_for
     from argusic.sandbox.launch import ExecutionResult
 
     out = tmp_path / "out"
@@ -626,7 +626,7 @@ def test_external_session_endings(tmp_path, subtype, answered, end, invalid, lim
 def test_time_limit_and_refusals_of_the_container(tmp_path):
     from datetime import UTC, datetime
 
-    from argusic.agents import driver_for
+    from argusic.attempts.agents import driver_for
     from argusic.sandbox.launch import ExecutionResult
 
     out = tmp_path / "out"

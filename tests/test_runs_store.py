@@ -160,7 +160,7 @@ def test_a_second_host_that_plans_the_cycle_differently_is_refused(
     """The pin is the store's: a host whose environment differs (here: other instructions) is refused,
     even though its own runs folder has never seen the cycle."""
     from argusic.airflow_tasks import resolve_pool, write_plan
-    from argusic.environment import EnvironmentRefused
+    from argusic.attempts.environment import EnvironmentRefused
     from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")

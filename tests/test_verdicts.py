@@ -103,7 +103,7 @@ def _verdicts(targets) -> dict[str, tuple]:
 
 @pytest.mark.slow  # real dbt builds (five), real attempts through the local executor
 def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
-    from argusic.attempt import run_attempt
+    from argusic.attempts.run import run_attempt
     from argusic.sandbox.executor import LocalExecutor
     from argusic.verdicts import prepare, read_plan, request_stronger_agent, run_verdicts
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from argusic.attempt import run_with_reruns
+from argusic.attempts.story import _text
 from argusic.core.layout import pool_path_for, publish_dir
-from argusic.core.spec import MAP_LABEL_MAX, AttemptSpec, read_spec, write_spec
-from argusic.cycle import plan_attempts
+from argusic.core.spec import AttemptSpec, read_spec, write_spec
+from argusic.cycle import plan_attempts, run_with_reruns
 from argusic.sources.pool import CatalogueError, cycle_window, load_pool, reveal_private
 
 
@@ -142,7 +141,7 @@ def write_plan(
 
     A shard holds every attempt of its projects (projects dealt round-robin in pool order), so the
     three attempts of a pair always land in the same DAG run. Rewriting the same plan is a no-op.
-    Planning pins the cycle's environment (argusic.environment) for the executor the attempts will
+    Planning pins the cycle's environment (argusic.attempts.environment) for the executor the attempts will
     run on (`executor`: an executor or its name; None: ARGUSIC_EXECUTOR or the default), or checks
     the pin already made (EnvironmentRefused when the harness, instructions or limits changed).
     """
@@ -171,8 +170,8 @@ def write_plan(
             f"{len(specs)} attempts in one run exceed [core] max_map_length={max_specs}: raise it "
             f"(AIRFLOW__CORE__MAX_MAP_LENGTH) or split the cycle with shard_count / one run per agent"
         )
-    from argusic.agents import driver_for
-    from argusic.environment import ensure_pin
+    from argusic.attempts.agents import driver_for
+    from argusic.attempts.environment import ensure_pin
 
     first = specs[0]
     roles = {"agents" if driver_for(agent).external else "runner" for agent in agents}
@@ -193,113 +192,12 @@ def run_planned_attempt(spec_path: str | Path, executor=None, live_log: bool = F
 # --- what an attempt task tells (its log's last lines and its label in the UI) -----------------------
 
 
-@dataclass(frozen=True)
-class AttemptStory:
-    """How one planned attempt ended, for people: `label` is shown in the grid and the mapped-instance
-    list (the rendered map index), `lines` end the task's log, `invalid` decides the task's state
-    (skipped: measured nothing that counts; the records are kept and loaded)."""
-
-    label: str
-    lines: list[str]
-    invalid: bool
-
-
-def _text(value: str | None, limit: int = 300) -> str:
-    """An agent-written text as it may be shown in a log line (hostile: escapes and controls out)."""
-    from argusic.live_log import clean_line
-
-    return clean_line(" ".join((value or "").split()), limit) or "—"
-
-
-def _result_words(record) -> str:
-    """The end of an attempt in words, from the record's facts alone: the rubric (dbt) decides the
-    outcome, points and score at build; these words never claim them."""
-    if record.invalid_reason is not None:
-        return "INVALID: " + _text(record.invalid_reason, 90)
-    if record.end_reason == "timeout":
-        budget = record.effective_budget_seconds or record.budget_seconds
-        return f"✗ timeout at {budget} s"
-    report = record.report
-    if record.end_reason != "completed" or report is None:
-        return f"✗ {record.end_reason}"
-    if not report.install_ok:
-        return "✗ install failed"
-    if not report.ran_ok:
-        return "✗ installed, did not run"
-    if report.test_depth == "tier1_real":
-        return "✓ ran, verified for real"
-    if report.test_depth == "tier2_mock":
-        return "✓ ran, verified with mocks"
-    return "✗ ran, not verified"
-
-
-def attempt_story(spec_path: str | Path, record_paths: list[str]) -> AttemptStory:
-    """The closing lines of an attempt task's log and its label, from its run records (reruns
-    included): end state, validity, the agent's report, the evidence, and where outcome, points and
-    score are (decided by the rubric in dbt at `build`, listed in `publish`'s log)."""
-    from argusic.core.record import load_record_file
-
-    spec = read_spec(spec_path)
-    records = [load_record_file(Path(p)) for p in record_paths]
-    last = records[-1]
-    words = _result_words(last)
-    repair_lines: list[str] = []
-    if last.repair is not None:  # a repair attempt: its result is its grade, not a report
-        from argusic.repair.attempts import repair_story
-
-        words, repair_lines = repair_story(last, Path(record_paths[-1]))
-    lines = [f"── {last.attempt_id}: {words}"]
-    budget = f"budget {last.budget_seconds} s"
-    if last.demo and last.effective_budget_seconds:
-        budget += f", scaled to {last.effective_budget_seconds} s (demo)"
-    seconds = (last.ended_at - last.started_at).total_seconds()
-    lines.append(
-        f"   final state: {last.end_reason} after {seconds:.1f} s ({budget}), executor {last.executor}"
-    )
-    if last.invalid_reason is not None:
-        lines.append(
-            f"   invalid (our tooling failed; not scored, kept with its reason): {_text(last.invalid_reason)}"
-        )
-    for earlier in records[:-1]:
-        lines.append(f"   rerun of {earlier.attempt_id}: it was invalid: {_text(earlier.invalid_reason)}")
-    if last.report is not None:
-        r = last.report
-        yes = {True: "yes", False: "no"}
-        lines.append(
-            f"   agent's report: installed {yes[r.install_ok]}, ran {yes[r.ran_ok]}, "
-            f"test depth {r.test_depth}, errors fixed {r.errors_fixed} of {r.errors_encountered}"
-        )
-        lines.append(f"   verified how: {_text(r.verified_how)}")
-        lines.append(f"   agent's final state: {_text(r.final_state)}")
-    elif last.end_reason == "timeout" and last.repair is None:
-        lines.append("   agent's report: none (a timeout scores 0 in every category, whatever was written)")
-    lines.extend(repair_lines)
-    if last.repair is None:
-        lines.append(
-            "   outcome, points and score: decided by the rubric (dbt: marts.attempt_scores) at `build`; "
-            f"listed in this run's `publish` log, `argusic attempts --cycle {last.cycle_id}` and "
-            f"published/{last.cycle_id}/attempts.json"
-        )
-    shown = last.presentation
-    if shown is not None and shown.withheld:
-        lines.append(f"   served copy withheld: {_text(shown.withheld_reason)}")
-    if shown is not None and shown.log is not None:
-        lines.append(f"   served log:       {shown.log.uri}")
-    if shown is not None and shown.recording is not None:
-        lines.append(f"   served recording: {shown.recording.uri}")
-    for kind in ("log", "recording", "report"):
-        ref = getattr(last.evidence, kind)
-        lines.append(f"   raw {kind}: " + (f"sha256 {ref.sha256} ({ref.bytes} bytes)" if ref else "none"))
-    lines.append(f"   run record: {record_paths[-1]}")
-    label = f"{spec.label} · {words}"[:MAP_LABEL_MAX]
-    return AttemptStory(label=label, lines=lines, invalid=last.invalid_reason is not None)
-
-
 def measured_records(spec: AttemptSpec) -> list[str] | None:
     """The run records of an attempt measured before (reruns included) when nothing is left to do for
     it (its last record is valid, or invalid after the bounded reruns); None when it is still to run
     or to resume."""
-    from argusic.attempt import existing_record, max_reruns_for
+    from argusic.attempts.common import existing_record
+    from argusic.attempts.run import max_reruns_for
     from argusic.core.record import RecordError, load_record_file
 
     chain: list[str] = []
@@ -334,7 +232,7 @@ def records_of_plan(spec_paths: list[str]) -> tuple[list[str], list[str]]:
     """Every run record of the planned attempts (reruns included), and the labels of the attempts that
     have none (their task failed before measuring). Ingest reads the plan, not the attempt tasks'
     return values: an attempt task whose measurement is invalid is skipped and returns nothing."""
-    from argusic.attempt import existing_record
+    from argusic.attempts.common import existing_record
 
     found: list[str] = []
     missing: list[str] = []
@@ -370,7 +268,7 @@ def ingest_cycle_records(cycle_id: str, record_paths: list[str]) -> dict[str, in
 
 
 def ingest_records(record_paths: list[str]) -> dict[str, int]:
-    from argusic.agents import known_agents
+    from argusic.attempts.agents import known_agents
     from argusic.warehouse import ingest
 
     result = ingest([Path(p) for p in record_paths], known_agents=known_agents())

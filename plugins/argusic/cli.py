@@ -71,7 +71,7 @@ def _warehouse_errors() -> Iterator[None]:
 @app.command()
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or folders")]) -> None:
     """Load run records into the warehouse (idempotent by attempt_id; a bad batch loads nothing)."""
-    from argusic.agents import known_agents
+    from argusic.attempts.agents import known_agents
     from argusic.warehouse import IngestError
     from argusic.warehouse import ingest as do_ingest
 
@@ -575,7 +575,7 @@ def cycle_environment(
 
     Exit 0 when it would; 1 when an attempt would be refused (each difference named); 2 when the cycle
     has no pin yet (planning makes it)."""
-    from argusic.environment import (
+    from argusic.attempts.environment import (
         EnvironmentError_,
         current_pin,
         differences,
@@ -657,12 +657,12 @@ def cycle_run(
     attempt_id). Exit 1 when the cycle fails (nothing planned, nothing valid, an attempt that could
     not start); exit 2 for a bad catalogue or option. Same functions as the argusic_cycle DAG."""
     from argusic import airflow_tasks as steps
-    from argusic.agents import known_agents
     from argusic.analyst import AnalystCopyError
+    from argusic.attempts.agents import known_agents
+    from argusic.attempts.environment import EnvironmentError_
     from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError
     from argusic.cycle import CycleFailed
-    from argusic.environment import EnvironmentError_
     from argusic.sandbox.executor import get_executor
     from argusic.sources.pool import CatalogueError
 
@@ -768,11 +768,11 @@ def demo(
     Budgets are scaled down (90 min → 15 s). Run it again: attempts measured before are not run again;
     it says so and goes straight to the board. It ends by saying where everything is."""
     from argusic import airflow_tasks as steps
-    from argusic.agents import known_agents
     from argusic.analyst import AnalystCopyError
+    from argusic.attempts.agents import known_agents
+    from argusic.attempts.environment import EnvironmentError_
     from argusic.build import PublicationBlocked, build_warehouse
     from argusic.decisions import utc_now
-    from argusic.environment import EnvironmentError_
     from argusic.review.publication import prepare as prepare_publication
     from argusic.review.publication import publish_approved
     from argusic.review.publication import record as record_publication

@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
-from argusic.attempt import run_with_reruns
+from argusic.attempts.common import existing_record, share_record
+from argusic.attempts.keys import KeyBroker
+from argusic.attempts.run import max_reruns_for, run_attempt
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import pools_dir, publish_dir
+from argusic.core.record import load_record_file
 from argusic.core.settings import orchestrator_config, runs_dir
 from argusic.core.spec import AttemptSpec
 from argusic.sandbox.executor import get_executor
@@ -268,3 +271,54 @@ def require_valid_attempts(cycle_id: str, record_paths: list[str] | list[Path]) 
             f"are kept under {runs_dir() / cycle_id}. Fix the cause, then run a new cycle id."
         )
     return tally
+
+
+def compute_hints_quietly(
+    record_path: Path, base_dir: Path | None = None, store: EvidenceStore | None = None
+) -> Path | None:
+    """The attempt's Layer 1 hints (argusic.judging.hints) beside its record, shared like the record,
+    and their screenshots in the evidence store (by content address, for the served page and the
+    review queue). Hints are never part of a score: a failure to compute them is logged and never
+    fails the attempt (`argusic hints compute` computes them again)."""
+    try:
+        from argusic.judging.hints import hints_for_attempt, store_hint_evidence
+
+        hints = hints_for_attempt(record_path.parent)
+        store_hint_evidence(record_path.parent, store or EvidenceStore())
+        if base_dir is None:
+            from argusic.core.runs_store import push
+
+            push(hints)
+        return hints
+    except Exception as err:  # noqa: BLE001 - a hint is advice; the attempt's measurement stands
+        log.warning("%s: hints not computed: %s: %s", record_path.parent.name, type(err).__name__, err)
+        return None
+
+
+def run_with_reruns(
+    spec: AttemptSpec,
+    executor: Executor | None = None,
+    store: EvidenceStore | None = None,
+    base_dir: Path | None = None,
+    broker: KeyBroker | None = None,
+    live_log: bool = False,
+) -> list[Path]:
+    """Run an attempt; rerun it (bounded) while its record is invalid. Returns every record made."""
+    paths = []
+    max_reruns = max_reruns_for(spec)
+    current = spec
+    while True:
+        existing_record(current, base_dir)  # on a cluster: measured on another host before? pulled here
+        path = run_attempt(current, executor, store, base_dir, broker, live_log=live_log)
+        share_record(path, base_dir)
+        paths.append(path)
+        compute_hints_quietly(path, base_dir, store)
+        record = load_record_file(path)
+        if record.invalid_reason is None:
+            log.info("%s: %s (record %s)", current.label, record.end_reason, path)
+            return paths
+        if current.rerun_no >= max_reruns:
+            log.warning("%s: invalid after %d rerun(s): %s", current.label, max_reruns, record.invalid_reason)
+            return paths
+        log.warning("%s: invalid (%s); rerunning", current.label, record.invalid_reason)
+        current = current.rerun()

@@ -77,7 +77,7 @@ def sweep_model_keys() -> dict:
 
     if not os.environ.get("LITELLM_BASE_URL"):
         return {"configured": False, "deleted": []}
-    from argusic.keys import LiteLLMKeyBroker
+    from argusic.attempts.keys import LiteLLMKeyBroker
 
     broker = LiteLLMKeyBroker.from_env()
     named = {ref.attempt_id for ref in broker.list_attempt_keys() if ref.attempt_id}

@@ -17,7 +17,7 @@ under must still be had exactly, or the reproduction is refused naming each one 
   (the recorded effective budget) and the **display** (the configured virtual display must be the
   size the original found).
 
-The reproduction runs through the same attempt path (``argusic.attempt.run_attempt``) into its own
+The reproduction runs through the same attempt path (``argusic.attempts.run.run_attempt``) into its own
 cycle, ``repro-<UTC date>-<n>`` (a real cycle id starts with ``YYYY-MM``: no collision), under
 ``runs/reproductions/<repro cycle>/`` (cycle folders are ``runs/<cycle>``: no cycle's plan, ingest or
 DAG ever reads this one). Before the attempt starts, the reproduction cycle is pinned to the
@@ -185,7 +185,7 @@ def repo_source(record: RunRecord, base: Path | None = None) -> RepoSource:
 def edition_commit(scaffold: str) -> str | None:
     """The git commit that added the harness edition with this scaffold hash to the changelog (the
     harness files of that edition are those of that commit), or None when git cannot tell."""
-    from argusic.environment import changelog_path
+    from argusic.attempts.environment import changelog_path
 
     try:
         relative = changelog_path().resolve().relative_to(project_root().resolve())
@@ -200,7 +200,7 @@ def edition_commit(scaffold: str) -> str | None:
 
 
 def _harness_problems(env) -> list[str]:
-    from argusic.environment import (
+    from argusic.attempts.environment import (
         HarnessUnrecorded,
         current_edition,
         harness_editions,
@@ -242,7 +242,7 @@ def _harness_problems(env) -> list[str]:
 
 
 def _image_problems(env) -> list[str]:
-    from argusic.environment import EnvironmentUnavailable, image_digest, pinned_tag
+    from argusic.attempts.environment import EnvironmentUnavailable, image_digest, pinned_tag
 
     problems = []
     for image in env.images:
@@ -317,9 +317,9 @@ def plan_reproduction(
 ) -> Plan:
     """Check every input; the spec, pin and executor of the reproduction. ReproductionRefused naming
     every input that is not available (all of them, not the first)."""
-    from argusic.agents import driver_for
+    from argusic.attempts.agents import driver_for
+    from argusic.attempts.environment import ContainerLimits, Pin
     from argusic.core.spec import AttemptSpec
-    from argusic.environment import ContainerLimits, Pin
     from argusic.sources.mirror import SourceUnavailable, attempt_source
 
     record, env = original.record, original.record.environment
@@ -490,9 +490,9 @@ def reproduce(
 ) -> Reproduction:
     """Find the original, check its inputs, run it again under the recorded environment into a new
     reproduction cycle, and return both records. Nothing is written to the warehouse."""
-    from argusic.attempt import run_attempt
-    from argusic.environment import EnvironmentError_, pin_path
-    from argusic.keys import KeyUnavailable
+    from argusic.attempts.environment import EnvironmentError_, pin_path
+    from argusic.attempts.keys import KeyUnavailable
+    from argusic.attempts.run import run_attempt
 
     original = find_original(attempt_id)
     folder = reproductions_dir(base)

@@ -87,7 +87,7 @@ class VerdictPlan:
 
 def standard_agent(path: Path | None = None) -> str:
     """The standard agent of the registry (dbt_project/seeds/agents.csv): exactly one."""
-    from argusic.agents import registry_path
+    from argusic.attempts.agents import registry_path
 
     with open(path or registry_path(), newline="") as handle:
         standard = [
@@ -100,7 +100,7 @@ def standard_agent(path: Path | None = None) -> str:
 
 def check_stronger_agent(agent_id: str) -> str:
     """A stronger agent must be a known agent other than the standard one."""
-    from argusic.agents import known_agents
+    from argusic.attempts.agents import known_agents
 
     agent_id = (agent_id or "").strip()
     known = known_agents()

@@ -323,7 +323,7 @@ JUDGE_CONFIG_DIR = "/tmp/argusic-judge-config"  # the CLI's config, fresh per ru
 
 def _broker(judge_id: str, label: str) -> Any:
     """The routing layer's key broker, or JudgeError: a real judge never runs on a shared key."""
-    from argusic.keys import KeyUnavailable, LiteLLMKeyBroker
+    from argusic.attempts.keys import KeyUnavailable, LiteLLMKeyBroker
 
     try:
         return LiteLLMKeyBroker.from_env()
@@ -374,7 +374,7 @@ def run_judge(
     """Run one judge over the evidence folder in a locked-down container; returns ``out_dir`` (holding
     ``session.jsonl`` and, for Codex, ``last_message.txt``). ``replay``: a recorded session, teed by
     the container with networking off instead of running a CLI. Without it the judge's CLI runs on a
-    per-run key (``argusic.keys.attempt_key``: created for this run, deleted however it ends) from
+    per-run key (``argusic.attempts.keys.attempt_key``: created for this run, deleted however it ends) from
     ``broker`` (the routing layer's by default; none configured: JudgeError before anything starts)."""
     import requests
 
@@ -413,7 +413,7 @@ def run_judge(
                 (stage / name).chmod(0o644)
         key_env = None
         if replay_path is None:
-            from argusic.keys import KeyUnavailable, attempt_key
+            from argusic.attempts.keys import KeyUnavailable, attempt_key
 
             try:
                 key = keys.enter_context(attempt_key(broker, label))

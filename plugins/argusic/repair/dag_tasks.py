@@ -132,12 +132,12 @@ def write_repair_plan(
     """Write one spec per repair attempt (agent × usable item of the pool's projects, or of
     `projects`) and return their paths (``argusic.core.spec.write_spec``); pins the cycle's
     environment for the agents' images like the board plan does. An empty list: nothing to repair."""
-    from argusic.agents import driver_for
+    from argusic.attempts.agents import driver_for
+    from argusic.attempts.environment import ensure_pin
+    from argusic.attempts.repair_run import plan_repair_specs
     from argusic.core.runs_store import local_path
     from argusic.core.spec import write_spec
     from argusic.cycle import budget_scale_for
-    from argusic.environment import ensure_pin
-    from argusic.repair.attempts import plan_repair_specs
     from argusic.sources.pool import load_pool
 
     pool = load_pool(local_path(pool_path))
@@ -157,9 +157,9 @@ def grade_files(record_paths: list[str]) -> list[str]:
     attempt folder's own copy when it holds the referenced bytes, else fetched from the evidence store
     (another host graded it) and checked against the record's sha256. Records without a grade (invalid,
     not graded) have none."""
+    from argusic.attempts.repair_run import GRADE_FILE
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
-    from argusic.repair.attempts import GRADE_FILE
 
     found = []
     store = None
@@ -223,9 +223,9 @@ def repair_round(
     show the repair track end to end; resumable like every attempt (measured attempts are not rerun)."""
     import json
 
-    from argusic.attempt import run_with_reruns
+    from argusic.attempts.repair_run import STANDINS, plan_repair_specs
     from argusic.core.record import load_record_file
-    from argusic.repair.attempts import STANDINS, plan_repair_specs
+    from argusic.cycle import run_with_reruns
 
     agents = list(agents or sorted(STANDINS))
     usable: dict[str, list[str]] = {}

@@ -61,7 +61,7 @@ LaunchBuilder = Callable[[HarnessPaths], Launch]
 
 # Called with the host folder the attempt writes its evidence to, once it runs; returns the function
 # that stops watching, called once the attempt's processes are gone (before its output is landed and
-# the folder removed). argusic.live_log shows the growing log.txt in the task log through it.
+# the folder removed). argusic.attempts.live_log shows the growing log.txt in the task log through it.
 Watch = Callable[[Path], Callable[[], None]]
 
 

@@ -43,7 +43,7 @@ from tenacity import (
     wait_exponential,
 )
 
-log = logging.getLogger("argusic.keys")
+log = logging.getLogger("argusic.attempts.keys")
 
 ALIAS_PREFIX = "argusic-attempt:"
 KeyKind = Literal["per_run", "shared", "none"]

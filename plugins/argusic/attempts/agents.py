@@ -175,7 +175,7 @@ DRIVERS: dict[str, AgentDriver] = {
         base_url_env_var="OPENAI_BASE_URL",
         model="gpt-5.3-codex",
     ),
-    # Demo stand-ins for repair attempts (argusic.repair.attempts): no model, no agent; they replay
+    # Demo stand-ins for repair attempts (argusic.attempts.repair_run): no model, no agent; they replay
     # the item's gold patch or change nothing, in demo cycles only, and say so in their recordings.
     "repair-demo-gold": AgentDriver("repair-demo-gold", "repair-demo-stand-in", (), "none"),
     "repair-demo-none": AgentDriver("repair-demo-none", "repair-demo-stand-in", (), "none"),

@@ -9,102 +9,43 @@ not run again (resumable, keyed by attempt_id), so retrying a task never adds a 
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import shutil
 from pathlib import Path
 
-from argusic.agents import driver_for
+from argusic.attempts.agents import driver_for
+from argusic.attempts.common import (
+    CHANGES_PURPOSES,
+    EVIDENCE_FILES,
+    _base_doc,
+    _broker_for,
+    _harness_version,
+    _model_answered,
+    _read_report,
+    artifact_globs,
+    presentation_secrets,
+    with_presentation,
+)
+from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
+from argusic.attempts.keys import KeyBroker, key_for_attempt
 from argusic.core.evidence import EvidenceStore
-from argusic.core.layout import RECORD_FILE, attempt_dir
+from argusic.core.layout import attempt_dir
 from argusic.core.record import (
-    SCHEMA_ID,
     Environment,
     RecordError,
     RunRecord,
     bound_texts,
     load_record_file,
     parse_record,
-    utc_now_iso,
 )
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
-from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
-from argusic.keys import KeyBroker, key_for_attempt
 from argusic.sandbox.executor import get_executor
-from argusic.sandbox.landing import check_globs
 from argusic.sandbox.launch import ExecutionResult, Executor
 from argusic.sources.mirror import attempt_source
 
 log = logging.getLogger(__name__)
-
-EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "report.json"}
-# Install-and-run attempts: the executor lands the agent's changes to the project
-# (argusic.sandbox.changes) for the change-similarity hint; a repair attempt collects its patch
-# itself, in its container.
-CHANGES_PURPOSES = ("board", "verdict")
-
-
-def existing_record(spec: AttemptSpec, base: Path | None = None) -> Path | None:
-    """The attempt's run record if it was measured before: in this host's runs folder, or on a cluster
-    in the runs store (pulled here first: a retry on another host finds it and measures nothing twice)."""
-    if base is None:
-        from argusic.core.runs_store import pull
-
-        found = pull(f"{spec.cycle_id}/{spec.attempt_id}/{RECORD_FILE}")
-        return found if found is not None and found.is_file() else None
-    path = attempt_dir(spec, base) / RECORD_FILE
-    return path if path.is_file() else None
-
-
-def share_record(path: Path, base: Path | None = None) -> None:
-    """On a cluster, land a run record in the runs store as soon as it is written (write-once: a
-    record already there with other bytes is refused, RunsStoreConflict)."""
-    if base is None:
-        from argusic.core.runs_store import push
-
-        push(path, write_once=True)
-
-
-def artifact_globs(spec: AttemptSpec) -> tuple[str, ...]:
-    """The artifact globs of the attempt's task (``argusic.core.tasks``): which files of the project
-    folder the executor lands into out/artifacts. None (an empty tuple) where that package is not
-    installed; a broken task definition (TaskDefinitionError) or a glob that is absolute or holds
-    `..` (ValueError, ``argusic.sandbox.landing.check_globs``) raises before the attempt starts."""
-    try:
-        from argusic.core.tasks import task_for
-    except ImportError:
-        return ()
-    return check_globs(task_for(spec.purpose, spec.project_id).artifacts)
-
-
-def _harness_version() -> str:
-    try:
-        from argusic.harness.readme_runner import HARNESS_VERSION
-
-        return HARNESS_VERSION
-    except ImportError:
-        return "unknown"
-
-
-REPORT_MAX_BYTES = 1024**2  # a report is seven short fields; anything bigger is not read
-
-
-def _read_report(path: Path) -> tuple[dict | None, str | None]:
-    if not path.exists():
-        return None, None
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(REPORT_MAX_BYTES + 1)
-        if len(raw) > REPORT_MAX_BYTES:
-            return None, f"report unreadable: {path.name} is over {REPORT_MAX_BYTES} bytes"
-        from argusic.core.record import Report, bound_report
-
-        return Report.model_validate(bound_report(json.loads(raw))).model_dump(), None
-    except Exception as err:  # any unreadable report is our tooling's failure, kept with its reason
-        return None, f"report unreadable: {str(err).splitlines()[0]}"
 
 
 def build_record(
@@ -167,42 +108,6 @@ def build_record(
         "key": key_record or {"kind": driver.key_kind, "limit_usd": None},
     }
     return parse_record(bound_texts(doc), source=spec.attempt_id)
-
-
-def _base_doc(
-    spec: AttemptSpec, result: ExecutionResult, evidence: dict, environment: Environment | None = None
-) -> dict:
-    config = orchestrator_config()
-    budget = config.budget_seconds(spec.tier)
-    return {
-        "schema": SCHEMA_ID,
-        "attempt_id": spec.attempt_id,
-        "cycle_id": spec.cycle_id,
-        "purpose": spec.purpose,
-        "agent_id": spec.agent_id,
-        "project_id": spec.project_id,
-        "commit": spec.commit,
-        "tier": spec.tier,
-        "attempt_no": spec.attempt_no,
-        "methodology_version": config.methodology_version,
-        "started_at": utc_now_iso(result.started_at),
-        "ended_at": utc_now_iso(result.ended_at),
-        "budget_seconds": budget,
-        "evidence": evidence,
-        "executor": result.executor,
-        "demo": spec.demo,
-        "effective_budget_seconds": max(1, round(budget * spec.budget_scale)) if spec.demo else None,
-        "rerun_of": spec.rerun_of,
-        # The image by the name people know it by; what ran, by digest, is in environment.images.
-        "image": environment.images[0].reference if environment and environment.images else result.image,
-        "environment": None if environment is None else environment.model_dump(),
-    }
-
-
-def _model_answered(run) -> bool:
-    """Whether the session log shows the model ever answering (a closed turn, a model name, a tool
-    call or text of the agent's). Without it the agent never got to work."""
-    return bool(run.end_state == "completed" or run.model_responded or run.tool_calls or run.final_text)
 
 
 def external_outcome(result: ExecutionResult, run, evidence: dict) -> tuple[str, str | None, bool]:
@@ -288,15 +193,7 @@ def _build_external_record(
     return parse_record(bound_texts(doc), source=spec.attempt_id)
 
 
-def _broker_for(key_kind: str, broker: KeyBroker | None) -> KeyBroker | None:
-    if key_kind != "per_run" or broker is not None:
-        return broker
-    from argusic.keys import LiteLLMKeyBroker
-
-    return LiteLLMKeyBroker.from_env()  # raises KeyUnavailable when no routing layer is configured
-
-
-def run_attempt(
+def run_install_attempt(
     spec: AttemptSpec,
     executor: Executor | None = None,
     store: EvidenceStore | None = None,
@@ -304,21 +201,8 @@ def run_attempt(
     broker: KeyBroker | None = None,
     live_log: bool = False,
 ) -> Path:
-    """Run one attempt (unless its record exists already) and return the run record's path.
-
-    `live_log`: show the attempt's own log, masked, in this process's log while it runs
-    (``argusic.live_log``; the Airflow task does, the CLI's progress bar does not).
-
-    An agent routed through our gateway gets a key made for this attempt alone, deleted when the
-    container is gone whatever the ending; if the key cannot be made, KeyUnavailable is raised and the
-    attempt does not start (the task is retried; never a shared-key fallback).
-
-    A repair attempt (purpose `repair`) takes its own path (``argusic.repair.attempts``): a fresh
-    working copy of the item's base, the item's prompt, the patch collected and graded."""
-    if spec.purpose == "repair":
-        from argusic.repair.attempts import run_repair_attempt
-
-        return run_repair_attempt(spec, executor, store, base_dir, broker, live_log=live_log)
+    """Run one install-and-run attempt (purpose board or verdict; attempts.run.run_attempt dispatches)
+    unless its record exists already, and return the run record's path."""
     if driver_for(spec.agent_id).harness_name == "repair-demo-stand-in":
         raise ValueError(f"{spec.agent_id} is a repair demo stand-in: it makes repair attempts only")
     folder = attempt_dir(spec, base_dir)
@@ -365,7 +249,7 @@ def run_attempt(
         if pinned_image is not None:
             run_kwargs["image"] = pinned_image
         if live_log:
-            from argusic.live_log import LiveLog
+            from argusic.attempts.live_log import LiveLog
 
             log.info(
                 "%s: running (budget %.0f s); its log, masked, follows as it grows", spec.label, effective
@@ -394,98 +278,3 @@ def run_attempt(
     record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
     write_atomic(record_path, record.to_json() + "\n")
     return record_path
-
-
-def presentation_secrets() -> list[str]:
-    """Live credential values the orchestrator holds: every shared key an agent may be given.
-    (A per-run key is masked out of the output before it is stored, so it never reaches here.)"""
-    from argusic.agents import DRIVERS
-
-    names = {d.shared_env_var for d in DRIVERS.values() if d.shared_env_var}
-    return [os.environ[name] for name in sorted(names) if os.environ.get(name)]
-
-
-def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
-    """Derive the served copies (credentials masked, generated private keys redacted, vendor banners
-    hidden). A copy that cannot be shown free of live credentials is withheld: the attempt becomes
-    invalid with that reason, and is rerun like any attempt our tooling could not complete."""
-    from argusic.presentation import present_attempt
-
-    if record.evidence.log is None and record.evidence.recording is None:
-        return record
-    shown = present_attempt(record, store, presentation_secrets())
-    served = {k: (None if v is None else {"sha256": v.sha256, "uri": v.uri, "bytes": v.bytes})
-              for k, v in shown.served.items()}  # fmt: skip
-    doc = json.loads(record.to_json())
-    doc["presentation"] = {
-        "masking_applied": shown.masking_applied,
-        "withheld": shown.withheld,
-        "withheld_reason": shown.withheld_reason,
-        "log": served.get("log"),
-        "recording": served.get("recording"),
-        "private_key_sha256": sorted({k["sha256"] for k in shown.private_keys}),
-    }
-    if shown.withheld and doc["invalid_reason"] is None:
-        doc["invalid_reason"] = f"served copy withheld: {shown.withheld_reason}"
-    return parse_record(doc, source=record.attempt_id)
-
-
-def max_reruns_for(spec: AttemptSpec) -> int:
-    """Bounded automatic reruns of an invalid attempt: [attempts] max_reruns, and for a repair attempt
-    [repair] max_reruns (the seed: infrastructure failures are retried once)."""
-    if spec.purpose == "repair":
-        from argusic.repair.attempts import repair_limits
-
-        return repair_limits().max_reruns
-    return orchestrator_config().max_reruns
-
-
-def compute_hints_quietly(
-    record_path: Path, base_dir: Path | None = None, store: EvidenceStore | None = None
-) -> Path | None:
-    """The attempt's Layer 1 hints (argusic.judging.hints) beside its record, shared like the record,
-    and their screenshots in the evidence store (by content address, for the served page and the
-    review queue). Hints are never part of a score: a failure to compute them is logged and never
-    fails the attempt (`argusic hints compute` computes them again)."""
-    try:
-        from argusic.judging.hints import hints_for_attempt, store_hint_evidence
-
-        hints = hints_for_attempt(record_path.parent)
-        store_hint_evidence(record_path.parent, store or EvidenceStore())
-        if base_dir is None:
-            from argusic.core.runs_store import push
-
-            push(hints)
-        return hints
-    except Exception as err:  # noqa: BLE001 - a hint is advice; the attempt's measurement stands
-        log.warning("%s: hints not computed: %s: %s", record_path.parent.name, type(err).__name__, err)
-        return None
-
-
-def run_with_reruns(
-    spec: AttemptSpec,
-    executor: Executor | None = None,
-    store: EvidenceStore | None = None,
-    base_dir: Path | None = None,
-    broker: KeyBroker | None = None,
-    live_log: bool = False,
-) -> list[Path]:
-    """Run an attempt; rerun it (bounded) while its record is invalid. Returns every record made."""
-    paths = []
-    max_reruns = max_reruns_for(spec)
-    current = spec
-    while True:
-        existing_record(current, base_dir)  # on a cluster: measured on another host before? pulled here
-        path = run_attempt(current, executor, store, base_dir, broker, live_log=live_log)
-        share_record(path, base_dir)
-        paths.append(path)
-        compute_hints_quietly(path, base_dir, store)
-        record = load_record_file(path)
-        if record.invalid_reason is None:
-            log.info("%s: %s (record %s)", current.label, record.end_reason, path)
-            return paths
-        if current.rerun_no >= max_reruns:
-            log.warning("%s: invalid after %d rerun(s): %s", current.label, max_reruns, record.invalid_reason)
-            return paths
-        log.warning("%s: invalid (%s); rerunning", current.label, record.invalid_reason)
-        current = current.rerun()

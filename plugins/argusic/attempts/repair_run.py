@@ -2,7 +2,7 @@
 item's problem statement (and interface spec on the spec track) in a fresh working copy of the item's
 base, its patch is collected, stored as evidence and graded in a fresh container.
 
-One attempt, step by step (``run_repair_attempt``, called by ``argusic.attempt.run_attempt`` for
+One attempt, step by step (``run_repair_attempt``, called by ``argusic.attempts.run.run_attempt`` for
 specs of purpose repair, so reruns, resumption, the Airflow task and ingest are the board's):
 
 1. On the host: a bare repository holding **one parentless commit of base's files** (tagged `base`),
@@ -52,7 +52,7 @@ from argusic.core.settings import PACKAGE_DIR, parse_size
 
 log = logging.getLogger(__name__)
 
-REPAIR_DIR = Path(__file__).resolve().parent
+REPAIR_DIR = PACKAGE_DIR / "repair"  # the prompt templates stay beside the repair seed (package data)
 PROMPT_TEMPLATE = REPAIR_DIR / "prompt.md"
 SPEC_TEMPLATE = REPAIR_DIR / "spec_section.md"
 # mounted as a task file; its name and bytes are hashed into every repair record (repair_instructions)
@@ -438,7 +438,7 @@ def repair_outcome(
     driver, result, out_dir: Path, evidence: dict, agent_seconds: float
 ) -> tuple[str, str | None, str | None, Any]:
     """(end_reason, invalid_reason, limit_hit, collected run or None) of a repair attempt."""
-    from argusic.attempt import _model_answered
+    from argusic.attempts.common import _model_answered
 
     status = _status(out_dir)
     if result.error is not None:
@@ -495,12 +495,17 @@ def run_repair_attempt(
     spec, executor=None, store=None, base_dir: Path | None = None, broker=None, live_log: bool = False
 ) -> Path:
     """Run one repair attempt (unless its record exists) and return its run record's path."""
-    from argusic import attempt as board
-    from argusic.agents import driver_for
+    from argusic.attempts import common as board
+    from argusic.attempts.agents import driver_for
+    from argusic.attempts.environment import (
+        attempt_display,
+        attempt_environment,
+        check_pinned_image,
+        ensure_pin,
+    )
+    from argusic.attempts.keys import key_for_attempt
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import RecordError, load_record_file
-    from argusic.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
-    from argusic.keys import key_for_attempt
     from argusic.repair.items import local_git_dir
     from argusic.sandbox.executor import get_executor
 
@@ -560,7 +565,7 @@ def run_repair_attempt(
             if pinned_image is not None:
                 run_kwargs["image"] = pinned_image
             if live_log:
-                from argusic.live_log import LiveLog
+                from argusic.attempts.live_log import LiveLog
 
                 shown = LiveLog(
                     redactions=key.redactions(),
@@ -600,7 +605,7 @@ def run_repair_attempt(
 def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path, store, limits: RepairLimits,
                         agent_seconds: float, key_record: dict | None, environment):  # fmt: skip
     """The run record of a repair attempt: evidence stored, outcome judged, patch graded."""
-    from argusic import attempt as board
+    from argusic.attempts import common as board
     from argusic.core.record import bound_texts, parse_record
 
     evidence = {}
@@ -694,40 +699,6 @@ def _grade(spec, item, patch: bytes, folder: Path, store) -> dict:
     return store.put_file(path).as_ref()
 
 
-def repair_story(record, record_path: Path) -> tuple[str, list[str]]:
-    """The words (the task's label) and closing log lines of a repair attempt: its item, patch and
-    grade. The grade is read from the attempt's folder (size-capped; what it says is shown cleaned)."""
-    from argusic.airflow_tasks import _result_words, _text
-
-    block = record.repair
-    lines = [f"   item: {block.item_id} ({block.track} track), revision {block.item_revision[:12]}"]
-    if block.limit_hit:
-        lines.append(f"   limit hit: {block.limit_hit} (fixed before the results; the patch is graded)")
-    patch = block.patch
-    lines.append(f"   patch: {patch.bytes} bytes, sha256 {patch.sha256}" if patch else "   patch: none")
-    verdict = None
-    data = _read_capped(record_path.parent / GRADE_FILE, 4 << 20) if block.grade else None
-    try:
-        grade = json.loads(data) if data else None
-    except ValueError:
-        grade = None
-    if isinstance(grade, dict) and isinstance(grade.get("verdict"), str):
-        verdict = _text(grade["verdict"], 40)
-        failing = grade.get("failing_tests") if isinstance(grade.get("failing_tests"), list) else []
-        lines.append(
-            f"   grade: {verdict}"
-            + (f", failing: {_text(' '.join(map(str, failing[:10])))}" if failing else "")
-        )
-    elif block.grade:
-        lines.append(f"   grade: sha256 {block.grade.sha256} (in the evidence store)")
-    else:
-        lines.append("   grade: none (not graded)")
-    lines.append("   rates per agent and track: dbt marts repair_runs / repair_rates at `build`")
-    if record.invalid_reason is not None:
-        return _result_words(record), lines
-    return (f"graded {verdict}" if verdict else _result_words(record)), lines
-
-
 # --- planning -------------------------------------------------------------------------------------
 
 
@@ -743,7 +714,7 @@ def plan_repair_specs(
     the pool project; attempt numbers count the (agent, project)'s repair attempts over its usable
     items in item-id order (item i, try k: i * attempts_per_item + k), and each spec names its item.
     Agents that cannot repair are refused (RepairRefused) rather than silently left out."""
-    from argusic.agents import driver_for
+    from argusic.attempts.agents import driver_for
     from argusic.core.spec import AttemptSpec, RepairItemRef
 
     for agent in agents:
