@@ -106,7 +106,7 @@ def _targets(doc: dict):
 def argusic_verdicts():
     @task(**WAREHOUSE_TASK_ARGS)
     def prepare(params: dict) -> dict:
-        from argusic.airflow_tasks import ConfigurationError, require_scaled_budgets_on_the_forge
+        from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge
         from argusic.verdicts import VerdictConfigurationError, prepare
 
         dag_run = get_current_context()["dag_run"]

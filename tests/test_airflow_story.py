@@ -11,19 +11,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
-from argusic.airflow_tasks import (
-    ConfigurationError,
-    cycle_id_of_run,
-    cycle_of_run_id,
-    measured_records,
-    records_of_plan,
-    require_scaled_budgets_on_the_forge,
-    resolve_pool,
-    run_id_for,
-    write_plan,
-)
 from argusic.core.layout import attempt_dir
 from argusic.core.spec import AttemptSpec, label_of_attempt_id
+from argusic.cycle.ids import cycle_id_of_run, cycle_of_run_id, run_id_for
+from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge, write_plan
+from argusic.cycle.pools import resolve_pool
+from argusic.cycle.run import measured_records, records_of_plan
 from argusic.sources.pool import CatalogueError
 from conftest import write_record
 from test_dags import _synthetic_catalogue
@@ -123,7 +116,7 @@ pid = os.fork()  # as Airflow's supervisor starts a task: fork, exit hooks clear
 if pid == 0:
     atexit._clear()
     if release:
-        from argusic.airflow_tasks import release_semaphores_at_exit
+        from argusic.build import release_semaphores_at_exit
         release_semaphores_at_exit()
     locks = [multiprocessing.get_context("spawn").Lock() for _ in range(2)]  # what dbt makes
     atexit._run_exitfuncs()

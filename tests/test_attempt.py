@@ -12,7 +12,7 @@ from argusic.attempts.run import run_attempt
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import load_record_file
 from argusic.core.spec import AttemptSpec
-from argusic.cycle import run_with_reruns
+from argusic.cycle.run import run_with_reruns
 from argusic.sandbox import executor as executor_mod
 from argusic.sandbox.executor import LocalExecutor
 from test_executor import make_repo

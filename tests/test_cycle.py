@@ -7,11 +7,13 @@ import json
 from datetime import datetime
 
 import pytest
-from argusic.airflow_tasks import NothingPlanned, ingest_cycle_records, write_plan
 from argusic.attempts.environment import EnvironmentRefused
 from argusic.core.spec import read_spec
-from argusic.cycle import CycleFailed, latest_cycle_of, tally_records
+from argusic.cycle.plan import NothingPlanned, write_plan
+from argusic.cycle.pools import latest_cycle_of
+from argusic.cycle.tally import CycleFailed, tally_records
 from argusic.sources.pool import Pool, PoolEntry
+from argusic.warehouse import ingest_cycle_records
 from conftest import write_record
 
 

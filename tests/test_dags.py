@@ -337,8 +337,9 @@ def test_shards_partition_the_plan_and_keep_pairs_together(tmp_path: Path, monke
     monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(tmp_path / "published"))
     monkeypatch.setenv("ARGUSIC_REPO_ROOTS", str(tmp_path))
-    from argusic.airflow_tasks import PlanTooLarge, resolve_pool, write_plan
     from argusic.core.spec import read_spec
+    from argusic.cycle.plan import PlanTooLarge, write_plan
+    from argusic.cycle.pools import resolve_pool
 
     catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=40, recent=10)
     pool = resolve_pool("2026-12", catalogue=str(catalogue), size=50)

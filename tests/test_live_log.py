@@ -196,10 +196,10 @@ def test_a_running_attempt_streams_its_log_into_the_task_log(isolated, tmp_path,
 
 @pytest.mark.parametrize("words", ["✓ ran, verified for real", "✗ install failed", "✗ timeout at 5400 s"])
 def test_attempt_story_words(isolated, record_doc, words) -> None:
-    from argusic.airflow_tasks import write_plan  # noqa: F401
     from argusic.attempts.story import attempt_story  # noqa: F401
     from argusic.core.layout import attempt_dir
     from argusic.core.spec import AttemptSpec
+    from argusic.cycle.plan import write_plan  # noqa: F401
     from conftest import write_record
 
     doc = dict(record_doc)

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 from argusic.cli import app
 from argusic.core.record import load_record_file
-from argusic.cycle import draw_checked_pool
+from argusic.cycle.pools import draw_checked_pool
 from argusic.sandbox import executor as executor_mod
 from argusic.sandbox.executor import docker_available
 from argusic.sources import mirror

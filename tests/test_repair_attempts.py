@@ -17,6 +17,7 @@ import pytest
 from argusic.attempts import repair_run as repair
 from argusic.core.record import RecordError, parse_record
 from argusic.core.spec import AttemptSpec, RepairItemRef
+from argusic.cycle.plan import plan_repair_specs
 from argusic.payload import check_instructions
 
 GOLD = "calc.py"
@@ -292,7 +293,7 @@ def test_whole_repair_attempt_local_records_patch_and_grade(
 ):
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
-    from argusic.cycle import run_with_reruns
+    from argusic.cycle.run import run_with_reruns
     from argusic.sandbox.executor import LocalExecutor
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
@@ -334,7 +335,7 @@ def test_stand_ins_only_in_demo_cycles_and_the_reference_agent_does_not_repair(t
     with pytest.raises(repair.RepairRefused, match="does not repair"):
         repair.run_repair_attempt(repair_spec(item, "readme-runner"), base_dir=tmp_path / "runs")
     with pytest.raises(repair.RepairRefused, match="does not repair"):
-        repair.plan_repair_specs("2026-12", ["calc"], ["readme-runner"], demo=True)
+        plan_repair_specs("2026-12", ["calc"], ["readme-runner"], demo=True)
 
 
 # --- real Docker: a real item, validated, two demo stand-ins' attempts graded in fresh containers ------
@@ -361,7 +362,7 @@ def test_repair_attempts_in_docker_by_the_demo_stand_ins_are_graded(tmp_path, is
         pytest.skip(why)
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
-    from argusic.cycle import run_with_reruns
+    from argusic.cycle.run import run_with_reruns
     from argusic.repair.grader import validate_item
     from argusic.repair.items import build_items
     from argusic.sandbox.executor import DockerExecutor
@@ -383,7 +384,7 @@ def test_repair_attempts_in_docker_by_the_demo_stand_ins_are_graded(tmp_path, is
     assert validate_item(item, out_dir=items_root).usable
 
     agents = ["repair-demo-gold", "repair-demo-none"]
-    specs = repair.plan_repair_specs("2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360)
+    specs = plan_repair_specs("2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360)
     assert [(s.agent_id, s.attempt_no, s.item.item_id) for s in specs] == [(a, 1, "calc-1") for a in agents]
     store = EvidenceStore((tmp_path / "evidence").as_uri())
     executor = DockerExecutor()
@@ -522,7 +523,7 @@ def test_plan_numbers_attempts_over_the_usable_items_of_a_project(tmp_path, isol
     stale = _stored_item(root, "calc-f", True)
     validation = root / "calc" / "calc-f.validation.json"
     validation.write_text(validation.read_text().replace(stale.revision, "0" * 64))  # another revision's
-    specs = repair.plan_repair_specs(
+    specs = plan_repair_specs(
         "2026-12", ["calc", "empty"], ["repair-demo-gold", "repair-demo-none"], demo=True
     )
     assert [(s.agent_id, s.attempt_no, s.item.item_id, s.item.track) for s in specs] == [
@@ -539,7 +540,7 @@ def test_plan_numbers_attempts_over_the_usable_items_of_a_project(tmp_path, isol
     with pytest.raises(repair.RepairRefused, match="rebuilt since the plan"):
         repair.load_repair_item(moved)
     with pytest.raises(repair.RepairRefused, match="demo stand-in"):
-        repair.plan_repair_specs("2026-12", ["calc"], ["repair-demo-gold"], demo=False)
+        plan_repair_specs("2026-12", ["calc"], ["repair-demo-gold"], demo=False)
 
 
 # --- external agents: the launch and how their sessions end ---------------------------------------

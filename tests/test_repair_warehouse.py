@@ -607,7 +607,7 @@ def test_the_item_stores_kept_revisions_load_once_each(tmp_path: Path):
 
 
 def test_the_dags_entry_loads_into_the_configured_warehouse(small, monkeypatch: pytest.MonkeyPatch):
-    from argusic.airflow_tasks import ingest_repair_records
+    from argusic.warehouse import ingest_repair_records
 
     monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(small["db"]))
     assert ingest_repair_records([str(small["root"] / "items"), str(small["root"] / "grades")]) == {

@@ -298,7 +298,8 @@ def test_the_first_divergence_is_shown_with_line_numbers_as_logged():
 
 def _run_original(isolated: Path, executor) -> Path:
     from argusic.attempts.run import run_attempt
-    from argusic.cycle import plan_attempts, rotate_pool
+    from argusic.cycle.plan import plan_attempts
+    from argusic.cycle.pools import rotate_pool
     from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")

@@ -105,16 +105,13 @@ def test_a_cycle_planned_on_one_host_runs_on_another_and_is_ingested_on_a_third(
     """Hosts that share nothing but the store: the warehouse host draws the pool and plans (pinning the
     cycle); two attempt hosts each run attempts from the URIs XCom would carry; a retry on a third host
     finds the record in the store and measures nothing; ingest on the warehouse host reads them all."""
-    from argusic.airflow_tasks import (
-        ingest_cycle_records,
-        records_of_plan,
-        resolve_pool,
-        run_planned_attempt,
-        write_plan,
-    )
     from argusic.core.spec import read_spec
+    from argusic.cycle.plan import write_plan
+    from argusic.cycle.pools import resolve_pool
+    from argusic.cycle.run import records_of_plan, run_planned_attempt
     from argusic.sandbox.executor import get_executor
     from argusic.sources.forge import build_forge
+    from argusic.warehouse import ingest_cycle_records
 
     catalogue = build_forge(isolated / "forge")
     warehouse_runs = _host(monkeypatch, isolated, "warehouse")
@@ -159,8 +156,9 @@ def test_a_second_host_that_plans_the_cycle_differently_is_refused(
 ) -> None:
     """The pin is the store's: a host whose environment differs (here: other instructions) is refused,
     even though its own runs folder has never seen the cycle."""
-    from argusic.airflow_tasks import resolve_pool, write_plan
     from argusic.attempts.environment import EnvironmentRefused
+    from argusic.cycle.plan import write_plan
+    from argusic.cycle.pools import resolve_pool
     from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
@@ -179,7 +177,8 @@ def test_real_budgets_on_the_forge_are_checked_from_a_pool_in_the_store(
 ) -> None:
     """plan's first check reads the pool prepare_pool left in the store (another host drew it): the
     forge's fixtures with real budgets are refused with the fix, any other pool passes."""
-    from argusic.airflow_tasks import ConfigurationError, require_scaled_budgets_on_the_forge, resolve_pool
+    from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge
+    from argusic.cycle.pools import resolve_pool
     from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")

@@ -114,8 +114,8 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
 
     # A verdict attempt cut by our tooling before its reruns ran (a worker lost mid-chain): its
     # record is loaded; the plan reruns the same number, the bounded-rerun path continues the chain.
-    from argusic.airflow_tasks import ingest_records
     from argusic.verdicts import build
+    from argusic.warehouse import ingest_records
 
     first = read_plan_spec(targets, "cut")
     ingest_records([str(run_attempt(first, LocalExecutor()))])

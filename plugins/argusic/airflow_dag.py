@@ -97,10 +97,10 @@ def fail_at_once(err: Exception):
 
 def cycle_id_of_context(params: dict) -> str:
     """The cycle of the running DAG run: the `cycle_id` param, else the cycle its run id names, else
-    the month of the run (argusic.airflow_tasks.cycle_id_of_run)."""
+    the month of the run (argusic.cycle.ids.cycle_id_of_run)."""
     from airflow.sdk import get_current_context
 
-    from argusic.airflow_tasks import cycle_id_of_run
+    from argusic.cycle.ids import cycle_id_of_run
 
     context = get_current_context()
     moment = context.get("logical_date") or context["dag_run"].run_after
@@ -116,11 +116,11 @@ def run_attempt_task(spec_path: str) -> list[str]:
     from airflow.sdk import get_current_context
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from argusic.airflow_tasks import run_planned_attempt
     from argusic.attempts.environment import EnvironmentRefused, HarnessUnrecorded
     from argusic.attempts.repair_run import RepairRefused
     from argusic.attempts.story import attempt_story
     from argusic.bench_standin import StandinRefused, standin_requested
+    from argusic.cycle.run import run_planned_attempt
 
     try:
         if standin_requested():  # a benchmark worker (argusic.bench_standin): never a real cycle

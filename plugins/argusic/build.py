@@ -29,7 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from argusic.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
+from argusic.attempts.story import _text
+from argusic.core.layout import publish_dir
 from argusic.core.settings import dbt_project_dir, public_evidence_base, warehouse_path
+from argusic.core.spec import read_spec
 from argusic.expectations import ValidationReport, validate_warehouse
 from argusic.warehouse import connect, migrate_raw, writer_lock
 from argusic.warehouse_lock import WarehouseBusy
@@ -792,3 +795,53 @@ def _rows(con, query: str, *params: Any) -> list[dict[str, Any]]:
     cur = con.execute(query, list(params))
     columns = [d[0] for d in cur.description]
     return [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in cur.fetchall()]
+
+
+def release_semaphores_at_exit() -> None:
+    """Let multiprocessing unlink the semaphores dbt makes in this process when it exits.
+
+    dbt makes its locks from a `spawn` context (dbt.mp_context): named POSIX semaphores, tracked by
+    multiprocessing's resource tracker and unlinked by multiprocessing's exit hook. An Airflow task
+    runs in a forked process that clears the exit hooks it inherited and leaves with os._exit after
+    running only the hooks registered since the fork; without this, the hook never runs, the
+    semaphores stay in /dev/shm, and the resource tracker reports them as two `leaked semaphore`
+    lines on stderr (ERROR lines in the task's log). Registering it again is harmless elsewhere."""
+    import atexit
+    import multiprocessing.util
+
+    exit_hook = getattr(multiprocessing.util, "_exit_function", None)
+    if exit_hook is not None:
+        atexit.unregister(exit_hook)  # once, whatever was registered before
+        atexit.register(exit_hook)
+
+
+def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
+    """The planned attempts of a run as the rubric scored them (published/<cycle>/attempts.json,
+    written from marts.attempt_scores): outcome, points, score, served evidence. One line each."""
+    import json
+
+    path = publish_dir() / cycle_id / "attempts.json"
+    rows = {a["attempt_id"]: a for a in json.loads(path.read_text())["attempts"]}
+    lines = [f"attempts of this run as scored by the rubric ({path}):"]
+    for spec_path in spec_paths:
+        spec = read_spec(spec_path)
+        current, chain = spec, []
+        while current.attempt_id in rows:
+            chain.append(rows[current.attempt_id])
+            current = current.rerun()
+        if not chain:
+            lines.append(f"  {spec.label}: not in the published attempts")
+            continue
+        row = chain[-1]
+        reruns = f", after {len(chain) - 1} rerun(s)" if len(chain) > 1 else ""
+        if not row["is_valid"]:
+            lines.append(f"  {spec.label}: invalid{reruns}: {_text(row['invalid_reason'], 160)}")
+            continue
+        points = (
+            f"{row['install_points']}+{row['run_points']}+{row['recovery_points']:g}+{row['depth_points']}"
+        )
+        lines.append(
+            f"  {spec.label}: {row['outcome']}, points {points}, score {row['score']:.1f}{reruns}; "
+            f"log {row['served_log_uri'] or 'none (no served copy)'}"
+        )
+    return lines

@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from argusic.analyst import AnalystCopyError, analyst_dir
-from argusic.build import BoardChanged, BuildSession, PublicationBlocked, build_warehouse, publish_board
+from argusic.build import (
+    BoardChanged,
+    BuildSession,
+    PublicationBlocked,
+    build_warehouse,
+    publish_board,
+    release_semaphores_at_exit,
+)
 from argusic.core.settings import warehouse_path
 from argusic.warehouse_lock import WarehouseBusy
 
@@ -286,3 +293,14 @@ def publish_or_delegate(
     if answer is not None:
         return Path(answer["path"])
     return publish_board(cycle_id, out_dir, db_path, approved_sha256=approved_sha256)
+
+
+def build_warehouse_summary() -> str:
+    """dbt build + expectations; raises PublicationBlocked (task fails, publish never runs).
+
+    Through the build worker (ARGUSIC_BUILD_WORKER) when one answers, else in the task's process.
+    """
+    from argusic.build_worker import build_or_delegate
+
+    release_semaphores_at_exit()
+    return build_or_delegate()

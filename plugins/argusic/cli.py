@@ -176,7 +176,7 @@ def _copy_name() -> str:
 def latest_cycle() -> str:
     """The latest cycle in the analyst copy: by the cycle's month, then the end of its latest attempt
     (never by sorting names: `2026-12-demo` is not later than `2027-01`)."""
-    from argusic.cycle import latest_cycle_of
+    from argusic.cycle.pools import latest_cycle_of
 
     with _analyst() as con:
         try:
@@ -365,7 +365,7 @@ def docs(
 
 def print_selection(pool_path: Path) -> None:
     """How a pool was drawn: counts, a shortfall, every exclusion with its reason."""
-    from argusic.cycle import read_selection
+    from argusic.cycle.pools import read_selection
     from argusic.sources.pool import load_pool
 
     report = read_selection(pool_path)
@@ -413,7 +413,7 @@ def pool(
 
     Every candidate's repository is mirrored (remote) or checked (local) and its pinned commit
     verified first; a candidate that fails is left out with its reason."""
-    from argusic.cycle import rotate_pool
+    from argusic.cycle.pools import rotate_pool
     from argusic.sources.pool import CatalogueError
 
     try:
@@ -439,7 +439,7 @@ def catalogue_check(
 ) -> None:
     """Check a catalogue: every problem at once (exit 2), how licences were read, and with --mirror
     whether each candidate's repository and pinned commit can be had (exit 1 if any cannot)."""
-    from argusic.cycle import source_check
+    from argusic.cycle.pools import source_check
     from argusic.sources.catalogue import CatalogueError, load_catalogue
 
     try:
@@ -514,15 +514,15 @@ def _run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[l
     Returns (every run record path, why each attempt that could not start did not, the counts)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from argusic import airflow_tasks as steps
-    from argusic.cycle import tally_records
+    from argusic.cycle.run import measured_records, run_planned_attempt
+    from argusic.cycle.tally import tally_records
 
     records: list[str] = []
     not_started: list[str] = []
     counts = {"passes": 0, "invalid": 0, "failed": 0}
     todo = {}
     for path, spec in specs.items():
-        if (done := steps.measured_records(spec)) is not None:
+        if (done := measured_records(spec)) is not None:
             records.extend(done)
             tally = tally_records(done)
             counts["passes"] += tally.passes
@@ -540,9 +540,7 @@ def _run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[l
         )
     with _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
         bar = progress.add_task(title, total=len(todo), **counts)
-        futures = {
-            pool_exec.submit(steps.run_planned_attempt, path, runner): spec for path, spec in todo.items()
-        }
+        futures = {pool_exec.submit(run_planned_attempt, path, runner): spec for path, spec in todo.items()}
         for future in as_completed(futures):
             spec = futures[future]
             try:
@@ -656,15 +654,17 @@ def cycle_run(
     Resumable: run the same command again and finished attempts are not measured again (keyed by
     attempt_id). Exit 1 when the cycle fails (nothing planned, nothing valid, an attempt that could
     not start); exit 2 for a bad catalogue or option. Same functions as the argusic_cycle DAG."""
-    from argusic import airflow_tasks as steps
     from argusic.analyst import AnalystCopyError
     from argusic.attempts.agents import known_agents
     from argusic.attempts.environment import EnvironmentError_
     from argusic.build import PublicationBlocked
-    from argusic.build_worker import BuildWorkerError
-    from argusic.cycle import CycleFailed
+    from argusic.build_worker import BuildWorkerError, build_warehouse_summary
+    from argusic.cycle.plan import NothingPlanned, write_plan
+    from argusic.cycle.pools import resolve_pool
+    from argusic.cycle.tally import CycleFailed
     from argusic.sandbox.executor import get_executor
     from argusic.sources.pool import CatalogueError
+    from argusic.warehouse import ingest_cycle_records
 
     started = time.monotonic()
     if not cycle:
@@ -686,7 +686,7 @@ def cycle_run(
 
     try:
         pool_path = local_path(
-            steps.resolve_pool(
+            resolve_pool(
                 cycle,
                 str(pool) if pool else None,
                 str(catalogue) if catalogue else None,
@@ -698,14 +698,14 @@ def cycle_run(
         _fail(str(err))
     print_selection(Path(pool_path))
     try:
-        spec_paths = steps.write_plan(
+        spec_paths = write_plan(
             Path(pool_path),
             agent_ids,
             attempts_per_pair=attempts_per_pair,
             budget_scale=budget_scale if budget_scale < 1 else None,
             executor=runner,
         )
-    except steps.NothingPlanned as err:
+    except NothingPlanned as err:
         _cycle_failed(f"{err}: nothing to run, nothing published")
     except EnvironmentError_ as err:
         _cycle_failed(f"{err}: nothing run, nothing published")
@@ -725,7 +725,7 @@ def cycle_run(
             + "\nFix the cause and run the same command again: finished attempts are not measured twice."
         )
     try:
-        result = steps.ingest_cycle_records(cycle, records)
+        result = ingest_cycle_records(cycle, records)
     except CycleFailed as err:
         _cycle_failed(str(err))
     console.print(
@@ -735,7 +735,7 @@ def cycle_run(
     from argusic.review import publication
 
     try:
-        steps.build_warehouse_summary()
+        build_warehouse_summary()
         prepared = publication.prepare(cycle)
         if approve_as:
             publication.record(cycle, prepared.board_sha256, "approved", approve_as, utc_now(), note)
@@ -767,11 +767,12 @@ def demo(
 
     Budgets are scaled down (90 min → 15 s). Run it again: attempts measured before are not run again;
     it says so and goes straight to the board. It ends by saying where everything is."""
-    from argusic import airflow_tasks as steps
     from argusic.analyst import AnalystCopyError
     from argusic.attempts.agents import known_agents
     from argusic.attempts.environment import EnvironmentError_
     from argusic.build import PublicationBlocked, build_warehouse
+    from argusic.cycle.plan import write_plan
+    from argusic.cycle.pools import resolve_pool
     from argusic.decisions import utc_now
     from argusic.review.publication import prepare as prepare_publication
     from argusic.review.publication import publish_approved
@@ -790,11 +791,11 @@ def demo(
     catalogue = build_forge(forge_dir())
     build_repair_forge(forge_dir())  # repairkit's merged pull requests, for repair items (issue 13)
     try:
-        pool_path = local_path(steps.resolve_pool(cycle, None, str(catalogue)))
+        pool_path = local_path(resolve_pool(cycle, None, str(catalogue)))
     except (CatalogueError, ValueError) as err:
         _fail(str(err))
     try:
-        spec_paths = steps.write_plan(Path(pool_path), DEMO_AGENTS, demo=True, executor=runner)
+        spec_paths = write_plan(Path(pool_path), DEMO_AGENTS, demo=True, executor=runner)
     except EnvironmentError_ as err:
         _fail(str(err))
     specs = {path: read_spec(path) for path in spec_paths}

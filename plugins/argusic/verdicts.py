@@ -9,7 +9,7 @@ agent's single attempt when a person asked for it). This module only carries it 
     build    dbt build, so the plan reads every attempt and decision so far
     plan     marts.verdict_plan -> one AttemptSpec (purpose `verdict`) per pending project, written
              where the cycle writes its plan (runs/<cycle>/plan/<attempt_id>.json)
-    run      each spec through the one attempt path (`airflow_tasks.run_planned_attempt`: bounded
+    run      each spec through the one attempt path (`argusic.cycle.run.run_planned_attempt`: bounded
              reruns of an invalid attempt, resumable by attempt id)
     ingest   the records of the plan (reruns included) into the warehouse
     build    again: a fail is scored before its second attempt can be planned
@@ -259,9 +259,9 @@ def read_plan(
     """marts.verdict_plan for the targets, as AttemptSpecs of purpose `verdict` (as the warehouse was
     last built). A new attempt takes the run's cycle; a rerun keeps the cycle of the invalid attempt.
     An attempt whose chain is invalid after the bounded reruns is listed apart (never run again)."""
-    from argusic.airflow_tasks import measured_records
     from argusic.core.spec import AttemptSpec
-    from argusic.cycle import budget_scale_for
+    from argusic.cycle.plan import budget_scale_for
+    from argusic.cycle.run import measured_records
 
     demo, scale = budget_scale_for(demo, budget_scale)
     wanted = set(targets.projects)
@@ -362,7 +362,7 @@ def verdict_lines(targets: Targets, db_path: Path | None = None) -> list[str]:
 
 def run_specs(spec_paths: list[str], executor=None, workers: int = 2, live_log: bool = False) -> list[str]:
     """Every planned attempt through the one attempt path (bounded reruns, resumable)."""
-    from argusic.airflow_tasks import run_planned_attempt
+    from argusic.cycle.run import run_planned_attempt
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
         groups = list(threads.map(lambda p: run_planned_attempt(p, executor, live_log=live_log), spec_paths))
@@ -372,7 +372,8 @@ def run_specs(spec_paths: list[str], executor=None, workers: int = 2, live_log: 
 def ingest_plan(spec_paths: list[str]) -> dict[str, int]:
     """Load every record of the planned attempts (reruns included); a planned attempt without any
     record (its task was marked done without running) is refused by name."""
-    from argusic.airflow_tasks import ingest_records, records_of_plan
+    from argusic.cycle.run import records_of_plan
+    from argusic.warehouse import ingest_records
 
     found, missing = records_of_plan(spec_paths)
     if missing:
@@ -393,11 +394,10 @@ def build() -> str:
     from argusic.build_worker import worker_socket
 
     if worker_socket() is not None:
-        from argusic.airflow_tasks import build_warehouse_summary
+        from argusic.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
-    from argusic.airflow_tasks import release_semaphores_at_exit
-    from argusic.build import BuildSession
+    from argusic.build import BuildSession, release_semaphores_at_exit
 
     release_semaphores_at_exit()
     if _SESSION is None:
@@ -423,7 +423,7 @@ def run_verdicts(
     say=log.info,
 ) -> VerdictRun:
     """build → (plan → run → ingest → build) until nothing is pending or `max_rounds` rounds ran."""
-    from argusic.airflow_tasks import require_scaled_budgets_on_the_forge
+    from argusic.cycle.plan import require_scaled_budgets_on_the_forge
 
     require_scaled_budgets_on_the_forge(targets.pool_path, demo, budget_scale)
     run = VerdictRun(targets)

@@ -89,8 +89,8 @@ def run_cmd(
     nothing is pending. Resumable: run it again and nothing measured is measured twice; with nothing
     pending it runs nothing. Exit 1 when something is still pending or needs a person."""
     from argusic import verdicts
-    from argusic.airflow_tasks import ConfigurationError
     from argusic.cli import _fail, _warehouse_errors
+    from argusic.cycle.plan import ConfigurationError
     from argusic.sandbox.executor import get_executor
 
     try:

@@ -570,3 +570,29 @@ __all__ = [
     "validate_batch",
     "writer_lock",
 ]
+
+
+def ingest_cycle_records(cycle_id: str, record_paths: list[str]) -> dict[str, int]:
+    """The cycle's ingest step: refuse a run that planned nothing or whose attempts are all invalid
+    (CycleFailed: nothing loaded, so nothing can be published), else load its records."""
+    from argusic.cycle.tally import require_valid_attempts
+
+    require_valid_attempts(cycle_id, record_paths)
+    return ingest_records(record_paths)
+
+
+def ingest_records(record_paths: list[str]) -> dict[str, int]:
+    from argusic.attempts.agents import known_agents
+    from argusic.warehouse import ingest
+
+    result = ingest([Path(p) for p in record_paths], known_agents=known_agents())
+    return {"files": result.files, "inserted": result.inserted, "already_present": result.already_present}
+
+
+def ingest_repair_records(paths: list[str]) -> dict[str, int]:
+    """Load repair items, validations and grades (files or folders: the items folder, the cycle's
+    grades) into raw.repair_*; counts by kind. After the run records: a grade of a repair attempt
+    is attributed to its agent through the attempt's run record (dbt: int_repair_grades_attributed)."""
+    from argusic.repair.ingest import ingest_repair_task
+
+    return ingest_repair_task(paths)

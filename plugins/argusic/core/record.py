@@ -266,7 +266,7 @@ class Repair(_Strict):
 
     The attempt id's project part stays the pool project (`project_id`); the item is named here. Its
     attempt numbers count the (agent, project)'s repair attempts across that project's items, in the
-    order of the plan (`argusic.attempts.repair_run.plan_repair_specs`), so they are only meaningful
+    order of the plan (`argusic.cycle.plan.plan_repair_specs`), so they are only meaningful
     together with `item_id`, which a resumed attempt must agree with."""
 
     item_id: IdPart

@@ -134,10 +134,9 @@ def write_repair_plan(
     environment for the agents' images like the board plan does. An empty list: nothing to repair."""
     from argusic.attempts.agents import driver_for
     from argusic.attempts.environment import ensure_pin
-    from argusic.attempts.repair_run import plan_repair_specs
     from argusic.core.runs_store import local_path
     from argusic.core.spec import write_spec
-    from argusic.cycle import budget_scale_for
+    from argusic.cycle.plan import budget_scale_for, plan_repair_specs
     from argusic.sources.pool import load_pool
 
     pool = load_pool(local_path(pool_path))
@@ -223,9 +222,10 @@ def repair_round(
     show the repair track end to end; resumable like every attempt (measured attempts are not rerun)."""
     import json
 
-    from argusic.attempts.repair_run import STANDINS, plan_repair_specs
+    from argusic.attempts.repair_run import STANDINS
     from argusic.core.record import load_record_file
-    from argusic.cycle import run_with_reruns
+    from argusic.cycle.plan import plan_repair_specs
+    from argusic.cycle.run import run_with_reruns
 
     agents = list(agents or sorted(STANDINS))
     usable: dict[str, list[str]] = {}

@@ -3,7 +3,7 @@ log and recording and rules whether our side (the environment) was at fault; if 
 is redone and the record corrected with a note. The original evidence is never edited or deleted.
 
 How a correction is named. A correction reruns the disputed attempt through the one attempt path
-(`argusic.cycle.run_with_reruns`, the same as every planned attempt) as the attempt's **next run**
+(`argusic.cycle.run.run_with_reruns`, the same as every planned attempt) as the attempt's **next run**
 in its `.r<n>` chain: `<…>.a2` is corrected by `<…>.a2.r1`, `<…>.a2.r1` by `<…>.a2.r2`; its run
 record's `rerun_of` names the disputed attempt (the record contract's own link). What tells it from
 a rerun of an invalid attempt (our tooling failed, rerun at once and bounded) is what it reruns: an
@@ -267,9 +267,9 @@ def correct(dispute_id: str, executor=None, db_path: Path | None = None, live_lo
     reruns if the rerun itself is invalid), load the records, and record the rerun's id with the
     ruling (a second row of the dispute, at the time the rerun ended). Returns the record paths.
     Idempotent: a rerun measured before is not measured again. The caller builds the warehouse."""
-    from argusic.airflow_tasks import ingest_records
     from argusic.core.record import load_record_file
-    from argusic.cycle import run_with_reruns
+    from argusic.cycle.run import run_with_reruns
+    from argusic.warehouse import ingest_records
 
     dispute = get(dispute_id, db_path)
     if dispute.ruling != "environment_at_fault":

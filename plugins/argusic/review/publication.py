@@ -18,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 
 from argusic import decisions
-from argusic.build import PublicationBlocked
+from argusic.build import PublicationBlocked, release_semaphores_at_exit
+from argusic.core.layout import publish_dir
 from argusic.review.text import quoted
 
 MAX_BOARD_BYTES = 16 * 1024**2  # a published board is a few KB per agent; anything bigger is not read
@@ -302,3 +303,13 @@ def publish_approved(
             cycle_id, Path(out_dir or publish_dir()), db_path, approved_sha256=decision["board_sha256"]
         )
     )
+
+
+def publish_cycle_board(cycle_id: str, board_sha256: str | None = None) -> str:
+    """The board of the cycle, re-validated under the writer lock, published only when the cycle's
+    latest publication decision approves it exactly as it is (argusic.review.publication; with
+    `board_sha256`, only that board); returns the published path."""
+    from argusic.review.publication import publish_approved
+
+    release_semaphores_at_exit()
+    return str(publish_approved(cycle_id, board_sha256, publish_dir()))
