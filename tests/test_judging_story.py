@@ -18,7 +18,7 @@ import pytest
 from argusic.expectations import SUITES, validate_warehouse
 from argusic.judging import judges as J
 from argusic.judging.hints import hints_for_attempt
-from argusic.judging.review import decide
+from argusic.review.judging import decide
 from argusic.warehouse import ingest
 from conftest import dbt_build_copy
 from test_judging_judges import HTML, SESSIONS, make_attempt
