@@ -245,7 +245,7 @@ def argusic_cycle():
         from argusic.cycle.run import records_of_plan
         from argusic.cycle.tally import CycleFailed
         from argusic.repair.dag_tasks import ingest_items, repair_ingest_paths
-        from argusic.warehouse import ingest_cycle_records
+        from argusic.warehouse.load_runs import ingest_cycle_records
 
         cycle_id = _cycle_id(params)
         record_paths, missing = records_of_plan([*spec_paths, *repair_spec_paths])
@@ -271,8 +271,8 @@ def argusic_cycle():
 
     @task(**WAREHOUSE_TASK_ARGS)
     def prepare_publication(built: str, params: dict) -> dict:
-        from argusic.build import PublicationBlocked
         from argusic.review.publication import prepare
+        from argusic.warehouse.dbt_build import PublicationBlocked
 
         try:
             return prepare(_cycle_id(params)).to_dict()
@@ -283,8 +283,9 @@ def argusic_cycle():
     def publish(prepared: dict, spec_paths: list[str], params: dict) -> str:
         import logging
 
-        from argusic.build import PublicationBlocked, published_attempt_lines
+        from argusic.build import published_attempt_lines
         from argusic.review.publication import publish_cycle_board
+        from argusic.warehouse.dbt_build import PublicationBlocked
 
         cycle_id = _cycle_id(params)
         try:  # only the board the person approved, exactly (its sha256)

@@ -70,8 +70,8 @@ def argusic_disputes():
     @task
     def file_dispute(params: dict) -> str:
         from airflow.sdk.exceptions import AirflowFailException
-        from argusic.decisions import DecisionError
         from argusic.review.disputes import file
+        from argusic.warehouse.decisions import DecisionError
 
         context = get_current_context()
         run = context["dag_run"]

@@ -3,7 +3,7 @@
 `publish_board` audits every attempt of the cycle before it writes the board: each attempt's raw log,
 recording and report and its served log and recording are re-hashed from the store (five objects
 an attempt) and their URIs checked. This script builds a real store and warehouse in a temporary
-folder (records made by `argusic.warehouse.ingest`, objects by `EvidenceStore.put_file`), then, in
+folder (records made by `argusic.warehouse.load_runs.ingest`, objects by `EvidenceStore.put_file`), then, in
 one run:
 
 * per-attempt cost: `audit_refs(refs_of_connection(...))` over `--attempts` attempts of the cycle,
@@ -83,7 +83,7 @@ def _attempt_files(folder: Path, seed: int, size: int) -> dict[str, Path]:
 def build_cycle(base: Path, attempts: int, size: int) -> Path:
     """A warehouse of `attempts` attempts of the cycle, each with five objects of ~`size` bytes."""
     from argusic.core.evidence import EvidenceStore
-    from argusic.warehouse import ingest
+    from argusic.warehouse.load_runs import ingest
 
     store = EvidenceStore()
     records = base / "records"
@@ -104,7 +104,7 @@ def measure(db: Path) -> tuple[float, int, int, float]:
     """(audit seconds, objects, bytes, sha256-in-memory seconds over the same bytes)."""
     from argusic.audit import audit_refs, refs_of_connection
     from argusic.core.evidence import EvidenceStore
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     store = EvidenceStore()
     started = time.perf_counter()
@@ -129,7 +129,7 @@ def huge_child(mib: int) -> None:
     db = build_cycle(base, 1, 1024)
     from argusic.audit import audit_refs, refs_of_connection
     from argusic.core.evidence import EvidenceStore, served_key_for
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db, read_only=True) as con:
         refs = refs_of_connection(con, CYCLE)

@@ -116,7 +116,7 @@ pid = os.fork()  # as Airflow's supervisor starts a task: fork, exit hooks clear
 if pid == 0:
     atexit._clear()
     if release:
-        from argusic.build import release_semaphores_at_exit
+        from argusic.warehouse.dbt_build import release_semaphores_at_exit
         release_semaphores_at_exit()
     locks = [multiprocessing.get_context("spawn").Lock() for _ in range(2)]  # what dbt makes
     atexit._run_exitfuncs()

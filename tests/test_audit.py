@@ -7,7 +7,7 @@ import pytest
 from argusic.audit import audit_warehouse
 from argusic.cli import app
 from argusic.core.evidence import EvidenceStore
-from argusic.warehouse import ingest
+from argusic.warehouse.load_runs import ingest
 from conftest import write_record
 from typer.testing import CliRunner
 
@@ -103,7 +103,7 @@ def test_audit_covers_served_copies(isolated, record_doc):
 def _insert_raw(db, attempt_id: str, refs: dict, served: dict | None = None) -> None:
     """A row as a warehouse loaded before these checks (or edited by hand) could hold it: no ingest."""
     import duckdb
-    from argusic.warehouse import COLUMNS, RAW_DDL
+    from argusic.warehouse.schema import COLUMNS, RAW_DDL
 
     doc = {"attempt_id": attempt_id, "presentation": None if served is None else {
         k: served.get(k) for k in ("log", "recording")}}  # fmt: skip
@@ -187,7 +187,8 @@ def test_audit_reads_the_warehouse_in_pages(isolated, record_doc):
 
 
 def test_publication_refuses_an_attempt_whose_evidence_fails_the_audit(isolated, record_doc):
-    from argusic.build import PublicationBlocked, publish_board
+    from argusic.build import publish_board
+    from argusic.warehouse.dbt_build import PublicationBlocked
     from test_expectations import good_frames, write_marts
 
     doc = _attempt_with_served_copies(isolated, record_doc, cycle_id="c1")

@@ -23,8 +23,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from argusic import build_worker
-from argusic.build import BuildSession, PublicationBlocked, project_fingerprint, seed_only_tests
 from argusic.build_worker import BuildWorkerError, request
+from argusic.warehouse.dbt_build import BuildSession, PublicationBlocked, project_fingerprint, seed_only_tests
 from test_expectations import good_frames, standin_project
 
 # ---------------------------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_project_fingerprint_follows_project_files_but_not_dbt_output(tmp_path: 
 
 @pytest.mark.slow
 def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path: Path) -> None:
-    from argusic.warehouse import RAW_DDL
+    from argusic.warehouse.schema import RAW_DDL
 
     db = tmp_path / "w.duckdb"
     with duckdb.connect(str(db)) as con:

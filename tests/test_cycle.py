@@ -13,7 +13,7 @@ from argusic.cycle.plan import NothingPlanned, write_plan
 from argusic.cycle.pools import latest_cycle_of
 from argusic.cycle.tally import CycleFailed, tally_records
 from argusic.sources.pool import Pool, PoolEntry
-from argusic.warehouse import ingest_cycle_records
+from argusic.warehouse.load_runs import ingest_cycle_records
 from conftest import write_record
 
 

@@ -453,7 +453,7 @@ from pathlib import Path
 sys.path.insert(0, os.environ["TESTS_DIR"])
 from conftest import VALID_RECORD, write_record
 from argusic.core.evidence import EvidenceStore
-from argusic.warehouse import ingest
+from argusic.warehouse.load_runs import ingest
 base = Path(os.environ["BASE"])
 store = EvidenceStore()
 doc = json.loads(json.dumps(VALID_RECORD))

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.judging.ingest import HintsIngestError, load_judgements, migrate_judging
-from argusic.warehouse import IngestError, ingest, migrate_raw
+from argusic.warehouse.load_judging import HintsIngestError, load_judgements
+from argusic.warehouse.load_runs import IngestError, ingest
+from argusic.warehouse.schema import migrate_judging, migrate_raw
 from test_judging_judges import record_doc
 
 REV = "5" * 64

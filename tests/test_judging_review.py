@@ -11,8 +11,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.decisions import DecisionError, validate
-from argusic.warehouse import COLUMNS, migrate_raw
+from argusic.warehouse.decisions import DecisionError, validate
+from argusic.warehouse.schema import COLUMNS, migrate_raw
 from conftest import dbt_build_copy
 from test_judging_warehouse import CYCLE, board_id, raw_record
 from typer.testing import CliRunner

@@ -19,17 +19,17 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.judging.ingest import (
+from argusic.warehouse.load_judging import (
     MAX_HINTS_BYTES,
     METHOD,
     HintsIngestError,
     compute_change_similarity,
     load_hints,
-    migrate_judging,
     nontest_changed_lines,
     similarity,
 )
-from argusic.warehouse import COLUMNS, IngestError, ingest, migrate_raw
+from argusic.warehouse.load_runs import IngestError, ingest
+from argusic.warehouse.schema import COLUMNS, migrate_judging, migrate_raw
 from conftest import dbt_build_copy, write_record
 
 DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"

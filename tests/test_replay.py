@@ -230,7 +230,7 @@ def test_attempts_are_found_in_the_analyst_copy_while_a_writer_holds_the_warehou
 ):
     import duckdb
     from argusic.core.settings import runs_dir, warehouse_path
-    from argusic.warehouse import ingest
+    from argusic.warehouse.load_runs import ingest
 
     land_attempt(record_doc, HOSTILE_LOG.encode(), HOSTILE_CAST)
     ingest([runs_dir()])

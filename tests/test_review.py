@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from argusic.build import BoardChanged, compose_publication, publish_board
-from argusic.decisions import DecisionError
 from argusic.review import publication
 from argusic.review.text import answer_of, link, quoted
+from argusic.warehouse.decisions import DecisionError
 from test_expectations import good_frames, write_marts
 
 T = datetime(2026, 12, 3, 10, 0, 0)

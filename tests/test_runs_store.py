@@ -111,7 +111,7 @@ def test_a_cycle_planned_on_one_host_runs_on_another_and_is_ingested_on_a_third(
     from argusic.cycle.run import records_of_plan, run_planned_attempt
     from argusic.sandbox.executor import get_executor
     from argusic.sources.forge import build_forge
-    from argusic.warehouse import ingest_cycle_records
+    from argusic.warehouse.load_runs import ingest_cycle_records
 
     catalogue = build_forge(isolated / "forge")
     warehouse_runs = _host(monkeypatch, isolated, "warehouse")

@@ -115,7 +115,7 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
     # A verdict attempt cut by our tooling before its reruns ran (a worker lost mid-chain): its
     # record is loaded; the plan reruns the same number, the bounded-rerun path continues the chain.
     from argusic.verdicts import build
-    from argusic.warehouse import ingest_records
+    from argusic.warehouse.load_runs import ingest_records
 
     first = read_plan_spec(targets, "cut")
     ingest_records([str(run_attempt(first, LocalExecutor()))])
@@ -196,7 +196,7 @@ def test_targets_are_the_cycles_pool_and_unknown_projects_are_refused(isolated, 
 def test_loading_a_pool_is_idempotent_and_a_changed_pool_is_refused(isolated, walk):
     import duckdb
     from argusic.core.layout import pool_path_for
-    from argusic.warehouse import PoolEntriesError, load_pool_entries
+    from argusic.warehouse.load_runs import PoolEntriesError, load_pool_entries
 
     path = pool_path_for(CYCLE)
     assert load_pool_entries(path) == 7
@@ -216,8 +216,8 @@ def test_loading_a_pool_is_idempotent_and_a_changed_pool_is_refused(isolated, wa
 
 
 def test_a_stronger_agent_request_is_a_checked_decision(isolated, walk):
-    from argusic.decisions import DecisionError, journal_path
     from argusic.verdicts import VerdictConfigurationError, prepare, request_stronger_agent
+    from argusic.warehouse.decisions import DecisionError, journal_path
 
     commit = walk["never"]
     with pytest.raises(VerdictConfigurationError, match="'readme-runner' is the standard agent"):

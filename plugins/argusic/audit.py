@@ -32,7 +32,7 @@ from argusic.core.evidence import (
     served_key_for,
     uri_problem,
 )
-from argusic.warehouse import connect
+from argusic.warehouse.db import connect
 
 EVIDENCE_KINDS = ("log", "recording", "report")
 SERVED_KINDS = ("served_log", "served_recording")  # the record's presentation.log / .recording

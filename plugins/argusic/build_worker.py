@@ -38,17 +38,16 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
-from argusic.analyst import AnalystCopyError, analyst_dir
-from argusic.build import (
-    BoardChanged,
+from argusic.build import BoardChanged, publish_board
+from argusic.core.settings import warehouse_path
+from argusic.warehouse.analyst import AnalystCopyError, analyst_dir
+from argusic.warehouse.dbt_build import (
     BuildSession,
     PublicationBlocked,
     build_warehouse,
-    publish_board,
     release_semaphores_at_exit,
 )
-from argusic.core.settings import warehouse_path
-from argusic.warehouse_lock import WarehouseBusy
+from argusic.warehouse.lock import WarehouseBusy
 
 log = logging.getLogger(__name__)
 

@@ -47,9 +47,9 @@ def _warehouse_errors() -> Iterator[None]:
     error rather than a traceback."""
     import duckdb
 
-    from argusic.warehouse_lock import WarehouseBusy
+    from argusic.warehouse.lock import WarehouseBusy
 
-    notices = logging.getLogger("argusic.warehouse_lock")
+    notices = logging.getLogger("argusic.warehouse.lock")
     if not any(isinstance(h, _NoticeHandler) for h in notices.handlers):
         notices.addHandler(_NoticeHandler())
         notices.setLevel(logging.INFO)
@@ -72,8 +72,8 @@ def _warehouse_errors() -> Iterator[None]:
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or folders")]) -> None:
     """Load run records into the warehouse (idempotent by attempt_id; a bad batch loads nothing)."""
     from argusic.attempts.agents import known_agents
-    from argusic.warehouse import IngestError
-    from argusic.warehouse import ingest as do_ingest
+    from argusic.warehouse.load_runs import IngestError
+    from argusic.warehouse.load_runs import ingest as do_ingest
 
     try:
         with _warehouse_errors():
@@ -94,9 +94,9 @@ def build() -> None:
 
     Through the build worker when ARGUSIC_BUILD_WORKER names one that answers, else in this process.
     """
-    from argusic.analyst import AnalystCopyError
-    from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError, build_or_delegate
+    from argusic.warehouse.analyst import AnalystCopyError
+    from argusic.warehouse.dbt_build import PublicationBlocked
 
     try:
         with _warehouse_errors():
@@ -137,7 +137,7 @@ def build_worker(
 
 
 def _read_only():
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     try:
         with _warehouse_errors():
@@ -159,7 +159,7 @@ def _require_run_records() -> None:
 
 def _analyst():
     """A read-only connection to the analyst copy (never the pipeline's own file: never waits)."""
-    from argusic.analyst import AnalystCopyMissing, connect_analyst
+    from argusic.warehouse.analyst import AnalystCopyMissing, connect_analyst
 
     try:
         return connect_analyst()
@@ -168,7 +168,7 @@ def _analyst():
 
 
 def _copy_name() -> str:
-    from argusic.analyst import analyst_db_path
+    from argusic.warehouse.analyst import analyst_db_path
 
     return f"the analyst copy {analyst_db_path()}"
 
@@ -305,7 +305,7 @@ def sql(
     prints the result and exits. Reads the copy published by the last successful build, never the
     pipeline's own file: it never waits for a cycle and never holds one up."""
     from argusic import sql_shell
-    from argusic.analyst import DB_NAME, PARQUET, AnalystCopyMissing, current_copy
+    from argusic.warehouse.analyst import DB_NAME, PARQUET, AnalystCopyMissing, current_copy
 
     if output not in sql_shell.FORMATS:
         _fail(f"--format {output!r}: expected one of {', '.join(sql_shell.FORMATS)}")
@@ -345,7 +345,7 @@ def docs(
 ) -> None:
     """Generate dbt's documentation (every model, column, test and its lineage) and serve it on
     127.0.0.1 until Ctrl-C."""
-    from argusic import dbt_docs
+    from argusic.warehouse import dbt_docs
 
     console.print("generating dbt docs (dbt docs generate --static) …")
     try:
@@ -654,17 +654,17 @@ def cycle_run(
     Resumable: run the same command again and finished attempts are not measured again (keyed by
     attempt_id). Exit 1 when the cycle fails (nothing planned, nothing valid, an attempt that could
     not start); exit 2 for a bad catalogue or option. Same functions as the argusic_cycle DAG."""
-    from argusic.analyst import AnalystCopyError
     from argusic.attempts.agents import known_agents
     from argusic.attempts.environment import EnvironmentError_
-    from argusic.build import PublicationBlocked
     from argusic.build_worker import BuildWorkerError, build_warehouse_summary
     from argusic.cycle.plan import NothingPlanned, write_plan
     from argusic.cycle.pools import resolve_pool
     from argusic.cycle.tally import CycleFailed
     from argusic.sandbox.executor import get_executor
     from argusic.sources.pool import CatalogueError
-    from argusic.warehouse import ingest_cycle_records
+    from argusic.warehouse.analyst import AnalystCopyError
+    from argusic.warehouse.dbt_build import PublicationBlocked
+    from argusic.warehouse.load_runs import ingest_cycle_records
 
     started = time.monotonic()
     if not cycle:
@@ -731,8 +731,8 @@ def cycle_run(
     console.print(
         f"warehouse: {result['inserted']} new record(s), {result['already_present']} already present"
     )
-    from argusic.decisions import DecisionError, utc_now
     from argusic.review import publication
+    from argusic.warehouse.decisions import DecisionError, utc_now
 
     try:
         build_warehouse_summary()
@@ -767,21 +767,21 @@ def demo(
 
     Budgets are scaled down (90 min → 15 s). Run it again: attempts measured before are not run again;
     it says so and goes straight to the board. It ends by saying where everything is."""
-    from argusic.analyst import AnalystCopyError
     from argusic.attempts.agents import known_agents
     from argusic.attempts.environment import EnvironmentError_
-    from argusic.build import PublicationBlocked, build_warehouse
     from argusic.cycle.plan import write_plan
     from argusic.cycle.pools import resolve_pool
-    from argusic.decisions import utc_now
     from argusic.review.publication import prepare as prepare_publication
     from argusic.review.publication import publish_approved
     from argusic.review.publication import record as record_publication
     from argusic.sandbox.executor import get_executor
     from argusic.sources.forge import build_forge, build_repair_forge
     from argusic.sources.pool import CatalogueError
-    from argusic.warehouse import IngestError
-    from argusic.warehouse import ingest as do_ingest
+    from argusic.warehouse.analyst import AnalystCopyError
+    from argusic.warehouse.dbt_build import PublicationBlocked, build_warehouse
+    from argusic.warehouse.decisions import utc_now
+    from argusic.warehouse.load_runs import IngestError
+    from argusic.warehouse.load_runs import ingest as do_ingest
 
     started = time.monotonic()
     try:
@@ -915,8 +915,8 @@ def _print_where(cycle: str, published: Path) -> None:
     """The demo's closing block: where each thing is, and what to do next."""
     import os
 
-    from argusic.analyst import analyst_dir
     from argusic.core.settings import code_root, evidence_url, project_root, runs_dir
+    from argusic.warehouse.analyst import analyst_dir
 
     analyst = analyst_dir()  # the read-only snapshot and Parquet files every build refreshes
     airflow_home = Path(os.environ.get("AIRFLOW_HOME") or project_root() / ".airflow")

@@ -80,8 +80,8 @@ class AttemptFacts:
 
 
 def analyst_database() -> Path:
-    """The analyst copy's DuckDB file (``argusic.analyst.analyst_db_path``)."""
-    from argusic.analyst import analyst_db_path
+    """The analyst copy's DuckDB file (``argusic.warehouse.analyst.analyst_db_path``)."""
+    from argusic.warehouse.analyst import analyst_db_path
 
     return analyst_db_path()
 
@@ -113,7 +113,7 @@ def find_attempt(attempt_id: str) -> AttemptFacts:
     """The attempt's validated record (and scores when built): analyst copy, warehouse, run record."""
     import duckdb
 
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     try:
         parts = parse_attempt_id(attempt_id)

@@ -148,7 +148,7 @@ def _warehouse_source(record: RunRecord) -> RepoSource | None:
     import duckdb
 
     from argusic.core.settings import warehouse_path
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     db = warehouse_path()
     if not db.is_file():
@@ -542,9 +542,10 @@ def score_records(records: list[RunRecord], workdir: Path | None = None) -> dict
     rules; staging may leave reproductions out)."""
     import duckdb
 
-    from argusic.build import _dbt_args, _env, _first_lines, _invoke_dbt
     from argusic.core.settings import dbt_project_dir
-    from argusic.warehouse import COLUMNS, _row, migrate_raw
+    from argusic.warehouse.dbt_build import _dbt_args, _env, _first_lines, _invoke_dbt
+    from argusic.warehouse.load_runs import _row
+    from argusic.warehouse.schema import COLUMNS, migrate_raw
 
     with tempfile.TemporaryDirectory(prefix="argusic-repro-score-", dir=workdir) as tmp:
         db = Path(tmp) / "scratch.duckdb"

@@ -172,9 +172,9 @@ def request_stronger_agent(
     """Record a person's request for a stronger agent on a project at a commit (decisions.record:
     journalled, then in the warehouse). True when new; the same request again changes nothing. The
     plan acts on it once the standard agent's two complete attempts found no pass."""
-    from argusic import decisions
     from argusic.core.record import ID_PART_RE
-    from argusic.warehouse import COMMIT_RE
+    from argusic.warehouse import decisions
+    from argusic.warehouse.load_runs import COMMIT_RE
 
     if not ID_PART_RE.fullmatch(project_id or ""):
         raise VerdictConfigurationError(f"project {project_id!r}: expected a project id ([A-Za-z0-9_-])")
@@ -204,7 +204,7 @@ def prepare(
 ) -> Targets:
     """The run's targets; their pool loaded into the warehouse (raw.pool_entries, idempotent); and,
     with `stronger_agent`, a request for it on every target (who and why are required)."""
-    from argusic.warehouse import load_pool_entries
+    from argusic.warehouse.load_runs import load_pool_entries
 
     pool_path = pool_of_cycle(cycle_id, pool)
     targets = select_targets(cycle_id, pool_path, projects)
@@ -239,7 +239,7 @@ ORDER BY project_id, commit_sha
 
 
 def _rows(sql: str, db_path: Path | None = None) -> list[dict]:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     con = connect(db_path, read_only=True)
     try:
@@ -373,7 +373,7 @@ def ingest_plan(spec_paths: list[str]) -> dict[str, int]:
     """Load every record of the planned attempts (reruns included); a planned attempt without any
     record (its task was marked done without running) is refused by name."""
     from argusic.cycle.run import records_of_plan
-    from argusic.warehouse import ingest_records
+    from argusic.warehouse.load_runs import ingest_records
 
     found, missing = records_of_plan(spec_paths)
     if missing:
@@ -397,7 +397,7 @@ def build() -> str:
         from argusic.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
-    from argusic.build import BuildSession, release_semaphores_at_exit
+    from argusic.warehouse.dbt_build import BuildSession, release_semaphores_at_exit
 
     release_semaphores_at_exit()
     if _SESSION is None:

@@ -128,7 +128,7 @@ def request_cmd(
     The next verdict run acts on it once the standard agent's two complete attempts found no pass."""
     from argusic import verdicts
     from argusic.cli import _fail, _warehouse_errors
-    from argusic.decisions import DecisionError
+    from argusic.warehouse.decisions import DecisionError
 
     with _warehouse_errors():
         try:

@@ -20,7 +20,7 @@ every quote's ``file`` is a file of the evidence folder and its ``quote`` occurs
 ``reason`` naming the check; a session without a final message is ``no_verdict``.
 
 The result is ``<attempt_dir>/judging/<judge_id>.json`` (``argusic.judgement/1``), written atomically,
-loaded by ``argusic ingest`` into raw.judge_verdicts (``argusic.judging.ingest``).
+loaded by ``argusic ingest`` into raw.judge_verdicts (``argusic.warehouse.load_judging``).
 """
 
 from __future__ import annotations

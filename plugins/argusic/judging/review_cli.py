@@ -63,8 +63,8 @@ def judging_review(
     build: Annotated[bool, typer.Option(help="Rebuild the marts afterwards")] = True,
 ) -> None:
     """Record a review (decisions.judging_reviews); the latest per attempt is in force."""
-    from argusic.decisions import DecisionError, utc_now
     from argusic.review.judging import ReviewError, decide
+    from argusic.warehouse.decisions import DecisionError, utc_now
 
     cli = _cli()
     try:

@@ -109,11 +109,12 @@ def validate_project_items(item_paths: list[str]) -> dict:
 
 
 def ingest_items(paths: list[str]) -> dict:
-    """Load items and validation records into the warehouse (``argusic.repair.ingest.ingest_repair_task``)."""
+    """Load items and validation records into the warehouse
+    (``argusic.warehouse.load_repair.ingest_repair_task``)."""
     try:
-        from argusic.repair.ingest import ingest_repair_task
+        from argusic.warehouse.load_repair import ingest_repair_task
     except ImportError:  # the warehouse side is not in this installation yet: nothing loaded, said so
-        log.warning("argusic.repair.ingest is missing: %d repair file(s) not loaded", len(paths))
+        log.warning("argusic.warehouse.load_repair is missing: %d repair file(s) not loaded", len(paths))
         return {"not_loaded": len(paths)}
     return ingest_repair_task(list(paths))
 

@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from argusic import decisions
-from argusic.decisions import DecisionError
 from argusic.review.text import link, quoted
+from argusic.warehouse import decisions
+from argusic.warehouse.decisions import DecisionError
 
 ENVIRONMENT_AT_FAULT = "Environment at fault"
 RESULT_STANDS = "Result stands"
@@ -75,7 +75,7 @@ def _attempt_facts(con, attempt_id: str) -> dict | None:
 
 
 def attempt_facts(attempt_id: str, db_path: Path | None = None) -> dict | None:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         return _attempt_facts(con, attempt_id)
@@ -93,7 +93,7 @@ def file(
     """File a dispute of one attempt (decisions.disputes); returns its id. The attempt must be
     loaded and be the one that counts (no later run of it)."""
     from argusic.core.record import parse_attempt_id
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     try:
         parse_attempt_id(attempt_id)
@@ -154,14 +154,14 @@ def _disputes(con, where: str = "", params: list | None = None) -> list[Dispute]
 
 
 def listing(db_path: Path | None = None, open_only: bool = False) -> list[Dispute]:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         return _disputes(con, "WHERE r.ruling IS NULL" if open_only else "")
 
 
 def get(dispute_id: str, db_path: Path | None = None) -> Dispute:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         found = _disputes(con, "WHERE f.dispute_id = ?", [dispute_id])
@@ -269,7 +269,7 @@ def correct(dispute_id: str, executor=None, db_path: Path | None = None, live_lo
     Idempotent: a rerun measured before is not measured again. The caller builds the warehouse."""
     from argusic.core.record import load_record_file
     from argusic.cycle.run import run_with_reruns
-    from argusic.warehouse import ingest_records
+    from argusic.warehouse.load_runs import ingest_records
 
     dispute = get(dispute_id, db_path)
     if dispute.ruling != "environment_at_fault":

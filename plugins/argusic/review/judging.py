@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from argusic import decisions
 from argusic.review.text import link, quoted
+from argusic.warehouse import decisions
 
 # The form's options (the decision), in words; stored as the decisions table's values.
 PROMOTE = "Promote"
@@ -78,7 +78,7 @@ def _rows(con, sql: str, params: list) -> list[dict]:
 
 def queue(cycle_id: str | None = None, status: str | None = None, db_path: Path | None = None) -> list[dict]:
     """Rows of marts.review_queue (every cycle or one; every status or one), in a stable order."""
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     where, params = [], []
     if cycle_id:
@@ -233,7 +233,7 @@ def task_revision_of(attempt_id: str, db_path: Path | None = None) -> str:
     """The task revision a review of the attempt is recorded under: the queue's (its newest hints),
     else the current definition of its task (argusic.core.tasks)."""
     from argusic.core.tasks import task_for
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         row = con.execute(

@@ -21,10 +21,10 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import Param
 
-from argusic.decisions import NOTE_MAX, DecisionError
 from argusic.review import disputes, environment  # light: publication (dbt, GX) is imported when used
 from argusic.review import judging as judging_review
 from argusic.review.text import answer_of
+from argusic.warehouse.decisions import NOTE_MAX, DecisionError
 
 log = logging.getLogger("argusic.review")
 

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from argusic import decisions
-from argusic.build import PublicationBlocked, release_semaphores_at_exit
 from argusic.core.layout import publish_dir
 from argusic.review.text import quoted
+from argusic.warehouse import decisions
+from argusic.warehouse.dbt_build import PublicationBlocked, release_semaphores_at_exit
 
 MAX_BOARD_BYTES = 16 * 1024**2  # a published board is a few KB per agent; anything bigger is not read
 
@@ -89,7 +89,7 @@ def last_published(cycle_id: str, out_dir: Path | None = None) -> dict | None:
 
 
 def _review_state(cycle_id: str, db_path: Path | None) -> tuple[list[dict], list[dict]]:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         excluded = con.execute(
@@ -251,7 +251,7 @@ def record(
 
 def decision_in_force(cycle_id: str, db_path: Path | None = None) -> dict | None:
     """The cycle's latest publication decision (None when nobody decided yet)."""
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     path = Path(db_path) if db_path else None
     with connect(path, read_only=True) as con:

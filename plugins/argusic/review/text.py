@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from argusic.decisions import DecisionError
+from argusic.warehouse.decisions import DecisionError
 
 SHOWN_MAX = 300
 

@@ -44,7 +44,7 @@ def docs_dir() -> Path:
 @contextlib.contextmanager
 def _private_copy() -> Iterator[tuple[Path, str]]:
     """A DuckDB file of our own for dbt to open: a copy of the analyst copy's, or an empty one."""
-    from argusic.analyst import DB_NAME, AnalystCopyMissing, current_copy
+    from argusic.warehouse.analyst import DB_NAME, AnalystCopyMissing, current_copy
 
     with tempfile.TemporaryDirectory(prefix="argusic-docs-") as tmp:
         db = Path(tmp) / DB_NAME  # same file name as the warehouse's: same database name in dbt
@@ -61,7 +61,7 @@ def generate(out: Path | None = None, project_dir: Path | None = None) -> Genera
     """``dbt docs generate --static`` into ``out`` (default ``docs_dir()``)."""
     from dbt.cli.main import dbtRunner
 
-    from argusic.build import _env, _release_dbt_duckdb
+    from argusic.warehouse.dbt_build import _env, _release_dbt_duckdb
 
     out = Path(out) if out else docs_dir()
     project = Path(project_dir) if project_dir else dbt_project_dir()

@@ -3,7 +3,7 @@
 The raw layer is the only thing this module writes; every number is computed by dbt from it.
 DuckDB has one writer: callers serialise ingest and build (the cycle DAG runs them as single tasks
 in a one-slot pool; every writer holds `writer_lock`, and readers wait for it: see
-`argusic.warehouse_lock`).
+`argusic.warehouse.lock`).
 
 Run records are hostile input: each file is read with a size cap as strict UTF-8 JSON, validated
 against the contract (ids follow the attempt id grammar and agree with the fields), and its evidence
@@ -20,233 +20,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from argusic.core.evidence import record_evidence_problems
 from argusic.core.record import RecordError, RunRecord, load_record_file
 from argusic.core.settings import evidence_url, warehouse_path
-from argusic.decisions import ddl as decisions_ddl
-from argusic.judging.ingest import (
+from argusic.warehouse.db import connect
+from argusic.warehouse.load_judging import (
     HintsIngestError,
     compute_change_similarity,
     hints_files,
     judgement_files,
     load_hints,
     load_judgements,
-    migrate_judging,
 )
-from argusic.repair.ingest import migrate_repair
-from argusic.warehouse_lock import WarehouseBusy, open_duckdb, writer_lock
+from argusic.warehouse.lock import writer_lock
+from argusic.warehouse.schema import COLUMNS, migrate_raw
 
 # Folders never searched for run records: a harness's output (`out/`, written by the project and the
 # agent under test: a record found there would be forged), `argusic reproduce`'s reproductions (never
 # loaded: `argusic ingest runs/` skips them; named directly, each is refused) and hidden working folders.
 SKIPPED_FOLDERS = frozenset({"out", "reproductions"})
 RECORD_NAMES = "run_record.json or *.record.json"
-
-RAW_DDL = """
-CREATE SCHEMA IF NOT EXISTS raw;
-CREATE TABLE IF NOT EXISTS raw.run_records (
-    attempt_id            VARCHAR PRIMARY KEY,
-    cycle_id              VARCHAR NOT NULL,
-    purpose               VARCHAR NOT NULL,
-    agent_id              VARCHAR NOT NULL,
-    project_id            VARCHAR NOT NULL,
-    commit_sha            VARCHAR NOT NULL,
-    tier                  VARCHAR NOT NULL,
-    attempt_no            INTEGER NOT NULL,
-    methodology_version   VARCHAR NOT NULL,
-    started_at            TIMESTAMP NOT NULL,  -- UTC
-    ended_at              TIMESTAMP NOT NULL,  -- UTC
-    budget_seconds        INTEGER NOT NULL,
-    end_reason            VARCHAR NOT NULL,
-    invalid_reason        VARCHAR,
-    executor              VARCHAR,
-    is_demo               BOOLEAN NOT NULL,
-    rerun_of              VARCHAR,
-    log_sha256            VARCHAR,
-    log_uri               VARCHAR,
-    log_bytes             BIGINT,
-    recording_sha256      VARCHAR,
-    recording_uri         VARCHAR,
-    recording_bytes       BIGINT,
-    report_sha256         VARCHAR,
-    report_uri            VARCHAR,
-    report_bytes          BIGINT,
-    has_report            BOOLEAN NOT NULL,
-    install_ok            BOOLEAN,
-    ran_ok                BOOLEAN,
-    errors_encountered    INTEGER,
-    errors_fixed          INTEGER,
-    test_depth            VARCHAR,
-    verified_how          VARCHAR,
-    final_state           VARCHAR,
-    key_kind              VARCHAR,
-    harness_name          VARCHAR,
-    harness_version       VARCHAR,
-    record_json           JSON NOT NULL
-);
--- Added after the first release; older warehouse files gain them on the next ingest.
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS masking_applied BOOLEAN;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS presentation_withheld BOOLEAN;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS effective_budget_seconds INTEGER;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS served_log_uri VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS served_recording_uri VARCHAR;
--- The environment (issue #15), flattened from record.environment; null for older records.
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS harness_edition VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS scaffold_sha256 VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS image_role VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS image_reference VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS image_digest VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS instructions_version VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS instructions_sha256 VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_cpus DOUBLE;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_memory_bytes BIGINT;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_pids BIGINT;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_disk_bytes BIGINT;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS network_mode VARCHAR;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS limit_budget_seconds INTEGER;
-ALTER TABLE raw.run_records ADD COLUMN IF NOT EXISTS display VARCHAR;
-"""
-
-# Column comments of the raw layer (DuckDB `COMMENT ON`, shown by duckdb_columns() and carried into the
-# analyst copy); the marts' come from their dbt descriptions (argusic.analyst).
-RAW_TABLE_COMMENT = (
-    "The run records (argusic.run_record/1) as loaded: checked, write-once. Grain: one row per attempt "
-    "(attempt_id). Every number is computed from it by dbt (marts.*)."
-)
-RAW_COLUMN_COMMENTS = {
-    "attempt_id": "<cycle_id>.<purpose>.<agent_id>.<project_id>.a<attempt_no>[.r<n> for the n-th rerun]",
-    "cycle_id": "Benchmark cycle (YYYY-MM, optional suffix)",
-    "purpose": "board | verdict | repair (repair attempts are graded apart: marts.repair_*)",
-    "agent_id": "Agent (reference.agents)",
-    "project_id": "Project (from the cycle's pool)",
-    "commit_sha": "Pinned commit the attempt ran against",
-    "tier": "standard | heavy | gpu (sets the budget)",
-    "attempt_no": "1..3 within the set; a rerun keeps the number it replaces",
-    "methodology_version": "Edition the attempt was measured under",
-    "started_at": "Start (UTC)",
-    "ended_at": "End (UTC)",
-    "budget_seconds": "The tier's budget in seconds (the real one, also in scaled runs)",
-    "end_reason": "completed | timeout | cancelled | harness_error",
-    "invalid_reason": "Reason the pipeline marked the attempt invalid when it recorded it (null if none)",
-    "executor": "docker | local (development only, no isolation)",
-    "is_demo": "Ran with scaled-down budgets (demo or dry run)",
-    "rerun_of": "attempt_id this attempt reruns",
-    "log_sha256": "sha256 of the raw log",
-    "log_uri": "Raw log in the evidence store (private: may hold unmasked output)",
-    "log_bytes": "Size of the raw log",
-    "recording_sha256": "sha256 of the raw asciicast recording",
-    "recording_uri": "Raw recording in the evidence store (private)",
-    "recording_bytes": "Size of the raw recording",
-    "report_sha256": "sha256 of the agent's report.json",
-    "report_uri": "The agent's report in the evidence store",
-    "report_bytes": "Size of the report",
-    "has_report": "The harness could read the agent's report",
-    "install_ok": "Report: installed",
-    "ran_ok": "Report: ran or tested successfully",
-    "errors_encountered": "Report: errors met",
-    "errors_fixed": "Report: errors fixed",
-    "test_depth": "Report: tier1_real | tier2_mock | tier3_none",
-    "verified_how": "Report: how the agent verified the result",
-    "final_state": "Report: where the agent left the project",
-    "key_kind": "Model key: per_run | shared | none",
-    "harness_name": "Harness that drove the agent",
-    "harness_version": "Its version",
-    "record_json": "The whole run record as loaded (not in the analyst copy)",
-    "masking_applied": "Live credentials were masked in the served copies",
-    "presentation_withheld": "The served copies were withheld (could not be verified clean)",
-    "effective_budget_seconds": "Budget actually allowed in a scaled run (null: budget_seconds)",
-    "served_log_uri": "Served (masked) log shown to the public",
-    "served_recording_uri": "Served (masked) recording shown to the public",
-    "harness_edition": "Harness changelog edition the attempt ran under (reference.harness_editions; "
-    "null: recorded before environments were)",
-    "scaffold_sha256": "sha256 over the harness files handed to the container",
-    "image_role": "runner | agents: which image the attempt ran in (null: local executor, no image)",
-    "image_reference": "The image's name as asked for (a tag: rebuilt in place, so not an identity)",
-    "image_digest": "Content digest (image id, sha256:...) of the image the attempt ran in",
-    "instructions_version": "Version of the standard instructions the harness handed the agent",
-    "instructions_sha256": "sha256 of the standard instructions template",
-    "limit_cpus": "Container CPU limit (null: none set, local executor)",
-    "limit_memory_bytes": "Container memory limit in bytes (null: none set)",
-    "limit_pids": "Container process limit (null: none set)",
-    "limit_disk_bytes": "Writable areas' size cap in bytes, /out and work area together (null: none set)",
-    "network_mode": "Docker network mode of the container (host: local executor)",
-    "limit_budget_seconds": "Budget the attempt was actually allowed, from its environment (scaled in demos)",
-    "display": "Virtual display the harness found, WIDTHxHEIGHTxDEPTH (null: none)",
-}
-
-
-def _raw_comments_sql() -> str:
-    def literal(text: str) -> str:
-        return "'" + text.replace("'", "''") + "'"
-
-    lines = [f"COMMENT ON TABLE raw.run_records IS {literal(RAW_TABLE_COMMENT)};"]
-    lines += [
-        f"COMMENT ON COLUMN raw.run_records.{c} IS {literal(t)};" for c, t in RAW_COLUMN_COMMENTS.items()
-    ]
-    return "\n".join(lines) + "\n"
-
-
-# Columns flattened out of record_json after the first release. A warehouse that predates a column
-# gets it filled from the records already loaded (the same values ingest writes), once, when the
-# column is added: record_json is the record itself, so this only copies what is already there.
-BACKFILL = {
-    "effective_budget_seconds": "TRY_CAST(record_json ->> '$.effective_budget_seconds' AS INTEGER)",
-    "served_log_uri": "record_json ->> '$.presentation.log.uri'",
-    "served_recording_uri": "record_json ->> '$.presentation.recording.uri'",
-    "harness_edition": "record_json ->> '$.environment.harness_edition'",
-    "scaffold_sha256": "record_json ->> '$.environment.scaffold_sha256'",
-    "image_role": "record_json ->> '$.environment.images[0].role'",
-    "image_reference": "record_json ->> '$.environment.images[0].reference'",
-    "image_digest": "record_json ->> '$.environment.images[0].digest'",
-    "instructions_version": "record_json ->> '$.environment.instructions.version'",
-    "instructions_sha256": "record_json ->> '$.environment.instructions.sha256'",
-    "limit_cpus": "TRY_CAST(record_json ->> '$.environment.limits.cpus' AS DOUBLE)",
-    "limit_memory_bytes": "TRY_CAST(record_json ->> '$.environment.limits.memory_bytes' AS BIGINT)",
-    "limit_pids": "TRY_CAST(record_json ->> '$.environment.limits.pids' AS BIGINT)",
-    "limit_disk_bytes": "TRY_CAST(record_json ->> '$.environment.limits.disk_bytes' AS BIGINT)",
-    "network_mode": "record_json ->> '$.environment.limits.network'",
-    "limit_budget_seconds": "TRY_CAST(record_json ->> '$.environment.limits.budget_seconds' AS INTEGER)",
-    "display": (
-        "CASE WHEN json_type(record_json, '$.environment.display') = 'OBJECT' THEN "
-        "concat_ws('x', record_json ->> '$.environment.display.width', "
-        "record_json ->> '$.environment.display.height', record_json ->> '$.environment.display.depth') END"
-    ),
-}
-
-COLUMNS = [
-    "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "commit_sha", "tier", "attempt_no",
-    "methodology_version", "started_at", "ended_at", "budget_seconds", "end_reason", "invalid_reason",
-    "executor", "is_demo", "rerun_of",
-    "log_sha256", "log_uri", "log_bytes", "recording_sha256", "recording_uri", "recording_bytes",
-    "report_sha256", "report_uri", "report_bytes", "has_report", "install_ok", "ran_ok",
-    "errors_encountered", "errors_fixed", "test_depth", "verified_how", "final_state",
-    "key_kind", "harness_name", "harness_version", "record_json",
-    "masking_applied", "presentation_withheld",
-    "effective_budget_seconds", "served_log_uri", "served_recording_uri",
-    "harness_edition", "scaffold_sha256", "image_role", "image_reference", "image_digest",
-    "instructions_version", "instructions_sha256", "limit_cpus", "limit_memory_bytes", "limit_pids",
-    "limit_disk_bytes", "network_mode", "limit_budget_seconds", "display",
-]  # fmt: skip
-assert set(COLUMNS) == set(RAW_COLUMN_COMMENTS), "every raw column has a comment"
-RAW_DDL += _raw_comments_sql()
-
-# The projects each cycle's pool pinned (runs/pools/<cycle>/pool.json), loaded by `load_pool_entries`:
-# the projects whose verdict is judged at that commit (marts.verdict_plan). Write-once per
-# (cycle_id, project_id), like the pool itself.
-POOL_DDL = """
-CREATE SCHEMA IF NOT EXISTS raw;
-CREATE TABLE IF NOT EXISTS raw.pool_entries (
-    cycle_id    VARCHAR NOT NULL,
-    project_id  VARCHAR NOT NULL,
-    commit_sha  VARCHAR NOT NULL,
-    repo_url    VARCHAR NOT NULL,
-    tier        VARCHAR NOT NULL,
-    visibility  VARCHAR NOT NULL,
-    PRIMARY KEY (cycle_id, project_id)
-);
-"""
 
 
 def _row(record: RunRecord) -> tuple:
@@ -395,47 +188,6 @@ def validate_batch(
     return records
 
 
-def connect(db_path: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """A connection to the warehouse that waits rather than fails when another process holds it.
-
-    Read-only: waits for the writer (unless this thread is the writer) and for any connection open
-    for writing elsewhere. Read-write: callers hold `writer_lock`; waits for connections open
-    elsewhere (an analyst's). WarehouseBusy after ARGUSIC_LOCK_TIMEOUT seconds of waiting."""
-    path = Path(db_path or warehouse_path())
-    if read_only:
-        if not path.exists():
-            raise FileNotFoundError(f"warehouse {path} does not exist yet: run `argusic ingest` first")
-        return open_duckdb(path, read_only=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return open_duckdb(path)
-
-
-def migrate_raw(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Create the raw layer, or bring an older one up to RAW_DDL; the columns added, by name.
-
-    A column flattened out of record_json (BACKFILL) is filled from the records already loaded when
-    it is added, so an older warehouse answers the new columns for every attempt."""
-    before = {
-        row[0]
-        for row in con.execute(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_schema = 'raw' AND table_name = 'run_records'"
-        ).fetchall()
-    }
-    con.execute(RAW_DDL)
-    con.execute(decisions_ddl())  # empty decision tables exist before anyone decides: marts read them
-    con.execute(POOL_DDL)  # empty until a pool is loaded: marts.verdict_plan reads it
-    migrate_repair(con)  # repair items, validations and grades (issue #13): empty until loaded
-    migrate_judging(con)  # hints and change similarity (issue #14): empty until loaded
-    if not before:
-        return []
-    added = [c for c in COLUMNS if c not in before]
-    fills = [f"{c} = {BACKFILL[c]}" for c in added if c in BACKFILL]
-    if fills:
-        con.execute(f"UPDATE raw.run_records SET {', '.join(fills)}")
-    return added
-
-
 def ingest(
     paths: Iterable[Path],
     db_path: Path | None = None,
@@ -556,19 +308,13 @@ def load_pool_entries(pool_path: Path, db_path: Path | None = None) -> int:
 
 
 __all__ = [
-    "COLUMNS",
-    "RAW_DDL",
     "IngestError",
     "IngestResult",
     "PoolEntriesError",
-    "WarehouseBusy",
-    "connect",
     "ingest",
     "load_pool_entries",
-    "migrate_raw",
     "record_files",
     "validate_batch",
-    "writer_lock",
 ]
 
 
@@ -583,7 +329,7 @@ def ingest_cycle_records(cycle_id: str, record_paths: list[str]) -> dict[str, in
 
 def ingest_records(record_paths: list[str]) -> dict[str, int]:
     from argusic.attempts.agents import known_agents
-    from argusic.warehouse import ingest
+    from argusic.warehouse.load_runs import ingest
 
     result = ingest([Path(p) for p in record_paths], known_agents=known_agents())
     return {"files": result.files, "inserted": result.inserted, "already_present": result.already_present}
@@ -593,6 +339,6 @@ def ingest_repair_records(paths: list[str]) -> dict[str, int]:
     """Load repair items, validations and grades (files or folders: the items folder, the cycle's
     grades) into raw.repair_*; counts by kind. After the run records: a grade of a repair attempt
     is attributed to its agent through the attempt's run record (dbt: int_repair_grades_attributed)."""
-    from argusic.repair.ingest import ingest_repair_task
+    from argusic.warehouse.load_repair import ingest_repair_task
 
     return ingest_repair_task(paths)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from argusic.core.settings import runs_dir, warehouse_path
-from argusic.warehouse_lock import open_duckdb, writer_lock
+from argusic.warehouse.lock import open_duckdb, writer_lock
 
 NOTE_MAX = 4000
 FIELD_MAX = 300

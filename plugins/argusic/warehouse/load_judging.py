@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from argusic.core.record import ATTEMPT_ID_RE, ID_PART_RE, parse_attempt_id
 from argusic.core.safe_io import UnsafeDocument, read_json_document
 from argusic.repair.paths import is_test_path
+from argusic.warehouse.schema import HINTS_COLUMNS, JUDGE_VERDICT_COLUMNS, migrate_judging
 
 log = logging.getLogger(__name__)
 
@@ -72,82 +73,11 @@ METHOD = "indel_nontest_lines/1"
 # The grader's own cap on a patch (argusic.repair.grader.MAX_PATCH_BYTES): nothing larger was graded.
 MAX_PATCH_BYTES = 8 * 1024 * 1024
 
-HINTS_DDL = """
-CREATE SCHEMA IF NOT EXISTS raw;
-CREATE TABLE IF NOT EXISTS raw.attempt_hints (
-    attempt_id              VARCHAR NOT NULL,
-    task_revision           VARCHAR NOT NULL,
-    cycle_id                VARCHAR NOT NULL,
-    purpose                 VARCHAR NOT NULL,
-    agent_id                VARCHAR NOT NULL,
-    project_id              VARCHAR NOT NULL,
-    task_id                 VARCHAR NOT NULL,
-    task_version            VARCHAR NOT NULL,
-    needles_score           DOUBLE,
-    needles_status          VARCHAR NOT NULL,
-    needles_found           JSON NOT NULL,
-    needles_missing         JSON NOT NULL,
-    needles_sources         JSON NOT NULL,
-    needles_detail          VARCHAR,
-    rendering_score         DOUBLE,
-    rendering_status        VARCHAR NOT NULL,
-    rendering_pages         JSON NOT NULL,
-    rendering_detail        VARCHAR,
-    agent_logic_score       DOUBLE,
-    agent_logic_status      VARCHAR NOT NULL,
-    agent_logic_succeeded   BOOLEAN,
-    agent_logic_in_order    BOOLEAN,
-    agent_logic_required    JSON NOT NULL,
-    agent_logic_steps       JSON NOT NULL,
-    agent_logic_source      VARCHAR,
-    agent_logic_detail      VARCHAR,
-    hints_sha256            VARCHAR NOT NULL,
-    hints_json              JSON NOT NULL,
-    loaded_at               TIMESTAMP NOT NULL,  -- UTC
-    PRIMARY KEY (attempt_id, task_revision)
-);
-CREATE TABLE IF NOT EXISTS raw.change_similarity (
-    attempt_a               VARCHAR NOT NULL,
-    attempt_b               VARCHAR NOT NULL,
-    method                  VARCHAR NOT NULL,
-    similarity              DOUBLE NOT NULL,
-    identical               BOOLEAN NOT NULL,
-    PRIMARY KEY (attempt_a, attempt_b, method),
-    CHECK (attempt_a < attempt_b),
-    CHECK (similarity >= 0 AND similarity <= 1)
-);
-"""
-HINTS_COLUMNS = 29
 
 JUDGEMENT_SCHEMA = "argusic.judgement/1"
 JUDGING_DIR = "judging"
 MAX_JUDGEMENT_BYTES = 1 << 20
 MAX_JUDGEMENTS_PER_ATTEMPT = 32
-JUDGE_VERDICTS_DDL = """
-CREATE SCHEMA IF NOT EXISTS raw;
-CREATE TABLE IF NOT EXISTS raw.judge_verdicts (
-    attempt_id              VARCHAR NOT NULL,
-    cycle_id                VARCHAR NOT NULL,
-    task_id                 VARCHAR NOT NULL,
-    task_revision           VARCHAR NOT NULL,
-    judge_id                VARCHAR NOT NULL,
-    harness                 VARCHAR NOT NULL,
-    model                   VARCHAR NOT NULL,
-    evidence_sha256         VARCHAR NOT NULL,
-    session_sha256          VARCHAR,
-    status                  VARCHAR NOT NULL,
-    reason                  VARCHAR,
-    scores_json             VARCHAR NOT NULL,
-    quotes_json             VARCHAR NOT NULL,
-    summary                 VARCHAR NOT NULL,
-    replayed                BOOLEAN NOT NULL,
-    judgement_sha256        VARCHAR NOT NULL,
-    loaded_at               TIMESTAMP NOT NULL,  -- UTC
-    PRIMARY KEY (attempt_id, judge_id, task_revision, evidence_sha256),
-    CHECK (status IN ('valid', 'refused', 'no_verdict'))
-);
-"""
-JUDGE_VERDICT_COLUMNS = 17
 
 
 class HintsIngestError(ValueError):
@@ -352,13 +282,6 @@ def _row(doc: HintsDocument, canonical: str, sha: str, loaded_at: datetime) -> t
 # ---------------------------------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------------------------------
-
-
-def migrate_judging(con: duckdb.DuckDBPyConnection) -> None:
-    """Create raw.attempt_hints, raw.change_similarity and raw.judge_verdicts (empty until loaded:
-    dbt reads them)."""
-    con.execute(HINTS_DDL)
-    con.execute(JUDGE_VERDICTS_DDL)
 
 
 def hints_files(record_paths: Iterable[Path]) -> list[Path]:
@@ -666,7 +589,6 @@ def compute_change_similarity(con: duckdb.DuckDBPyConnection, store_url: str | N
 
 
 __all__ = [
-    "HINTS_DDL",
     "HINTS_FILE",
     "HINTS_SCHEMA",
     "MAX_HINTS_BYTES",
@@ -679,7 +601,6 @@ __all__ = [
     "judgement_files",
     "load_judgements",
     "load_hints",
-    "migrate_judging",
     "nontest_changed_lines",
     "read_hints_document",
     "read_judgement_document",

@@ -33,6 +33,7 @@ import duckdb
 from argusic.core.record import ATTEMPT_ID_RE, ID_PART_RE
 from argusic.core.safe_io import UnsafeDocument, read_json_document
 from argusic.repair.grader import VERDICTS  # the seven, defined once by the grader
+from argusic.warehouse.schema import GRADE_COLUMNS, ITEM_COLUMNS, VALIDATION_COLUMNS
 
 ITEM_SCHEMA = "argusic.repair_item/1"
 VALIDATION_SCHEMA = "argusic.repair_validation/1"
@@ -61,75 +62,6 @@ GRADE_ID_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}$")
 # Folders never searched (as warehouse.record_files): a harness's output is written by the agent
 # under test (a grade found there would be forged); reproductions are never loaded.
 SKIPPED_FOLDERS = frozenset({"out", "reproductions"})
-
-REPAIR_DDL = """
-CREATE SCHEMA IF NOT EXISTS raw;
-CREATE TABLE IF NOT EXISTS raw.repair_items (
-    item_id                 VARCHAR NOT NULL,
-    revision                VARCHAR NOT NULL,
-    project_id              VARCHAR NOT NULL,
-    repository              VARCHAR NOT NULL,
-    base_commit             VARCHAR NOT NULL,
-    source_kind             VARCHAR NOT NULL,
-    source_ref              VARCHAR NOT NULL,
-    track                   VARCHAR NOT NULL,
-    has_interface_spec      BOOLEAN NOT NULL,
-    test_files              VARCHAR[] NOT NULL,
-    fail_to_pass            VARCHAR[] NOT NULL,
-    pass_to_pass            VARCHAR[] NOT NULL,
-    test_patch_bytes        BIGINT NOT NULL,
-    gold_patch_bytes        BIGINT NOT NULL,
-    split_original          VARCHAR,
-    split_topic             VARCHAR,
-    split_match             VARCHAR,
-    superseded_by_split     BOOLEAN NOT NULL,
-    built_at                TIMESTAMP NOT NULL,  -- UTC
-    grader_image_reference  VARCHAR,
-    grader_image_digest     VARCHAR,
-    item_json               JSON NOT NULL,
-    PRIMARY KEY (item_id, revision)
-);
-CREATE TABLE IF NOT EXISTS raw.repair_validations (
-    item_id                 VARCHAR NOT NULL,
-    revision                VARCHAR NOT NULL,
-    patch                   VARCHAR NOT NULL,
-    run_no                  INTEGER NOT NULL,
-    verdict                 VARCHAR NOT NULL,
-    failing_tests           VARCHAR[] NOT NULL,
-    usable                  BOOLEAN NOT NULL,
-    problems                VARCHAR[] NOT NULL,
-    validated_at            TIMESTAMP NOT NULL,  -- UTC
-    grader_image_reference  VARCHAR,
-    grader_image_digest     VARCHAR,
-    PRIMARY KEY (item_id, revision, patch, run_no)
-);
-CREATE TABLE IF NOT EXISTS raw.repair_grades (
-    grade_id                VARCHAR PRIMARY KEY,
-    item_id                 VARCHAR NOT NULL,
-    revision                VARCHAR NOT NULL,
-    source_kind             VARCHAR NOT NULL,
-    attempt_id              VARCHAR,
-    predictions_sha256      VARCHAR,
-    predictions_label       VARCHAR,
-    patch_sha256            VARCHAR NOT NULL,
-    patch_bytes             BIGINT NOT NULL,
-    excluded_paths          VARCHAR[] NOT NULL,
-    verdict                 VARCHAR NOT NULL,
-    failing_tests           VARCHAR[] NOT NULL,
-    rerun_files             JSON NOT NULL,
-    results                 JSON NOT NULL,
-    graded_at               TIMESTAMP NOT NULL,  -- UTC
-    grader_image_reference  VARCHAR,
-    grader_image_digest     VARCHAR,
-    empty_patch             BOOLEAN NOT NULL,
-    changed_lines           BIGINT,
-    gold_changed_lines      BIGINT,
-    lint_new_errors         BIGINT,
-    suppressions_added      BIGINT,
-    detail                  VARCHAR,
-    grade_json              JSON NOT NULL
-);
-"""
 
 
 class RepairIngestError(ValueError):
@@ -584,15 +516,6 @@ def read_batch(paths: Iterable[Path]) -> _Batch:
 # Loading
 # ---------------------------------------------------------------------------------------------------
 
-ITEM_COLUMNS = 22
-VALIDATION_COLUMNS = 11
-GRADE_COLUMNS = 24
-
-
-def migrate_repair(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the repair tables of the raw layer (empty until records are loaded: dbt reads them)."""
-    con.execute(REPAIR_DDL)
-
 
 def load_batch(con: duckdb.DuckDBPyConnection, batch: _Batch) -> None:
     """Replace the rows of every key in the batch, in the caller's transaction. A validation or
@@ -634,7 +557,9 @@ def ingest_repair(
     (``db_path``, ARGUSIC_WAREHOUSE by default), replacing the rows of the same keys, in one
     transaction under the warehouse's writer lock. Raises RepairIngestError (nothing loaded)."""
     from argusic.core.settings import warehouse_path
-    from argusic.warehouse import connect, migrate_raw, writer_lock
+    from argusic.warehouse.db import connect
+    from argusic.warehouse.lock import writer_lock
+    from argusic.warehouse.schema import migrate_raw
 
     if isinstance(folder_or_paths, (str, Path)):
         folder_or_paths = [folder_or_paths]
@@ -674,13 +599,11 @@ __all__ = [
     "GRADE_SCHEMA",
     "ITEM_SCHEMA",
     "MAX_REPAIR_RECORD_BYTES",
-    "REPAIR_DDL",
     "VALIDATION_SCHEMA",
     "VERDICTS",
     "RepairIngestError",
     "RepairIngestResult",
     "ingest_repair",
     "ingest_repair_task",
-    "migrate_repair",
     "read_batch",
 ]
