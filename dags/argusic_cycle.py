@@ -265,7 +265,7 @@ def argusic_cycle():
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build(ingested: dict[str, int]) -> str:
-        from argusic.build_worker import build_warehouse_summary
+        from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
 
@@ -283,7 +283,7 @@ def argusic_cycle():
     def publish(prepared: dict, spec_paths: list[str], params: dict) -> str:
         import logging
 
-        from argusic.build import published_attempt_lines
+        from argusic.publication.board import published_attempt_lines
         from argusic.review.publication import publish_cycle_board
         from argusic.warehouse.dbt_build import PublicationBlocked
 

@@ -94,7 +94,7 @@ def argusic_disputes():
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build(records: list[str]) -> str:
-        from argusic.build_worker import build_warehouse_summary
+        from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
 

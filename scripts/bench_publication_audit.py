@@ -102,8 +102,8 @@ def build_cycle(base: Path, attempts: int, size: int) -> Path:
 
 def measure(db: Path) -> tuple[float, int, int, float]:
     """(audit seconds, objects, bytes, sha256-in-memory seconds over the same bytes)."""
-    from argusic.audit import audit_refs, refs_of_connection
     from argusic.core.evidence import EvidenceStore
+    from argusic.publication.audit import audit_refs, refs_of_connection
     from argusic.warehouse.db import connect
 
     store = EvidenceStore()
@@ -127,8 +127,8 @@ def huge_child(mib: int) -> None:
     """Run in a child: one attempt whose served log is `mib` MiB; audit it; print peak RSS."""
     base = Path(os.environ["BENCH_BASE"])
     db = build_cycle(base, 1, 1024)
-    from argusic.audit import audit_refs, refs_of_connection
     from argusic.core.evidence import EvidenceStore, served_key_for
+    from argusic.publication.audit import audit_refs, refs_of_connection
     from argusic.warehouse.db import connect
 
     with connect(db, read_only=True) as con:

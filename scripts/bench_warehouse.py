@@ -516,7 +516,7 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
     the steady state (the figure compared with the target is their median). The worker's peak memory
     is its own (os.wait4 after SIGTERM), over its whole life: imports and every build.
     """
-    from argusic.build_worker import request
+    from argusic.publication.build_worker import request
 
     socket_path = target.parent / "worker" / "build.sock"
     env = {**os.environ, "DBT_TARGET_PATH": str(target), "DBT_LOG_PATH": str(target / "logs")}

@@ -4,9 +4,9 @@ import hashlib
 import json
 
 import pytest
-from argusic.audit import audit_warehouse
 from argusic.cli import app
 from argusic.core.evidence import EvidenceStore
+from argusic.publication.audit import audit_warehouse
 from argusic.warehouse.load_runs import ingest
 from conftest import write_record
 from typer.testing import CliRunner
@@ -175,7 +175,7 @@ def test_audit_reports_every_bad_uri_and_goes_on(isolated, record_doc):
 
 
 def test_audit_reads_the_warehouse_in_pages(isolated, record_doc):
-    from argusic.audit import refs_from_warehouse
+    from argusic.publication.audit import refs_from_warehouse
 
     _attempt_with_served_copies(isolated, record_doc)
     db = isolated / "warehouse" / "argusic.duckdb"
@@ -187,7 +187,7 @@ def test_audit_reads_the_warehouse_in_pages(isolated, record_doc):
 
 
 def test_publication_refuses_an_attempt_whose_evidence_fails_the_audit(isolated, record_doc):
-    from argusic.build import publish_board
+    from argusic.publication.board import publish_board
     from argusic.warehouse.dbt_build import PublicationBlocked
     from test_expectations import good_frames, write_marts
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic import build_worker
-from argusic.build_worker import BuildWorkerError, request
+from argusic.publication import build_worker
+from argusic.publication.build_worker import BuildWorkerError, request
 from argusic.warehouse.dbt_build import BuildSession, PublicationBlocked, project_fingerprint, seed_only_tests
 from test_expectations import good_frames, standin_project
 
@@ -77,7 +77,7 @@ def test_without_an_answering_worker_builds_run_in_process(tmp_path: Path, monke
     monkeypatch.delenv(build_worker.SOCKET_ENV, raising=False)
     assert build_worker.build_or_delegate(tmp_path / "w.duckdb") == "in-process summary"
     monkeypatch.setenv(build_worker.SOCKET_ENV, str(tmp_path / "dead.sock"))
-    with caplog.at_level(logging.WARNING, logger="argusic.build_worker"):
+    with caplog.at_level(logging.WARNING, logger="argusic.publication.build_worker"):
         assert build_worker.build_or_delegate(tmp_path / "w.duckdb") == "in-process summary"
     assert "no build worker answers there" in caplog.text
     assert calls == [tmp_path / "w.duckdb"] * 2

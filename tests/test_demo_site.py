@@ -164,7 +164,7 @@ def test_demo_cycle_end_to_end_twice(demo_run) -> None:
 @pytest.fixture(scope="module")
 def served(demo: Path):
     """The preview server on 127.0.0.1 (any free port), serving the published site."""
-    from argusic.site.serve import make_server
+    from argusic.publication.site.serve import make_server
 
     server = make_server(demo / "site", "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -358,7 +358,7 @@ def test_project_page_links_where_each_attempt_stopped(demo: Path, served: str, 
 
 def test_recording_plays(demo: Path, served: str, browser, tmp_path) -> None:
     from argusic.core.evidence import served_segment
-    from argusic.replay import strip_terminal_codes
+    from argusic.publication.replay import strip_terminal_codes
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -389,7 +389,7 @@ def test_recording_plays(demo: Path, served: str, browser, tmp_path) -> None:
 
 
 def test_same_published_files_give_the_same_site(demo: Path, tmp_path: Path) -> None:
-    from argusic.site import build_site
+    from argusic.publication.site import build_site
 
     def tree(root: Path) -> dict[str, tuple[int, bytes]]:
         return {
@@ -407,10 +407,10 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
     """marts.attempt_corrections (the review step's contract), hand-made: the original's page shows
     the note (authors' dashes as commas) and links the rerun; the rerun's page links back."""
     import duckdb
-    from argusic.build import publish_board
     from argusic.core.evidence import served_segment
     from argusic.core.layout import publish_dir
     from argusic.core.settings import warehouse_path
+    from argusic.publication.board import publish_board
     from selenium.webdriver.common.by import By
 
     attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]

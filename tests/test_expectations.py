@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from argusic.build import publish_board
+from argusic.publication.board import publish_board
 from argusic.warehouse import dbt_build
 from argusic.warehouse.dbt_build import BuildResult, PublicationBlocked, build_warehouse
 from argusic.warehouse.expectations import suites, validate

@@ -14,12 +14,18 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from argusic.attempt_page import PlayerAssets, json_for_script, load_player_assets, render_page, write_report
 from argusic.attempts.common import with_presentation
 from argusic.cli import app
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import RunRecord, parse_record
-from argusic.replay import (
+from argusic.publication.attempt_page import (
+    PlayerAssets,
+    json_for_script,
+    load_player_assets,
+    render_page,
+    write_report,
+)
+from argusic.publication.replay import (
     ReplayRefused,
     TerminalFilter,
     fetch_served,

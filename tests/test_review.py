@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from argusic.build import BoardChanged, compose_publication, publish_board
+from argusic.publication.board import BoardChanged, compose_publication, publish_board
 from argusic.review import publication
 from argusic.review.text import answer_of, link, quoted
 from argusic.warehouse.decisions import DecisionError

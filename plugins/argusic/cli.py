@@ -94,7 +94,7 @@ def build() -> None:
 
     Through the build worker when ARGUSIC_BUILD_WORKER names one that answers, else in this process.
     """
-    from argusic.build_worker import BuildWorkerError, build_or_delegate
+    from argusic.publication.build_worker import BuildWorkerError, build_or_delegate
     from argusic.warehouse.analyst import AnalystCopyError
     from argusic.warehouse.dbt_build import PublicationBlocked
 
@@ -121,7 +121,7 @@ def build_worker(
     ] = 500,
 ) -> None:
     """Serve builds and publications from one warm process (dbt and GX imported once) until stopped."""
-    from argusic.build_worker import SOCKET_ENV, BuildWorkerError, serve, worker_socket
+    from argusic.publication.build_worker import SOCKET_ENV, BuildWorkerError, serve, worker_socket
 
     path = socket_path or worker_socket()
     if path is None:
@@ -656,10 +656,10 @@ def cycle_run(
     not start); exit 2 for a bad catalogue or option. Same functions as the argusic_cycle DAG."""
     from argusic.attempts.agents import known_agents
     from argusic.attempts.environment import EnvironmentError_
-    from argusic.build_worker import BuildWorkerError, build_warehouse_summary
     from argusic.cycle.plan import NothingPlanned, write_plan
     from argusic.cycle.pools import resolve_pool
     from argusic.cycle.tally import CycleFailed
+    from argusic.publication.build_worker import BuildWorkerError, build_warehouse_summary
     from argusic.sandbox.executor import get_executor
     from argusic.sources.pool import CatalogueError
     from argusic.warehouse.analyst import AnalystCopyError
@@ -979,7 +979,7 @@ def audit(
 ) -> None:
     """Re-hash every stored evidence object, raw and served; exit 1 when any is not where its record
     says or no longer matches it (every problem is reported; the audit goes on past each)."""
-    from argusic.audit import audit_warehouse
+    from argusic.publication.audit import audit_warehouse
 
     try:
         with _warehouse_errors():
@@ -998,7 +998,8 @@ def audit(
         raise typer.Exit(code=1)
 
 
-# -- watching an attempt: `play` and `report` (served copies only; argusic.replay, argusic.attempt_page) --
+# -- watching an attempt: `play` and `report` (served copies only; argusic.publication.replay,
+# argusic.publication.attempt_page) --
 
 
 _ATTEMPT_ID_HELP = "The attempt id, e.g. 2026-12.board.readme-runner.csvstats.a1 (`argusic attempts`)"
@@ -1006,7 +1007,7 @@ _ATTEMPT_ID_HELP = "The attempt id, e.g. 2026-12.board.readme-runner.csvstats.a1
 
 def _find_attempt_or_fail(attempt_id: str):
     from argusic.core.record import RecordError
-    from argusic.replay import ReplayRefused, find_attempt
+    from argusic.publication.replay import ReplayRefused, find_attempt
 
     try:
         with _warehouse_errors():
@@ -1030,7 +1031,7 @@ def play(
     that would talk to your terminal (titles, clipboard, queries, mouse modes) are dropped."""
     import tempfile
 
-    from argusic.replay import (
+    from argusic.publication.replay import (
         ReplayRefused,
         fetch_served,
         keys_not_echoed,
@@ -1089,7 +1090,7 @@ def report(
 ) -> None:
     """Write a self-contained HTML page about an attempt: facts, served log, served recording in
     asciinema-player. It opens from a file with no network; log and recording are shown as text."""
-    from argusic.attempt_page import PlayerMissing, load_player_assets, write_report
+    from argusic.publication.attempt_page import PlayerMissing, load_player_assets, write_report
 
     try:
         assets = load_player_assets()
@@ -1157,7 +1158,7 @@ def reproduce(
 def _shown_value(value) -> str:
     import json
 
-    from argusic.replay import printable
+    from argusic.publication.replay import printable
 
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return printable(text, 160)
@@ -1224,9 +1225,9 @@ def site_build(
 ) -> None:
     """Write <ARGUSIC_PUBLISH_DIR>/site/ from every published cycle's board.json and attempts.json
     (publishing does this as its last step)."""
-    from argusic.attempt_page import PlayerMissing
     from argusic.core.layout import publish_dir
-    from argusic.site import SiteError, build_site
+    from argusic.publication.attempt_page import PlayerMissing
+    from argusic.publication.site import SiteError, build_site
 
     try:
         site = build_site(publish_dir(), cycle)
@@ -1245,7 +1246,7 @@ def site_serve(
 ) -> None:
     """Preview the built site on 127.0.0.1 until Ctrl-C."""
     from argusic.core.layout import publish_dir
-    from argusic.site import serve
+    from argusic.publication.site import serve
 
     def ready(url: str) -> None:
         console.print(f"serving the site at {url}  (Ctrl-C to stop)", soft_wrap=True)

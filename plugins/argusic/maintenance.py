@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
-from argusic.audit import audit_warehouse
 from argusic.core.settings import runs_dir, warehouse_path
+from argusic.publication.audit import audit_warehouse
 
 
 def remove_orphaned_containers(at: datetime) -> list[str]:

@@ -1,7 +1,7 @@
 """`argusic reproduce ATTEMPT_ID`: run an attempt again under its recorded configuration, and compare.
 
-The original is found where ``argusic play`` finds it (``argusic.replay.find_attempt``: the analyst
-copy, the warehouse read-only, then ``runs/<cycle>/<attempt>/run_record.json``). Every input it ran
+The original is found where ``argusic play`` finds it (``argusic.publication.replay.find_attempt``: the
+analyst copy, the warehouse read-only, then ``runs/<cycle>/<attempt>/run_record.json``). Every input it ran
 under must still be had exactly, or the reproduction is refused naming each one that cannot:
 
 - **the commit**, in the project's repository or its mirror (``argusic.sources.mirror.attempt_source``).
@@ -76,7 +76,7 @@ class Original:
 
 def find_original(attempt_id: str) -> Original:
     """The original's validated record; refused when unknown, a reproduction, or without environment."""
-    from argusic.replay import ReplayRefused, find_attempt
+    from argusic.publication.replay import ReplayRefused, find_attempt
 
     try:
         parts = parse_attempt_id(attempt_id)
@@ -672,7 +672,7 @@ def first_divergence(
 
 
 def _cut(line: str) -> str:
-    from argusic.replay import printable
+    from argusic.publication.replay import printable
 
     return printable(line, LINE_SHOWN)
 
@@ -681,7 +681,7 @@ LOG_MAX_BYTES = 64 * 1024**2  # a served log bigger than this is compared on its
 
 
 def _served_lines(record: RunRecord, dest: Path) -> list[str]:
-    from argusic.replay import AttemptFacts, fetch_served
+    from argusic.publication.replay import AttemptFacts, fetch_served
 
     path = fetch_served(AttemptFacts(record, None, "reproduce"), "log", dest)
     with open(path, "rb") as handle:
@@ -691,7 +691,7 @@ def _served_lines(record: RunRecord, dest: Path) -> list[str]:
 
 def compare_logs(original: RunRecord, reproduction: RunRecord) -> Divergence | str:
     """The first divergence of the two served logs, or why they cannot be compared."""
-    from argusic.replay import ReplayRefused
+    from argusic.publication.replay import ReplayRefused
 
     with tempfile.TemporaryDirectory(prefix="argusic-repro-logs-") as tmp:
         try:

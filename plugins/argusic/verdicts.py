@@ -391,10 +391,10 @@ def build() -> str:
     is configured; else in this process, through one BuildSession for all of its builds (a verdict
     run builds once a round, and dbt's plain in-process invocations are one to a process)."""
     global _SESSION
-    from argusic.build_worker import worker_socket
+    from argusic.publication.build_worker import worker_socket
 
     if worker_socket() is not None:
-        from argusic.build_worker import build_warehouse_summary
+        from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
     from argusic.warehouse.dbt_build import BuildSession, release_semaphores_at_exit

@@ -23,7 +23,7 @@ def _cli():
 
 
 def _rebuild() -> None:
-    from argusic.build_worker import build_warehouse_summary
+    from argusic.publication.build_worker import build_warehouse_summary
 
     cli = _cli()
     with cli.console.status("dbt build + expectations…"):

@@ -216,7 +216,7 @@ def body_of(changes: Changes, board_sha256: str) -> str:
 def prepare(cycle_id: str, db_path: Path | None = None, out_dir: Path | None = None) -> Prepared:
     """The board as it would be published now (expectations and evidence audit included), and the
     approval form's subject and body. PublicationBlocked when it could not be published at all."""
-    from argusic.build import compose_publication
+    from argusic.publication.board import compose_publication
 
     publication = compose_publication(cycle_id, db_path)
     board = json.loads(publication.board_text)
@@ -278,8 +278,8 @@ def publish_approved(
     `board_sha256`: the board this caller expects (the one its form showed); another approved board
     is refused too. NotApproved when there is no approval in force; BoardChanged (from publish_board)
     when the board is not the approved one. Through the build worker when one answers."""
-    from argusic.build_worker import publish_or_delegate
     from argusic.core.layout import publish_dir
+    from argusic.publication.build_worker import publish_or_delegate
 
     decision = decision_in_force(cycle_id, db_path)
     if decision is None:

@@ -18,8 +18,6 @@ import decimal
 import hashlib
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,13 +26,11 @@ from argusic.attempts.story import _text
 from argusic.core.layout import publish_dir
 from argusic.core.settings import public_evidence_base, warehouse_path
 from argusic.core.spec import read_spec
+from argusic.publication.files import ATTEMPTS_SCHEMA, BOARD_SCHEMA, _write_atomically
 from argusic.warehouse.db import connect
 from argusic.warehouse.dbt_build import BuildResult, PublicationBlocked
 from argusic.warehouse.expectations.validate import validate_warehouse
 from argusic.warehouse.lock import writer_lock
-
-BOARD_SCHEMA = "argusic.board/1"
-ATTEMPTS_SCHEMA = "argusic.cycle_attempts/1"
 
 # Every published number, traced to its evidence: the scores of each attempt next to the served
 # (masked) log and recording and the fingerprints of the raw originals. A withheld copy has no URI.
@@ -127,34 +123,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-PUBLISHED_FILE_MODE = 0o644  # published files are for everyone to read
-PUBLISHED_DIR_MODE = 0o755
-
-
-def make_published_dir(path: Path) -> None:
-    """Create ``path`` (and missing parents) world-readable; an existing folder gets 0755 too."""
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    path.mkdir(parents=True, exist_ok=True)
-    for folder in (*missing, path):
-        os.chmod(folder, PUBLISHED_DIR_MODE)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all, world-readable (0644, its folder 0755)."""
-    make_published_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, PUBLISHED_FILE_MODE)  # mkstemp makes 0600
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class BoardChanged(PublicationBlocked):
     """The board that would be published is not the one a person approved (its sha256 differs)."""
 
@@ -192,7 +160,7 @@ def publish_board(
     them. ``approved_sha256``: the board a person approved; any other board raises BoardChanged and
     nothing is written (the pipeline's publish steps always pass it: argusic.review.publication).
     Last, ``site`` (default): the public site is built from the files just written
-    (``argusic.site.build_site``)."""
+    (``argusic.publication.site.build_site``)."""
     publication = compose_publication(cycle_id, db_path, build_result)
     if approved_sha256 is not None and publication.board_sha256 != approved_sha256:
         raise BoardChanged(
@@ -205,9 +173,10 @@ def publish_board(
     target = folder / "board.json"
     _write_atomically(target, publication.board_text)
     if site:
-        # The last step of publishing: the public site, from the files just written (argusic.site).
-        from argusic.attempt_page import PlayerMissing
-        from argusic.site import SiteError, build_site
+        # The last step of publishing: the public site, from the files just written
+        # (argusic.publication.site).
+        from argusic.publication.attempt_page import PlayerMissing
+        from argusic.publication.site.build import SiteError, build_site
 
         try:
             build_site(Path(out_dir), front_cycle=cycle_id)
@@ -236,8 +205,8 @@ def compose_publication(
     set, else by links relative to the files (the copies the site holds); times are UTC with their
     zone.
     """
-    from argusic.audit import audit_refs, refs_of_connection
     from argusic.core.evidence import EvidenceStore
+    from argusic.publication.audit import audit_refs, refs_of_connection
 
     path = Path(db_path) if db_path else (build_result.db_path if build_result else warehouse_path())
     if build_result is not None:

@@ -5,7 +5,7 @@
 on 127.0.0.1. See README "The public site".
 """
 
-from argusic.site.build import SiteError, build_site, display_quote
-from argusic.site.serve import serve
+from argusic.publication.site.build import SiteError, build_site, display_quote
+from argusic.publication.site.serve import serve
 
 __all__ = ["SiteError", "build_site", "display_quote", "serve"]

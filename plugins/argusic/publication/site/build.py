@@ -15,7 +15,7 @@ What the pages hold, and from where:
   its attempts, each linking to the place in its log where it stopped;
 - ``cycles/<cycle>/runs/<attempt>.html``: commit, environment, standard instructions, the budget it
   got, the served log and the served recording in asciinema-player (the same assets, init script and
-  hostile-text handling as ``argusic report``: ``argusic.attempt_page``), the masking note and the
+  hostile-text handling as ``argusic report``: ``argusic.publication.attempt_page``), the masking note and the
   correction note of a dispute (``marts.attempt_corrections``);
 - ``cycles/<cycle>/pool.html``: the public pool, and the private part once it is revealed;
 - ``hardware.html``, ``kinds.html`` (target kinds, status counted from the records),
@@ -46,16 +46,6 @@ from urllib.parse import quote
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from argusic.attempt_page import (
-    DEFAULT_MAX_RECORDING_MB,
-    INIT_SCRIPT,
-    PAGE_CSS,
-    _read_log,
-    json_for_script,
-    load_player_assets,
-    player_assets_dir,
-)
-from argusic.build import BOARD_SCHEMA, PUBLISHED_DIR_MODE, PUBLISHED_FILE_MODE, make_published_dir
 from argusic.core.evidence import (
     EvidenceKeyError,
     EvidenceMissing,
@@ -64,7 +54,22 @@ from argusic.core.evidence import (
     served_segment,
 )
 from argusic.core.settings import public_evidence_base
-from argusic.replay import strip_terminal_codes
+from argusic.publication.attempt_page import (
+    DEFAULT_MAX_RECORDING_MB,
+    INIT_SCRIPT,
+    PAGE_CSS,
+    _read_log,
+    json_for_script,
+    load_player_assets,
+    player_assets_dir,
+)
+from argusic.publication.files import (
+    BOARD_SCHEMA,
+    PUBLISHED_DIR_MODE,
+    PUBLISHED_FILE_MODE,
+    make_published_dir,
+)
+from argusic.publication.replay import strip_terminal_codes
 
 SITE_DIR = "site"
 TEMPLATES = Path(__file__).with_name("templates")

@@ -38,8 +38,8 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
-from argusic.build import BoardChanged, publish_board
 from argusic.core.settings import warehouse_path
+from argusic.publication.board import BoardChanged, publish_board
 from argusic.warehouse.analyst import AnalystCopyError, analyst_dir
 from argusic.warehouse.dbt_build import (
     BuildSession,
@@ -299,7 +299,7 @@ def build_warehouse_summary() -> str:
 
     Through the build worker (ARGUSIC_BUILD_WORKER) when one answers, else in the task's process.
     """
-    from argusic.build_worker import build_or_delegate
+    from argusic.publication.build_worker import build_or_delegate
 
     release_semaphores_at_exit()
     return build_or_delegate()

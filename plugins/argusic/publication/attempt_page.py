@@ -35,7 +35,13 @@ from pathlib import Path
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import RunRecord
 from argusic.core.settings import PACKAGE_DIR
-from argusic.replay import AttemptFacts, ReplayRefused, fetch_served, served_ref, strip_terminal_codes
+from argusic.publication.replay import (
+    AttemptFacts,
+    ReplayRefused,
+    fetch_served,
+    served_ref,
+    strip_terminal_codes,
+)
 
 PLAYER_ASSETS_ENV = "ARGUSIC_PLAYER_ASSETS"
 PLAYER_FILES = ("asciinema-player.min.js", "asciinema-player.css", "LICENSE", "VERSION")
