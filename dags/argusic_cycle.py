@@ -222,8 +222,8 @@ def argusic_cycle():
         if not params.get("repair"):
             return []  # opt-in: nothing mapped, run_repair_attempt is skipped
         from argusic.attempts.environment import EnvironmentError_
-        from argusic.repair.dag_tasks import write_repair_plan
         from argusic.repair.items import ItemError
+        from argusic.workflows.repair_round import write_repair_plan
 
         try:
             return write_repair_plan(
@@ -244,8 +244,8 @@ def argusic_cycle():
     def ingest(spec_paths: list[str], repair_spec_paths: list[str], params: dict) -> dict[str, int]:
         from argusic.cycle.run import records_of_plan
         from argusic.cycle.tally import CycleFailed
-        from argusic.repair.dag_tasks import ingest_items, repair_ingest_paths
         from argusic.warehouse.load_runs import ingest_cycle_records
+        from argusic.workflows.repair_round import ingest_items, repair_ingest_paths
 
         cycle_id = _cycle_id(params)
         record_paths, missing = records_of_plan([*spec_paths, *repair_spec_paths])

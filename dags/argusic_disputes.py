@@ -86,7 +86,7 @@ def argusic_disputes():
     @task(execution_timeout=timedelta(hours=8))
     def correct(ruled: dict) -> list[str]:
         from airflow.sdk.exceptions import AirflowSkipException
-        from argusic.review.disputes import correct as run_correction
+        from argusic.workflows.corrections import correct as run_correction
 
         if ruled["ruling"] != "environment_at_fault":
             raise AirflowSkipException(f"dispute {ruled['dispute_id']}: the result stands, nothing to rerun")

@@ -13,4 +13,4 @@ PY="$ROOT/.venv/bin/python"
 [ -x "$PY" ] || PY=python3
 export PYTHONPATH="$ROOT/plugins${PYTHONPATH:+:$PYTHONPATH}"
 
-exec "$PY" -m argusic.methodology_guard cost "$METHODOLOGY_FILE"
+exec "$PY" -m argusic.ops.guards cost "$METHODOLOGY_FILE"

@@ -12,4 +12,4 @@ PY="$ROOT/.venv/bin/python"
 [ -x "$PY" ] || PY=python3
 export PYTHONPATH="$ROOT/plugins${PYTHONPATH:+:$PYTHONPATH}"
 
-exec "$PY" -m argusic.methodology_guard ttl "$METHODOLOGY_FILE"
+exec "$PY" -m argusic.ops.guards ttl "$METHODOLOGY_FILE"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from argusic import maintenance
 from argusic.attempts.keys import LiteLLMKeyBroker
+from argusic.ops import maintenance
 from test_keys import FakeBroker
 
 

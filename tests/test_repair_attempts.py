@@ -656,7 +656,7 @@ def test_repair_round_without_airflow_shows_the_track_end_to_end(tmp_path, isola
     run and graded, twice (the second time measures nothing again)."""
     if why := _docker_and_grader():
         pytest.skip(why)
-    from argusic.repair.dag_tasks import repair_round
+    from argusic.workflows.repair_round import repair_round
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
     monkeypatch.setenv("ARGUSIC_ITEMS_DIR", str(tmp_path / "items"))

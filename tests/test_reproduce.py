@@ -15,7 +15,7 @@ import pytest
 from argusic.attempts.environment import current_edition, instructions_identity, scaffold_sha256
 from argusic.cli import app
 from argusic.core.record import load_record_file, parse_record
-from argusic.reproduce import (
+from argusic.workflows.reproduce import (
     NOT_REPRODUCIBLE,
     ReproductionRefused,
     edition_commit,
@@ -313,8 +313,8 @@ def _run_original(isolated: Path, executor) -> Path:
 
 
 def test_a_local_attempt_reproduced_never_reaches_the_warehouse(isolated):
-    from argusic.reproduce import compare
     from argusic.sandbox.executor import LocalExecutor
+    from argusic.workflows.reproduce import compare
 
     original = load_record_file(_run_original(isolated, LocalExecutor()))
     assert original.environment is not None and original.executor == "local"

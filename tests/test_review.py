@@ -152,7 +152,8 @@ def test_changes_say_what_publishing_would_change() -> None:
 def test_a_correction_is_the_disputed_attempts_next_run(isolated: Path) -> None:
     from argusic.core.layout import plan_dir
     from argusic.core.spec import AttemptSpec
-    from argusic.review.disputes import DisputeError, correction_spec, dispute_id_for
+    from argusic.review.disputes import DisputeError, dispute_id_for
+    from argusic.workflows.corrections import correction_spec
 
     spec = AttemptSpec(
         cycle_id="2026-12",

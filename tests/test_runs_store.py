@@ -198,7 +198,7 @@ def test_the_key_sweep_keeps_keys_of_attempts_running_on_other_hosts(
 ) -> None:
     """On a cluster the warehouse host sees none of the attempt hosts' containers or folders: a key's
     attempt counts as running until its record is in the runs store (then the key is swept)."""
-    from argusic.maintenance import running_attempt_ids
+    from argusic.ops.maintenance import running_attempt_ids
 
     _host(monkeypatch, isolated, "warehouse")
     monkeypatch.setattr("argusic.sandbox.executor.docker_available", lambda: False)

@@ -1,4 +1,4 @@
-"""Adaptive project verdicts (RULES.md section 11) carried out: argusic.verdicts plans what
+"""Adaptive project verdicts (RULES.md section 11) carried out: argusic.workflows.verdicts plans what
 marts.verdict_plan asks for, runs it through the one attempt path, loads and builds, round by round.
 
 The walk runs real attempts with the local executor and a scripted harness (the attempt path's own
@@ -95,7 +95,7 @@ def _records(isolated: Path) -> set[str]:
 
 
 def _verdicts(targets) -> dict[str, tuple]:
-    from argusic.verdicts import verdict_rows
+    from argusic.workflows.verdicts import verdict_rows
 
     return {r["project_id"]: (r["verdict"], r["verified_by_agent"], r["verified_by_attempt_id"])
             for r in verdict_rows(targets)}  # fmt: skip
@@ -105,7 +105,7 @@ def _verdicts(targets) -> dict[str, tuple]:
 def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
     from argusic.attempts.run import run_attempt
     from argusic.sandbox.executor import LocalExecutor
-    from argusic.verdicts import prepare, read_plan, request_stronger_agent, run_verdicts
+    from argusic.workflows.verdicts import prepare, read_plan, request_stronger_agent, run_verdicts
 
     commits = walk
     projects = ["full", "mock", "late", "never", "cut", "broken"]
@@ -114,8 +114,8 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
 
     # A verdict attempt cut by our tooling before its reruns ran (a worker lost mid-chain): its
     # record is loaded; the plan reruns the same number, the bounded-rerun path continues the chain.
-    from argusic.verdicts import build
     from argusic.warehouse.load_runs import ingest_records
+    from argusic.workflows.verdicts import build
 
     first = read_plan_spec(targets, "cut")
     ingest_records([str(run_attempt(first, LocalExecutor()))])
@@ -179,7 +179,7 @@ def read_plan_spec(targets, project: str):
 
 
 def test_targets_are_the_cycles_pool_and_unknown_projects_are_refused(isolated, walk):
-    from argusic.verdicts import VerdictConfigurationError, prepare, select_targets
+    from argusic.workflows.verdicts import VerdictConfigurationError, prepare, select_targets
 
     with pytest.raises(VerdictConfigurationError, match="cycle 2027-01 has no pool yet"):
         prepare("2027-01")
@@ -216,8 +216,8 @@ def test_loading_a_pool_is_idempotent_and_a_changed_pool_is_refused(isolated, wa
 
 
 def test_a_stronger_agent_request_is_a_checked_decision(isolated, walk):
-    from argusic.verdicts import VerdictConfigurationError, prepare, request_stronger_agent
     from argusic.warehouse.decisions import DecisionError, journal_path
+    from argusic.workflows.verdicts import VerdictConfigurationError, prepare, request_stronger_agent
 
     commit = walk["never"]
     with pytest.raises(VerdictConfigurationError, match="'readme-runner' is the standard agent"):
@@ -268,7 +268,7 @@ def _row(project: str, commit: str, **over) -> dict:
 def test_plan_rows_become_verdict_specs_for_the_targets_only(isolated, walk):
     from argusic.core.layout import pool_path_for
     from argusic.core.spec import read_spec
-    from argusic.verdicts import plan_lines, read_plan, select_targets, write_plan
+    from argusic.workflows.verdicts import plan_lines, read_plan, select_targets, write_plan
 
     c = walk
     _fake_plan(

@@ -818,7 +818,7 @@ def demo(
                 [Path(p).parent for p in [*records, *repair["records"]]], known_agents=known_agents()
             )
             if repair["ingest"]:  # repairkit's items, validations and the stand-ins' grades
-                from argusic.repair.dag_tasks import ingest_items
+                from argusic.workflows.repair_round import ingest_items
 
                 ingest_items(repair["ingest"])
             build_warehouse(quiet=True)
@@ -857,7 +857,7 @@ def _demo_repair_round(cycle: str, runner) -> dict:
     """The repair track of the demo (issue 13): repairkit's items built from its merged pull requests
     and their grader validated, then one attempt per demo stand-in × usable item, graded in a fresh
     container. Resumable: items, validations and measured attempts are not redone."""
-    from argusic.repair.dag_tasks import repair_ingest_paths, repair_round
+    from argusic.workflows.repair_round import repair_ingest_paths, repair_round
 
     with console.status("repair track: items from repairkit's merged PRs, grader validation, attempts…"):
         try:
@@ -1121,8 +1121,8 @@ def reproduce(
     ingested nor published, then print both records side by side. Exit 0: same outcome; 1: the
     outcome differs; 2: refused (the reason names the input that is not available)."""
     from argusic.core.record import RecordError
-    from argusic.reproduce import ReproductionRefused, compare
-    from argusic.reproduce import reproduce as run_reproduction
+    from argusic.workflows.reproduce import ReproductionRefused, compare
+    from argusic.workflows.reproduce import reproduce as run_reproduction
 
     def started(plan) -> None:
         err_console.print(

@@ -180,9 +180,10 @@ def dispute_rule(
     executor: Annotated[str | None, typer.Option(help="docker | local, for the rerun")] = None,
 ) -> None:
     """Record the ruling; environment_at_fault reruns the attempt (its next run), loads and builds."""
-    from argusic.review.disputes import correct, rule
+    from argusic.review.disputes import rule
     from argusic.sandbox.executor import get_executor
     from argusic.warehouse.decisions import DecisionError, utc_now
+    from argusic.workflows.corrections import correct
 
     cli = _cli()
     try:

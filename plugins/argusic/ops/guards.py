@@ -2,7 +2,7 @@
 compare the time-budget table and the key spend-limit line of METHODOLOGY.md with the values the
 orchestrator is really configured with (argusic.core.settings.orchestrator_config()).
 
-Run as `python -m argusic.methodology_guard ttl|cost METHODOLOGY.md`; the config file comes from
+Run as `python -m argusic.ops.guards ttl|cost METHODOLOGY.md`; the config file comes from
 ARGUSIC_ORCHESTRATOR_CONFIG (default plugins/argusic/orchestrator.toml). Exit 0 when they agree;
 1 with a message naming what differs or what could not be read.
 """
@@ -135,7 +135,7 @@ CHECKS = {"ttl": check_ttl, "cost": check_cost}
 
 def main(argv: list[str]) -> None:
     if len(argv) != 2 or argv[0] not in CHECKS:
-        print("usage: python -m argusic.methodology_guard ttl|cost METHODOLOGY.md", file=sys.stderr)
+        print("usage: python -m argusic.ops.guards ttl|cost METHODOLOGY.md", file=sys.stderr)
         sys.exit(2)
     CHECKS[argv[0]](Path(argv[1]))
 

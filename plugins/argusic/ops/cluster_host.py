@@ -4,10 +4,10 @@ Airflow records the name of the worker that ran a task instance (its ``hostname`
 the UI and the REST API) from ``[core] hostname_callable``. On the loopback cluster of
 scripts/cluster.sh every worker runs on the same machine, so the machine's name would tell them
 apart from nothing: each worker is given its own name in ``ARGUSIC_HOSTNAME`` and
-``AIRFLOW__CORE__HOSTNAME_CALLABLE=argusic.cluster_host.hostname`` makes Airflow record it. On real
+``AIRFLOW__CORE__HOSTNAME_CALLABLE=argusic.ops.cluster_host.hostname`` makes Airflow record it. On real
 hosts without that variable, the fully qualified domain name is what Airflow records by default.
 
-``python -m argusic.cluster_host concurrency`` prints the attempt concurrency of this host (the
+``python -m argusic.ops.cluster_host concurrency`` prints the attempt concurrency of this host (the
 script passes it to ``airflow celery worker --concurrency``).
 """
 
@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
     if argv == ["hostname"]:
         print(hostname())
         return 0
-    print("usage: python -m argusic.cluster_host concurrency|hostname", file=sys.stderr)
+    print("usage: python -m argusic.ops.cluster_host concurrency|hostname", file=sys.stderr)
     return 2
 
 
