@@ -1,7 +1,7 @@
 # The attempt runner image, for machines where a registry answers. Offline, scripts/build_runner_image.sh
 # makes the same image (Debian bookworm minbase + python3, git, ca-certificates, and for desktop
 # applications xvfb, xauth, python3-tk, x11-utils, fonts-dejavu-core) with debootstrap.
-# Attempts run as `agent` (uid/gid 10001, home /home/agent): argusic.containment's AGENT_UID.
+# Attempts run as `agent` (uid/gid 10001, home /home/agent): argusic.sandbox.containment's AGENT_UID.
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 git ca-certificates \

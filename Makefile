@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TEST_WORKERS ?= 2
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install docker image agents-image grader-image render-image demo test test-fast lint format airflow-ui airflow-screenshots screenshots \
+.PHONY: install docker image agents-image grader-image render-image demo test test-fast lint imports format airflow-ui airflow-screenshots screenshots \
 	build-worker clean player browser notebook sql docs terminal-tools cluster cluster-stop cluster-status
 .DEFAULT_GOAL := install
 PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
@@ -55,6 +55,10 @@ render-image: docker
 
 demo: install image grader-image render-image
 	$(BIN)/argusic demo
+
+# The import contract (pyproject.toml [tool.importlinter]): not yet in lint, it fails until issue 24 is done
+imports: install
+	$(BIN)/lint-imports
 
 lint: install
 	$(BIN)/ruff check .

@@ -172,8 +172,9 @@ Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` 
 def argusic_cycle():
     @task
     def prepare_pool(params: dict) -> str:
-        from argusic.airflow_tasks import ConfigurationError, resolve_pool
-        from argusic.pool import CatalogueError
+        from argusic.cycle.plan import ConfigurationError
+        from argusic.cycle.pools import resolve_pool
+        from argusic.sources.pool import CatalogueError
 
         try:
             cycle_id = _cycle_id(params)
@@ -186,14 +187,14 @@ def argusic_cycle():
     @task
     def plan(pool_path: str, params: dict) -> list[str]:
         from airflow.sdk import conf
-        from argusic.airflow_tasks import (
+        from argusic.attempts.environment import EnvironmentError_
+        from argusic.cycle.plan import (
             ConfigurationError,
             NothingPlanned,
             PlanTooLarge,
             require_scaled_budgets_on_the_forge,
             write_plan,
         )
-        from argusic.environment import EnvironmentError_
 
         try:
             require_scaled_budgets_on_the_forge(
@@ -220,9 +221,9 @@ def argusic_cycle():
     def plan_repair(pool_path: str, params: dict) -> list[str]:
         if not params.get("repair"):
             return []  # opt-in: nothing mapped, run_repair_attempt is skipped
-        from argusic.environment import EnvironmentError_
-        from argusic.repair.dag_tasks import write_repair_plan
+        from argusic.attempts.environment import EnvironmentError_
         from argusic.repair.items import ItemError
+        from argusic.workflows.repair_round import write_repair_plan
 
         try:
             return write_repair_plan(
@@ -241,9 +242,10 @@ def argusic_cycle():
 
     @task(**WAREHOUSE_TASK_ARGS, trigger_rule="none_failed")
     def ingest(spec_paths: list[str], repair_spec_paths: list[str], params: dict) -> dict[str, int]:
-        from argusic.airflow_tasks import ingest_cycle_records, records_of_plan
-        from argusic.cycle import CycleFailed
-        from argusic.repair.dag_tasks import ingest_items, repair_ingest_paths
+        from argusic.cycle.run import records_of_plan
+        from argusic.cycle.tally import CycleFailed
+        from argusic.warehouse.load_runs import ingest_cycle_records
+        from argusic.workflows.repair_round import ingest_items, repair_ingest_paths
 
         cycle_id = _cycle_id(params)
         record_paths, missing = records_of_plan([*spec_paths, *repair_spec_paths])
@@ -263,14 +265,14 @@ def argusic_cycle():
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build(ingested: dict[str, int]) -> str:
-        from argusic.airflow_tasks import build_warehouse_summary
+        from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
 
     @task(**WAREHOUSE_TASK_ARGS)
     def prepare_publication(built: str, params: dict) -> dict:
-        from argusic.build import PublicationBlocked
         from argusic.review.publication import prepare
+        from argusic.warehouse.dbt_build import PublicationBlocked
 
         try:
             return prepare(_cycle_id(params)).to_dict()
@@ -281,8 +283,9 @@ def argusic_cycle():
     def publish(prepared: dict, spec_paths: list[str], params: dict) -> str:
         import logging
 
-        from argusic.airflow_tasks import publish_cycle_board, published_attempt_lines
-        from argusic.build import PublicationBlocked
+        from argusic.publication.board import published_attempt_lines
+        from argusic.review.publication import publish_cycle_board
+        from argusic.warehouse.dbt_build import PublicationBlocked
 
         cycle_id = _cycle_id(params)
         try:  # only the board the person approved, exactly (its sha256)

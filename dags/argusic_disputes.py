@@ -70,8 +70,8 @@ def argusic_disputes():
     @task
     def file_dispute(params: dict) -> str:
         from airflow.sdk.exceptions import AirflowFailException
-        from argusic.decisions import DecisionError
         from argusic.review.disputes import file
+        from argusic.warehouse.decisions import DecisionError
 
         context = get_current_context()
         run = context["dag_run"]
@@ -86,7 +86,7 @@ def argusic_disputes():
     @task(execution_timeout=timedelta(hours=8))
     def correct(ruled: dict) -> list[str]:
         from airflow.sdk.exceptions import AirflowSkipException
-        from argusic.review.disputes import correct as run_correction
+        from argusic.workflows.corrections import correct as run_correction
 
         if ruled["ruling"] != "environment_at_fault":
             raise AirflowSkipException(f"dispute {ruled['dispute_id']}: the result stands, nothing to rerun")
@@ -94,7 +94,7 @@ def argusic_disputes():
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build(records: list[str]) -> str:
-        from argusic.airflow_tasks import build_warehouse_summary
+        from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
 

@@ -65,8 +65,8 @@ CONTAINER_TASK_ARGS = {k: v for k, v in ATTEMPT_TASK_ARGS.items() if k != "map_i
 def argusic_items():
     @task
     def find_manifests(params: dict) -> list[str]:
-        from argusic.repair.dag_tasks import find_manifests as manifests
         from argusic.repair.items import ItemError
+        from argusic.workflows.repair_round import find_manifests as manifests
 
         try:
             return [m["manifest"] for m in manifests(params.get("projects"), params.get("cycle_id"))]
@@ -75,8 +75,8 @@ def argusic_items():
 
     @task(**CONTAINER_TASK_ARGS, map_index_template="{{ task.op_kwargs['manifest'].rsplit('/', 1)[-1] }}")
     def build_items(manifest: str) -> list[str]:
-        from argusic.repair.dag_tasks import build_project_items
         from argusic.repair.items import ItemError
+        from argusic.workflows.repair_round import build_project_items
 
         try:
             return build_project_items(manifest)
@@ -85,13 +85,13 @@ def argusic_items():
 
     @task(**CONTAINER_TASK_ARGS)
     def validate_items(item_paths: list[str]) -> dict:
-        from argusic.repair.dag_tasks import validate_project_items
+        from argusic.workflows.repair_round import validate_project_items
 
         return validate_project_items(item_paths)
 
     @task(**WAREHOUSE_TASK_ARGS)
     def ingest(validated: list[dict]) -> dict:
-        from argusic.repair.dag_tasks import ingest_items
+        from argusic.workflows.repair_round import ingest_items
 
         paths = [p for v in validated for p in (*v["items"], *v["validations"])]
         return ingest_items(paths)

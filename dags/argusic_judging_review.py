@@ -1,6 +1,6 @@
 """Judging review (issue #14, Layer 3): one form per attempt the review queue selected, answered by a
 person in the Airflow UI. Thin: the queue, the form's body and the recording live in
-argusic.judging.review; the form in argusic.review.operators."""
+argusic.review.judging; the form in argusic.review.operators."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ The same review from a shell: `argusic judging review --attempt A --look N --dec
 def argusic_judging_review():
     @task
     def items_to_review(params: dict) -> list[dict]:
-        from argusic.judging.review import awaiting, body_of, subject_of
+        from argusic.review.judging import awaiting, body_of, subject_of
 
         return [
             {
@@ -78,7 +78,7 @@ def argusic_judging_review():
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build() -> str:
-        from argusic.airflow_tasks import build_warehouse_summary
+        from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
 

@@ -1,6 +1,6 @@
 """Hourly upkeep: remove attempt containers orphaned by crashed workers and the debris of killed
 runs, and audit stored evidence against the fingerprints in the run records. Thin: logic lives in
-argusic.maintenance."""
+argusic.ops.maintenance."""
 
 from __future__ import annotations
 
@@ -46,25 +46,25 @@ def _interval_end():
 def argusic_maintenance():
     @task
     def remove_orphaned_containers() -> list[str]:
-        from argusic.maintenance import remove_orphaned_containers as remove
+        from argusic.ops.maintenance import remove_orphaned_containers as remove
 
         return remove(_interval_end())
 
     @task
     def sweep_debris() -> list[str]:
-        from argusic.maintenance import sweep_debris as sweep
+        from argusic.ops.maintenance import sweep_debris as sweep
 
         return sweep()
 
     @task
     def sweep_model_keys() -> dict:
-        from argusic.maintenance import sweep_model_keys as sweep
+        from argusic.ops.maintenance import sweep_model_keys as sweep
 
         return sweep()
 
     @task(**WAREHOUSE_TASK_ARGS)
     def audit_evidence() -> dict:
-        from argusic.maintenance import audit_evidence as audit
+        from argusic.ops.maintenance import audit_evidence as audit
 
         return audit(_interval_end().date().isoformat())
 

@@ -1,5 +1,5 @@
 """Monthly pool rotation: draw the cycle's pool and publish its public list; reveal the private part
-of the cycle that has just ended. Thin: every rule lives in argusic.pool / argusic.cycle."""
+of the cycle that has just ended. Thin: every rule lives in argusic.sources.pool / argusic.cycle."""
 
 from __future__ import annotations
 
@@ -79,9 +79,10 @@ def argusic_pool_rotation():
         from pathlib import Path
 
         from airflow.sdk.exceptions import AirflowFailException
-        from argusic.airflow_tasks import cycle_id_for, default_catalogue
-        from argusic.cycle import rotate_pool as do_rotate
-        from argusic.pool import CatalogueError
+        from argusic.cycle.ids import cycle_id_for
+        from argusic.cycle.pools import default_catalogue
+        from argusic.cycle.pools import rotate_pool as do_rotate
+        from argusic.sources.pool import CatalogueError
 
         cycle_id = params.get("cycle_id") or cycle_id_for(_run_day())
         catalogue = Path(params["catalogue"]) if params.get("catalogue") else default_catalogue(build=True)
@@ -92,7 +93,8 @@ def argusic_pool_rotation():
 
     @task
     def reveal_previous_private(params: dict) -> str:
-        from argusic.airflow_tasks import cycle_id_for, previous_cycle_of, reveal_if_ended
+        from argusic.cycle.ids import cycle_id_for, previous_cycle_of
+        from argusic.cycle.pools import reveal_if_ended
 
         day = _run_day()
         cycle_id = previous_cycle_of(params.get("cycle_id") or cycle_id_for(day))

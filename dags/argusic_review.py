@@ -66,7 +66,7 @@ def argusic_review():
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build() -> str:
-        from argusic.airflow_tasks import build_warehouse_summary
+        from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
 

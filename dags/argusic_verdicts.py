@@ -1,6 +1,6 @@
 """Adaptive project verdicts for a cycle's projects: prepare → build → rounds of (plan → attempts →
 ingest → build) until nothing is pending → verdicts. Thin: every rule is in dbt (marts.verdict_plan)
-and the argusic package (argusic.verdicts)."""
+and the argusic package (argusic.workflows.verdicts)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from argusic.airflow_dag import (
     retry_delay,
     run_attempt_task,
 )
-from argusic.verdicts import MAX_ROUNDS
+from argusic.workflows.verdicts import MAX_ROUNDS
 
 DOC_MD = f"""
 ### Argusic verdicts (manual): does each project of a cycle run, at its pinned commit?
@@ -48,7 +48,7 @@ after `argusic demo` or an `argusic_cycle` run (docs/airflow.md).
 
 
 def _targets(doc: dict):
-    from argusic.verdicts import Targets
+    from argusic.workflows.verdicts import Targets
 
     return Targets.from_dict(doc)
 
@@ -106,8 +106,8 @@ def _targets(doc: dict):
 def argusic_verdicts():
     @task(**WAREHOUSE_TASK_ARGS)
     def prepare(params: dict) -> dict:
-        from argusic.airflow_tasks import ConfigurationError, require_scaled_budgets_on_the_forge
-        from argusic.verdicts import VerdictConfigurationError, prepare
+        from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge
+        from argusic.workflows.verdicts import VerdictConfigurationError, prepare
 
         dag_run = get_current_context()["dag_run"]
         try:
@@ -129,7 +129,7 @@ def argusic_verdicts():
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build(_after=None) -> str:
-        from argusic.verdicts import build
+        from argusic.workflows.verdicts import build
 
         return build()
 
@@ -138,11 +138,11 @@ def argusic_verdicts():
         import logging
 
         from airflow.sdk.exceptions import AirflowSkipException
-        from argusic.verdicts import plan_lines, read_plan, write_plan
+        from argusic.workflows.verdicts import plan_lines, read_plan, write_plan
 
         planned = read_plan(_targets(targets), bool(params.get("demo")), params.get("budget_scale"))
         for line in plan_lines(planned):
-            logging.getLogger("argusic.verdicts").info("%s", line)
+            logging.getLogger("argusic.workflows.verdicts").info("%s", line)
         if not planned.pending:
             raise AirflowSkipException("nothing pending: no verdict attempt to run")
         return write_plan(planned)
@@ -154,7 +154,7 @@ def argusic_verdicts():
     # none_failed_min_one_success: after invalid (skipped) attempts too, but not when plan was skipped
     @task(**WAREHOUSE_TASK_ARGS, trigger_rule="none_failed_min_one_success")
     def ingest(spec_paths: list[str]) -> dict[str, int]:
-        from argusic.verdicts import ingest_plan
+        from argusic.workflows.verdicts import ingest_plan
 
         return ingest_plan(spec_paths)
 
@@ -162,7 +162,7 @@ def argusic_verdicts():
     def verdicts(targets: dict) -> list[str]:
         import logging
 
-        from argusic.verdicts import plan_lines, read_plan, verdict_lines
+        from argusic.workflows.verdicts import plan_lines, read_plan, verdict_lines
 
         chosen = _targets(targets)
         lines = [f"verdicts of cycle {chosen.cycle_id}'s {len(chosen.projects)} project(s):"]
@@ -172,7 +172,7 @@ def argusic_verdicts():
             lines += ["still to do (trigger again to continue, or see the attempts named):"]
             lines += plan_lines(left)
         for line in lines:
-            logging.getLogger("argusic.verdicts").info("%s", line)
+            logging.getLogger("argusic.workflows.verdicts").info("%s", line)
         return lines
 
     targets = prepare()

@@ -2,7 +2,7 @@
 
 Both sides do the same work on the same fixture project: fetch the pinned commit, run readme-runner.
 The bare side is one `docker run --rm --network none` with the same mounts; the pipeline side is
-`argusic.attempt.run_attempt` (Docker SDK, limits, budget watch, evidence landing with fingerprints,
+`argusic.attempts.run.run_attempt` (Docker SDK, limits, budget watch, evidence landing with fingerprints,
 run record). Runs are interleaved and repeated; medians and their ratio are printed. Timings on a
 shared 2-core machine are noisy: read the ratio, not the absolute numbers.
 
@@ -19,9 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from argusic.attempt import AttemptSpec, run_attempt
-from argusic.evidence import EvidenceStore
-from argusic.executor import (
+from argusic.attempts.run import run_attempt
+from argusic.core.evidence import EvidenceStore
+from argusic.core.settings import runner_image
+from argusic.core.spec import AttemptSpec
+from argusic.sandbox.executor import (
     CONTAINER_HARNESS,
     CONTAINER_OUT,
     CONTAINER_PROJECT,
@@ -30,8 +32,7 @@ from argusic.executor import (
     DockerExecutor,
     _bootstrap_script,
 )
-from argusic.forge import build_forge
-from argusic.settings import runner_image
+from argusic.sources.forge import build_forge
 
 
 def bare_run(repo: Path, commit: str, out_dir: Path) -> float:

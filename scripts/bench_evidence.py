@@ -420,7 +420,7 @@ def _stage(args: argparse.Namespace) -> dict:
                 digest.update(chunk)
         extra["sha256"] = digest.hexdigest()
     elif args.stage in ("land", "fingerprint"):
-        from argusic.evidence import EvidenceStore
+        from argusic.core.evidence import EvidenceStore
 
         store = EvidenceStore(Path(args.store).as_uri())
         started, before, cpu0 = time.perf_counter(), _rss_mb("VmRSS"), _cpu()
@@ -429,12 +429,12 @@ def _stage(args: argparse.Namespace) -> dict:
         else:
             extra["sha256"] = store.fingerprint(args.uri)[0]
     elif args.stage in ("mask", "serve"):
-        from argusic.evidence import EvidenceStore
+        from argusic.attempts.presentation import present_attempt
+        from argusic.core.evidence import EvidenceStore
+        from argusic.core.record import parse_record
         from argusic.masking import mask_log_file, mask_recording_file
         from argusic.masking.policy import DEFAULT_POLICY
         from argusic.masking.rules import compiled
-        from argusic.presentation import present_attempt
-        from argusic.record import parse_record
 
         compiled(DEFAULT_POLICY.rules())
         secrets = json.loads(Path(args.secrets).read_text())
@@ -571,8 +571,8 @@ def main() -> None:
         print(json.dumps(_stage(args)))
         return
 
+    from argusic.core.settings import scratch_root
     from argusic.masking.rules import warm
-    from argusic.settings import scratch_root
 
     work = Path(args.workdir) if args.workdir else scratch_root() / f"bench-evidence-{os.getpid()}"
     work.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 `publish_board` audits every attempt of the cycle before it writes the board: each attempt's raw log,
 recording and report and its served log and recording are re-hashed from the store (five objects
 an attempt) and their URIs checked. This script builds a real store and warehouse in a temporary
-folder (records made by `argusic.warehouse.ingest`, objects by `EvidenceStore.put_file`), then, in
+folder (records made by `argusic.warehouse.load_runs.ingest`, objects by `EvidenceStore.put_file`), then, in
 one run:
 
 * per-attempt cost: `audit_refs(refs_of_connection(...))` over `--attempts` attempts of the cycle,
@@ -37,7 +37,7 @@ CYCLE = "2026-12"
 
 
 def _record(attempt_no: int, project: str, store, files: dict[str, Path]) -> dict:
-    from argusic.evidence import served_key_for
+    from argusic.core.evidence import served_key_for
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from conftest import VALID_RECORD
@@ -58,7 +58,7 @@ def _record(attempt_no: int, project: str, store, files: dict[str, Path]) -> dic
 
 
 def _sha(path: Path) -> str:
-    from argusic.evidence import sha256_of_file
+    from argusic.core.evidence import sha256_of_file
 
     return sha256_of_file(path)[0]
 
@@ -82,8 +82,8 @@ def _attempt_files(folder: Path, seed: int, size: int) -> dict[str, Path]:
 
 def build_cycle(base: Path, attempts: int, size: int) -> Path:
     """A warehouse of `attempts` attempts of the cycle, each with five objects of ~`size` bytes."""
-    from argusic.evidence import EvidenceStore
-    from argusic.warehouse import ingest
+    from argusic.core.evidence import EvidenceStore
+    from argusic.warehouse.load_runs import ingest
 
     store = EvidenceStore()
     records = base / "records"
@@ -102,9 +102,9 @@ def build_cycle(base: Path, attempts: int, size: int) -> Path:
 
 def measure(db: Path) -> tuple[float, int, int, float]:
     """(audit seconds, objects, bytes, sha256-in-memory seconds over the same bytes)."""
-    from argusic.audit import audit_refs, refs_of_connection
-    from argusic.evidence import EvidenceStore
-    from argusic.warehouse import connect
+    from argusic.core.evidence import EvidenceStore
+    from argusic.publication.audit import audit_refs, refs_of_connection
+    from argusic.warehouse.db import connect
 
     store = EvidenceStore()
     started = time.perf_counter()
@@ -127,9 +127,9 @@ def huge_child(mib: int) -> None:
     """Run in a child: one attempt whose served log is `mib` MiB; audit it; print peak RSS."""
     base = Path(os.environ["BENCH_BASE"])
     db = build_cycle(base, 1, 1024)
-    from argusic.audit import audit_refs, refs_of_connection
-    from argusic.evidence import EvidenceStore, served_key_for
-    from argusic.warehouse import connect
+    from argusic.core.evidence import EvidenceStore, served_key_for
+    from argusic.publication.audit import audit_refs, refs_of_connection
+    from argusic.warehouse.db import connect
 
     with connect(db, read_only=True) as con:
         refs = refs_of_connection(con, CYCLE)

@@ -56,9 +56,9 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests")]
 from airflow_screenshots import Api, free_port  # noqa: E402  (the REST client, reused)
-from argusic.airflow_tasks import run_id_for  # noqa: E402
 from argusic.bench_standin import STANDIN_ENV, STANDIN_LABEL  # noqa: E402
-from argusic.settings import runner_image  # noqa: E402
+from argusic.core.settings import runner_image  # noqa: E402
+from argusic.cycle.ids import run_id_for  # noqa: E402
 from test_dags import _synthetic_catalogue, airflow_env  # noqa: E402  (the fan-out test's catalogue)
 
 DAG = "argusic_cycle"

@@ -10,19 +10,20 @@ its own:
 * floor: ONE hand-written SQL statement computing the board from the raw records (validity, exact
   scores, middle of three, the exact 30% line, review exclusion, median per agent, rank, pass rate)
   on a read-only connection;
-* build (cold): ``argusic.build.build_warehouse`` in a fresh process, as a one-off ``argusic build``
-  does it: GX and dbt imports, parse, dbt build (seeds, models and data tests — unit tests are
-  excluded from production builds and run by tests/test_dbt_rules.py), then the GX expectations;
+* build (cold): ``argusic.warehouse.dbt_build.build_warehouse`` in a fresh process, as a one-off
+  ``argusic build`` does it: GX and dbt imports, parse, dbt build (seeds, models and data tests —
+  unit tests are excluded from production builds and run by tests/test_dbt_rules.py), then the GX
+  expectations;
 * build worker: a real ``argusic build-worker`` process (dbt and GX imported once, the parsed
   project kept) asked over its socket to build the same file ``--repeats`` more times after its first
   build; the median of those is the worker's figure;
 * check: marts.board (as the worker last built it) compared with the floor's board, value for value
   (exact fractions).
 
-Every build ends by publishing the analyst copy (``argusic.analyst``: a DuckDB snapshot of the marts,
-seeds and raw layer, and Parquet per mart) beside the benchmark's warehouse; its time is printed next
-to the build's. The build figures and their ratio to the floor are the dbt build and expectations
-alone (as before the copy existed); a second ratio includes the copy.
+Every build ends by publishing the analyst copy (``argusic.warehouse.analyst``: a DuckDB snapshot of the
+marts, seeds and raw layer, and Parquet per mart) beside the benchmark's warehouse; its time is printed next
+to the build's. The build figures and their ratio to the floor are the dbt build and expectations alone (as
+before the copy existed); a second ratio includes the copy.
 
 The target (issue "The whole methodology as tested SQL", Speed): full build + expectations within
 5x the floor at 1M attempts, under 2 GB peak memory. It is judged on the build worker, the shape
@@ -48,7 +49,7 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from argusic.warehouse import COLUMNS
+from argusic.warehouse.schema import COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SIZES = [10_000, 100_000, 1_000_000]
@@ -396,8 +397,8 @@ def floor_sql() -> str:
 
 def phase_generate(db: Path, size: int) -> dict:
     import duckdb
-    from argusic.decisions import ddl as decisions_ddl
-    from argusic.warehouse import RAW_DDL
+    from argusic.warehouse.decisions import ddl as decisions_ddl
+    from argusic.warehouse.schema import RAW_DDL
 
     agents, projects = plan(size)
     started = time.perf_counter()
@@ -438,7 +439,7 @@ def phase_floor(db: Path, out: Path) -> dict:
 def phase_build(db: Path, target: Path) -> dict:
     os.environ["DBT_TARGET_PATH"] = str(target)
     os.environ["DBT_LOG_PATH"] = str(target / "logs")
-    from argusic.build import build_warehouse
+    from argusic.warehouse.dbt_build import build_warehouse
 
     started = time.perf_counter()
     result = build_warehouse(db, quiet=True)
@@ -515,7 +516,7 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
     the steady state (the figure compared with the target is their median). The worker's peak memory
     is its own (os.wait4 after SIGTERM), over its whole life: imports and every build.
     """
-    from argusic.build_worker import request
+    from argusic.publication.build_worker import request
 
     socket_path = target.parent / "worker" / "build.sock"
     env = {**os.environ, "DBT_TARGET_PATH": str(target), "DBT_LOG_PATH": str(target / "logs")}

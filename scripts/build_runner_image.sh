@@ -4,7 +4,7 @@
 # Where a registry answers, `docker build` of the Dockerfile makes the same image; here there is
 # none, so the root filesystem comes from Debian's mirror through debootstrap and `docker import`.
 # Attempts run as the unprivileged user `agent` (uid/gid 10001, home /home/agent) made here; the
-# values must match argusic.containment (AGENT_UID, AGENT_GID, AGENT_HOME, RUNNER_LAYOUT), and the
+# values must match argusic.sandbox.containment (AGENT_UID, AGENT_GID, AGENT_HOME, RUNNER_LAYOUT), and the
 # package list the Dockerfile's.
 # Other images built the same way (scripts/build_grader_image.sh) pass ARGUSIC_IMAGE_EXTRA_PACKAGES (comma
 # separated Debian packages added to the runner's), ARGUSIC_IMAGE_LAYOUT_LABEL and ARGUSIC_IMAGE_LAYOUT;

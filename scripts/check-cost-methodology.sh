@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compare the spend-limit line of METHODOLOGY.md ("Per-run model key spend limit: <N> USD") with
 # the per-run key limit the orchestrator is really configured with ([keys] per_run_limit_usd, read
-# through argusic.settings.orchestrator_config()).
+# through argusic.core.settings.orchestrator_config()).
 #
 # Env overrides: METHODOLOGY_FILE (default: METHODOLOGY.md at the repository root),
 #                ARGUSIC_ORCHESTRATOR_CONFIG (default: plugins/argusic/orchestrator.toml).
@@ -13,4 +13,4 @@ PY="$ROOT/.venv/bin/python"
 [ -x "$PY" ] || PY=python3
 export PYTHONPATH="$ROOT/plugins${PYTHONPATH:+:$PYTHONPATH}"
 
-exec "$PY" -m argusic.methodology_guard cost "$METHODOLOGY_FILE"
+exec "$PY" -m argusic.ops.guards cost "$METHODOLOGY_FILE"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compare the time budget table of METHODOLOGY.md ("| Tier | Budget |") with the budgets the
-# orchestrator is really configured with (argusic.settings.orchestrator_config()).
+# orchestrator is really configured with (argusic.core.settings.orchestrator_config()).
 #
 # Env overrides: METHODOLOGY_FILE (default: METHODOLOGY.md at the repository root),
 #                ARGUSIC_ORCHESTRATOR_CONFIG (default: plugins/argusic/orchestrator.toml).
@@ -12,4 +12,4 @@ PY="$ROOT/.venv/bin/python"
 [ -x "$PY" ] || PY=python3
 export PYTHONPATH="$ROOT/plugins${PYTHONPATH:+:$PYTHONPATH}"
 
-exec "$PY" -m argusic.methodology_guard ttl "$METHODOLOGY_FILE"
+exec "$PY" -m argusic.ops.guards ttl "$METHODOLOGY_FILE"

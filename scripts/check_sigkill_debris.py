@@ -27,8 +27,8 @@ import time
 import uuid
 from pathlib import Path
 
-from argusic.containment import INSTALLATION_LABEL, loops_backed_by, mounts_under
-from argusic.settings import orchestrator_config
+from argusic.core.settings import orchestrator_config
+from argusic.sandbox.containment import INSTALLATION_LABEL, loops_backed_by, mounts_under
 
 import docker
 

@@ -219,7 +219,7 @@ airflow_common_env() {
   export AIRFLOW__CORE__FERNET_KEY="$FERNET_KEY"
   export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=admin:admin
   export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="$CLUSTER_DIR/simple_auth_manager_passwords.json.generated"
-  export AIRFLOW__CORE__HOSTNAME_CALLABLE=argusic.cluster_host.hostname
+  export AIRFLOW__CORE__HOSTNAME_CALLABLE=argusic.ops.cluster_host.hostname
   # Sized for a cycle's fan-out (11,007 mapped attempts per agent): the scheduler queues this many
   # task instances at once; the workers' concurrency bounds what actually runs.
   export AIRFLOW__CORE__MAX_MAP_LENGTH=16384
@@ -392,7 +392,7 @@ attempt_concurrency() {
   if [[ -n "${ARGUSIC_CLUSTER_ATTEMPT_CONCURRENCY:-}" ]]; then
     echo "$ARGUSIC_CLUSTER_ATTEMPT_CONCURRENCY"
   else
-    PYTHONPATH="$ROOT/plugins" "$PY" -m argusic.cluster_host concurrency
+    PYTHONPATH="$ROOT/plugins" "$PY" -m argusic.ops.cluster_host concurrency
   fi
 }
 

@@ -26,7 +26,7 @@ echo "== $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD)
   "$(docker image inspect --format '{{.Id}}' "${ARGUSIC_GRADER_IMAGE:-argusic-grader:bookworm}" | cut -c1-19)"
 
 git clone -q --bare "$REAL/tomli.bundle" "$WORK/repos/tomli.git"
-"$BIN/python" -c "from pathlib import Path; from argusic.forge import build_repair_forge; build_repair_forge(Path('$WORK/forge'))"
+"$BIN/python" -c "from pathlib import Path; from argusic.sources.forge import build_repair_forge; build_repair_forge(Path('$WORK/forge'))"
 declare -A MANIFEST=(
   [repairkit]=$ROOT/plugins/argusic/repair/manifests/repairkit.toml
   [tomli]=$REAL/tomli.toml [toolz]=$REAL/toolz.toml [six]=$REAL/six.toml

@@ -95,7 +95,7 @@ VALID_RECORD = {
 @pytest.fixture
 def record_doc(isolated: Path) -> dict:
     """A valid record whose evidence URIs are in the test's (isolated) evidence store."""
-    from argusic.settings import evidence_url
+    from argusic.core.settings import evidence_url
 
     doc = copy.deepcopy(VALID_RECORD)
     doc["evidence"] = evidence_refs(evidence_url())
@@ -151,7 +151,7 @@ DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"
 def dbt_build_copy(db: Path, tmp: Path) -> None:
     """`dbt build` of a copy of the project (target and logs under `tmp`) against the warehouse file
     `db`; fails naming every node that did not pass."""
-    from argusic.build import _release_dbt_duckdb
+    from argusic.warehouse.dbt_build import _release_dbt_duckdb
     from dbt.cli.main import dbtRunner
 
     project = tmp / "dbt_project"

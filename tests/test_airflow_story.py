@@ -11,20 +11,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
-from argusic.airflow_tasks import (
-    ConfigurationError,
-    cycle_id_of_run,
-    cycle_of_run_id,
-    label_of_attempt_id,
-    measured_records,
-    records_of_plan,
-    require_scaled_budgets_on_the_forge,
-    resolve_pool,
-    run_id_for,
-    write_plan,
-)
-from argusic.attempt import AttemptSpec, attempt_dir
-from argusic.pool import CatalogueError
+from argusic.core.layout import attempt_dir
+from argusic.core.spec import AttemptSpec, label_of_attempt_id
+from argusic.cycle.ids import cycle_id_of_run, cycle_of_run_id, run_id_for
+from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge, write_plan
+from argusic.cycle.pools import resolve_pool
+from argusic.cycle.run import measured_records, records_of_plan
+from argusic.sources.pool import CatalogueError
 from conftest import write_record
 from test_dags import _synthetic_catalogue
 
@@ -76,8 +69,8 @@ def test_a_different_pool_for_a_recorded_cycle_says_which_pool_and_how_on(isolat
 
 
 def test_real_budgets_on_the_demo_forge_are_refused_with_the_fix(isolated) -> None:
-    from argusic.forge import build_forge
-    from argusic.settings import forge_dir
+    from argusic.core.settings import forge_dir
+    from argusic.sources.forge import build_forge
 
     forge = build_forge(forge_dir())
     pool = resolve_pool("2026-12-f", catalogue=str(forge), size=3)
@@ -98,7 +91,7 @@ def test_ingest_reads_every_record_of_the_plan_reruns_included(isolated, record_
     catalogue = _synthetic_catalogue(isolated / "catalogue.json", established=4, recent=1)
     pool = resolve_pool("2026-12", catalogue=str(catalogue), size=2)
     specs = write_plan(pool, ["readme-runner"], attempts_per_pair=1)
-    from argusic.airflow_tasks import read_spec
+    from argusic.core.spec import read_spec
 
     first, second = (read_spec(p) for p in specs)
     write_record(attempt_dir(first), record_doc)
@@ -123,7 +116,7 @@ pid = os.fork()  # as Airflow's supervisor starts a task: fork, exit hooks clear
 if pid == 0:
     atexit._clear()
     if release:
-        from argusic.airflow_tasks import release_semaphores_at_exit
+        from argusic.warehouse.dbt_build import release_semaphores_at_exit
         release_semaphores_at_exit()
     locks = [multiprocessing.get_context("spawn").Lock() for _ in range(2)]  # what dbt makes
     atexit._run_exitfuncs()

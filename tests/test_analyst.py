@@ -20,8 +20,9 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from argusic import analyst, build
-from argusic.analyst import (
+from argusic.cli import app
+from argusic.warehouse import analyst, dbt_build
+from argusic.warehouse.analyst import (
     AnalystCopyError,
     AnalystCopyMissing,
     analyst_dir,
@@ -30,8 +31,7 @@ from argusic.analyst import (
     publish_analyst_copy,
     read_manifest,
 )
-from argusic.build import PublicationBlocked, build_warehouse
-from argusic.cli import app
+from argusic.warehouse.dbt_build import PublicationBlocked, build_warehouse
 from test_expectations import good_frames, write_marts
 from typer.testing import CliRunner
 
@@ -224,7 +224,7 @@ def _fake_dbt(frames_for: list):
 
     def run(project_dir, db_path, quiet, include_unit_tests=False, manifest=None, exclude=()):
         _warehouse(db_path, frames_for.pop(0))
-        return [build.NodeResult("model.argusic.board", "success", "")]
+        return [dbt_build.NodeResult("model.argusic.board", "success", "")]
 
     return run
 
@@ -236,7 +236,7 @@ def test_only_a_successful_build_publishes_and_two_copies_are_kept(tmp_path: Pat
     changed = good_frames()
     changed["attempt_scores"] = changed["attempt_scores"].iloc[:6]
     plan = [good_frames(), broken, changed, good_frames()]
-    monkeypatch.setattr(build, "_run_dbt", _fake_dbt(plan))
+    monkeypatch.setattr(dbt_build, "_run_dbt", _fake_dbt(plan))
 
     first = build_warehouse(db, project_dir=tmp_path)
     assert first.analyst is not None and first.analyst_seconds > 0
@@ -260,7 +260,7 @@ def test_only_a_successful_build_publishes_and_two_copies_are_kept(tmp_path: Pat
 HOLD_COPY = """
 import json, sys, time
 from pathlib import Path
-from argusic.analyst import connect_analyst
+from argusic.warehouse.analyst import connect_analyst
 target, release = Path(sys.argv[1]), Path(sys.argv[2])
 con = connect_analyst(target)
 count = lambda: con.execute("SELECT count(*) FROM marts.attempt_scores").fetchone()[0]
@@ -281,7 +281,7 @@ import json, sys, time
 from pathlib import Path
 import duckdb
 target, release = Path(sys.argv[1]), Path(sys.argv[2])
-def rows():  # as a fresh reader does: the link resolved once per read (argusic.analyst.parquet_dir)
+def rows():  # as a fresh reader does: the link resolved once per read (argusic.warehouse.analyst.parquet_dir)
     glob = str(target.resolve() / "parquet" / "attempt_scores" / "**" / "*.parquet")
     with duckdb.connect() as con:
         query = f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning = true)"
@@ -368,7 +368,7 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
     """A real cycle (demo forge, local executor: pool → attempts → ingest → build → publish) runs while
     one process holds a read-only DuckDB connection on the analyst copy and another reads its Parquet
     files over and over. ARGUSIC_LOCK_TIMEOUT=0 turns any wait for the warehouse into a failure."""
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     build_forge(isolated / "forge")
     env = dict(
@@ -395,7 +395,7 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
     assert second.returncode == 0, output
     assert "waiting" not in output and "gave up" not in output and "Traceback" not in output
     assert "Argusic board — cycle 2027-01" in output and "published " in output
-    from argusic.environment import current_edition
+    from argusic.attempts.environment import current_edition
 
     assert f"harness edition of this cycle: {current_edition().edition}" in output  # its records name it
     assert held_report == {"seen": [6], "errors": []}  # its snapshot, unchanged, no error

@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic import executor as executor_mod
-from argusic.attempt import AttemptSpec, run_attempt, run_with_reruns
-from argusic.evidence import EvidenceStore
-from argusic.executor import LocalExecutor
-from argusic.record import load_record_file
+from argusic.attempts.run import run_attempt
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import load_record_file
+from argusic.core.spec import AttemptSpec
+from argusic.cycle.run import run_with_reruns
+from argusic.sandbox import executor as executor_mod
+from argusic.sandbox.executor import LocalExecutor
 from test_executor import make_repo
 
 # Behaviour is chosen by the MODE file of the fixture repo.
@@ -159,7 +161,7 @@ def test_record_json_is_the_contract_shape(tmp_path, scripted):
 @pytest.fixture
 def routed_agent(monkeypatch):
     """Register a stand-in agent routed through our gateway (key kind per_run)."""
-    from argusic import agents
+    from argusic.attempts import agents
 
     driver = agents.AgentDriver("routed-agent", "readme-runner", (), "per_run")
     monkeypatch.setitem(agents.DRIVERS, "routed-agent", driver)
@@ -197,7 +199,7 @@ def test_key_deleted_when_attempt_times_out(tmp_path, scripted, routed_agent):
 
 
 def test_no_key_means_the_attempt_does_not_start(tmp_path, scripted, routed_agent, monkeypatch):
-    from argusic.keys import KeyUnavailable
+    from argusic.attempts.keys import KeyUnavailable
     from test_keys import FakeBroker
 
     broker = FakeBroker()
@@ -225,7 +227,7 @@ def test_served_copies_are_recorded(tmp_path, scripted):
 
 
 def test_cancelled_attempt_leaves_no_key_in_its_output(tmp_path, scripted, routed_agent):
-    from argusic.keys import AttemptCancelled
+    from argusic.attempts.keys import AttemptCancelled
     from test_keys import FakeBroker
 
     class CancelledAfterOutput(LocalExecutor):
@@ -250,7 +252,7 @@ def test_cancelled_attempt_leaves_no_key_in_its_output(tmp_path, scripted, route
 def _fake_tasks(
     monkeypatch: pytest.MonkeyPatch, artifacts: tuple[str, ...], seen: list | None = None
 ) -> None:
-    """A stand-in for argusic.judging.tasks (written elsewhere): task_for gives these globs."""
+    """A stand-in for argusic.core.tasks (written elsewhere): task_for gives these globs."""
     import sys
     import types
 
@@ -259,16 +261,15 @@ def _fake_tasks(
             seen.append((purpose, project_id))
         return types.SimpleNamespace(artifacts=artifacts)
 
-    module = types.ModuleType("argusic.judging.tasks")
+    module = types.ModuleType("argusic.core.tasks")
     module.task_for = task_for
-    monkeypatch.setitem(sys.modules, "argusic.judging", types.ModuleType("argusic.judging"))
-    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", module)
+    monkeypatch.setitem(sys.modules, "argusic.core.tasks", module)
 
 
 def test_artifact_globs_come_from_the_task_or_are_none_without_the_package(monkeypatch):
     import sys
 
-    from argusic.attempt import artifact_globs
+    from argusic.attempts.common import artifact_globs
 
     spec = _spec(Path("/nowhere"), "0" * 40, project="weatherfetch", purpose="verdict")
     seen: list = []
@@ -278,7 +279,7 @@ def test_artifact_globs_come_from_the_task_or_are_none_without_the_package(monke
     _fake_tasks(monkeypatch, ("/etc/*.conf",))
     with pytest.raises(ValueError, match="absolute"):
         artifact_globs(spec)
-    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", None)  # not installed: ImportError
+    monkeypatch.setitem(sys.modules, "argusic.core.tasks", None)  # not installed: ImportError
     assert artifact_globs(spec) == ()
 
 
@@ -286,14 +287,14 @@ def test_a_broken_task_definition_is_not_taken_for_a_missing_package(monkeypatch
     import sys
     import types
 
-    from argusic.attempt import artifact_globs
+    from argusic.attempts.common import artifact_globs
 
     def task_for(purpose: str, project_id: str):
         raise ValueError("install_and_run.toml: artifacts: not a list")
 
-    module = types.ModuleType("argusic.judging.tasks")
+    module = types.ModuleType("argusic.core.tasks")
     module.task_for = task_for
-    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", module)
+    monkeypatch.setitem(sys.modules, "argusic.core.tasks", module)
     with pytest.raises(ValueError, match="install_and_run.toml"):
         artifact_globs(_spec(Path("/nowhere"), "0" * 40))
 
@@ -311,7 +312,7 @@ def test_run_attempt_lands_the_tasks_artifacts_beside_valid_evidence(tmp_path, s
 def test_run_attempt_without_the_tasks_package_lands_no_artifacts(tmp_path, scripted, monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "argusic.judging.tasks", None)
+    monkeypatch.setitem(sys.modules, "argusic.core.tasks", None)
     path, _ = _run(tmp_path, "page")
     assert load_record_file(path).invalid_reason is None
     assert not (path.parent / "out" / "artifacts").exists()

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from argusic.attempt_page import load_player_assets, write_report
-from argusic.replay import find_attempt
+from argusic.publication.attempt_page import load_player_assets, write_report
+from argusic.publication.replay import find_attempt
 from test_replay import ATTEMPT_ID, HOSTILE_CAST, HOSTILE_LOG, HOSTILE_OUTPUT, land_attempt
 
 pytestmark = pytest.mark.slow

@@ -4,10 +4,10 @@ import hashlib
 import json
 
 import pytest
-from argusic.audit import audit_warehouse
 from argusic.cli import app
-from argusic.evidence import EvidenceStore
-from argusic.warehouse import ingest
+from argusic.core.evidence import EvidenceStore
+from argusic.publication.audit import audit_warehouse
+from argusic.warehouse.load_runs import ingest
 from conftest import write_record
 from typer.testing import CliRunner
 
@@ -45,9 +45,9 @@ def test_audit_passes_then_reports_tampered_and_missing_objects(isolated, record
 # -- served copies, bad URIs, publication ------------------------------------------------------------
 def _attempt_with_served_copies(isolated, record_doc, cycle_id: str = "2026-12") -> dict:
     """A record whose raw evidence is landed and whose served copies were made the real way
-    (attempt.with_presentation: masked and stored under served/<attempt id>/…), then ingested."""
-    from argusic.attempt import with_presentation
-    from argusic.record import parse_record
+    (attempts.common.with_presentation: masked and stored under served/<attempt id>/…), then ingested."""
+    from argusic.attempts.common import with_presentation
+    from argusic.core.record import parse_record
     from test_masking import make_cast
 
     store = EvidenceStore()
@@ -103,7 +103,7 @@ def test_audit_covers_served_copies(isolated, record_doc):
 def _insert_raw(db, attempt_id: str, refs: dict, served: dict | None = None) -> None:
     """A row as a warehouse loaded before these checks (or edited by hand) could hold it: no ingest."""
     import duckdb
-    from argusic.warehouse import COLUMNS, RAW_DDL
+    from argusic.warehouse.schema import COLUMNS, RAW_DDL
 
     doc = {"attempt_id": attempt_id, "presentation": None if served is None else {
         k: served.get(k) for k in ("log", "recording")}}  # fmt: skip
@@ -175,7 +175,7 @@ def test_audit_reports_every_bad_uri_and_goes_on(isolated, record_doc):
 
 
 def test_audit_reads_the_warehouse_in_pages(isolated, record_doc):
-    from argusic.audit import refs_from_warehouse
+    from argusic.publication.audit import refs_from_warehouse
 
     _attempt_with_served_copies(isolated, record_doc)
     db = isolated / "warehouse" / "argusic.duckdb"
@@ -187,7 +187,8 @@ def test_audit_reads_the_warehouse_in_pages(isolated, record_doc):
 
 
 def test_publication_refuses_an_attempt_whose_evidence_fails_the_audit(isolated, record_doc):
-    from argusic.build import PublicationBlocked, publish_board
+    from argusic.publication.board import publish_board
+    from argusic.warehouse.dbt_build import PublicationBlocked
     from test_expectations import good_frames, write_marts
 
     doc = _attempt_with_served_copies(isolated, record_doc, cycle_id="c1")

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic import build_worker
-from argusic.build import BuildSession, PublicationBlocked, project_fingerprint, seed_only_tests
-from argusic.build_worker import BuildWorkerError, request
+from argusic.publication import build_worker
+from argusic.publication.build_worker import BuildWorkerError, request
+from argusic.warehouse.dbt_build import BuildSession, PublicationBlocked, project_fingerprint, seed_only_tests
 from test_expectations import good_frames, standin_project
 
 # ---------------------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def test_without_an_answering_worker_builds_run_in_process(tmp_path: Path, monke
     monkeypatch.delenv(build_worker.SOCKET_ENV, raising=False)
     assert build_worker.build_or_delegate(tmp_path / "w.duckdb") == "in-process summary"
     monkeypatch.setenv(build_worker.SOCKET_ENV, str(tmp_path / "dead.sock"))
-    with caplog.at_level(logging.WARNING, logger="argusic.build_worker"):
+    with caplog.at_level(logging.WARNING, logger="argusic.publication.build_worker"):
         assert build_worker.build_or_delegate(tmp_path / "w.duckdb") == "in-process summary"
     assert "no build worker answers there" in caplog.text
     assert calls == [tmp_path / "w.duckdb"] * 2
@@ -196,7 +196,7 @@ def test_project_fingerprint_follows_project_files_but_not_dbt_output(tmp_path: 
 
 @pytest.mark.slow
 def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path: Path) -> None:
-    from argusic.warehouse import RAW_DDL
+    from argusic.warehouse.schema import RAW_DDL
 
     db = tmp_path / "w.duckdb"
     with duckdb.connect(str(db)) as con:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from argusic import catalogue as catalogue_mod
-from argusic.catalogue import (
+from argusic.sources import catalogue as catalogue_mod
+from argusic.sources.catalogue import (
     SCHEMA_FILE,
     CatalogueError,
     licence_is_permissive,
@@ -18,8 +18,8 @@ from argusic.catalogue import (
     normalise_licence,
     schema_text,
 )
-from argusic.mirror import SourceError, parse_source
-from argusic.pool import draw_pool, largest_split, shortfall_message
+from argusic.sources.mirror import SourceError, parse_source
+from argusic.sources.pool import draw_pool, largest_split, shortfall_message
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -142,10 +142,12 @@ def test_normalised_spellings_are_reported_as_notices_and_accepted(tmp_path):
 
 
 def test_the_committed_json_schema_is_the_generated_one_and_validates_real_catalogues(tmp_path):
-    assert SCHEMA_FILE.read_text() == schema_text(), "regenerate: python -m argusic.catalogue --schema"
+    assert SCHEMA_FILE.read_text() == schema_text(), (
+        "regenerate: python -m argusic.sources.catalogue --schema"
+    )
     schema = json.loads(SCHEMA_FILE.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     forge_catalogue = json.loads(build_forge(tmp_path / "forge").read_text())
     jsonschema.validate(forge_catalogue, schema)

@@ -1,4 +1,4 @@
-"""The agent's changes in an install-and-run attempt (argusic.changes): computed on the host against
+"""The agent's changes in an install-and-run attempt (argusic.sandbox.changes): computed on the host against
 our repository's pinned commit, the project folder read as hostile."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from argusic.changes import CHANGES_FILE, MAX_FILE_BYTES, collect_changes, land_changes
+from argusic.sandbox.changes import CHANGES_FILE, MAX_FILE_BYTES, collect_changes, land_changes
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 

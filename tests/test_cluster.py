@@ -1,4 +1,4 @@
-"""The loopback cluster (scripts/cluster.sh) and the worker host names (argusic.cluster_host)."""
+"""The loopback cluster (scripts/cluster.sh) and the worker host names (argusic.ops.cluster_host)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from argusic import cluster_host
-from argusic.settings import orchestrator_config
+from argusic.core.settings import orchestrator_config
+from argusic.ops import cluster_host
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "cluster.sh"
@@ -40,7 +40,7 @@ def test_hostname_refuses_what_is_not_a_host_name(monkeypatch: pytest.MonkeyPatc
 def test_airflow_records_the_name_through_the_hostname_callable(monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.utils.net import get_hostname
 
-    monkeypatch.setenv("AIRFLOW__CORE__HOSTNAME_CALLABLE", "argusic.cluster_host.hostname")
+    monkeypatch.setenv("AIRFLOW__CORE__HOSTNAME_CALLABLE", "argusic.ops.cluster_host.hostname")
     monkeypatch.setenv("ARGUSIC_HOSTNAME", "warehouse")
     assert get_hostname() == "warehouse"
 
@@ -61,7 +61,7 @@ def test_attempt_concurrency_defaults_to_this_host_and_the_orchestrator_config()
     expected = max(1, int(cores // orchestrator_config().container_cpus))
     assert cluster_host.attempt_concurrency() == expected
     out = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "python"), "-m", "argusic.cluster_host", "concurrency"],
+        [str(ROOT / ".venv" / "bin" / "python"), "-m", "argusic.ops.cluster_host", "concurrency"],
         capture_output=True,
         text=True,
         check=True,

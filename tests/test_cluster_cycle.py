@@ -142,7 +142,7 @@ class Api:
 def _forge_served(base: Path) -> tuple[Path, subprocess.Popen]:
     """The demo forge's repositories behind `git daemon` on 127.0.0.1, and a catalogue naming them by
     git:// URL (each host mirrors them itself)."""
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue_path = build_forge(base / "forge")
     repos = base / "forge" / "repos"
@@ -281,7 +281,7 @@ def cluster(request) -> SharedCluster:
     DAGs folder holding the project's DAGs and the probe DAG; its attempt workers may read the
     benchmark's catalogue folder. Stopped by the last test, which checks that nothing is left; kept
     with its logs when a test of the module failed."""
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker daemon")
@@ -543,7 +543,7 @@ def _cycle_with_a_lost_worker(
     # and scratch folders at once (seen: nothing left); whatever they could not is removed by the
     # maintenance DAG once past its deadline and grace (containers), or by the next attempt's sweep
     # there (folders).
-    from argusic.settings import orchestrator_config
+    from argusic.core.settings import orchestrator_config
 
     budget = max(orchestrator_config().budgets_minutes.values()) * 60 / 360  # demo budgets
     removable_at = kill["at"] + budget + 120 + ORPHAN_GRACE  # 120: watchdog grace and slack
@@ -717,8 +717,8 @@ def test_the_same_cycle_on_one_machine_gives_the_same_board_and_runs_once(
     (the cycle test above), byte for byte but for its timestamps. (Told once: this was also
     tests/test_dags.py's Docker cycle, on another pool.)"""
     import duckdb
-    from argusic.executor import docker_available
-    from argusic.record import load_record_file
+    from argusic.core.record import load_record_file
+    from argusic.sandbox.executor import docker_available
     from hitl_people import Answerer, Person, api_server
     from test_dags import airflow_env, dag_test, env_for, migrate_metadata_db
 

@@ -282,7 +282,7 @@ def test_every_airflow_service_has_one_store_and_one_installation(resolved: dict
     assert env["AIRFLOW__LOGGING__REMOTE_BASE_LOG_FOLDER"] == f"s3://{bucket}/logs"
     assert env["AWS_ENDPOINT_URL"] == "http://minio:9000"
     assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
-    assert env["AIRFLOW__CORE__HOSTNAME_CALLABLE"] == "argusic.cluster_host.hostname"
+    assert env["AIRFLOW__CORE__HOSTNAME_CALLABLE"] == "argusic.ops.cluster_host.hostname"
 
 
 def test_every_airflow_setting_is_one_airflow_knows(resolved: dict) -> None:
@@ -476,7 +476,7 @@ def test_dependencies_wait_for_health(resolved: dict) -> None:
 def test_image_id_survives_save_and_load(tmp_path: Path) -> None:
     """The cycle pin records the runner image by id; a `docker save` archive loaded on another engine
     gives the same id (here: saved, removed, loaded again on this engine)."""
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker engine answers")

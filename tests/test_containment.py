@@ -34,18 +34,20 @@ import uuid
 from pathlib import Path
 
 import pytest
-from argusic.attempt import AttemptSpec, attempt_dir, run_attempt
-from argusic.containment import (
+from argusic.attempts.run import run_attempt
+from argusic.core.evidence import EvidenceStore
+from argusic.core.layout import attempt_dir
+from argusic.core.record import load_record_file
+from argusic.core.spec import AttemptSpec
+from argusic.sandbox.containment import (
     INSTALLATION_LABEL,
     Containment,
     loops_backed_by,
     mounts_under,
     sweep_debris,
 )
-from argusic.evidence import EvidenceStore
-from argusic.executor import LABEL, DockerExecutor, container_name, docker_available
-from argusic.landing import LandingLimits
-from argusic.record import load_record_file
+from argusic.sandbox.executor import LABEL, DockerExecutor, container_name, docker_available
+from argusic.sandbox.landing import LandingLimits
 from test_executor import _git
 
 pytestmark = [
@@ -368,11 +370,12 @@ def test_privilege_probes_find_nothing(env, tmp_path):
 DRIVER = r"""
 import dataclasses, json, sys
 from pathlib import Path
-from argusic.attempt import AttemptSpec, run_attempt
-from argusic.containment import Containment
-from argusic.evidence import EvidenceStore
-from argusic.executor import DockerExecutor
-from argusic.landing import LandingLimits
+from argusic.core.spec import AttemptSpec
+from argusic.attempts.run import run_attempt
+from argusic.sandbox.containment import Containment
+from argusic.core.evidence import EvidenceStore
+from argusic.sandbox.executor import DockerExecutor
+from argusic.sandbox.landing import LandingLimits
 
 spec = AttemptSpec.model_validate_json(sys.argv[1])
 base = Path(sys.argv[2])
@@ -542,8 +545,8 @@ def test_the_clean_up_of_a_killed_try_never_removes_a_retrys_container_of_the_sa
     try's scratch folder. The sweep removes the folder, and the container of that name only if it is
     the killed try's own: the retry's, running elsewhere, is kept (it was removed by name, and the
     retry was recorded invalid and rerun)."""
-    from argusic.containment import OWNER_FILE, SCRATCH_LABEL, AttemptScratch
-    from argusic.settings import runner_image
+    from argusic.core.settings import runner_image
+    from argusic.sandbox.containment import OWNER_FILE, SCRATCH_LABEL, AttemptScratch
 
     import docker
 

@@ -7,10 +7,13 @@ import json
 from datetime import datetime
 
 import pytest
-from argusic.airflow_tasks import NothingPlanned, ingest_cycle_records, read_spec, write_plan
-from argusic.cycle import CycleFailed, latest_cycle_of, tally_records
-from argusic.environment import EnvironmentRefused
-from argusic.pool import Pool, PoolEntry
+from argusic.attempts.environment import EnvironmentRefused
+from argusic.core.spec import read_spec
+from argusic.cycle.plan import NothingPlanned, write_plan
+from argusic.cycle.pools import latest_cycle_of
+from argusic.cycle.tally import CycleFailed, tally_records
+from argusic.sources.pool import Pool, PoolEntry
+from argusic.warehouse.load_runs import ingest_cycle_records
 from conftest import write_record
 
 

@@ -337,7 +337,9 @@ def test_shards_partition_the_plan_and_keep_pairs_together(tmp_path: Path, monke
     monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(tmp_path / "published"))
     monkeypatch.setenv("ARGUSIC_REPO_ROOTS", str(tmp_path))
-    from argusic.airflow_tasks import PlanTooLarge, read_spec, resolve_pool, write_plan
+    from argusic.core.spec import read_spec
+    from argusic.cycle.plan import PlanTooLarge, write_plan
+    from argusic.cycle.pools import resolve_pool
 
     catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=40, recent=10)
     pool = resolve_pool("2026-12", catalogue=str(catalogue), size=50)
@@ -360,7 +362,9 @@ def test_shards_partition_the_plan_and_keep_pairs_together(tmp_path: Path, monke
 
 @pytest.fixture(scope="module")
 def forge(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    forge_mod = pytest.importorskip("argusic.forge", reason="argusic.forge.build_forge not written yet")
+    forge_mod = pytest.importorskip(
+        "argusic.sources.forge", reason="argusic.sources.forge.build_forge not written yet"
+    )
     return forge_mod.build_forge(tmp_path_factory.mktemp("forge"))
 
 
@@ -448,8 +452,8 @@ import json, os, sys
 from pathlib import Path
 sys.path.insert(0, os.environ["TESTS_DIR"])
 from conftest import VALID_RECORD, write_record
-from argusic.evidence import EvidenceStore
-from argusic.warehouse import ingest
+from argusic.core.evidence import EvidenceStore
+from argusic.warehouse.load_runs import ingest
 base = Path(os.environ["BASE"])
 store = EvidenceStore()
 doc = json.loads(json.dumps(VALID_RECORD))
@@ -486,7 +490,7 @@ print("@@RESULT@@" + json.dumps(doc["evidence"]))
 def test_configuration_errors_fail_at_once_with_the_fix(airflow_db, tmp_path) -> None:
     """A different pool for a recorded cycle, and real budgets on the demo forge: each fails its task
     on the first try (no retries), saying how to go on."""
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue = _synthetic_catalogue(tmp_path / "catalogue.json", established=8, recent=2)
     forge = build_forge(tmp_path / "forge")
@@ -533,7 +537,7 @@ def _empty_image(tag: str) -> str:
 def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_ingest(
     airflow_db, forge, tmp_path
 ):
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker daemon")
@@ -559,7 +563,7 @@ def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_inge
     assert run["state"] == "failed" and states(run, "publish") == ["upstream_failed"]
     # containers that were created but never started (the image has no python3) are gone too
     installation = subprocess.run(
-        [sys.executable, "-c", "from argusic.settings import installation_id; print(installation_id())"],
+        [sys.executable, "-c", "from argusic.core.settings import installation_id; print(installation_id())"],
         env=env, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     left = subprocess.run(

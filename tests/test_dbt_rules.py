@@ -2,7 +2,7 @@
 
 One `dbt build` per module (seeds, models, data tests and every dbt unit test) into a temporary
 DuckDB file, on a temporary copy of dbt_project/, with three people's review decisions in the
-warehouse's decisions schema (as argusic.decisions records them).
+warehouse's decisions schema (as argusic.warehouse.decisions records them).
 Nothing here computes a score: the expected values are written by hand from RULES.md.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.warehouse import COLUMNS, RAW_DDL, migrate_raw
+from argusic.warehouse.schema import COLUMNS, RAW_DDL, migrate_raw
 
 pytestmark = pytest.mark.slow
 
@@ -375,7 +375,7 @@ def test_build_passes_every_node_including_unit_tests(built):
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):
     """The marts' column checks live in the GX suites (not in dbt): on these hand-made records every
     one of them applies (no column missing, nothing skipped) and passes."""
-    from argusic.expectations import validate_connection
+    from argusic.warehouse.expectations.validate import validate_connection
 
     report = validate_connection(built["con"])
     assert report.success, report.summary()
@@ -646,7 +646,7 @@ def test_cycle_environments_and_the_board_say_which_harness_ran(built):
 
 
 def test_harness_editions_effective_date_comes_from_the_records(built):
-    from argusic.environment import harness_editions
+    from argusic.attempts.environment import harness_editions
 
     editions = {r["edition"]: r for r in q(built, "select * from marts.harness_editions")}
     assert set(editions) == {e.edition for e in harness_editions()}  # one row per changelog entry
@@ -720,7 +720,7 @@ def test_hardware_estimates_and_speed_bounds(built):
 
 def test_raw_run_records_without_its_primary_key_fails_the_source_test(tmp_path: Path):
     """attempt_id's uniqueness rests on the raw table's PRIMARY KEY: a raw table without it fails."""
-    from argusic.build import _release_dbt_duckdb
+    from argusic.warehouse.dbt_build import _release_dbt_duckdb
     from dbt.cli.main import dbtRunner
 
     db = tmp_path / "warehouse.duckdb"
@@ -743,10 +743,10 @@ def test_raw_run_records_without_its_primary_key_fails_the_source_test(tmp_path:
 
 def test_every_mart_and_column_is_described(built):
     """Every mart and every one of its columns has a description (they become the DuckDB comments of
-    the analyst copy, argusic.analyst.descriptions_of), and no yml describes a column its mart does not
-    have (a typo would leave the real column undescribed, silently)."""
+    the analyst copy, argusic.warehouse.analyst.descriptions_of), and no yml describes a column its
+    mart does not have (a typo would leave the real column undescribed, silently)."""
     import yaml
-    from argusic.analyst import descriptions_of
+    from argusic.warehouse.analyst import descriptions_of
 
     columns = {
         (r["table_name"], r["column_name"])

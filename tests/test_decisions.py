@@ -6,7 +6,7 @@ from datetime import datetime
 
 import duckdb
 import pytest
-from argusic import decisions
+from argusic.warehouse import decisions
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
-from argusic.executor import docker_available
+from argusic.sandbox.executor import docker_available
 from test_attempt_page_browser import BROWSER_ARGS, chromium
 from test_dbt_rules import DBT_PROJECT, sponsor
 from test_site import link_problems, number_problems, published_values
@@ -76,8 +76,8 @@ def demo(demo_run) -> Path:
 
 def test_demo_cycle_end_to_end_twice(demo_run) -> None:
     from argusic.cli import app
-    from argusic.evidence import EvidenceStore
-    from argusic.record import load_record_file
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
     from typer.testing import CliRunner
 
     isolated, output = demo_run
@@ -164,7 +164,7 @@ def test_demo_cycle_end_to_end_twice(demo_run) -> None:
 @pytest.fixture(scope="module")
 def served(demo: Path):
     """The preview server on 127.0.0.1 (any free port), serving the published site."""
-    from argusic.site.serve import make_server
+    from argusic.publication.site.serve import make_server
 
     server = make_server(demo / "site", "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -280,8 +280,8 @@ def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served:
     board says which harness edition the cycle ran (every attempt recorded one) and links its entry
     in the harness changelog, which gives its written and effective dates; a run page of the sponsored
     agent says so too, with the edition and the image digest the attempt ran in."""
-    from argusic.environment import current_edition
-    from argusic.evidence import served_segment
+    from argusic.attempts.environment import current_edition
+    from argusic.core.evidence import served_segment
     from selenium.webdriver.common.by import By
 
     board = json.loads((demo / CYCLE / "board.json").read_text())
@@ -338,8 +338,8 @@ def test_project_page_links_where_each_attempt_stopped(demo: Path, served: str, 
 
 
 def test_recording_plays(demo: Path, served: str, browser, tmp_path) -> None:
-    from argusic.evidence import served_segment
-    from argusic.replay import strip_terminal_codes
+    from argusic.core.evidence import served_segment
+    from argusic.publication.replay import strip_terminal_codes
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -370,7 +370,7 @@ def test_recording_plays(demo: Path, served: str, browser, tmp_path) -> None:
 
 
 def test_same_published_files_give_the_same_site(demo: Path, tmp_path: Path) -> None:
-    from argusic.site import build_site
+    from argusic.publication.site import build_site
 
     def tree(root: Path) -> dict[str, tuple[int, bytes]]:
         return {
@@ -388,10 +388,10 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
     """marts.attempt_corrections (the review step's contract), hand-made: the original's page shows
     the note (authors' dashes as commas) and links the rerun; the rerun's page links back."""
     import duckdb
-    from argusic.build import publish_board
-    from argusic.cycle import publish_dir
-    from argusic.evidence import served_segment
-    from argusic.settings import warehouse_path
+    from argusic.core.evidence import served_segment
+    from argusic.core.layout import publish_dir
+    from argusic.core.settings import warehouse_path
+    from argusic.publication.board import publish_board
     from selenium.webdriver.common.by import By
 
     attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]

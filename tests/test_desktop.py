@@ -20,12 +20,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from argusic.environment import Pin, attempt_display
-from argusic.executor import DISPLAY_NUMBER, _bootstrap_script, display_size, docker_available
-from argusic.forge import DESKTOP_CATALOGUE, FIXTURES, build_desktop_forge, build_forge, checkout
+from argusic.attempts.environment import Pin, attempt_display
+from argusic.core.record import Display
 from argusic.harness import HARNESS_DIR, xdisplay
 from argusic.harness.readme_runner import GUI_UP_SECONDS
-from argusic.record import Display
+from argusic.sandbox.executor import DISPLAY_NUMBER, _bootstrap_script, display_size, docker_available
+from argusic.sources.forge import DESKTOP_CATALOGUE, FIXTURES, build_desktop_forge, build_forge, checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = HARNESS_DIR / "readme_runner.py"
@@ -341,7 +341,7 @@ def desktop_image() -> str:
         timeout=1800,
     )
     assert done.returncode == 0, done.stderr
-    from argusic.settings import runner_image
+    from argusic.core.settings import runner_image
 
     return runner_image()
 
@@ -352,11 +352,12 @@ def desktop_image() -> str:
 def test_tk_application_end_to_end_in_docker(isolated, desktop_image):
     """A real attempt of the reference agent on the demo Tk clock: the record has the display, the
     report says it ran (its window stayed up on :99), and nothing was decoded."""
-    from argusic.attempt import AttemptSpec, run_attempt
-    from argusic.evidence import EvidenceStore
-    from argusic.executor import DockerExecutor
-    from argusic.record import load_record_file
-    from argusic.settings import evidence_url, forge_dir, orchestrator_config
+    from argusic.attempts.run import run_attempt
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.core.settings import evidence_url, forge_dir, orchestrator_config
+    from argusic.core.spec import AttemptSpec
+    from argusic.sandbox.executor import DockerExecutor
 
     catalogue = json.loads(build_desktop_forge(forge_dir()).read_text())
     c = catalogue["candidates"][0]
@@ -391,11 +392,12 @@ def test_tk_application_end_to_end_in_docker(isolated, desktop_image):
 @needs_docker
 def test_a_forged_display_file_is_not_recorded(isolated, desktop_image, tmp_path):
     """A project that writes garbage into /out/display.json: the attempt is valid, its display None."""
-    from argusic.attempt import AttemptSpec, run_attempt
-    from argusic.evidence import EvidenceStore
-    from argusic.executor import DockerExecutor
-    from argusic.record import load_record_file
-    from argusic.settings import evidence_url
+    from argusic.attempts.run import run_attempt
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.core.settings import evidence_url
+    from argusic.core.spec import AttemptSpec
+    from argusic.sandbox.executor import DockerExecutor
 
     work = tmp_path / "src"
     work.mkdir()

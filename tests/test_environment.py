@@ -9,21 +9,22 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic import environment as env_mod
-from argusic.attempt import AttemptSpec, run_attempt
-from argusic.environment import (
+from argusic.attempts import environment as env_mod
+from argusic.attempts.environment import (
     EnvironmentRefused,
     HarnessUnrecorded,
     current_edition,
     ensure_pin,
     harness_editions,
-    read_display,
     read_pin,
     scaffold_sha256,
 )
-from argusic.evidence import EvidenceStore
-from argusic.executor import DockerExecutor, LocalExecutor, docker_available
-from argusic.record import load_record_file, parse_record
+from argusic.attempts.run import run_attempt
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import load_record_file, parse_record
+from argusic.core.spec import AttemptSpec
+from argusic.sandbox.executor import DockerExecutor, LocalExecutor, docker_available
+from argusic.sandbox.launch import read_display
 from test_attempt import scripted  # noqa: F401 (fixture)
 from test_executor import make_repo
 
@@ -163,7 +164,7 @@ def _build(client, base: str, tag: str, label: str) -> str:
 @pytest.mark.slow
 @needs_docker
 def test_rebuilt_runner_image_mid_cycle_keeps_the_pinned_digest(isolated, tmp_path, monkeypatch, scripted):  # noqa: F811
-    from argusic.settings import runner_image
+    from argusic.core.settings import runner_image
 
     import docker
 

@@ -5,7 +5,7 @@ import re
 
 import boto3
 import pytest
-from argusic.evidence import EvidenceConflict, EvidenceStore
+from argusic.core.evidence import EvidenceConflict, EvidenceStore
 
 
 def _exercise(store: EvidenceStore, tmp_path):
@@ -72,7 +72,7 @@ def test_put_file_streams_under_a_given_key_and_copies_back(tmp_path):
 
 
 def test_installation_id_is_derived_from_locations_or_set(monkeypatch, tmp_path):
-    from argusic.settings import installation_id
+    from argusic.core.settings import installation_id
 
     monkeypatch.delenv("ARGUSIC_INSTALLATION", raising=False)
     monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(tmp_path / "a" / "w.duckdb"))
@@ -111,7 +111,7 @@ OTHER_SHA = hashlib.sha256(b"other").hexdigest()
     ],
 )
 def test_store_refuses_keys_that_escape_its_root(tmp_path, key, problem):
-    from argusic.evidence import EvidenceKeyError
+    from argusic.core.evidence import EvidenceKeyError
 
     store = EvidenceStore((tmp_path / "ev").as_uri())
     source = tmp_path / "log.txt"
@@ -142,7 +142,7 @@ def test_store_refuses_keys_that_escape_its_root(tmp_path, key, problem):
     ],
 )
 def test_store_refuses_keys_that_do_not_name_their_content(tmp_path, key, problem):
-    from argusic.evidence import EvidenceKeyError
+    from argusic.core.evidence import EvidenceKeyError
 
     store = EvidenceStore((tmp_path / "ev").as_uri())
     source = tmp_path / "log.txt"
@@ -160,7 +160,7 @@ def test_store_refuses_keys_that_do_not_name_their_content(tmp_path, key, proble
 def test_store_reads_no_link_and_no_fifo(tmp_path):
     import os
 
-    from argusic.evidence import EvidenceMissing, EvidenceUnreadable
+    from argusic.core.evidence import EvidenceMissing, EvidenceUnreadable
 
     store = EvidenceStore((tmp_path / "ev").as_uri())
     secret = tmp_path / "host-secret"
@@ -181,8 +181,8 @@ def test_store_reads_no_link_and_no_fifo(tmp_path):
 
 
 def test_served_keys_follow_presentations_rule():
-    from argusic.evidence import served_key_for
-    from argusic.presentation import served_key
+    from argusic.attempts.presentation import served_key
+    from argusic.core.evidence import served_key_for
 
     for attempt_id in ("2026-12.board.readme-runner.wavgen.a1.r2", "legacy id/with:odd@chars+"):
         for kind in ("log", "recording"):
@@ -207,9 +207,9 @@ def test_served_keys_follow_presentations_rule():
     ],
 )
 def test_record_evidence_problems_name_the_field(isolated, record_doc, where, uri, problem):
-    from argusic.evidence import record_evidence_problems, served_key_for
-    from argusic.record import parse_record
-    from argusic.settings import evidence_url
+    from argusic.core.evidence import record_evidence_problems, served_key_for
+    from argusic.core.record import parse_record
+    from argusic.core.settings import evidence_url
 
     store = evidence_url()
     section, kind, _ = where.split(".")

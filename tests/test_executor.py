@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from argusic import executor as executor_mod
-from argusic.executor import DockerExecutor, LocalExecutor, docker_available
+from argusic.sandbox import executor as executor_mod
+from argusic.sandbox.executor import DockerExecutor, LocalExecutor, docker_available
 
 PROBE = r"""
 import json, os, socket, subprocess, sys, time
@@ -174,7 +174,7 @@ def test_docker_isolation_limits_and_cleanup(tmp_path, probe_harness):
 @pytest.mark.slow
 @needs_docker
 def test_orphaned_containers_are_removed_ours_only(tmp_path):
-    from argusic.settings import installation_id
+    from argusic.core.settings import installation_id
 
     runner = DockerExecutor()
     ours, theirs = installation_id(), "someone-else"
@@ -215,7 +215,7 @@ def test_artifacts_of_the_project_folder_land_in_out_artifacts(name, tmp_path, p
     /out/artifacts is not taken for the project's artifacts."""
     repo, commit = make_repo(tmp_path, "artifact")
     out = tmp_path / "out"
-    with caplog.at_level("WARNING", logger="argusic.executor"):
+    with caplog.at_level("WARNING", logger="argusic.sandbox.executor"):
         result = _make(name).run(
             attempt_id="t.art", repo_path=repo, commit=commit, harness_args=[], out_dir=out,
             budget_seconds=60, artifacts=["*.html", "site/**/*.html"], changes=True,
@@ -230,7 +230,7 @@ def test_artifacts_of_the_project_folder_land_in_out_artifacts(name, tmp_path, p
         out / "artifacts" / "site" / "index.html"
     ).read_text() == "<html><body>made in the attempt</body></html>"
     assert json.loads((out / "facts.json").read_text())["head"] == commit  # /out landed as before
-    # the agent's changes against the pinned commit (argusic.changes), never the harness's own file
+    # the agent's changes against the pinned commit (argusic.sandbox.changes), never the harness's own file
     changes = (out / "changes.patch").read_text()
     assert "forged" not in changes and "root:" not in changes  # leak.html is a link: never read
     assert "diff --git a/MODE b/MODE" in changes and "+fixed by the agent" in changes
@@ -257,8 +257,8 @@ def test_unknown_executor_name_is_refused():
 LOCAL_DRIVER = r"""
 import sys, time
 from pathlib import Path
-from argusic import containment, executor as executor_mod
-from argusic.executor import LocalExecutor
+from argusic.sandbox import containment, executor as executor_mod
+from argusic.sandbox.executor import LocalExecutor
 executor_mod.HARNESS_DIR = Path(sys.argv[1])
 if sys.argv[5] == "slow-watch":  # widen the window between starting the harness and telling the reaper
     told = containment.Reaper.watch_group
@@ -295,7 +295,7 @@ def test_local_executor_killed_with_sigkill_leaves_no_process_or_folder(tmp_path
             if entry.name.isdigit():
                 try:
                     cmdline = (entry / "cmdline").read_bytes()
-                    if str(scratch).encode() in cmdline and b"argusic.containment" not in cmdline:
+                    if str(scratch).encode() in cmdline and b"argusic.sandbox.containment" not in cmdline:
                         found.append(int(entry.name))  # the harness (bash, python), not the reaper
                 except OSError:
                     pass
@@ -319,7 +319,7 @@ def test_local_executor_killed_with_sigkill_leaves_no_process_or_folder(tmp_path
 def test_the_container_sees_the_pinned_commit_alone(tmp_path):
     """The source bound into an attempt container holds the pinned commit and nothing of the rest of
     the project's history (a later commit could hold the fix the agent is asked to find)."""
-    from argusic.executor import single_commit_source
+    from argusic.sandbox.executor import single_commit_source
 
     bare, second = make_repo(tmp_path, "history")
     first = _git(bare, "rev-parse", f"{second}~1").strip()
@@ -332,7 +332,7 @@ def test_the_container_sees_the_pinned_commit_alone(tmp_path):
 
 
 def test_the_orphan_grace_is_five_minutes_unless_set_and_a_bad_value_is_refused(monkeypatch) -> None:
-    from argusic.executor import ORPHAN_GRACE_SECONDS, orphan_grace_seconds
+    from argusic.sandbox.executor import ORPHAN_GRACE_SECONDS, orphan_grace_seconds
 
     monkeypatch.delenv("ARGUSIC_ORPHAN_GRACE_SECONDS", raising=False)
     assert orphan_grace_seconds() == ORPHAN_GRACE_SECONDS == 300

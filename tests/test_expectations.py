@@ -14,9 +14,11 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from argusic import build, expectations
-from argusic.build import BuildResult, PublicationBlocked, build_warehouse, publish_board
-from argusic.expectations import validate_frames, validate_warehouse
+from argusic.publication.board import publish_board
+from argusic.warehouse import dbt_build
+from argusic.warehouse.dbt_build import BuildResult, PublicationBlocked, build_warehouse
+from argusic.warehouse.expectations import suites, validate
+from argusic.warehouse.expectations.validate import validate_frames, validate_warehouse
 
 INF = math.inf
 
@@ -277,7 +279,7 @@ def judging_frames() -> dict[str, pd.DataFrame]:
             ["install_and_run", "a2", "p1", None, None, environment, "indel_nontest_lines/1", 2, 1,
              1.0, 1.0, 1.0, 1],
         ],
-        columns=list(expectations.SIMILARITY_GRAIN) + [
+        columns=list(suites.SIMILARITY_GRAIN) + [
             "attempts", "pairs", "mean_similarity", "min_similarity", "max_similarity", "identical_pairs",
         ],
     )  # fmt: skip
@@ -338,7 +340,7 @@ ENV_COLUMNS = [
 def test_good_frames_pass() -> None:
     report = validate_frames({**good_frames(), **judging_frames()})
     assert report.success, report.summary()
-    assert set(report.tables) == set(expectations.REQUIRED_TABLES) | set(expectations.OPTIONAL_TABLES)
+    assert set(report.tables) == set(suites.REQUIRED_TABLES) | set(suites.OPTIONAL_TABLES)
     assert all(t.present and t.evaluated > 0 for t in report.tables.values())
     # Every spec of the contract tables ran (none skipped for lack of a column).
     assert report.tables["hardware_estimates"].skipped == []
@@ -560,7 +562,7 @@ def test_columns_outside_the_contract_are_skipped_and_reported() -> None:
 
 
 def write_marts(db_path: Path, frames: dict[str, pd.DataFrame]) -> None:
-    from argusic.warehouse import RAW_DDL
+    from argusic.warehouse.schema import RAW_DDL
 
     with duckdb.connect(str(db_path)) as con:
         con.execute(RAW_DDL)  # marts never exist without the raw layer they are built from
@@ -629,7 +631,7 @@ def test_build_holds_writer_lock_and_blocks_on_expectations(tmp_path: Path, monk
         include_unit_tests: bool = False,
         manifest=None,
         exclude=(),
-    ) -> list[build.NodeResult]:
+    ) -> list[dbt_build.NodeResult]:
         with open(db_path.with_suffix(db_path.suffix + ".lock"), "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -639,9 +641,9 @@ def test_build_holds_writer_lock_and_blocks_on_expectations(tmp_path: Path, monk
         frames = good_frames()
         frames["pair_sets"].loc[0, "valid_attempts"] = 4
         write_marts(db_path, frames)
-        return [build.NodeResult("model.x.pair_sets", "success", "")]
+        return [dbt_build.NodeResult("model.x.pair_sets", "success", "")]
 
-    monkeypatch.setattr(build, "_run_dbt", fake_dbt)
+    monkeypatch.setattr(dbt_build, "_run_dbt", fake_dbt)
     with pytest.raises(PublicationBlocked) as err:
         build_warehouse(db, project_dir=tmp_path)
     assert seen["locked"] is True
@@ -705,7 +707,7 @@ def standin_project(root: Path, frames: dict[str, pd.DataFrame], board_sql: str 
 
 @pytest.mark.slow
 def test_build_warehouse_runs_dbt_and_publishes(tmp_path: Path) -> None:
-    from argusic.warehouse import RAW_DDL
+    from argusic.warehouse.schema import RAW_DDL
 
     db = tmp_path / "w.duckdb"
     with duckdb.connect(str(db)) as con:
@@ -743,16 +745,14 @@ def test_build_warehouse_blocks_on_expectation_after_dbt(tmp_path: Path) -> None
 def test_importing_gx_stays_quiet_under_a_configured_root_logger() -> None:
     code = (
         "import logging; logging.basicConfig(level=logging.INFO)\n"
-        "from argusic.expectations import validate_frames\n"
+        "from argusic.warehouse.expectations.validate import validate_frames\n"
         "import pandas as pd\n"
         "r = validate_frames({'hardware_speed_bounds': pd.DataFrame({'x': [1]})})\n"
         "print('tables', len(r.tables))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    every = len(expectations.REQUIRED_TABLES) + len(
-        expectations.OPTIONAL_TABLES
-    )  # 17 with the repair and judging marts
+    every = len(suites.REQUIRED_TABLES) + len(suites.OPTIONAL_TABLES)  # 17 with the repair and judging marts
     assert f"tables {every}" in proc.stdout
     assert "Skipping registering function" not in proc.stderr + proc.stdout
     assert "Calculating Metrics" not in proc.stderr + proc.stdout
@@ -786,14 +786,14 @@ def _big_attempts(n: int = 5000) -> pd.DataFrame:
 
 def _frames_seen_by_gx(monkeypatch) -> list[tuple[int, bool]]:
     seen: list[tuple[int, bool]] = []
-    original = expectations._table_frame
+    original = validate._table_frame
 
     def spy(*args, **kwargs):
         frame, rows, errors, reduced = original(*args, **kwargs)
         seen.append((len(frame), reduced))
         return frame, rows, errors, reduced
 
-    monkeypatch.setattr(expectations, "_table_frame", spy)
+    monkeypatch.setattr(validate, "_table_frame", spy)
     return seen
 
 
@@ -827,9 +827,9 @@ def test_table_level_expectations_see_every_row(monkeypatch) -> None:
 def test_gx_objects_are_reused_then_renewed(monkeypatch) -> None:
     """A long-lived process reuses GX's context and definitions, and starts afresh every
     RENEW_AFTER validations (GX keeps each run's result in its in-memory store)."""
-    monkeypatch.setattr(expectations, "_GX_OBJECTS", expectations._GXObjects())
-    monkeypatch.setattr(expectations._GXObjects, "RENEW_AFTER", 2)
-    objects = expectations._GX_OBJECTS
+    monkeypatch.setattr(validate, "_GX_OBJECTS", validate._GXObjects())
+    monkeypatch.setattr(validate._GXObjects, "RENEW_AFTER", 2)
+    objects = validate._GX_OBJECTS
     frames = {"board": good_frames()["board"]}
     seen = []
     for _ in range(3):

@@ -25,15 +25,17 @@ import time
 from pathlib import Path
 
 import pytest
-from argusic import agents
-from argusic.attempt import AttemptSpec, run_attempt
-from argusic.evidence import EvidenceStore
-from argusic.executor import docker_available
+from argusic.attempts import agents
+from argusic.attempts.keys import IssuedKey
+from argusic.attempts.run import run_attempt
+from argusic.core import settings
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import load_record_file
+from argusic.core.spec import AttemptSpec
 from argusic.external import SESSION_LOG, claude_code, codex
 from argusic.external.collect import USAGE_FIELDS
-from argusic.forge import build_forge
-from argusic.keys import IssuedKey
-from argusic.record import load_record_file
+from argusic.sandbox.executor import docker_available
+from argusic.sources.forge import build_forge
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOSED_GATEWAY = "http://127.0.0.1:9/v1"  # nothing listens there; the container has no network anyway
@@ -51,7 +53,7 @@ def agents_image() -> str:
     if done.returncode != 0:
         pytest.skip(f"agents image could not be built: {done.stderr.strip().splitlines()[-1:]}")
     print(f"agents image ready in {time.monotonic() - started:.0f} s")
-    return agents.agents_image()
+    return settings.agents_image()
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +176,7 @@ def test_external_agent_attempt_in_the_agents_image(
 def _result(*, exit_code=0, timed_out=False, error=None):
     from datetime import UTC, datetime
 
-    from argusic.executor import ExecutionResult
+    from argusic.sandbox.launch import ExecutionResult
 
     now = datetime.now(UTC)
     return ExecutionResult("docker", now, now, exit_code, timed_out, error, "img")
@@ -217,7 +219,7 @@ EVIDENCE = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "1" * 64}, "rep
     ],
 )  # fmt: skip
 def test_external_outcome_decisions(result, run, evidence, expected):
-    from argusic.attempt import external_outcome
+    from argusic.attempts.install_run import external_outcome
 
     end_reason, invalid, keep_report = external_outcome(result, run, evidence)
     want_end, want_invalid, want_keep = expected

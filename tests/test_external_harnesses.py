@@ -9,9 +9,9 @@ import shlex
 from pathlib import Path
 
 import pytest
+from argusic.core.record import SCHEMA_ID, parse_record
 from argusic.external import claude_code, codex, harnesses, render_instructions
 from argusic.external.collect import USAGE_FIELDS, categorize, read_jsonl, record_parts, total_of
-from argusic.record import SCHEMA_ID, parse_record
 
 SESSIONS = Path(__file__).parent / "fixtures" / "sessions"
 REPORTS = SESSIONS / "reports"
@@ -562,7 +562,7 @@ def test_instructions_rendered_for_every_harness() -> None:
     text = render_instructions("/workspace/project", "/out/report.json")
     assert "{{" not in text and "/workspace/project" in text and "/out/report.json" in text
     example = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
-    from argusic.record import Report
+    from argusic.core.record import Report
 
     assert set(example) == set(Report.model_fields)  # the 7 fields, exactly
     Report.model_validate(example)

@@ -10,7 +10,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from argusic.forge import CATALOGUE_FIELDS, CATALOGUE_SCHEMA, FIXTURES, build_forge, checkout
+from argusic.sources.forge import CATALOGUE_FIELDS, CATALOGUE_SCHEMA, FIXTURES, build_forge, checkout
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
@@ -151,7 +151,7 @@ def test_catalogue_covers_every_outcome_and_some_ineligible(forge):
 
 def test_catalogue_loads_in_pool_selection(forge):
     dest, _ = forge
-    from argusic.pool import select_pool
+    from argusic.sources.pool import select_pool
 
     pool = select_pool(dest / "catalogue.json", "2026-12-demo")
     assert set(pool.excluded) == {"nodocs-tool", "gpl-widget", "cloudsync-paid"}

@@ -16,8 +16,7 @@ import wave
 from pathlib import Path
 
 import pytest
-from argusic.agents import DRIVERS
-from argusic.forge import build_forge, checkout
+from argusic.attempts.agents import DRIVERS
 from argusic.harness import HARNESS_DIR, HARNESS_NAME, HARNESS_VERSION, decode
 from argusic.harness.readme_parser import (
     Checkout,
@@ -26,6 +25,7 @@ from argusic.harness.readme_parser import (
     find_readme,
     parse_readme,
 )
+from argusic.sources.forge import build_forge, checkout
 
 RUNNER = HARNESS_DIR / "readme_runner.py"
 REPORT_KEYS = {

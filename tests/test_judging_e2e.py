@@ -11,7 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from argusic.judging.hints import hints_for_attempt
-from argusic.judging.ingest import load_hints, migrate_judging
+from argusic.warehouse.load_judging import load_hints
+from argusic.warehouse.schema import migrate_judging
 from conftest import VALID_RECORD
 from test_judging_hints import SESSIONS, WEATHER
 

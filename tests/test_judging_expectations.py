@@ -15,8 +15,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic import expectations
-from argusic.expectations import validate_frames, validate_warehouse
+from argusic.warehouse.expectations import suites
+from argusic.warehouse.expectations.validate import validate_frames, validate_warehouse
 from test_expectations import (
     BETWEEN,
     COMPOUND,
@@ -174,13 +174,13 @@ def test_each_judging_breakage_is_named(mutate, table, expectation, words) -> No
 def test_judging_marts_are_optional_and_every_spec_runs() -> None:
     """Not in DESIGN.md's contract list: a warehouse built before issue #14 has none of them (skipped,
     reported); present, each runs its whole suite (no spec skipped for lack of a column)."""
-    assert set(JUDGING) <= set(expectations.OPTIONAL_TABLES)
+    assert set(JUDGING) <= set(suites.OPTIONAL_TABLES)
     frames = {**good_frames(), **judging_frames()}
     report = validate_frames(frames, only=JUDGING)
     assert report.success, report.summary()
     for table in JUDGING:
         result = report.tables[table]
-        assert result.evaluated == len(expectations.SUITES[table]) and not result.skipped, report.summary()
+        assert result.evaluated == len(suites.SUITES[table]) and not result.skipped, report.summary()
     for table in JUDGING:
         del frames[table]
     report = validate_frames(frames)
@@ -206,7 +206,7 @@ def _assert_built_passes(built, table: str) -> None:  # noqa: F811 - the fixture
     assert report.success, report.summary()
     result = report.tables[table]
     assert result.present and result.rows > 0 and not result.skipped, report.summary()
-    assert result.evaluated == len(expectations.SUITES[table])
+    assert result.evaluated == len(suites.SUITES[table])
 
 
 def _assert_broken_fails(db: Path, table: str, rules: list[str], matches: Callable[[str], bool]) -> None:
@@ -296,9 +296,9 @@ def test_change_similarity_suite_on_the_built_warehouse(built, tmp_path: Path) -
 def test_the_panel_suite_reads_every_tasks_criteria() -> None:
     """marts.judge_panel has a median and a spread per criterion of the tasks' [judging] section; the
     suite checks those columns, so a criterion added to a task must reach the mart and the suite."""
-    from argusic.judging.tasks import load_task
+    from argusic.core.tasks import load_task
 
-    for task_id in expectations.JUDGING_TASKS:
-        assert load_task(task_id).criteria == expectations.JUDGED_CRITERIA, task_id
-    columns = {spec["kwargs"].get("column") for spec in expectations.SUITES[J]}
-    assert {f"{c}_{kind}" for c in expectations.JUDGED_CRITERIA for kind in ("median", "spread")} <= columns
+    for task_id in suites.JUDGING_TASKS:
+        assert load_task(task_id).criteria == suites.JUDGED_CRITERIA, task_id
+    columns = {spec["kwargs"].get("column") for spec in suites.SUITES[J]}
+    assert {f"{c}_{kind}" for c in suites.JUDGED_CRITERIA for kind in ("median", "spread")} <= columns

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from argusic.cli import app
+from argusic.core.record import parse_record
+from argusic.core.tasks import Needle, load_task, task_for
 from argusic.judging import hints as H
 from argusic.judging import needles as N
-from argusic.judging.tasks import Needle, load_task, task_for
 from argusic.judging.tool_order import classify_command, is_subsequence, steps_from_runner
-from argusic.record import parse_record
 from conftest import VALID_RECORD, write_record
 from typer.testing import CliRunner
 
@@ -386,7 +386,7 @@ def test_cli_hints_compute_writes_every_attempt_of_a_cycle(isolated: Path, tmp_p
 def test_store_hint_evidence_keeps_only_named_regular_files(tmp_path: Path) -> None:
     import hashlib
 
-    from argusic.evidence import EvidenceStore
+    from argusic.core.evidence import EvidenceStore
     from argusic.judging.hints import store_hint_evidence
 
     attempt_dir = tmp_path / "attempt"

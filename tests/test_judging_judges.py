@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from argusic.core.tasks import load_task
 from argusic.judging import judges as J
 from argusic.judging.evidence import (
     MANIFEST,
@@ -18,7 +19,6 @@ from argusic.judging.evidence import (
     evidence_sha256,
     read_manifest,
 )
-from argusic.judging.tasks import load_task
 from conftest import VALID_RECORD, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judging"
@@ -325,7 +325,7 @@ class FakeBroker:
         self.deleted: list[object] = []
 
     def create(self, attempt_id: str, limit_usd: float, *, ttl_seconds: int | None = None):
-        from argusic.keys import IssuedKey
+        from argusic.attempts.keys import IssuedKey
 
         self.created.append(attempt_id)
         return IssuedKey(

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from argusic.core.tasks import task_for
 from argusic.judging.needles import evaluate_needles, gather_sources
-from argusic.judging.tasks import task_for
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "judging" / "needles"
 PROJECTS = ("banner-sh", "greeter-env", "pixelart-py", "tonegen-sh")

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.judging.ingest import HintsIngestError, load_judgements, migrate_judging
-from argusic.warehouse import IngestError, ingest, migrate_raw
+from argusic.warehouse.load_judging import HintsIngestError, load_judgements
+from argusic.warehouse.load_runs import IngestError, ingest
+from argusic.warehouse.schema import migrate_judging, migrate_raw
 from test_judging_judges import record_doc
 
 REV = "5" * 64
@@ -144,7 +145,7 @@ def test_ingest_loads_judgements_beside_records_only(record_doc, isolated: Path)
 
 def _docker_ready() -> bool:
     try:
-        from argusic.agents import agents_image
+        from argusic.core.settings import agents_image
 
         import docker
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.decisions import DecisionError, validate
-from argusic.warehouse import COLUMNS, migrate_raw
+from argusic.warehouse.decisions import DecisionError, validate
+from argusic.warehouse.schema import COLUMNS, migrate_raw
 from conftest import dbt_build_copy
 from test_judging_warehouse import CYCLE, board_id, raw_record
 from typer.testing import CliRunner
@@ -113,7 +113,7 @@ def _q(db: Path, sql: str, *params) -> list[dict]:
 
 def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isolated: Path, monkeypatch):
     from argusic.cli import app
-    from argusic.judging.review import awaiting, body_of, subject_of
+    from argusic.review.judging import awaiting, body_of, subject_of
 
     monkeypatch.setenv("COLUMNS", "200")
     db = isolated / "warehouse" / "argusic.duckdb"

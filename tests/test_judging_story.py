@@ -15,11 +15,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.expectations import SUITES, validate_warehouse
 from argusic.judging import judges as J
 from argusic.judging.hints import hints_for_attempt
-from argusic.judging.review import decide
-from argusic.warehouse import ingest
+from argusic.review.judging import decide
+from argusic.warehouse.expectations.suites import SUITES
+from argusic.warehouse.expectations.validate import validate_warehouse
+from argusic.warehouse.load_runs import ingest
 from conftest import dbt_build_copy
 from test_judging_judges import HTML, SESSIONS, make_attempt
 from test_judging_panel import _docker_ready, judged_record

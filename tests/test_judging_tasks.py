@@ -1,4 +1,4 @@
-"""Task definitions (argusic.judging.tasks): loading, validation, merging, generation and drift."""
+"""Task definitions (argusic.core.tasks): loading, validation, merging, generation and drift."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from argusic.cli import app
-from argusic.judging import tasks as T
-from argusic.judging.tasks import TaskDefinitionError, load_task, task_for
+from argusic.core import tasks as T
+from argusic.core.tasks import TaskDefinitionError, load_task, task_for
 from typer.testing import CliRunner
 
 PACKAGE = Path(T.__file__).resolve().parent.parent

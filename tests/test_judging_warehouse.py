@@ -19,17 +19,17 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.judging.ingest import (
+from argusic.warehouse.load_judging import (
     MAX_HINTS_BYTES,
     METHOD,
     HintsIngestError,
     compute_change_similarity,
     load_hints,
-    migrate_judging,
     nontest_changed_lines,
     similarity,
 )
-from argusic.warehouse import COLUMNS, IngestError, ingest, migrate_raw
+from argusic.warehouse.load_runs import IngestError, ingest
+from argusic.warehouse.schema import COLUMNS, migrate_judging, migrate_raw
 from conftest import dbt_build_copy, write_record
 
 DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"
@@ -258,7 +258,7 @@ def repair_record(base: dict, store, no: int, patch: bytes | None, tmp: Path, it
 
 
 def test_ingest_loads_hints_beside_records_and_compares_repair_patches(record_doc, isolated: Path):
-    from argusic.evidence import open_store
+    from argusic.core.evidence import open_store
 
     store = open_store()
     runs = isolated / "runs" / CYCLE
@@ -294,11 +294,11 @@ def test_ingest_loads_hints_beside_records_and_compares_repair_patches(record_do
 
 
 def test_install_and_run_changes_are_compared_by_project_and_environment(record_doc, isolated: Path):
-    """Board attempts' changes patches (argusic.changes), named by their hints and read from the
+    """Board attempts' changes patches (argusic.sandbox.changes), named by their hints and read from the
     evidence store by content address: one group per agent, project and environment."""
     import hashlib
 
-    from argusic.evidence import open_store
+    from argusic.core.evidence import open_store
 
     store = open_store()
     runs = isolated / "runs" / CYCLE
@@ -354,7 +354,7 @@ def test_hints_about_another_attempt_than_the_record_beside_them_are_refused(rec
 
 
 def test_pairs_are_computed_once_and_a_missing_patch_is_skipped_not_refused(record_doc, isolated: Path):
-    from argusic.evidence import open_store
+    from argusic.core.evidence import open_store
 
     store = open_store()
     runs = isolated / "runs"

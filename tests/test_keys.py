@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from argusic.keys import (
+from argusic.attempts.keys import (
     ALIAS_PREFIX,
     AttemptCancelled,
     IssuedKey,
@@ -50,7 +50,7 @@ from argusic.keys import (
     sweep_keys,
     token_id,
 )
-from argusic.settings import orchestrator_config
+from argusic.core.settings import orchestrator_config
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = orchestrator_config().per_run_key_limit_usd
@@ -471,7 +471,7 @@ def test_http_key_gone_after_every_ending(http_gateway: tuple[str, str], ending:
 
 _WORKER = """
 import sys, time
-from argusic.keys import LiteLLMKeyBroker, attempt_key
+from argusic.attempts.keys import LiteLLMKeyBroker, attempt_key
 broker = LiteLLMKeyBroker(sys.argv[1], sys.argv[2])
 with attempt_key(broker, sys.argv[3], 3) as key:
     print(key.token_id, flush=True)

@@ -10,7 +10,14 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from argusic.landing import CHUNK, LandingLimits, StreamRedactor, check_globs, land_matching, land_outputs
+from argusic.sandbox.landing import (
+    CHUNK,
+    LandingLimits,
+    StreamRedactor,
+    check_globs,
+    land_matching,
+    land_outputs,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,5 +1,6 @@
-"""The live view of an attempt's log (argusic.live_log): hostile output shown masked, cleaned and capped,
-never the raw per-run key, never through a link; and a real attempt streams its log while it runs."""
+"""The live view of an attempt's log (argusic.attempts.live_log): hostile output shown masked, cleaned
+and capped, never the raw per-run key, never through a link; and a real attempt streams its log while
+it runs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from argusic.live_log import LiveLog, clean_line
+from argusic.attempts.live_log import LiveLog, clean_line
 
 KEY = "sk-live-0123456789abcdefghijklmnopqrstuv"
 
@@ -45,7 +46,7 @@ def test_streams_lines_as_the_file_grows_and_reads_the_rest_at_stop(tmp_path: Pa
 
 
 def test_the_raw_key_never_reaches_a_line_even_cut_by_a_read(tmp_path: Path, monkeypatch) -> None:
-    import argusic.live_log as live_log
+    import argusic.attempts.live_log as live_log
 
     monkeypatch.setattr(live_log, "CHUNK", 7)  # every read cuts the key somewhere
     live, lines = collect(redactions=[(KEY.encode(), b"[per-run key]")])
@@ -158,9 +159,10 @@ def test_a_running_attempt_streams_its_log_into_the_task_log(isolated, tmp_path,
     import logging
     import threading
 
-    from argusic import executor as executor_mod
-    from argusic.attempt import AttemptSpec, run_attempt
-    from argusic.executor import LocalExecutor
+    from argusic.attempts.run import run_attempt
+    from argusic.core.spec import AttemptSpec
+    from argusic.sandbox import executor as executor_mod
+    from argusic.sandbox.executor import LocalExecutor
     from test_executor import make_repo
 
     harness = tmp_path / "harness"
@@ -194,8 +196,10 @@ def test_a_running_attempt_streams_its_log_into_the_task_log(isolated, tmp_path,
 
 @pytest.mark.parametrize("words", ["✓ ran, verified for real", "✗ install failed", "✗ timeout at 5400 s"])
 def test_attempt_story_words(isolated, record_doc, words) -> None:
-    from argusic.airflow_tasks import attempt_story, write_plan  # noqa: F401
-    from argusic.attempt import AttemptSpec, attempt_dir
+    from argusic.attempts.story import attempt_story  # noqa: F401
+    from argusic.core.layout import attempt_dir
+    from argusic.core.spec import AttemptSpec
+    from argusic.cycle.plan import write_plan  # noqa: F401
     from conftest import write_record
 
     doc = dict(record_doc)

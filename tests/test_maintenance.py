@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from argusic import maintenance
-from argusic.keys import LiteLLMKeyBroker
+from argusic.attempts.keys import LiteLLMKeyBroker
+from argusic.ops import maintenance
 from test_keys import FakeBroker
 
 
@@ -33,7 +33,7 @@ def test_debris_sweep_touches_only_dead_runs_of_this_installation(isolated, monk
     import subprocess
     import time
 
-    from argusic.containment import process_start
+    from argusic.sandbox.containment import process_start
 
     monkeypatch.setenv("ARGUSIC_INSTALLATION", "ours")
     scratch = isolated / "scratch"

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic import executor as executor_mod
-from argusic import mirror
 from argusic.cli import app
-from argusic.cycle import draw_checked_pool
-from argusic.executor import docker_available
-from argusic.forge import build_forge, checkout
-from argusic.mirror import FetchPolicy, SourceUnavailable, ensure_remote, has_commit, parse_source
-from argusic.record import load_record_file
+from argusic.core.record import load_record_file
+from argusic.cycle.pools import draw_checked_pool
+from argusic.sandbox import executor as executor_mod
+from argusic.sandbox.executor import docker_available
+from argusic.sources import mirror
+from argusic.sources.forge import build_forge, checkout
+from argusic.sources.mirror import FetchPolicy, SourceUnavailable, ensure_remote, has_commit, parse_source
 from conftest import free_port
 from typer.testing import CliRunner
 
@@ -121,7 +121,7 @@ def test_remote_mirror_fetches_only_the_pinned_commit_and_is_reused(git_server, 
 
 def test_missing_commit_is_reported_not_retried(git_server, mirror_root, caplog):
     missing = "f" * 40
-    caplog.set_level(logging.WARNING, logger="argusic.mirror")
+    caplog.set_level(logging.WARNING, logger="argusic.sources.mirror")
     with pytest.raises(SourceUnavailable, match=f"commit {missing} is not in {git_server.repo('csvstats')}"):
         ensure_remote(parse_source(git_server.repo("csvstats")), missing, QUICK)
     assert "retrying" not in caplog.text
@@ -129,7 +129,7 @@ def test_missing_commit_is_reported_not_retried(git_server, mirror_root, caplog)
 
 def test_unreachable_host_is_retried_then_reported(mirror_root, caplog):
     url = f"git://127.0.0.1:{closed_port()}/tonegen-sh.git"
-    caplog.set_level(logging.WARNING, logger="argusic.mirror")
+    caplog.set_level(logging.WARNING, logger="argusic.sources.mirror")
     with pytest.raises(
         SourceUnavailable, match=r"could not fetch .* after 2 tries: .*(refused|unable to connect)"
     ):

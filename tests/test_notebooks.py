@@ -1,9 +1,9 @@
 """The analyst notebooks run, top to bottom, against a warehouse built from hand-made run records.
 
 Each notebook is executed with nbclient in a python3 kernel (ipykernel); the kernel inherits
-ARGUSIC_WAREHOUSE and ARGUSIC_ANALYST_DIR from the test. The warehouse is built the real way: run
-record JSON files -> ``argusic.warehouse.ingest`` -> ``argusic.build.build_warehouse`` (dbt build +
-expectations), with dbt's target/ and logs in the test's temporary folder. The committed notebook
+ARGUSIC_WAREHOUSE and ARGUSIC_ANALYST_DIR from the test. The warehouse is built the real way: run record
+JSON files -> ``argusic.warehouse.load_runs.ingest`` -> ``argusic.warehouse.dbt_build.build_warehouse`` (dbt
+build + expectations), with dbt's target/ and logs in the test's temporary folder. The committed notebook
 carries its outputs (`make notebook` executes it); a fast test checks they are there.
 """
 
@@ -30,7 +30,7 @@ def _record(
     day: str = "",
     **report,
 ) -> dict:
-    from argusic.settings import evidence_url
+    from argusic.core.settings import evidence_url
 
     doc = copy.deepcopy(VALID_RECORD)
     doc["evidence"] = evidence_refs(evidence_url())  # ingest checks URIs against the configured store
@@ -122,8 +122,8 @@ def hand_made_records() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from argusic.build import build_warehouse
-    from argusic.warehouse import ingest
+    from argusic.warehouse.dbt_build import build_warehouse
+    from argusic.warehouse.load_runs import ingest
 
     base = tmp_path_factory.mktemp("nb_warehouse")
     records = base / "records"

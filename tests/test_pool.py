@@ -5,7 +5,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from argusic.pool import CatalogueError, cycle_window, reveal_private, select_pool, write_pool
+from argusic.sources.pool import CatalogueError, cycle_window, reveal_private, select_pool, write_pool
 
 
 def _candidate(i: int, **over) -> dict:

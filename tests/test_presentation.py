@@ -8,10 +8,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from argusic.evidence import EvidenceStore
+from argusic.attempts.presentation import PRESENTATION_PREFIX, present_attempt, served_key
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import RunRecord, parse_record
 from argusic.masking import KEY_PLACEHOLDER, PLACEHOLDER, output_text
-from argusic.presentation import PRESENTATION_PREFIX, present_attempt, served_key
-from argusic.record import RunRecord, parse_record
 from hypothesis import HealthCheck, given, settings
 from test_masking import PEM, PEM_BODY, make_cast, oracle_leaks, planted_recording
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from argusic.record import RecordError, parse_record
+from argusic.core.record import RecordError, parse_record
 
 
 def test_valid_record_round_trips(record_doc):
@@ -114,8 +114,8 @@ def test_rerun_suffix_agrees_with_rerun_of(record_doc):
 
 
 def test_attempt_spec_ids_make_records_that_parse():
-    from argusic.attempt import AttemptSpec
-    from argusic.record import parse_attempt_id
+    from argusic.core.record import parse_attempt_id
+    from argusic.core.spec import AttemptSpec
     from pydantic import ValidationError
 
     spec = AttemptSpec(
@@ -134,7 +134,7 @@ def test_attempt_spec_ids_make_records_that_parse():
 
 # -- record files: size first, then a capped read, strict UTF-8, JSON; every refusal names the file --
 def test_oversized_record_is_refused_unread(tmp_path, record_doc):
-    from argusic.record import MAX_RECORD_BYTES, load_record_file
+    from argusic.core.record import MAX_RECORD_BYTES, load_record_file
 
     path = tmp_path / "run_record.json"
     with open(path, "w") as handle:  # a valid record, 200 MB of it in one field
@@ -153,7 +153,7 @@ def test_oversized_record_is_refused_unread(tmp_path, record_doc):
 
 
 def test_record_at_the_cap_is_read_and_one_byte_more_is_not(tmp_path, record_doc):
-    from argusic.record import MAX_RECORD_BYTES, load_record_file
+    from argusic.core.record import MAX_RECORD_BYTES, load_record_file
 
     text = json.dumps(record_doc)
     padded = text[:-1] + " " * (MAX_RECORD_BYTES - len(text.encode())) + "}"
@@ -178,7 +178,7 @@ def test_record_at_the_cap_is_read_and_one_byte_more_is_not(tmp_path, record_doc
     ],
 )
 def test_unreadable_record_files_are_named_not_tracebacks(tmp_path, content, message):
-    from argusic.record import load_record_file
+    from argusic.core.record import load_record_file
 
     path = tmp_path / "x.record.json"
     path.write_bytes(content)
@@ -190,7 +190,7 @@ def test_unreadable_record_files_are_named_not_tracebacks(tmp_path, content, mes
 def test_links_and_fifos_are_not_read_as_records(tmp_path, record_doc):
     import os
 
-    from argusic.record import load_record_file
+    from argusic.core.record import load_record_file
 
     target = tmp_path / "real.json"
     target.write_text(json.dumps(record_doc))
@@ -207,8 +207,8 @@ def test_links_and_fifos_are_not_read_as_records(tmp_path, record_doc):
 def test_agent_texts_are_cut_so_no_record_outgrows_the_cap(tmp_path, record_doc) -> None:
     """A hostile agent's 450 KB final_state must not push its record over MAX_RECORD_BYTES (that would
     refuse its whole cycle's ingest batch): the record keeps the start and says how much was cut."""
-    from argusic.attempt import _read_report
-    from argusic.record import LABEL_MAX, REPORT_TEXT_MAX, bound_texts
+    from argusic.attempts.common import _read_report
+    from argusic.core.record import LABEL_MAX, REPORT_TEXT_MAX, bound_texts
 
     huge = "x" * 450_000  # both fields together stay under the 1 MiB report cap
     report = dict(record_doc["report"], final_state=huge, verified_how=huge)

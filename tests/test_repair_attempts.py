@@ -14,10 +14,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from argusic.attempt import AttemptSpec, RepairItemRef
-from argusic.record import RecordError, parse_record
-from argusic.repair import attempts as repair
-from argusic.repair import check_instructions
+from argusic.attempts import repair_run as repair
+from argusic.core.record import RecordError, parse_record
+from argusic.core.spec import AttemptSpec, RepairItemRef
+from argusic.cycle.plan import plan_repair_specs
+from argusic.payload import check_instructions
 
 GOLD = "calc.py"
 STATEMENT = "add(2, 3) returns -1 instead of 5.\n\nRun `python3 -c 'import calc; print(calc.add(2, 3))'`."
@@ -290,10 +291,10 @@ def graded(monkeypatch):
 def test_whole_repair_attempt_local_records_patch_and_grade(
     tmp_path, isolated, monkeypatch, graded, agent, verdict
 ):
-    from argusic.attempt import run_with_reruns
-    from argusic.evidence import EvidenceStore
-    from argusic.executor import LocalExecutor
-    from argusic.record import load_record_file
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.cycle.run import run_with_reruns
+    from argusic.sandbox.executor import LocalExecutor
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
     _, item = make_item_repo(tmp_path)
@@ -334,14 +335,14 @@ def test_stand_ins_only_in_demo_cycles_and_the_reference_agent_does_not_repair(t
     with pytest.raises(repair.RepairRefused, match="does not repair"):
         repair.run_repair_attempt(repair_spec(item, "readme-runner"), base_dir=tmp_path / "runs")
     with pytest.raises(repair.RepairRefused, match="does not repair"):
-        repair.plan_repair_specs("2026-12", ["calc"], ["readme-runner"], demo=True)
+        plan_repair_specs("2026-12", ["calc"], ["readme-runner"], demo=True)
 
 
 # --- real Docker: a real item, validated, two demo stand-ins' attempts graded in fresh containers ------
 
 
 def _docker_and_grader() -> str | None:
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         return "no Docker daemon answers"
@@ -359,12 +360,12 @@ def _docker_and_grader() -> str | None:
 def test_repair_attempts_in_docker_by_the_demo_stand_ins_are_graded(tmp_path, isolated, monkeypatch):
     if why := _docker_and_grader():
         pytest.skip(why)
-    from argusic.attempt import run_with_reruns
-    from argusic.evidence import EvidenceStore
-    from argusic.executor import DockerExecutor
-    from argusic.record import load_record_file
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.cycle.run import run_with_reruns
     from argusic.repair.grader import validate_item
     from argusic.repair.items import build_items
+    from argusic.sandbox.executor import DockerExecutor
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
     items_root = tmp_path / "items"
@@ -383,7 +384,7 @@ def test_repair_attempts_in_docker_by_the_demo_stand_ins_are_graded(tmp_path, is
     assert validate_item(item, out_dir=items_root).usable
 
     agents = ["repair-demo-gold", "repair-demo-none"]
-    specs = repair.plan_repair_specs("2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360)
+    specs = plan_repair_specs("2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360)
     assert [(s.agent_id, s.attempt_no, s.item.item_id) for s in specs] == [(a, 1, "calc-1") for a in agents]
     store = EvidenceStore((tmp_path / "evidence").as_uri())
     executor = DockerExecutor()
@@ -415,7 +416,7 @@ def test_items_dag_then_cycle_dag_with_repair_attempts(tmp_path, tmp_path_factor
     if why := _docker_and_grader():
         pytest.skip(why)
     import duckdb
-    from argusic import forge as forge_mod
+    from argusic.sources import forge as forge_mod
     from test_dags import airflow_env, dag_test, migrate_metadata_db
 
     home = tmp_path_factory.mktemp("airflow-home")
@@ -522,7 +523,7 @@ def test_plan_numbers_attempts_over_the_usable_items_of_a_project(tmp_path, isol
     stale = _stored_item(root, "calc-f", True)
     validation = root / "calc" / "calc-f.validation.json"
     validation.write_text(validation.read_text().replace(stale.revision, "0" * 64))  # another revision's
-    specs = repair.plan_repair_specs(
+    specs = plan_repair_specs(
         "2026-12", ["calc", "empty"], ["repair-demo-gold", "repair-demo-none"], demo=True
     )
     assert [(s.agent_id, s.attempt_no, s.item.item_id, s.item.track) for s in specs] == [
@@ -539,14 +540,14 @@ def test_plan_numbers_attempts_over_the_usable_items_of_a_project(tmp_path, isol
     with pytest.raises(repair.RepairRefused, match="rebuilt since the plan"):
         repair.load_repair_item(moved)
     with pytest.raises(repair.RepairRefused, match="demo stand-in"):
-        repair.plan_repair_specs("2026-12", ["calc"], ["repair-demo-gold"], demo=False)
+        plan_repair_specs("2026-12", ["calc"], ["repair-demo-gold"], demo=False)
 
 
 # --- external agents: the launch and how their sessions end ---------------------------------------
 
 
 def _paths():
-    from argusic.executor import HarnessPaths
+    from argusic.sandbox.launch import HarnessPaths
 
     return HarnessPaths(
         "/opt/argusic/harness", "/workspace/project", "/out", "/opt/argusic/task", "/var/lib/a"
@@ -554,7 +555,7 @@ def _paths():
 
 
 def test_external_agent_launch_has_the_prompt_its_limits_and_no_patch(tmp_path):
-    from argusic.agents import driver_for
+    from argusic.attempts.agents import driver_for
 
     _, item = make_item_repo(tmp_path)
     limits = repair.repair_limits()
@@ -608,8 +609,8 @@ def _session(path: Path, subtype: str | None, answered: bool = True) -> None:
 def test_external_session_endings(tmp_path, subtype, answered, end, invalid, limit):
     from datetime import UTC, datetime
 
-    from argusic.agents import driver_for
-    from argusic.executor import ExecutionResult
+    from argusic.attempts.agents import driver_for
+    from argusic.sandbox.launch import ExecutionResult
 
     out = tmp_path / "out"
     out.mkdir()
@@ -626,8 +627,8 @@ def test_external_session_endings(tmp_path, subtype, answered, end, invalid, lim
 def test_time_limit_and_refusals_of_the_container(tmp_path):
     from datetime import UTC, datetime
 
-    from argusic.agents import driver_for
-    from argusic.executor import ExecutionResult
+    from argusic.attempts.agents import driver_for
+    from argusic.sandbox.launch import ExecutionResult
 
     out = tmp_path / "out"
     out.mkdir()
@@ -655,7 +656,7 @@ def test_repair_round_without_airflow_shows_the_track_end_to_end(tmp_path, isola
     run and graded, twice (the second time measures nothing again)."""
     if why := _docker_and_grader():
         pytest.skip(why)
-    from argusic.repair.dag_tasks import repair_round
+    from argusic.workflows.repair_round import repair_round
 
     monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
     monkeypatch.setenv("ARGUSIC_ITEMS_DIR", str(tmp_path / "items"))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import repair_fixture as fixture
 from argusic.cli import app
+from argusic.core.settings import PACKAGE_DIR
 from argusic.repair import items as items_mod
 from argusic.repair.grader import grade_json_schema
 from argusic.repair.items import (
@@ -28,7 +29,6 @@ from argusic.repair.items import (
     store_item,
 )
 from argusic.repair.paths import is_test_path, split_paths
-from argusic.settings import PACKAGE_DIR
 from typer.testing import CliRunner
 
 # ---------------------------------------------------------------------------------------------------

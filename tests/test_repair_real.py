@@ -15,9 +15,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from argusic.forge import REPAIR_CATALOGUE, REPAIR_FIXTURES, build_repair_forge
 from argusic.repair.grader import grade_patch, validate_item
 from argusic.repair.items import build_items, check_statement
+from argusic.sources.forge import REPAIR_CATALOGUE, REPAIR_FIXTURES, build_repair_forge
 
 ROOT = Path(__file__).resolve().parents[1]
 REPAIRKIT_MANIFEST = ROOT / "plugins" / "argusic" / "repair" / "manifests" / "repairkit.toml"

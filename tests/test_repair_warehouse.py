@@ -15,14 +15,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.repair.ingest import (
+from argusic.repair.items import revision_of
+from argusic.warehouse.load_repair import (
     MAX_REPAIR_RECORD_BYTES,
     RepairIngestError,
     ingest_repair,
     ingest_repair_task,
 )
-from argusic.repair.items import revision_of
-from argusic.warehouse import COLUMNS, migrate_raw
+from argusic.warehouse.schema import COLUMNS, migrate_raw
 from conftest import dbt_build_copy
 
 PROJECT = "demo"
@@ -524,7 +524,7 @@ def test_repair_attempts_leave_the_scored_marts_alone(built):
 
 @pytest.mark.slow
 def test_expectations_apply_and_pass_on_the_repair_marts(built):
-    from argusic.expectations import validate_warehouse
+    from argusic.warehouse.expectations.validate import validate_warehouse
 
     report = validate_warehouse(built["db"])
     assert report.success, report.summary()
@@ -534,7 +534,7 @@ def test_expectations_apply_and_pass_on_the_repair_marts(built):
 
 @pytest.mark.slow
 def test_repair_marts_are_in_the_analyst_copy_as_parquet(built):
-    from argusic.analyst import descriptions_of, publish_analyst_copy
+    from argusic.warehouse.analyst import descriptions_of, publish_analyst_copy
 
     manifest = json.loads((built["target"] / "manifest.json").read_text())
     copy = publish_analyst_copy(built["db"], built["tmp"] / "analyst", descriptions_of(manifest))
@@ -566,7 +566,7 @@ def test_expectations_catch_a_rate_that_breaks_its_rules():
     """A repair_rates row whose n is not the sum of its verdicts, whose rate is not resolved / n and
     whose half-width is not the formula's fails the suite, naming each rule."""
     import pandas as pd
-    from argusic.expectations import validate_frames
+    from argusic.warehouse.expectations.validate import validate_frames
 
     good = {"agent_label": "a", "track": "basic", "source_kind": "attempt", "source_set": "c", "n": 4,
             "resolved": 2, "rate": 0.5, "half_width_95": 0.49, "items": 3, "prs": 2, "unresolved": 2,
@@ -607,7 +607,7 @@ def test_the_item_stores_kept_revisions_load_once_each(tmp_path: Path):
 
 
 def test_the_dags_entry_loads_into_the_configured_warehouse(small, monkeypatch: pytest.MonkeyPatch):
-    from argusic.airflow_tasks import ingest_repair_records
+    from argusic.warehouse.load_runs import ingest_repair_records
 
     monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(small["db"]))
     assert ingest_repair_records([str(small["root"] / "items"), str(small["root"] / "grades")]) == {

@@ -14,12 +14,18 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from argusic.attempt import with_presentation
-from argusic.attempt_page import PlayerAssets, json_for_script, load_player_assets, render_page, write_report
+from argusic.attempts.common import with_presentation
 from argusic.cli import app
-from argusic.evidence import EvidenceStore
-from argusic.record import RunRecord, parse_record
-from argusic.replay import (
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import RunRecord, parse_record
+from argusic.publication.attempt_page import (
+    PlayerAssets,
+    json_for_script,
+    load_player_assets,
+    render_page,
+    write_report,
+)
+from argusic.publication.replay import (
     ReplayRefused,
     TerminalFilter,
     fetch_served,
@@ -60,7 +66,7 @@ HOSTILE_CAST = cast_bytes(
 def land_attempt(record_doc: dict, log: bytes, cast: bytes, *, withheld: bool = False) -> RunRecord:
     """Raw evidence into the configured store, served copies derived the real way, the run record
     written where `argusic play` finds an attempt not ingested yet."""
-    from argusic.settings import runs_dir
+    from argusic.core.settings import runs_dir
 
     store = EvidenceStore()
     doc = json.loads(json.dumps(record_doc))
@@ -195,7 +201,7 @@ def test_play_refuses_without_a_served_copy_and_never_plays_raw(record_doc):
 
 
 def test_play_refuses_a_record_without_presentation(record_doc):
-    from argusic.settings import runs_dir
+    from argusic.core.settings import runs_dir
 
     record = land_attempt(record_doc, HOSTILE_LOG.encode(), HOSTILE_CAST)
     doc = json.loads(record.to_json())
@@ -229,8 +235,8 @@ def test_attempts_are_found_in_the_analyst_copy_while_a_writer_holds_the_warehou
     record_doc, isolated, monkeypatch
 ):
     import duckdb
-    from argusic.settings import runs_dir, warehouse_path
-    from argusic.warehouse import ingest
+    from argusic.core.settings import runs_dir, warehouse_path
+    from argusic.warehouse.load_runs import ingest
 
     land_attempt(record_doc, HOSTILE_LOG.encode(), HOSTILE_CAST)
     ingest([runs_dir()])
@@ -302,7 +308,7 @@ def test_page_is_inert_whatever_the_log_and_recording_hold(record_doc):
     assert record.commit in page and "readme-runner / wavgen / attempt 1" in page
     assert "not in the warehouse yet" in page and "no masking was needed" in page
     # Where the machine keeps things is not on the page: no run folder, no store URI.
-    from argusic.settings import evidence_url, runs_dir
+    from argusic.core.settings import evidence_url, runs_dir
 
     assert "its run record (not in the warehouse yet" in page
     assert str(runs_dir()) not in page and evidence_url() not in page

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from argusic.attempts.environment import current_edition, instructions_identity, scaffold_sha256
 from argusic.cli import app
-from argusic.environment import current_edition, instructions_identity, scaffold_sha256
-from argusic.record import load_record_file, parse_record
-from argusic.reproduce import (
+from argusic.core.record import load_record_file, parse_record
+from argusic.workflows.reproduce import (
     NOT_REPRODUCIBLE,
     ReproductionRefused,
     edition_commit,
@@ -79,7 +79,7 @@ def _pool(isolated: Path, repo: Path, commit: str, project: str = "wavgen", cycl
 
 
 def _original(isolated: Path, commit: str, environment: dict | None, **over) -> dict:
-    from argusic.settings import evidence_url
+    from argusic.core.settings import evidence_url
 
     doc = copy.deepcopy(VALID_RECORD) | {"commit": commit, "environment": environment, "demo": True}
     doc |= {"evidence": evidence_refs(evidence_url()), "executor": "docker", "effective_budget_seconds": 15}
@@ -139,7 +139,7 @@ def test_a_changed_harness_names_both_editions_and_the_commit_to_check_out(isola
     _pool(isolated, repo, commit)
     recorded, edition = scaffold_sha256(), current_edition().edition
     _original(isolated, commit, _environment("local"), executor="local")
-    monkeypatch.setattr("argusic.environment.scaffold_sha256", lambda *a: "c" * 64)
+    monkeypatch.setattr("argusic.attempts.environment.scaffold_sha256", lambda *a: "c" * 64)
     message = _refusal()
     assert f"harness: the attempt ran under harness edition {edition} (scaffold sha256 {recorded})" in message
     assert f"this checkout's harness is files recorded in no edition (scaffold sha256 {'c' * 64})" in message
@@ -184,7 +184,7 @@ def test_every_missing_input_is_named_at_once(isolated, source, monkeypatch):
     env = _environment()
     env["limits"]["budget_seconds"] = 99999
     _original(isolated, gone, env)
-    monkeypatch.setattr("argusic.environment.scaffold_sha256", lambda *a: "c" * 64)
+    monkeypatch.setattr("argusic.attempts.environment.scaffold_sha256", lambda *a: "c" * 64)
     message = _refusal()
     lines = [line for line in message.splitlines() if line.startswith("- ")]
     assert [line.split(":")[0] for line in lines] == ["- commit", "- image", "- harness", "- budget"], message
@@ -197,7 +197,7 @@ def test_the_plan_runs_under_the_recorded_limits_image_and_budget(isolated, sour
     env = _environment()
     env["limits"] |= {"cpus": 0.5, "memory_bytes": 1024**3, "pids": 100, "disk_bytes": 10 * 1024**3}
     doc = _original(isolated, commit, env)
-    monkeypatch.setattr("argusic.environment.image_digest", lambda ref: ref)  # the image is there
+    monkeypatch.setattr("argusic.attempts.environment.image_digest", lambda ref: ref)  # the image is there
     made = []
     plan = plan_reproduction(find_original(ATTEMPT), "repro-20261201-1", executor_factory=made.append)
     (containment,) = made
@@ -219,7 +219,7 @@ def test_the_plan_runs_under_the_recorded_limits_image_and_budget(isolated, sour
 
 
 def test_the_repository_is_found_in_the_plan_when_the_pool_file_is_gone(isolated, source):
-    from argusic.attempt import AttemptSpec
+    from argusic.core.spec import AttemptSpec
 
     repo, commit = source
     _original(isolated, commit, _environment("local"), executor="local")
@@ -297,9 +297,10 @@ def test_the_first_divergence_is_shown_with_line_numbers_as_logged():
 
 
 def _run_original(isolated: Path, executor) -> Path:
-    from argusic.attempt import run_attempt
-    from argusic.cycle import plan_attempts, rotate_pool
-    from argusic.forge import build_forge
+    from argusic.attempts.run import run_attempt
+    from argusic.cycle.plan import plan_attempts
+    from argusic.cycle.pools import rotate_pool
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     paths = rotate_pool("2026-12-rp", catalogue)
@@ -312,8 +313,8 @@ def _run_original(isolated: Path, executor) -> Path:
 
 
 def test_a_local_attempt_reproduced_never_reaches_the_warehouse(isolated):
-    from argusic.executor import LocalExecutor
-    from argusic.reproduce import compare
+    from argusic.sandbox.executor import LocalExecutor
+    from argusic.workflows.reproduce import compare
 
     original = load_record_file(_run_original(isolated, LocalExecutor()))
     assert original.environment is not None and original.executor == "local"
@@ -341,7 +342,7 @@ def test_a_local_attempt_reproduced_never_reaches_the_warehouse(isolated):
 def test_a_published_docker_attempt_reproduced_from_its_record_alone(isolated):
     import shutil
 
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     cycle = "2026-12-rp"

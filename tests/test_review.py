@@ -10,10 +10,10 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from argusic.build import BoardChanged, compose_publication, publish_board
-from argusic.decisions import DecisionError
+from argusic.publication.board import BoardChanged, compose_publication, publish_board
 from argusic.review import publication
 from argusic.review.text import answer_of, link, quoted
+from argusic.warehouse.decisions import DecisionError
 from test_expectations import good_frames, write_marts
 
 T = datetime(2026, 12, 3, 10, 0, 0)
@@ -150,9 +150,10 @@ def test_changes_say_what_publishing_would_change() -> None:
 
 
 def test_a_correction_is_the_disputed_attempts_next_run(isolated: Path) -> None:
-    from argusic.airflow_tasks import plan_dir
-    from argusic.attempt import AttemptSpec
-    from argusic.review.disputes import DisputeError, correction_spec, dispute_id_for
+    from argusic.core.layout import plan_dir
+    from argusic.core.spec import AttemptSpec
+    from argusic.review.disputes import DisputeError, dispute_id_for
+    from argusic.workflows.corrections import correction_spec
 
     spec = AttemptSpec(
         cycle_id="2026-12",

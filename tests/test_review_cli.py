@@ -27,7 +27,7 @@ def _q(isolated: Path, sql: str, *params) -> list[tuple]:
 
 
 def test_review_publish_and_dispute_from_the_cli(isolated: Path, monkeypatch) -> None:
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     monkeypatch.setenv("COLUMNS", "200")
     catalogue = build_forge(isolated / "forge")

@@ -47,7 +47,7 @@ USERS = "ana:admin,bo:admin"
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory):
     """A migrated metadata DB, the demo forge, and an API server on 127.0.0.1 (stopped at the end)."""
-    from argusic.forge import build_forge
+    from argusic.sources.forge import build_forge
 
     base = tmp_path_factory.mktemp("review")
     port = free_port()

@@ -1,4 +1,4 @@
-"""The runs store (argusic.runs_store): a cycle's pool, plan, pin and run records in object storage, so
+"""The runs store (argusic.core.runs_store): a cycle's pool, plan, pin and run records in object storage, so
 that hosts sharing no folder plan, run and ingest one cycle. Against moto's S3 server (a real S3
 protocol endpoint) and a file:// store; "hosts" are separate runs folders in one process."""
 
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic import runs_store
-from argusic.runs_store import RunsStore, RunsStoreConflict, RunsStoreError, key_problem
+from argusic.core import runs_store
+from argusic.core.runs_store import RunsStore, RunsStoreConflict, RunsStoreError, key_problem
 
 
 @pytest.fixture
@@ -105,16 +105,13 @@ def test_a_cycle_planned_on_one_host_runs_on_another_and_is_ingested_on_a_third(
     """Hosts that share nothing but the store: the warehouse host draws the pool and plans (pinning the
     cycle); two attempt hosts each run attempts from the URIs XCom would carry; a retry on a third host
     finds the record in the store and measures nothing; ingest on the warehouse host reads them all."""
-    from argusic.airflow_tasks import (
-        ingest_cycle_records,
-        read_spec,
-        records_of_plan,
-        resolve_pool,
-        run_planned_attempt,
-        write_plan,
-    )
-    from argusic.executor import get_executor
-    from argusic.forge import build_forge
+    from argusic.core.spec import read_spec
+    from argusic.cycle.plan import write_plan
+    from argusic.cycle.pools import resolve_pool
+    from argusic.cycle.run import records_of_plan, run_planned_attempt
+    from argusic.sandbox.executor import get_executor
+    from argusic.sources.forge import build_forge
+    from argusic.warehouse.load_runs import ingest_cycle_records
 
     catalogue = build_forge(isolated / "forge")
     warehouse_runs = _host(monkeypatch, isolated, "warehouse")
@@ -159,9 +156,10 @@ def test_a_second_host_that_plans_the_cycle_differently_is_refused(
 ) -> None:
     """The pin is the store's: a host whose environment differs (here: other instructions) is refused,
     even though its own runs folder has never seen the cycle."""
-    from argusic.airflow_tasks import resolve_pool, write_plan
-    from argusic.environment import EnvironmentRefused
-    from argusic.forge import build_forge
+    from argusic.attempts.environment import EnvironmentRefused
+    from argusic.cycle.plan import write_plan
+    from argusic.cycle.pools import resolve_pool
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     _host(monkeypatch, isolated, "one")
@@ -179,8 +177,9 @@ def test_real_budgets_on_the_forge_are_checked_from_a_pool_in_the_store(
 ) -> None:
     """plan's first check reads the pool prepare_pool left in the store (another host drew it): the
     forge's fixtures with real budgets are refused with the fix, any other pool passes."""
-    from argusic.airflow_tasks import ConfigurationError, require_scaled_budgets_on_the_forge, resolve_pool
-    from argusic.forge import build_forge
+    from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge
+    from argusic.cycle.pools import resolve_pool
+    from argusic.sources.forge import build_forge
 
     catalogue = build_forge(isolated / "forge")
     _host(monkeypatch, isolated, "warehouse")
@@ -199,10 +198,10 @@ def test_the_key_sweep_keeps_keys_of_attempts_running_on_other_hosts(
 ) -> None:
     """On a cluster the warehouse host sees none of the attempt hosts' containers or folders: a key's
     attempt counts as running until its record is in the runs store (then the key is swept)."""
-    from argusic.maintenance import running_attempt_ids
+    from argusic.ops.maintenance import running_attempt_ids
 
     _host(monkeypatch, isolated, "warehouse")
-    monkeypatch.setattr("argusic.executor.docker_available", lambda: False)
+    monkeypatch.setattr("argusic.sandbox.executor.docker_available", lambda: False)
     finished, elsewhere = "2026-12-cl.board.readme-runner.p1.a1", "2026-12-cl.board.readme-runner.p1.a2"
     runs_store.shared().write(f"2026-12-cl/{finished}/run_record.json", b"{}", write_once=True)
     running = running_attempt_ids({finished, elsewhere, "../odd"})

@@ -15,10 +15,11 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from argusic.build import SITE_EVIDENCE_LINK, make_published_dir, served_link, utc_text
-from argusic.settings import public_evidence_base
-from argusic.site import display_quote
-from argusic.site.serve import make_server
+from argusic.core.settings import public_evidence_base
+from argusic.publication.board import SITE_EVIDENCE_LINK, served_link, utc_text
+from argusic.publication.files import make_published_dir
+from argusic.publication.site import display_quote
+from argusic.publication.site.serve import make_server
 
 # -- checkers shared with the browser test ---------------------------------------------------------
 
@@ -158,7 +159,7 @@ def test_times_are_utc_with_their_zone() -> None:
 
 
 def test_published_folders_and_files_are_world_readable(tmp_path: Path) -> None:
-    from argusic.build import _write_atomically
+    from argusic.publication.files import _write_atomically
 
     os.umask(0o077)  # even under a strict umask
     try:
@@ -256,7 +257,7 @@ def _published(tmp_path: Path, *, masked: bool, withheld: bool = False) -> tuple
     """A published cycle of one attempt (hand-made files; its served copies really in a store)."""
     import hashlib
 
-    from argusic.evidence import EvidenceStore, served_key_for
+    from argusic.core.evidence import EvidenceStore, served_key_for
 
     store = EvidenceStore((tmp_path / "store").as_uri())
     attempt_id = "2026-11-x.board.readme-runner.demo.a1"
@@ -313,7 +314,7 @@ def _published(tmp_path: Path, *, masked: bool, withheld: bool = False) -> tuple
 def test_site_run_page_private_pool_masking_and_dashes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from argusic.site import build_site
+    from argusic.publication.site import build_site
 
     publish, store_url = _published(tmp_path, masked=True)
     monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
@@ -346,7 +347,7 @@ def test_site_run_page_private_pool_masking_and_dashes(
 
 
 def test_site_withheld_copies_show_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from argusic.site import build_site
+    from argusic.publication.site import build_site
 
     publish, store_url = _published(tmp_path, masked=False, withheld=True)
     monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
@@ -358,7 +359,7 @@ def test_site_withheld_copies_show_nothing(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_site_refuses_a_link_in_place_of_a_published_file(tmp_path: Path, monkeypatch) -> None:
-    from argusic.site import SiteError, build_site
+    from argusic.publication.site import SiteError, build_site
 
     publish, store_url = _published(tmp_path, masked=False)
     attempts = publish / "2026-11-x" / "attempts.json"
@@ -375,7 +376,7 @@ def test_site_shows_the_sponsor_and_the_harness_edition(
     """A sponsored agent is disclosed next to its result on the board and on its run pages; the board
     and the run page say which harness edition the cycle ran and link its changelog entry, and every
     number and string they show is a published one."""
-    from argusic.site import build_site
+    from argusic.publication.site import build_site
 
     publish, store_url = _published(tmp_path, masked=False)
     monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
@@ -455,7 +456,7 @@ def test_site_shows_the_sponsor_and_the_harness_edition(
 def test_a_board_published_before_environments_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from argusic.site import build_site
+    from argusic.publication.site import build_site
 
     publish, store_url = _published(tmp_path, masked=False)
     monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
@@ -472,7 +473,7 @@ def test_a_board_published_before_environments_says_so(
 def test_an_edition_published_as_a_number_still_links_its_entry(tmp_path: Path, monkeypatch) -> None:
     """A file that wrote the edition as a number (a seed typed by inference) builds, and links the
     same changelog entry as the text would."""
-    from argusic.site import build_site
+    from argusic.publication.site import build_site
 
     publish, store_url = _published(tmp_path, masked=False)
     monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)

@@ -1,4 +1,4 @@
-"""Adaptive project verdicts (RULES.md section 11) carried out: argusic.verdicts plans what
+"""Adaptive project verdicts (RULES.md section 11) carried out: argusic.workflows.verdicts plans what
 marts.verdict_plan asks for, runs it through the one attempt path, loads and builds, round by round.
 
 The walk runs real attempts with the local executor and a scripted harness (the attempt path's own
@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic import executor as executor_mod
-from argusic.pool import Pool, PoolEntry
+from argusic.sandbox import executor as executor_mod
+from argusic.sources.pool import Pool, PoolEntry
 from test_executor import make_repo
 
 CYCLE = "2026-12"
@@ -82,7 +82,7 @@ def walk(isolated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         )  # fmt: skip
     pool = Pool(cycle_id=CYCLE, cycle_starts="2026-12-01", cycle_ends="2026-12-31",
                 catalogue_sha256="0" * 64, entries=entries, excluded={})  # fmt: skip
-    from argusic.airflow_tasks import pool_path_for
+    from argusic.core.layout import pool_path_for
 
     path = pool_path_for(CYCLE)
     path.parent.mkdir(parents=True)
@@ -95,7 +95,7 @@ def _records(isolated: Path) -> set[str]:
 
 
 def _verdicts(targets) -> dict[str, tuple]:
-    from argusic.verdicts import verdict_rows
+    from argusic.workflows.verdicts import verdict_rows
 
     return {r["project_id"]: (r["verdict"], r["verified_by_agent"], r["verified_by_attempt_id"])
             for r in verdict_rows(targets)}  # fmt: skip
@@ -103,9 +103,9 @@ def _verdicts(targets) -> dict[str, tuple]:
 
 @pytest.mark.slow  # real dbt builds (five), real attempts through the local executor
 def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
-    from argusic.attempt import run_attempt
-    from argusic.executor import LocalExecutor
-    from argusic.verdicts import prepare, read_plan, request_stronger_agent, run_verdicts
+    from argusic.attempts.run import run_attempt
+    from argusic.sandbox.executor import LocalExecutor
+    from argusic.workflows.verdicts import prepare, read_plan, request_stronger_agent, run_verdicts
 
     commits = walk
     projects = ["full", "mock", "late", "never", "cut", "broken"]
@@ -114,8 +114,8 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
 
     # A verdict attempt cut by our tooling before its reruns ran (a worker lost mid-chain): its
     # record is loaded; the plan reruns the same number, the bounded-rerun path continues the chain.
-    from argusic.airflow_tasks import ingest_records
-    from argusic.verdicts import build
+    from argusic.warehouse.load_runs import ingest_records
+    from argusic.workflows.verdicts import build
 
     first = read_plan_spec(targets, "cut")
     ingest_records([str(run_attempt(first, LocalExecutor()))])
@@ -166,7 +166,7 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
 
 def read_plan_spec(targets, project: str):
     """The spec of a project's first standard-agent verdict attempt, as the plan will name it."""
-    from argusic.attempt import AttemptSpec
+    from argusic.core.spec import AttemptSpec
 
     pool = json.loads(Path(targets.pool_path).read_text())
     entry = next(e for e in pool["entries"] if e["project_id"] == project)
@@ -179,11 +179,11 @@ def read_plan_spec(targets, project: str):
 
 
 def test_targets_are_the_cycles_pool_and_unknown_projects_are_refused(isolated, walk):
-    from argusic.verdicts import VerdictConfigurationError, prepare, select_targets
+    from argusic.workflows.verdicts import VerdictConfigurationError, prepare, select_targets
 
     with pytest.raises(VerdictConfigurationError, match="cycle 2027-01 has no pool yet"):
         prepare("2027-01")
-    from argusic.airflow_tasks import pool_path_for
+    from argusic.core.layout import pool_path_for
 
     targets = select_targets(CYCLE, pool_path_for(CYCLE), [])
     assert len(targets.projects) == 7 and targets.projects[0] == ("full", walk["full"])
@@ -195,8 +195,8 @@ def test_targets_are_the_cycles_pool_and_unknown_projects_are_refused(isolated, 
 
 def test_loading_a_pool_is_idempotent_and_a_changed_pool_is_refused(isolated, walk):
     import duckdb
-    from argusic.airflow_tasks import pool_path_for
-    from argusic.warehouse import PoolEntriesError, load_pool_entries
+    from argusic.core.layout import pool_path_for
+    from argusic.warehouse.load_runs import PoolEntriesError, load_pool_entries
 
     path = pool_path_for(CYCLE)
     assert load_pool_entries(path) == 7
@@ -216,8 +216,8 @@ def test_loading_a_pool_is_idempotent_and_a_changed_pool_is_refused(isolated, wa
 
 
 def test_a_stronger_agent_request_is_a_checked_decision(isolated, walk):
-    from argusic.decisions import DecisionError, journal_path
-    from argusic.verdicts import VerdictConfigurationError, prepare, request_stronger_agent
+    from argusic.warehouse.decisions import DecisionError, journal_path
+    from argusic.workflows.verdicts import VerdictConfigurationError, prepare, request_stronger_agent
 
     commit = walk["never"]
     with pytest.raises(VerdictConfigurationError, match="'readme-runner' is the standard agent"):
@@ -266,8 +266,9 @@ def _row(project: str, commit: str, **over) -> dict:
 
 
 def test_plan_rows_become_verdict_specs_for_the_targets_only(isolated, walk):
-    from argusic.airflow_tasks import pool_path_for, read_spec
-    from argusic.verdicts import plan_lines, read_plan, select_targets, write_plan
+    from argusic.core.layout import pool_path_for
+    from argusic.core.spec import read_spec
+    from argusic.workflows.verdicts import plan_lines, read_plan, select_targets, write_plan
 
     c = walk
     _fake_plan(

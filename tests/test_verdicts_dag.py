@@ -15,7 +15,7 @@ STD, OTHER = "readme-runner", "readme-runner-norecover"
 
 
 def _pool(catalogue_path: Path, folder: Path, projects: list[str]) -> Path:
-    from argusic.pool import Pool, PoolEntry
+    from argusic.sources.pool import Pool, PoolEntry
 
     catalogue = {c["project_id"]: c for c in json.loads(catalogue_path.read_text())["candidates"]}
     entries = [
@@ -38,7 +38,7 @@ def vid(agent: str, project: str, n: int) -> str:
 @pytest.mark.slow
 @pytest.mark.docker
 def test_verdicts_dag_runs_rounds_until_settled_then_does_nothing(airflow_db, forge, tmp_path) -> None:  # noqa: F811
-    from argusic.executor import docker_available
+    from argusic.sandbox.executor import docker_available
 
     if not docker_available():
         pytest.skip("no Docker daemon")

@@ -5,8 +5,8 @@ import json
 
 import duckdb
 import pytest
-from argusic.settings import evidence_url
-from argusic.warehouse import IngestError, ingest
+from argusic.core.settings import evidence_url
+from argusic.warehouse.load_runs import IngestError, ingest
 from conftest import write_record
 
 
@@ -146,7 +146,7 @@ def test_hostile_record_is_refused_naming_file_and_field(isolated, record_doc, c
 
 
 def test_oversized_and_undecodable_records_refuse_the_batch(isolated, record_doc):
-    from argusic.record import MAX_RECORD_BYTES
+    from argusic.core.record import MAX_RECORD_BYTES
 
     db = isolated / "w.duckdb"
     write_record(isolated / "batch" / "good", record_doc)
@@ -247,7 +247,7 @@ def test_a_200_mb_record_is_refused_with_bounded_memory(isolated, record_doc):
 def test_an_older_raw_layer_gains_the_new_columns_filled_from_its_records(isolated, record_doc):
     """A warehouse loaded before effective_budget_seconds and the served URIs were columns of their
     own gets them, for the rows already there, from each row's record_json at the next ingest."""
-    from argusic.warehouse import BACKFILL
+    from argusic.warehouse.schema import BACKFILL
 
     db = isolated / "w.duckdb"
     store = evidence_url().rstrip("/")
@@ -319,7 +319,7 @@ def test_the_environment_is_loaded_in_columns_and_older_records_have_none(isolat
 
 
 def test_an_older_raw_layer_gains_the_environment_columns_as_ingest_writes_them(isolated, record_doc):
-    from argusic.warehouse import BACKFILL
+    from argusic.warehouse.schema import BACKFILL
 
     db = isolated / "w.duckdb"
     with_env = dict(record_doc, environment=ENVIRONMENT)

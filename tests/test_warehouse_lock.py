@@ -18,14 +18,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.warehouse import RAW_DDL, writer_lock
-from argusic.warehouse_lock import LOCK_TIMEOUT_ENV, lock_path, lock_timeout
+from argusic.warehouse.lock import LOCK_TIMEOUT_ENV, lock_path, lock_timeout, writer_lock
+from argusic.warehouse.schema import RAW_DDL
 from conftest import write_record
 
 HOLD_WRITER = """
 import sys, time
 from pathlib import Path
-from argusic.warehouse import writer_lock
+from argusic.warehouse.lock import writer_lock
 db, release = Path(sys.argv[1]), Path(sys.argv[2])
 with writer_lock(db):
     print("held", flush=True)
@@ -206,7 +206,7 @@ def test_analysts_never_wait_for_the_pipeline(tmp_path, warehouse):
     """`argusic board` and `argusic sql` read the analyst copy, never the pipeline's file: with a
     writer holding the lock and another process holding the warehouse open for writing, they answer
     at once (a timeout of 0 would make any wait an error)."""
-    from argusic.analyst import publish_analyst_copy
+    from argusic.warehouse.analyst import publish_analyst_copy
     from test_expectations import good_frames, write_marts
 
     frames = good_frames()
@@ -259,8 +259,8 @@ def test_writer_waits_for_an_analysts_read_only_connection(tmp_path, warehouse, 
 
 
 def test_build_waits_for_an_analysts_connection_before_dbt_opens_the_file(tmp_path, warehouse, monkeypatch):
-    from argusic.build import build_warehouse
-    from argusic.warehouse_lock import WarehouseBusy
+    from argusic.warehouse.dbt_build import build_warehouse
+    from argusic.warehouse.lock import WarehouseBusy
 
     monkeypatch.setenv(LOCK_TIMEOUT_ENV, "0")
     holder, release = _start_holder(tmp_path, HOLD_DUCKDB, str(warehouse), "read_only")

@@ -78,7 +78,7 @@ def budget_params(demo_note: str = "") -> dict:
 
 def attempt_label(spec_path) -> str:
     """The DAGs' `attempt_label` macro: `agent / project / attempt N`."""
-    from argusic.airflow_tasks import attempt_label as label
+    from argusic.core.spec import attempt_label as label
 
     return label(spec_path)
 
@@ -97,10 +97,10 @@ def fail_at_once(err: Exception):
 
 def cycle_id_of_context(params: dict) -> str:
     """The cycle of the running DAG run: the `cycle_id` param, else the cycle its run id names, else
-    the month of the run (argusic.airflow_tasks.cycle_id_of_run)."""
+    the month of the run (argusic.cycle.ids.cycle_id_of_run)."""
     from airflow.sdk import get_current_context
 
-    from argusic.airflow_tasks import cycle_id_of_run
+    from argusic.cycle.ids import cycle_id_of_run
 
     context = get_current_context()
     moment = context.get("logical_date") or context["dag_run"].run_after
@@ -116,10 +116,11 @@ def run_attempt_task(spec_path: str) -> list[str]:
     from airflow.sdk import get_current_context
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from argusic.airflow_tasks import attempt_story, run_planned_attempt
+    from argusic.attempts.environment import EnvironmentRefused, HarnessUnrecorded
+    from argusic.attempts.repair_run import RepairRefused
+    from argusic.attempts.story import attempt_story
     from argusic.bench_standin import StandinRefused, standin_requested
-    from argusic.environment import EnvironmentRefused, HarnessUnrecorded
-    from argusic.repair.attempts import RepairRefused
+    from argusic.cycle.run import run_planned_attempt
 
     try:
         if standin_requested():  # a benchmark worker (argusic.bench_standin): never a real cycle
@@ -134,7 +135,7 @@ def run_attempt_task(spec_path: str) -> list[str]:
         raise fail_at_once(err) from None
     story = attempt_story(spec_path, paths)
     for line in story.lines:
-        logging.getLogger("argusic.attempt").info("%s", line)
+        logging.getLogger("argusic.attempts.install_run").info("%s", line)
     get_current_context()["attempt_result"] = story.label
     if story.invalid:  # measured nothing that counts: not green; loaded by ingest, never scored
         raise AirflowSkipException(f"invalid after the bounded reruns: {story.label}")
@@ -148,12 +149,12 @@ def _bench_standin(spec_path: str) -> list[str]:
 
     from airflow.sdk import get_current_context
 
-    from argusic.airflow_tasks import read_spec
     from argusic.bench_standin import STANDIN_ENV, STANDIN_LABEL, standin_for
+    from argusic.core.spec import read_spec
 
     spec = read_spec(spec_path)
     standin_for(spec.cycle_id, spec.attempt_id)  # raises StandinRefused for any other cycle
-    logging.getLogger("argusic.attempt").warning(
+    logging.getLogger("argusic.attempts.install_run").warning(
         "BENCHMARK STAND-IN: attempt %s was not run (no container, no evidence, no run record): "
         "%s=1 on this worker and cycle %s is a benchmark cycle",
         spec.attempt_id,

@@ -87,7 +87,7 @@ def pending_label(task_instance, dag_run) -> str | None:
     paths = _plan_paths(dag_run, session, plan_task_id)
     if not paths or task_instance.map_index >= len(paths):
         return None
-    from argusic.airflow_tasks import label_of_attempt_id
+    from argusic.core.spec import label_of_attempt_id
 
     return label_of_attempt_id(PurePath(paths[task_instance.map_index]).stem)
 

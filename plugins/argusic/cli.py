@@ -17,8 +17,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from argusic.runs_store import local_path
-from argusic.settings import forge_dir, warehouse_path
+from argusic.core.runs_store import local_path
+from argusic.core.settings import forge_dir, warehouse_path
+from argusic.core.spec import read_spec
 
 app = typer.Typer(help="Argusic pipeline: a public referee for AI coding agents.", no_args_is_help=True)
 console = Console(width=120) if not sys.stdout.isatty() else Console()
@@ -46,9 +47,9 @@ def _warehouse_errors() -> Iterator[None]:
     error rather than a traceback."""
     import duckdb
 
-    from argusic.warehouse_lock import WarehouseBusy
+    from argusic.warehouse.lock import WarehouseBusy
 
-    notices = logging.getLogger("argusic.warehouse_lock")
+    notices = logging.getLogger("argusic.warehouse.lock")
     if not any(isinstance(h, _NoticeHandler) for h in notices.handlers):
         notices.addHandler(_NoticeHandler())
         notices.setLevel(logging.INFO)
@@ -70,9 +71,9 @@ def _warehouse_errors() -> Iterator[None]:
 @app.command()
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or folders")]) -> None:
     """Load run records into the warehouse (idempotent by attempt_id; a bad batch loads nothing)."""
-    from argusic.agents import known_agents
-    from argusic.warehouse import IngestError
-    from argusic.warehouse import ingest as do_ingest
+    from argusic.attempts.agents import known_agents
+    from argusic.warehouse.load_runs import IngestError
+    from argusic.warehouse.load_runs import ingest as do_ingest
 
     try:
         with _warehouse_errors():
@@ -93,9 +94,9 @@ def build() -> None:
 
     Through the build worker when ARGUSIC_BUILD_WORKER names one that answers, else in this process.
     """
-    from argusic.analyst import AnalystCopyError
-    from argusic.build import PublicationBlocked
-    from argusic.build_worker import BuildWorkerError, build_or_delegate
+    from argusic.publication.build_worker import BuildWorkerError, build_or_delegate
+    from argusic.warehouse.analyst import AnalystCopyError
+    from argusic.warehouse.dbt_build import PublicationBlocked
 
     try:
         with _warehouse_errors():
@@ -120,7 +121,7 @@ def build_worker(
     ] = 500,
 ) -> None:
     """Serve builds and publications from one warm process (dbt and GX imported once) until stopped."""
-    from argusic.build_worker import SOCKET_ENV, BuildWorkerError, serve, worker_socket
+    from argusic.publication.build_worker import SOCKET_ENV, BuildWorkerError, serve, worker_socket
 
     path = socket_path or worker_socket()
     if path is None:
@@ -136,7 +137,7 @@ def build_worker(
 
 
 def _read_only():
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     try:
         with _warehouse_errors():
@@ -158,7 +159,7 @@ def _require_run_records() -> None:
 
 def _analyst():
     """A read-only connection to the analyst copy (never the pipeline's own file: never waits)."""
-    from argusic.analyst import AnalystCopyMissing, connect_analyst
+    from argusic.warehouse.analyst import AnalystCopyMissing, connect_analyst
 
     try:
         return connect_analyst()
@@ -167,7 +168,7 @@ def _analyst():
 
 
 def _copy_name() -> str:
-    from argusic.analyst import analyst_db_path
+    from argusic.warehouse.analyst import analyst_db_path
 
     return f"the analyst copy {analyst_db_path()}"
 
@@ -175,7 +176,7 @@ def _copy_name() -> str:
 def latest_cycle() -> str:
     """The latest cycle in the analyst copy: by the cycle's month, then the end of its latest attempt
     (never by sorting names: `2026-12-demo` is not later than `2027-01`)."""
-    from argusic.cycle import latest_cycle_of
+    from argusic.cycle.pools import latest_cycle_of
 
     with _analyst() as con:
         try:
@@ -304,7 +305,7 @@ def sql(
     prints the result and exits. Reads the copy published by the last successful build, never the
     pipeline's own file: it never waits for a cycle and never holds one up."""
     from argusic import sql_shell
-    from argusic.analyst import DB_NAME, PARQUET, AnalystCopyMissing, current_copy
+    from argusic.warehouse.analyst import DB_NAME, PARQUET, AnalystCopyMissing, current_copy
 
     if output not in sql_shell.FORMATS:
         _fail(f"--format {output!r}: expected one of {', '.join(sql_shell.FORMATS)}")
@@ -344,7 +345,7 @@ def docs(
 ) -> None:
     """Generate dbt's documentation (every model, column, test and its lineage) and serve it on
     127.0.0.1 until Ctrl-C."""
-    from argusic import dbt_docs
+    from argusic.warehouse import dbt_docs
 
     console.print("generating dbt docs (dbt docs generate --static) …")
     try:
@@ -364,8 +365,8 @@ def docs(
 
 def print_selection(pool_path: Path) -> None:
     """How a pool was drawn: counts, a shortfall, every exclusion with its reason."""
-    from argusic.cycle import read_selection
-    from argusic.pool import load_pool
+    from argusic.cycle.pools import read_selection
+    from argusic.sources.pool import load_pool
 
     report = read_selection(pool_path)
     pool = load_pool(pool_path)
@@ -412,8 +413,8 @@ def pool(
 
     Every candidate's repository is mirrored (remote) or checked (local) and its pinned commit
     verified first; a candidate that fails is left out with its reason."""
-    from argusic.cycle import rotate_pool
-    from argusic.pool import CatalogueError
+    from argusic.cycle.pools import rotate_pool
+    from argusic.sources.pool import CatalogueError
 
     try:
         paths = rotate_pool(cycle, catalogue, size, repo_root or ())
@@ -438,8 +439,8 @@ def catalogue_check(
 ) -> None:
     """Check a catalogue: every problem at once (exit 2), how licences were read, and with --mirror
     whether each candidate's repository and pinned commit can be had (exit 1 if any cannot)."""
-    from argusic.catalogue import CatalogueError, load_catalogue
-    from argusic.cycle import source_check
+    from argusic.cycle.pools import source_check
+    from argusic.sources.catalogue import CatalogueError, load_catalogue
 
     try:
         loaded = load_catalogue(path)
@@ -513,15 +514,15 @@ def _run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[l
     Returns (every run record path, why each attempt that could not start did not, the counts)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from argusic import airflow_tasks as steps
-    from argusic.cycle import tally_records
+    from argusic.cycle.run import measured_records, run_planned_attempt
+    from argusic.cycle.tally import tally_records
 
     records: list[str] = []
     not_started: list[str] = []
     counts = {"passes": 0, "invalid": 0, "failed": 0}
     todo = {}
     for path, spec in specs.items():
-        if (done := steps.measured_records(spec)) is not None:
+        if (done := measured_records(spec)) is not None:
             records.extend(done)
             tally = tally_records(done)
             counts["passes"] += tally.passes
@@ -539,9 +540,7 @@ def _run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[l
         )
     with _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
         bar = progress.add_task(title, total=len(todo), **counts)
-        futures = {
-            pool_exec.submit(steps.run_planned_attempt, path, runner): spec for path, spec in todo.items()
-        }
+        futures = {pool_exec.submit(run_planned_attempt, path, runner): spec for path, spec in todo.items()}
         for future in as_completed(futures):
             spec = futures[future]
             try:
@@ -574,7 +573,7 @@ def cycle_environment(
 
     Exit 0 when it would; 1 when an attempt would be refused (each difference named); 2 when the cycle
     has no pin yet (planning makes it)."""
-    from argusic.environment import (
+    from argusic.attempts.environment import (
         EnvironmentError_,
         current_pin,
         differences,
@@ -655,15 +654,17 @@ def cycle_run(
     Resumable: run the same command again and finished attempts are not measured again (keyed by
     attempt_id). Exit 1 when the cycle fails (nothing planned, nothing valid, an attempt that could
     not start); exit 2 for a bad catalogue or option. Same functions as the argusic_cycle DAG."""
-    from argusic import airflow_tasks as steps
-    from argusic.agents import known_agents
-    from argusic.analyst import AnalystCopyError
-    from argusic.build import PublicationBlocked
-    from argusic.build_worker import BuildWorkerError
-    from argusic.cycle import CycleFailed
-    from argusic.environment import EnvironmentError_
-    from argusic.executor import get_executor
-    from argusic.pool import CatalogueError
+    from argusic.attempts.agents import known_agents
+    from argusic.attempts.environment import EnvironmentError_
+    from argusic.cycle.plan import NothingPlanned, write_plan
+    from argusic.cycle.pools import resolve_pool
+    from argusic.cycle.tally import CycleFailed
+    from argusic.publication.build_worker import BuildWorkerError, build_warehouse_summary
+    from argusic.sandbox.executor import get_executor
+    from argusic.sources.pool import CatalogueError
+    from argusic.warehouse.analyst import AnalystCopyError
+    from argusic.warehouse.dbt_build import PublicationBlocked
+    from argusic.warehouse.load_runs import ingest_cycle_records
 
     started = time.monotonic()
     if not cycle:
@@ -685,7 +686,7 @@ def cycle_run(
 
     try:
         pool_path = local_path(
-            steps.resolve_pool(
+            resolve_pool(
                 cycle,
                 str(pool) if pool else None,
                 str(catalogue) if catalogue else None,
@@ -697,18 +698,18 @@ def cycle_run(
         _fail(str(err))
     print_selection(Path(pool_path))
     try:
-        spec_paths = steps.write_plan(
+        spec_paths = write_plan(
             Path(pool_path),
             agent_ids,
             attempts_per_pair=attempts_per_pair,
             budget_scale=budget_scale if budget_scale < 1 else None,
             executor=runner,
         )
-    except steps.NothingPlanned as err:
+    except NothingPlanned as err:
         _cycle_failed(f"{err}: nothing to run, nothing published")
     except EnvironmentError_ as err:
         _cycle_failed(f"{err}: nothing run, nothing published")
-    specs = {path: steps.read_spec(path) for path in spec_paths}
+    specs = {path: read_spec(path) for path in spec_paths}
     budgets = "real budgets" if budget_scale >= 1 else f"budgets scaled ×{budget_scale:g} (recorded as demo)"
     console.print(
         f"cycle {cycle}: {len(specs)} attempt(s) ({len(agent_ids)} agent(s) × "
@@ -724,17 +725,17 @@ def cycle_run(
             + "\nFix the cause and run the same command again: finished attempts are not measured twice."
         )
     try:
-        result = steps.ingest_cycle_records(cycle, records)
+        result = ingest_cycle_records(cycle, records)
     except CycleFailed as err:
         _cycle_failed(str(err))
     console.print(
         f"warehouse: {result['inserted']} new record(s), {result['already_present']} already present"
     )
-    from argusic.decisions import DecisionError, utc_now
     from argusic.review import publication
+    from argusic.warehouse.decisions import DecisionError, utc_now
 
     try:
-        steps.build_warehouse_summary()
+        build_warehouse_summary()
         prepared = publication.prepare(cycle)
         if approve_as:
             publication.record(cycle, prepared.board_sha256, "approved", approve_as, utc_now(), note)
@@ -766,20 +767,21 @@ def demo(
 
     Budgets are scaled down (90 min → 15 s). Run it again: attempts measured before are not run again;
     it says so and goes straight to the board. It ends by saying where everything is."""
-    from argusic import airflow_tasks as steps
-    from argusic.agents import known_agents
-    from argusic.analyst import AnalystCopyError
-    from argusic.build import PublicationBlocked, build_warehouse
-    from argusic.decisions import utc_now
-    from argusic.environment import EnvironmentError_
-    from argusic.executor import get_executor
-    from argusic.forge import build_forge, build_repair_forge
-    from argusic.pool import CatalogueError
+    from argusic.attempts.agents import known_agents
+    from argusic.attempts.environment import EnvironmentError_
+    from argusic.cycle.plan import write_plan
+    from argusic.cycle.pools import resolve_pool
     from argusic.review.publication import prepare as prepare_publication
     from argusic.review.publication import publish_approved
     from argusic.review.publication import record as record_publication
-    from argusic.warehouse import IngestError
-    from argusic.warehouse import ingest as do_ingest
+    from argusic.sandbox.executor import get_executor
+    from argusic.sources.forge import build_forge, build_repair_forge
+    from argusic.sources.pool import CatalogueError
+    from argusic.warehouse.analyst import AnalystCopyError
+    from argusic.warehouse.dbt_build import PublicationBlocked, build_warehouse
+    from argusic.warehouse.decisions import utc_now
+    from argusic.warehouse.load_runs import IngestError
+    from argusic.warehouse.load_runs import ingest as do_ingest
 
     started = time.monotonic()
     try:
@@ -789,14 +791,14 @@ def demo(
     catalogue = build_forge(forge_dir())
     build_repair_forge(forge_dir())  # repairkit's merged pull requests, for repair items (issue 13)
     try:
-        pool_path = local_path(steps.resolve_pool(cycle, None, str(catalogue)))
+        pool_path = local_path(resolve_pool(cycle, None, str(catalogue)))
     except (CatalogueError, ValueError) as err:
         _fail(str(err))
     try:
-        spec_paths = steps.write_plan(Path(pool_path), DEMO_AGENTS, demo=True, executor=runner)
+        spec_paths = write_plan(Path(pool_path), DEMO_AGENTS, demo=True, executor=runner)
     except EnvironmentError_ as err:
         _fail(str(err))
-    specs = {path: steps.read_spec(path) for path in spec_paths}
+    specs = {path: read_spec(path) for path in spec_paths}
     console.print(
         f"demo cycle {cycle}: {len(specs)} attempts ({len(DEMO_AGENTS)} agents × "
         f"{len({s.project_id for s in specs.values()})} projects × 3), executor {runner.name}, "
@@ -816,7 +818,7 @@ def demo(
                 [Path(p).parent for p in [*records, *repair["records"]]], known_agents=known_agents()
             )
             if repair["ingest"]:  # repairkit's items, validations and the stand-ins' grades
-                from argusic.repair.dag_tasks import ingest_items
+                from argusic.workflows.repair_round import ingest_items
 
                 ingest_items(repair["ingest"])
             build_warehouse(quiet=True)
@@ -855,7 +857,7 @@ def _demo_repair_round(cycle: str, runner) -> dict:
     """The repair track of the demo (issue 13): repairkit's items built from its merged pull requests
     and their grader validated, then one attempt per demo stand-in × usable item, graded in a fresh
     container. Resumable: items, validations and measured attempts are not redone."""
-    from argusic.repair.dag_tasks import repair_ingest_paths, repair_round
+    from argusic.workflows.repair_round import repair_ingest_paths, repair_round
 
     with console.status("repair track: items from repairkit's merged PRs, grader validation, attempts…"):
         try:
@@ -913,8 +915,8 @@ def _print_where(cycle: str, published: Path) -> None:
     """The demo's closing block: where each thing is, and what to do next."""
     import os
 
-    from argusic.analyst import analyst_dir
-    from argusic.settings import code_root, evidence_url, project_root, runs_dir
+    from argusic.core.settings import code_root, evidence_url, project_root, runs_dir
+    from argusic.warehouse.analyst import analyst_dir
 
     analyst = analyst_dir()  # the read-only snapshot and Parquet files every build refreshes
     airflow_home = Path(os.environ.get("AIRFLOW_HOME") or project_root() / ".airflow")
@@ -977,7 +979,7 @@ def audit(
 ) -> None:
     """Re-hash every stored evidence object, raw and served; exit 1 when any is not where its record
     says or no longer matches it (every problem is reported; the audit goes on past each)."""
-    from argusic.audit import audit_warehouse
+    from argusic.publication.audit import audit_warehouse
 
     try:
         with _warehouse_errors():
@@ -996,15 +998,16 @@ def audit(
         raise typer.Exit(code=1)
 
 
-# -- watching an attempt: `play` and `report` (served copies only; argusic.replay, argusic.attempt_page) --
+# -- watching an attempt: `play` and `report` (served copies only; argusic.publication.replay,
+# argusic.publication.attempt_page) --
 
 
 _ATTEMPT_ID_HELP = "The attempt id, e.g. 2026-12.board.readme-runner.csvstats.a1 (`argusic attempts`)"
 
 
 def _find_attempt_or_fail(attempt_id: str):
-    from argusic.record import RecordError
-    from argusic.replay import ReplayRefused, find_attempt
+    from argusic.core.record import RecordError
+    from argusic.publication.replay import ReplayRefused, find_attempt
 
     try:
         with _warehouse_errors():
@@ -1028,7 +1031,7 @@ def play(
     that would talk to your terminal (titles, clipboard, queries, mouse modes) are dropped."""
     import tempfile
 
-    from argusic.replay import (
+    from argusic.publication.replay import (
         ReplayRefused,
         fetch_served,
         keys_not_echoed,
@@ -1087,7 +1090,7 @@ def report(
 ) -> None:
     """Write a self-contained HTML page about an attempt: facts, served log, served recording in
     asciinema-player. It opens from a file with no network; log and recording are shown as text."""
-    from argusic.attempt_page import PlayerMissing, load_player_assets, write_report
+    from argusic.publication.attempt_page import PlayerMissing, load_player_assets, write_report
 
     try:
         assets = load_player_assets()
@@ -1117,9 +1120,9 @@ def reproduce(
     instructions, limits, budget) into a reproduction cycle under runs/reproductions/ that is never
     ingested nor published, then print both records side by side. Exit 0: same outcome; 1: the
     outcome differs; 2: refused (the reason names the input that is not available)."""
-    from argusic.record import RecordError
-    from argusic.reproduce import ReproductionRefused, compare
-    from argusic.reproduce import reproduce as run_reproduction
+    from argusic.core.record import RecordError
+    from argusic.workflows.reproduce import ReproductionRefused, compare
+    from argusic.workflows.reproduce import reproduce as run_reproduction
 
     def started(plan) -> None:
         err_console.print(
@@ -1155,7 +1158,7 @@ def reproduce(
 def _shown_value(value) -> str:
     import json
 
-    from argusic.replay import printable
+    from argusic.publication.replay import printable
 
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return printable(text, 160)
@@ -1222,9 +1225,9 @@ def site_build(
 ) -> None:
     """Write <ARGUSIC_PUBLISH_DIR>/site/ from every published cycle's board.json and attempts.json
     (publishing does this as its last step)."""
-    from argusic.attempt_page import PlayerMissing
-    from argusic.cycle import publish_dir
-    from argusic.site import SiteError, build_site
+    from argusic.core.layout import publish_dir
+    from argusic.publication.attempt_page import PlayerMissing
+    from argusic.publication.site import SiteError, build_site
 
     try:
         site = build_site(publish_dir(), cycle)
@@ -1242,8 +1245,8 @@ def site_serve(
     host: Annotated[str, typer.Option(help="Bind address: 127.0.0.1 only (a preview)")] = "127.0.0.1",
 ) -> None:
     """Preview the built site on 127.0.0.1 until Ctrl-C."""
-    from argusic.cycle import publish_dir
-    from argusic.site import serve
+    from argusic.core.layout import publish_dir
+    from argusic.publication.site import serve
 
     def ready(url: str) -> None:
         console.print(f"serving the site at {url}  (Ctrl-C to stop)", soft_wrap=True)

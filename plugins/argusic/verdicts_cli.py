@@ -1,5 +1,5 @@
 """`argusic verdicts plan|run|request`: adaptive project verdicts from the command line, the same steps
-as the `argusic_verdicts` DAG (argusic.verdicts)."""
+as the `argusic_verdicts` DAG (argusic.workflows.verdicts)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def _say(line: str) -> None:
 
 
 def _targets(cycle: str, pool: str | None, projects: str, **request):
-    from argusic import verdicts
     from argusic.cli import _fail
+    from argusic.workflows import verdicts
 
     if not cycle:
         _fail("--cycle is required (e.g. --cycle 2026-12)")
@@ -49,8 +49,8 @@ def plan_cmd(
 ) -> None:
     """Print the verdict attempts still pending for the cycle's projects, and why (plans nothing to
     disk, runs nothing). Then each project's verdict as it stands."""
-    from argusic import verdicts
     from argusic.cli import _warehouse_errors
+    from argusic.workflows import verdicts
 
     with _warehouse_errors():
         targets = _targets(cycle, pool, projects)
@@ -88,10 +88,10 @@ def run_cmd(
     """Run the verdict attempts the rules still need: build → (plan → run → ingest → build) until
     nothing is pending. Resumable: run it again and nothing measured is measured twice; with nothing
     pending it runs nothing. Exit 1 when something is still pending or needs a person."""
-    from argusic import verdicts
-    from argusic.airflow_tasks import ConfigurationError
     from argusic.cli import _fail, _warehouse_errors
-    from argusic.executor import get_executor
+    from argusic.cycle.plan import ConfigurationError
+    from argusic.sandbox.executor import get_executor
+    from argusic.workflows import verdicts
 
     try:
         runner = get_executor(executor)
@@ -126,9 +126,9 @@ def request_cmd(
 ) -> None:
     """Record a request for a stronger agent on a project at a commit (a decision: who, when, why).
     The next verdict run acts on it once the standard agent's two complete attempts found no pass."""
-    from argusic import verdicts
     from argusic.cli import _fail, _warehouse_errors
-    from argusic.decisions import DecisionError
+    from argusic.warehouse.decisions import DecisionError
+    from argusic.workflows import verdicts
 
     with _warehouse_errors():
         try:

@@ -1,7 +1,7 @@
 -- One row per group of attempts (task_id, agent_id, project_id, repair item and revision, environment,
 -- method) with at least one compared pair (issue #14, seed 004): how alike an agent's changes are
 -- across attempts — a repair attempt's patch for one item, an install-and-run attempt's changes to
--- the project (argusic.changes; item_id and item_revision null). Pairs come from raw.change_similarity
+-- the project (argusic.sandbox.changes; item_id and item_revision null). Pairs come from raw.change_similarity
 -- (computed at ingest: rapidfuzz normalized Indel similarity of the non-test changed lines,
 -- docs/judging.md); a pair
 -- counts while both its attempts stand, as in the repair rates: the record is loaded, was not cut

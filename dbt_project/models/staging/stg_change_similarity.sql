@@ -1,5 +1,5 @@
 -- One row per (attempt_a, attempt_b, method): two repair attempts' patches compared at ingest
--- (argusic.judging.ingest, issue #14). No rule is applied here.
+-- (argusic.warehouse.load_judging, issue #14). No rule is applied here.
 select
     attempt_a,
     attempt_b,

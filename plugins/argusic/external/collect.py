@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from argusic.record import Report
+from argusic.core.record import Report
+from argusic.core.settings import orchestrator_config
 
 Status = Literal["measured", "derived", "unavailable"]
 EndState = Literal["completed", "error", "truncated"]
@@ -166,7 +167,7 @@ def read_jsonl(path: Path) -> JsonlRead:
 
 
 def read_report(path: Path | None) -> tuple[dict | None, str | None]:
-    """The agent's report (7 fields, argusic.record.Report) or None with the reason."""
+    """The agent's report (7 fields, argusic.core.record.Report) or None with the reason."""
     if path is None:
         return None, "no report path given"
     try:
@@ -276,8 +277,6 @@ def record_parts(
     if usage["duration_seconds"]["status"] == "unavailable" and wall_seconds is not None:
         usage["duration_seconds"] = {"value": round(float(wall_seconds), 3), "status": "measured"}
     if key_kind == "per_run" and key_limit_usd is None:
-        from argusic.settings import orchestrator_config
-
         key_limit_usd = orchestrator_config().per_run_key_limit_usd
     return {
         "usage": usage,

@@ -7,7 +7,7 @@ only: the harness runs on the image's python3, and a real connection is the hone
 waits until the X server of display :99 accepts a connection, then writes
 ``{"kind": "xvfb", "width": W, "height": H, "depth": D}`` (read from the server's own answer, not
 from what it was asked to be) and exits 0; exits 1 when no server answered in time (no file then).
-The bootstrap (argusic.executor) starts Xvfb and runs this before handing over to the agent.
+The bootstrap (argusic's executor module) starts Xvfb and runs this before handing over to the agent.
 
 The reference harness uses ``top_level_windows`` to see whether a running command put a window on
 the display (methodology section 7, item 6: a desktop application "ran" when its main process started

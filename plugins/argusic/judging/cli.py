@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 tasks_app = typer.Typer(
-    help="Task definitions (argusic.judging.tasks): one source of truth.", no_args_is_help=True
+    help="Task definitions (argusic.core.tasks): one source of truth.", no_args_is_help=True
 )
 hints_app = typer.Typer(help="Layer 1 hints (argusic.hints/1): never part of a score.", no_args_is_help=True)
 console = Console(highlight=False, soft_wrap=True)
@@ -29,7 +29,7 @@ def _fail(message: str) -> None:
 @tasks_app.command("list")
 def tasks_list() -> None:
     """Every task kind with its version, revision and project refinements."""
-    from argusic.judging.tasks import PURPOSE_TASK, TASK_IDS, TaskDefinitionError, load_task, refined_projects
+    from argusic.core.tasks import PURPOSE_TASK, TASK_IDS, TaskDefinitionError, load_task, refined_projects
 
     try:
         for task_id in TASK_IDS:
@@ -52,7 +52,7 @@ def tasks_show(
     project: Annotated[str | None, typer.Option(help="Merge this project's refinement in")] = None,
 ) -> None:
     """The merged definition of a task (JSON), prompt included."""
-    from argusic.judging.tasks import TaskDefinitionError, load_task
+    from argusic.core.tasks import TaskDefinitionError, load_task
 
     try:
         loaded = load_task(task, project)
@@ -69,7 +69,7 @@ def tasks_generate(
     ] = False,
 ) -> None:
     """Emit the run instructions, scenarios and review forms from the task files."""
-    from argusic.judging.tasks import PACKAGE_DIR, TaskDefinitionError, drifted, generate
+    from argusic.core.tasks import PACKAGE_DIR, TaskDefinitionError, drifted, generate
 
     try:
         if check:
@@ -93,11 +93,11 @@ def hints_compute(
     attempt: Annotated[str | None, typer.Option(help="Only this attempt id")] = None,
 ) -> None:
     """Compute and write hints.json for every attempt folder of a cycle (with a run_record.json)."""
-    from argusic.evidence import EvidenceStore
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import RecordError
+    from argusic.core.settings import runs_dir
+    from argusic.core.tasks import TaskDefinitionError
     from argusic.judging.hints import HintsError, hints_for_attempt, store_hint_evidence
-    from argusic.judging.tasks import TaskDefinitionError
-    from argusic.record import RecordError
-    from argusic.settings import runs_dir
 
     if "/" in cycle or cycle in (".", "..") or (attempt and ("/" in attempt or attempt in (".", ".."))):
         _fail("cycle and attempt are ids, not paths")

@@ -26,8 +26,8 @@ import re
 import stat
 from pathlib import Path
 
-from argusic.judging.tasks import Task, canonical_json, task_for
-from argusic.record import RunRecord, load_record_file
+from argusic.core.record import RunRecord, load_record_file
+from argusic.core.tasks import Task, canonical_json, task_for
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "argusic.judge-evidence/1"
@@ -177,7 +177,7 @@ def build_evidence_folder(attempt_dir: Path, dest: Path) -> Path:
     trace = blind(_cap_text(log or b"(no log)\n", MAX_TRACE_BYTES).decode("utf-8", errors="replace"))
     add("trace.txt", trace.encode("utf-8"), "")
     # repair: the graded patch; install and run: the agent's changes to the project landed by the
-    # executor (argusic.changes), when it changed anything
+    # executor (argusic.sandbox.changes), when it changed anything
     patch_name = "patch.diff" if record.purpose == "repair" else "changes.patch"
     patch = _read_regular(attempt_dir / "out" / patch_name, MAX_PATCH_BYTES)
     if patch:

@@ -4,7 +4,7 @@ Hints are shown beside an attempt while a person reviews it; they are never part
 verdict or the board. Each hint's ``score`` is exactly 1, 0.5 or 0, or null with ``status``
 ``not_applicable`` (nothing to judge: no needles defined, no HTML artifact) or ``unavailable`` (the
 evidence is missing or unreadable; ``detail`` says why). Everything under the attempt folder is read
-as hostile (``argusic.judging.needles.read_capped``: no links, regular files, size caps).
+as hostile (``argusic.core.safe_io.read_capped``: no links, regular files, size caps).
 
 Agent logic: the run succeeded and the task's required tool order is a subsequence of the agent's
 steps (``argusic.judging.tool_order``): 1; succeeded out of order 0.5; not succeeded 0; with no
@@ -26,13 +26,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from argusic.core.record import RunRecord
+from argusic.core.safe_io import Unreadable, read_capped
+from argusic.core.tasks import Task
 from argusic.judging import tool_order
-from argusic.judging.needles import Unreadable, artifact_files, evaluate_needles, gather_sources, read_capped
-from argusic.judging.tasks import Task
-from argusic.record import RunRecord
+from argusic.judging.needles import artifact_files, evaluate_needles, gather_sources
 
 if TYPE_CHECKING:
-    from argusic.evidence import EvidenceStore
+    from argusic.core.evidence import EvidenceStore
 
 SCHEMA_ID = "argusic.hints/1"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "hints-1.schema.json"
@@ -242,9 +243,9 @@ def agent_logic_hint(attempt_dir: Path, record: RunRecord, task: Task) -> dict:
 
 def changes_hint(attempt_dir: Path, record: RunRecord) -> dict:
     """The install-and-run attempt's changes to the project (``out/changes.patch``, landed by the
-    executor: argusic.changes): its fingerprint, size and number of files. Not scored; the input of
+    executor: argusic.sandbox.changes): its fingerprint, size and number of files. Not scored; the input of
     change similarity at ingest."""
-    from argusic.changes import CHANGES_FILE, MAX_PATCH_BYTES
+    from argusic.sandbox.changes import CHANGES_FILE, MAX_PATCH_BYTES
 
     if record.purpose == "repair":
         return {"status": "not_applicable", "detail": "a repair attempt's patch is in its record"}
@@ -326,7 +327,7 @@ def store_hint_evidence(attempt_dir: Path, store: EvidenceStore) -> list[str]:
     ingest on another host can read them: the rendering screenshots (only files of
     ``<attempt_dir>/render/`` whose sha256 the hints name) and the changes patch (``out/changes.patch``
     when its sha256 is the hints'). Regular files, no links, capped. Returns their URIs."""
-    from argusic.changes import CHANGES_FILE, MAX_PATCH_BYTES
+    from argusic.sandbox.changes import CHANGES_FILE, MAX_PATCH_BYTES
 
     attempt_dir = Path(attempt_dir)
     hints = json.loads(read_capped(attempt_dir / HINTS_FILE, 1 << 20))
@@ -359,8 +360,8 @@ def hints_for_attempt(attempt_dir: Path, renderer: Renderer | None = None, *, ag
     """Compute and write the hints of the attempt whose run record is in `attempt_dir`. Kept as they
     are when `hints.json` is already there for the same attempt and task revision (rendering costs
     seconds per page), unless `again`. Raises RecordError, TaskDefinitionError, HintsError, OSError."""
-    from argusic.judging.tasks import task_for
-    from argusic.record import load_record_file
+    from argusic.core.record import load_record_file
+    from argusic.core.tasks import task_for
 
     attempt_dir = Path(attempt_dir)
     record = load_record_file(attempt_dir / "run_record.json")

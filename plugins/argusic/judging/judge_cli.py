@@ -53,11 +53,11 @@ def judge(
     ] = None,
 ) -> None:
     """Run model judges on a cycle's attempts (advisory: never part of a score)."""
+    from argusic.core.record import RecordError
+    from argusic.core.settings import runs_dir
+    from argusic.core.tasks import TaskDefinitionError
     from argusic.judging.evidence import EvidenceError
     from argusic.judging.judges import JUDGES, JudgeError, judge_attempt
-    from argusic.judging.tasks import TaskDefinitionError
-    from argusic.record import RecordError
-    from argusic.settings import runs_dir
 
     if not _is_id(cycle) or (attempt is not None and not _is_id(attempt)):
         _fail("cycle and attempt are ids, not paths")

@@ -1,7 +1,7 @@
 """Model judges (issue #14, seed 004, Layer 2): advisory scores of an attempt's evidence by several
 coding-agent CLIs, never part of a score, a verdict, a rate or the board.
 
-One judge run (``run_judge``) is one container of the agents image (``argusic.agents.agents_image()``)
+One judge run (``run_judge``) is one container of the agents image (``argusic.core.settings.agents_image()``)
 with the blinded evidence folder (``argusic.judging.evidence``) mounted read-only at ``/evidence`` (its
 working directory), ``/out`` writable and the judge prompt (``Task.judge_prompt()``, generated as
 ``judging/generated/<task_id>.judge.md``) on stdin; locked down like the render container. With
@@ -20,7 +20,7 @@ every quote's ``file`` is a file of the evidence folder and its ``quote`` occurs
 ``reason`` naming the check; a session without a final message is ``no_verdict``.
 
 The result is ``<attempt_dir>/judging/<judge_id>.json`` (``argusic.judgement/1``), written atomically,
-loaded by ``argusic ingest`` into raw.judge_verdicts (``argusic.judging.ingest``).
+loaded by ``argusic ingest`` into raw.judge_verdicts (``argusic.warehouse.load_judging``).
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from argusic.core.record import load_record_file
+from argusic.core.tasks import PACKAGE_DIR, Task, load_task, task_for
 from argusic.judging.evidence import MANIFEST, build_evidence_folder, evidence_sha256, read_manifest
-from argusic.judging.tasks import PACKAGE_DIR, Task, load_task, task_for
-from argusic.record import load_record_file
 
 VERDICT_SCHEMA = "argusic.judge-verdict/1"
 JUDGEMENT_SCHEMA = "argusic.judgement/1"
@@ -323,7 +323,7 @@ JUDGE_CONFIG_DIR = "/tmp/argusic-judge-config"  # the CLI's config, fresh per ru
 
 def _broker(judge_id: str, label: str) -> Any:
     """The routing layer's key broker, or JudgeError: a real judge never runs on a shared key."""
-    from argusic.keys import KeyUnavailable, LiteLLMKeyBroker
+    from argusic.attempts.keys import KeyUnavailable, LiteLLMKeyBroker
 
     try:
         return LiteLLMKeyBroker.from_env()
@@ -339,7 +339,7 @@ def container_plan(
 ) -> tuple[list[str], dict[str, str], bool]:
     """(command, environment, networking on) of a judge container. ``key_env`` None: a replay (no CLI,
     networking off); else the key variables of a per-run key for the harness's external driver."""
-    from argusic.containment import AGENT_HOME
+    from argusic.sandbox.containment import AGENT_HOME
 
     bound = ["timeout", "--kill-after=5", str(int(timeout_seconds))]
     if key_env is None:
@@ -374,13 +374,13 @@ def run_judge(
     """Run one judge over the evidence folder in a locked-down container; returns ``out_dir`` (holding
     ``session.jsonl`` and, for Codex, ``last_message.txt``). ``replay``: a recorded session, teed by
     the container with networking off instead of running a CLI. Without it the judge's CLI runs on a
-    per-run key (``argusic.keys.attempt_key``: created for this run, deleted however it ends) from
+    per-run key (``argusic.attempts.keys.attempt_key``: created for this run, deleted however it ends) from
     ``broker`` (the routing layer's by default; none configured: JudgeError before anything starts)."""
     import requests
 
     import docker
-    from argusic.agents import agents_image
-    from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
+    from argusic.core.settings import agents_image
+    from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
     driver = judge_driver(judge_id)
     evidence_dir, out_dir = Path(evidence_dir).resolve(), Path(out_dir)
@@ -413,7 +413,7 @@ def run_judge(
                 (stage / name).chmod(0o644)
         key_env = None
         if replay_path is None:
-            from argusic.keys import KeyUnavailable, attempt_key
+            from argusic.attempts.keys import KeyUnavailable, attempt_key
 
             try:
                 key = keys.enter_context(attempt_key(broker, label))

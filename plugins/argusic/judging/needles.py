@@ -16,49 +16,20 @@ unless the others already fix it (some found and some surely missing is 0.5 what
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from argusic.judging.tasks import Needle
+from argusic.core.safe_io import Unreadable, read_capped
+from argusic.core.tasks import Needle
 
 LOG_MAX_BYTES = 32 * 1024**2
 ARTIFACT_MAX_BYTES = 4 * 1024**2  # per file
 ARTIFACTS_MAX_TOTAL_BYTES = 32 * 1024**2
 ARTIFACTS_MAX_FILES = 200
 ARTIFACTS_MAX_DEPTH = 16
-_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-
-
-class Unreadable(Exception):
-    """A file or folder we will not read; the message says why (link, size, kind)."""
-
-
-def read_capped(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, never through a link, refused unread over ``limit``."""
-    try:
-        fd = os.open(path, _OPEN)
-    except FileNotFoundError:
-        raise Unreadable(f"{path.name} is missing") from None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise Unreadable(f"{path.name} is a symbolic link: not followed") from None
-        raise Unreadable(f"{path.name} cannot be read: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Unreadable(f"{path.name} is not a regular file")
-        if info.st_nlink != 1:
-            raise Unreadable(f"{path.name} has {info.st_nlink} hard links: not read")
-        if info.st_size > limit:
-            raise Unreadable(f"{path.name} is {info.st_size} bytes, over the {limit}-byte cap: not read")
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise Unreadable(f"{path.name} grew past the {limit}-byte cap while read: not read")
-    return data
 
 
 def decode(data: bytes) -> str:

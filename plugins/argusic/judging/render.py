@@ -31,14 +31,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
-from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
+from argusic.core.settings import PACKAGE_DIR
+from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
 RENDER_IMAGE = "argusic-render:bookworm"  # scripts/build_render_image.sh
 RENDER_IMAGE_ENV = "ARGUSIC_RENDER_IMAGE"
 RENDER_LAYOUT_LABEL = "argusic.render.layout"
 RENDER_LAYOUT = "2"  # 2: upgraded from bookworm-security. scripts/build_render_image.sh
 CONTAINER_LABEL = "argusic.judging.render"
-DRIVER = Path(__file__).with_name("render_driver.py")
+DRIVER = PACKAGE_DIR / "payload" / "render_driver.py"  # mounted read-only into the render container
 PAGES_IN_CONTAINER = "/pages"
 DRIVER_IN_CONTAINER = "/opt/argusic/render_driver.py"
 

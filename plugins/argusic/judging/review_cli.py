@@ -1,6 +1,6 @@
 """`argusic judging queue` and `argusic judging review`: the person's review of the attempts the
 review queue selected (issue #14, Layer 3), for ops without the Airflow UI. The same function as
-the form (argusic.judging.review.decide): who (--by), when (now, UTC), why (--note).
+the form (argusic.review.judging.decide): who (--by), when (now, UTC), why (--note).
 
 Exit codes: 0 recorded / listed; 2 refused (an unknown attempt, a look or score outside 0..2, a
 missing who or why, no warehouse yet)."""
@@ -30,7 +30,7 @@ def judging_queue(
     awaiting_only: Annotated[bool, typer.Option("--awaiting", help="Only those not reviewed yet")] = False,
 ) -> None:
     """The attempts selected for review (marts.review_queue), why, and their review status."""
-    from argusic.judging.review import queue
+    from argusic.review.judging import queue
 
     cli = _cli()
     with cli._warehouse_errors():
@@ -63,8 +63,8 @@ def judging_review(
     build: Annotated[bool, typer.Option(help="Rebuild the marts afterwards")] = True,
 ) -> None:
     """Record a review (decisions.judging_reviews); the latest per attempt is in force."""
-    from argusic.decisions import DecisionError, utc_now
-    from argusic.judging.review import ReviewError, decide
+    from argusic.review.judging import ReviewError, decide
+    from argusic.warehouse.decisions import DecisionError, utc_now
 
     cli = _cli()
     try:

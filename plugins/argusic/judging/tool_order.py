@@ -1,6 +1,6 @@
 """Map an agent's tool calls to the step vocabulary, and check a required order as a subsequence.
 
-Vocabulary (``argusic.judging.tasks.STEPS``): ``read`` (read or view a file, README included),
+Vocabulary (``argusic.core.tasks.STEPS``): ``read`` (read or view a file, README included),
 ``search`` (grep/glob/find/list), ``edit`` (write, edit or patch a file), ``exec`` (run a shell
 command), ``install`` (an exec whose command installs), ``test`` (an exec that runs tests), ``report``
 (writing the report file).

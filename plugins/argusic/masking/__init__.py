@@ -181,7 +181,7 @@ class _workdir:
         if self.given is not None:
             self.given.mkdir(parents=True, exist_ok=True)
             return self.given
-        from argusic.settings import scratch_root
+        from argusic.core.settings import scratch_root
 
         root = scratch_root()
         root.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ def _fail(message: str) -> None:
 
 def grades_dir() -> Path:
     """ARGUSIC_GRADES_DIR, default <project root>/grades."""
-    from argusic.settings import project_root
+    from argusic.core.settings import project_root
 
     return Path(os.environ.get(GRADES_DIR_ENV) or project_root() / "grades")
 

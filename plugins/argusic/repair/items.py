@@ -26,9 +26,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from argusic.core.settings import project_root
 from argusic.repair import paths as test_paths
 from argusic.repair import testrun
-from argusic.settings import project_root
 
 SCHEMA = "argusic.repair_item/1"
 MAX_ITEM_BYTES = 4 * 1024 * 1024

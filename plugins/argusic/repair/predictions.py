@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from argusic.settings import PACKAGE_DIR
+from argusic.core.settings import PACKAGE_DIR
 
 LABELS_FILE = PACKAGE_DIR / "repair" / "labels.toml"
 MAX_FILE_BYTES = 256 * 1024 * 1024

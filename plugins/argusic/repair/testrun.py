@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from argusic.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
+from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
 GRADER_IMAGE = "argusic-grader:bookworm"
 GRADER_IMAGE_ENV = "ARGUSIC_GRADER_IMAGE"

@@ -7,7 +7,7 @@
 - `disputes`: a maintainer disputes an attempt; a person rules; when our environment was at fault,
   the attempt is rerun through the one attempt path and the rerun counts in its place.
 
-Every decision goes through `argusic.decisions.record` (who, when, why). The Airflow forms
+Every decision goes through `argusic.warehouse.decisions.record` (who, when, why). The Airflow forms
 (`argusic.review.operators`, human-in-the-loop operators) and the CLI (`argusic review|publish|
 dispute`) call the same functions. No Airflow import here except in `operators`.
 """

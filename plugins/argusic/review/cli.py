@@ -23,7 +23,7 @@ def _cli():
 
 
 def _rebuild() -> None:
-    from argusic.airflow_tasks import build_warehouse_summary
+    from argusic.publication.build_worker import build_warehouse_summary
 
     cli = _cli()
     with cli.console.status("dbt build + expectations…"):
@@ -60,8 +60,8 @@ def review_decide(
     build: Annotated[bool, typer.Option(help="Rebuild the marts afterwards")] = True,
 ) -> None:
     """Record who decided whose fault it was, when and why; the marts read it at the next build."""
-    from argusic.decisions import DecisionError, utc_now
     from argusic.review.environment import decide, reviews
+    from argusic.warehouse.decisions import DecisionError, utc_now
 
     cli = _cli()
     with cli._warehouse_errors():
@@ -93,9 +93,9 @@ def publish(
 ) -> None:
     """Show what publishing the cycle's board would change; with --approve or --reject, record the
     decision on exactly that board (its sha256) and publish it when approved."""
-    from argusic.build import PublicationBlocked
-    from argusic.decisions import DecisionError, utc_now
     from argusic.review.publication import prepare, publish_approved, record
+    from argusic.warehouse.dbt_build import PublicationBlocked
+    from argusic.warehouse.decisions import DecisionError, utc_now
 
     cli = _cli()
     if approve and reject:
@@ -139,8 +139,8 @@ def dispute_file(
     """Record a dispute; prints its id (rule on it: `argusic dispute rule`, or argusic_disputes)."""
     import getpass
 
-    from argusic.decisions import DecisionError, utc_now
     from argusic.review.disputes import file
+    from argusic.warehouse.decisions import DecisionError, utc_now
 
     cli = _cli()
     try:
@@ -180,9 +180,10 @@ def dispute_rule(
     executor: Annotated[str | None, typer.Option(help="docker | local, for the rerun")] = None,
 ) -> None:
     """Record the ruling; environment_at_fault reruns the attempt (its next run), loads and builds."""
-    from argusic.decisions import DecisionError, utc_now
-    from argusic.executor import get_executor
-    from argusic.review.disputes import correct, rule
+    from argusic.review.disputes import rule
+    from argusic.sandbox.executor import get_executor
+    from argusic.warehouse.decisions import DecisionError, utc_now
+    from argusic.workflows.corrections import correct
 
     cli = _cli()
     try:

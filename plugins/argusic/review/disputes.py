@@ -3,7 +3,7 @@ log and recording and rules whether our side (the environment) was at fault; if 
 is redone and the record corrected with a note. The original evidence is never edited or deleted.
 
 How a correction is named. A correction reruns the disputed attempt through the one attempt path
-(`argusic.attempt.run_with_reruns`, the same as every planned attempt) as the attempt's **next run**
+(`argusic.cycle.run.run_with_reruns`, the same as every planned attempt) as the attempt's **next run**
 in its `.r<n>` chain: `<…>.a2` is corrected by `<…>.a2.r1`, `<…>.a2.r1` by `<…>.a2.r2`; its run
 record's `rerun_of` names the disputed attempt (the record contract's own link). What tells it from
 a rerun of an invalid attempt (our tooling failed, rerun at once and bounded) is what it reruns: an
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
-from argusic import decisions
-from argusic.decisions import DecisionError
 from argusic.review.text import link, quoted
+from argusic.warehouse import decisions
+from argusic.warehouse.decisions import DecisionError
 
 ENVIRONMENT_AT_FAULT = "Environment at fault"
 RESULT_STANDS = "Result stands"
@@ -75,7 +75,7 @@ def _attempt_facts(con, attempt_id: str) -> dict | None:
 
 
 def attempt_facts(attempt_id: str, db_path: Path | None = None) -> dict | None:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         return _attempt_facts(con, attempt_id)
@@ -92,8 +92,8 @@ def file(
 ) -> str:
     """File a dispute of one attempt (decisions.disputes); returns its id. The attempt must be
     loaded and be the one that counts (no later run of it)."""
-    from argusic.record import parse_attempt_id
-    from argusic.warehouse import connect
+    from argusic.core.record import parse_attempt_id
+    from argusic.warehouse.db import connect
 
     try:
         parse_attempt_id(attempt_id)
@@ -154,14 +154,14 @@ def _disputes(con, where: str = "", params: list | None = None) -> list[Dispute]
 
 
 def listing(db_path: Path | None = None, open_only: bool = False) -> list[Dispute]:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         return _disputes(con, "WHERE r.ruling IS NULL" if open_only else "")
 
 
 def get(dispute_id: str, db_path: Path | None = None) -> Dispute:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         found = _disputes(con, "WHERE f.dispute_id = ?", [dispute_id])
@@ -233,65 +233,3 @@ def rule(
         db_path,
     )
     return get(dispute_id, db_path)
-
-
-def correction_spec(attempt_id: str):
-    """The AttemptSpec of the correction rerun: the disputed attempt's planned spec
-    (runs/<cycle>/plan/<attempt id without .r<n>>.json), as its next run."""
-    from argusic.airflow_tasks import plan_dir, read_spec
-    from argusic.record import make_attempt_id, parse_attempt_id
-
-    parts = parse_attempt_id(attempt_id)
-    base = make_attempt_id(
-        str(parts["cycle_id"]),
-        str(parts["purpose"]),
-        str(parts["agent_id"]),
-        str(parts["project_id"]),
-        int(parts["attempt_no"]),
-    )
-    from argusic.runs_store import pull
-
-    path = plan_dir(str(parts["cycle_id"])) / f"{base}.json"
-    pull(f"{parts['cycle_id']}/plan/{base}.json")  # on a cluster: the plan is in the runs store
-    if not path.is_file():
-        raise DisputeError(f"no planned spec for {base} at {path}: the attempt cannot be rerun from its plan")
-    spec = read_spec(path).model_copy(update={"rerun_no": int(parts["rerun_no"]) + 1})
-    if spec.rerun_of != attempt_id:
-        raise DisputeError(f"the planned spec {path} does not rerun {attempt_id}")
-    return spec
-
-
-def correct(dispute_id: str, executor=None, db_path: Path | None = None, live_log: bool = False) -> list[str]:
-    """Carry out an environment_at_fault ruling: rerun the attempt (the one attempt path, bounded
-    reruns if the rerun itself is invalid), load the records, and record the rerun's id with the
-    ruling (a second row of the dispute, at the time the rerun ended). Returns the record paths.
-    Idempotent: a rerun measured before is not measured again. The caller builds the warehouse."""
-    from argusic.airflow_tasks import ingest_records
-    from argusic.attempt import run_with_reruns
-    from argusic.record import load_record_file
-
-    dispute = get(dispute_id, db_path)
-    if dispute.ruling != "environment_at_fault":
-        raise DisputeError(
-            f"dispute {dispute_id} is {'ruled ' + dispute.ruling if dispute.ruling else 'not ruled yet'}: "
-            "only an environment_at_fault ruling is corrected"
-        )
-    spec = correction_spec(dispute.attempt_id)
-    paths = [str(p) for p in run_with_reruns(spec, executor, live_log=live_log)]
-    ingest_records(paths)
-    first = load_record_file(Path(paths[0]))
-    ended = first.ended_at.astimezone(UTC).replace(tzinfo=None)
-    decisions.record(
-        "dispute_rulings",
-        {
-            "dispute_id": dispute_id,
-            "ruling": "environment_at_fault",
-            "rerun_attempt_id": spec.attempt_id,
-            "decided_by": dispute.ruled_by,
-            # when the correction exists; after the ruling's own row (a key is (dispute, time))
-            "decided_at": max(ended, dispute.ruled_at + timedelta(seconds=1)),
-            "note": dispute.ruling_note,
-        },
-        db_path,
-    )
-    return paths

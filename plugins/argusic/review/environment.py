@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from argusic import decisions
 from argusic.review.text import link, quoted
+from argusic.warehouse import decisions
 
 # The form's options, in words; stored as the decisions table's values.
 PROJECT_AT_FAULT = "Project at fault"
@@ -46,7 +46,7 @@ ORDER BY agent_id, attempt_no, attempt_id
 
 def awaiting(cycle_id: str | None = None, db_path: Path | None = None) -> list[Case]:
     """Projects under review with no decision yet, every cycle or one, in (cycle, project) order."""
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         projects = con.execute(
@@ -65,7 +65,7 @@ def awaiting(cycle_id: str | None = None, db_path: Path | None = None) -> list[C
 
 def reviews(cycle_id: str | None = None, db_path: Path | None = None) -> list[dict]:
     """Every project that is or was under review, with its status and the decision in force."""
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         cur = con.execute(

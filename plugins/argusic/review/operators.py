@@ -21,10 +21,10 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import Param
 
-from argusic.decisions import NOTE_MAX, DecisionError
-from argusic.judging import review as judging_review
 from argusic.review import disputes, environment  # light: publication (dbt, GX) is imported when used
+from argusic.review import judging as judging_review
 from argusic.review.text import answer_of
+from argusic.warehouse.decisions import NOTE_MAX, DecisionError
 
 log = logging.getLogger("argusic.review")
 
@@ -221,7 +221,7 @@ def judging_review_params() -> dict[str, Param]:
 class JudgingReviewForm(HITLOperator):
     """One attempt from the judging review queue (issue #14, Layer 3): *Promote* / *Reject*, a look
     0..2, optionally the person's code_structure / logic_correctness and a note; recorded at once in
-    decisions.judging_reviews through argusic.judging.review.decide (as `argusic judging review`)."""
+    decisions.judging_reviews through argusic.review.judging.decide (as `argusic judging review`)."""
 
     template_fields = ()
 

@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from argusic import decisions
-from argusic.build import PublicationBlocked
+from argusic.core.layout import publish_dir
 from argusic.review.text import quoted
+from argusic.warehouse import decisions
+from argusic.warehouse.dbt_build import PublicationBlocked, release_semaphores_at_exit
 
 MAX_BOARD_BYTES = 16 * 1024**2  # a published board is a few KB per agent; anything bigger is not read
 
@@ -71,7 +72,7 @@ class Prepared:
 def last_published(cycle_id: str, out_dir: Path | None = None) -> dict | None:
     """The cycle's board.json as last published (None when never). Read with a size cap: it is our
     own file, but a file on disk all the same."""
-    from argusic.cycle import publish_dir
+    from argusic.core.layout import publish_dir
 
     path = Path(out_dir or publish_dir()) / cycle_id / "board.json"
     try:
@@ -88,7 +89,7 @@ def last_published(cycle_id: str, out_dir: Path | None = None) -> dict | None:
 
 
 def _review_state(cycle_id: str, db_path: Path | None) -> tuple[list[dict], list[dict]]:
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     with connect(db_path, read_only=True) as con:
         excluded = con.execute(
@@ -215,7 +216,7 @@ def body_of(changes: Changes, board_sha256: str) -> str:
 def prepare(cycle_id: str, db_path: Path | None = None, out_dir: Path | None = None) -> Prepared:
     """The board as it would be published now (expectations and evidence audit included), and the
     approval form's subject and body. PublicationBlocked when it could not be published at all."""
-    from argusic.build import compose_publication
+    from argusic.publication.board import compose_publication
 
     publication = compose_publication(cycle_id, db_path)
     board = json.loads(publication.board_text)
@@ -250,7 +251,7 @@ def record(
 
 def decision_in_force(cycle_id: str, db_path: Path | None = None) -> dict | None:
     """The cycle's latest publication decision (None when nobody decided yet)."""
-    from argusic.warehouse import connect
+    from argusic.warehouse.db import connect
 
     path = Path(db_path) if db_path else None
     with connect(path, read_only=True) as con:
@@ -277,8 +278,8 @@ def publish_approved(
     `board_sha256`: the board this caller expects (the one its form showed); another approved board
     is refused too. NotApproved when there is no approval in force; BoardChanged (from publish_board)
     when the board is not the approved one. Through the build worker when one answers."""
-    from argusic.build_worker import publish_or_delegate
-    from argusic.cycle import publish_dir
+    from argusic.core.layout import publish_dir
+    from argusic.publication.build_worker import publish_or_delegate
 
     decision = decision_in_force(cycle_id, db_path)
     if decision is None:
@@ -302,3 +303,13 @@ def publish_approved(
             cycle_id, Path(out_dir or publish_dir()), db_path, approved_sha256=decision["board_sha256"]
         )
     )
+
+
+def publish_cycle_board(cycle_id: str, board_sha256: str | None = None) -> str:
+    """The board of the cycle, re-validated under the writer lock, published only when the cycle's
+    latest publication decision approves it exactly as it is (argusic.review.publication; with
+    `board_sha256`, only that board); returns the published path."""
+    from argusic.review.publication import publish_approved
+
+    release_semaphores_at_exit()
+    return str(publish_approved(cycle_id, board_sha256, publish_dir()))

@@ -1,0 +1,168 @@
+"""What every kind of attempt shares: the evidence files, the record on a cluster (existing_record,
+share_record), the task's artifact globs, the report reader, the record's common fields, the key broker
+and the served copies. install_run and repair_run both build on it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from argusic.attempts.keys import KeyBroker
+from argusic.core.evidence import EvidenceStore
+from argusic.core.layout import RECORD_FILE, attempt_dir
+from argusic.core.record import SCHEMA_ID, Environment, RunRecord, parse_record, utc_now_iso
+from argusic.core.settings import orchestrator_config
+from argusic.core.spec import AttemptSpec
+from argusic.sandbox.landing import check_globs
+from argusic.sandbox.launch import ExecutionResult
+
+log = logging.getLogger(__name__)
+
+
+EVIDENCE_FILES = {"log": "log.txt", "recording": "recording.cast", "report": "report.json"}
+
+
+# Install-and-run attempts: the executor lands the agent's changes to the project
+# (argusic.sandbox.changes) for the change-similarity hint; a repair attempt collects its patch
+# itself, in its container.
+CHANGES_PURPOSES = ("board", "verdict")
+
+
+def existing_record(spec: AttemptSpec, base: Path | None = None) -> Path | None:
+    """The attempt's run record if it was measured before: in this host's runs folder, or on a cluster
+    in the runs store (pulled here first: a retry on another host finds it and measures nothing twice)."""
+    if base is None:
+        from argusic.core.runs_store import pull
+
+        found = pull(f"{spec.cycle_id}/{spec.attempt_id}/{RECORD_FILE}")
+        return found if found is not None and found.is_file() else None
+    path = attempt_dir(spec, base) / RECORD_FILE
+    return path if path.is_file() else None
+
+
+def share_record(path: Path, base: Path | None = None) -> None:
+    """On a cluster, land a run record in the runs store as soon as it is written (write-once: a
+    record already there with other bytes is refused, RunsStoreConflict)."""
+    if base is None:
+        from argusic.core.runs_store import push
+
+        push(path, write_once=True)
+
+
+def artifact_globs(spec: AttemptSpec) -> tuple[str, ...]:
+    """The artifact globs of the attempt's task (``argusic.core.tasks``): which files of the project
+    folder the executor lands into out/artifacts. None (an empty tuple) where that package is not
+    installed; a broken task definition (TaskDefinitionError) or a glob that is absolute or holds
+    `..` (ValueError, ``argusic.sandbox.landing.check_globs``) raises before the attempt starts."""
+    try:
+        from argusic.core.tasks import task_for
+    except ImportError:
+        return ()
+    return check_globs(task_for(spec.purpose, spec.project_id).artifacts)
+
+
+def _harness_version() -> str:
+    try:
+        from argusic.harness.readme_runner import HARNESS_VERSION
+
+        return HARNESS_VERSION
+    except ImportError:
+        return "unknown"
+
+
+REPORT_MAX_BYTES = 1024**2  # a report is seven short fields; anything bigger is not read
+
+
+def _read_report(path: Path) -> tuple[dict | None, str | None]:
+    if not path.exists():
+        return None, None
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(REPORT_MAX_BYTES + 1)
+        if len(raw) > REPORT_MAX_BYTES:
+            return None, f"report unreadable: {path.name} is over {REPORT_MAX_BYTES} bytes"
+        from argusic.core.record import Report, bound_report
+
+        return Report.model_validate(bound_report(json.loads(raw))).model_dump(), None
+    except Exception as err:  # any unreadable report is our tooling's failure, kept with its reason
+        return None, f"report unreadable: {str(err).splitlines()[0]}"
+
+
+def _base_doc(
+    spec: AttemptSpec, result: ExecutionResult, evidence: dict, environment: Environment | None = None
+) -> dict:
+    config = orchestrator_config()
+    budget = config.budget_seconds(spec.tier)
+    return {
+        "schema": SCHEMA_ID,
+        "attempt_id": spec.attempt_id,
+        "cycle_id": spec.cycle_id,
+        "purpose": spec.purpose,
+        "agent_id": spec.agent_id,
+        "project_id": spec.project_id,
+        "commit": spec.commit,
+        "tier": spec.tier,
+        "attempt_no": spec.attempt_no,
+        "methodology_version": config.methodology_version,
+        "started_at": utc_now_iso(result.started_at),
+        "ended_at": utc_now_iso(result.ended_at),
+        "budget_seconds": budget,
+        "evidence": evidence,
+        "executor": result.executor,
+        "demo": spec.demo,
+        "effective_budget_seconds": max(1, round(budget * spec.budget_scale)) if spec.demo else None,
+        "rerun_of": spec.rerun_of,
+        # The image by the name people know it by; what ran, by digest, is in environment.images.
+        "image": environment.images[0].reference if environment and environment.images else result.image,
+        "environment": None if environment is None else environment.model_dump(),
+    }
+
+
+def _model_answered(run) -> bool:
+    """Whether the session log shows the model ever answering (a closed turn, a model name, a tool
+    call or text of the agent's). Without it the agent never got to work."""
+    return bool(run.end_state == "completed" or run.model_responded or run.tool_calls or run.final_text)
+
+
+def _broker_for(key_kind: str, broker: KeyBroker | None) -> KeyBroker | None:
+    if key_kind != "per_run" or broker is not None:
+        return broker
+    from argusic.attempts.keys import LiteLLMKeyBroker
+
+    return LiteLLMKeyBroker.from_env()  # raises KeyUnavailable when no routing layer is configured
+
+
+def presentation_secrets() -> list[str]:
+    """Live credential values the orchestrator holds: every shared key an agent may be given.
+    (A per-run key is masked out of the output before it is stored, so it never reaches here.)"""
+    from argusic.attempts.agents import DRIVERS
+
+    names = {d.shared_env_var for d in DRIVERS.values() if d.shared_env_var}
+    return [os.environ[name] for name in sorted(names) if os.environ.get(name)]
+
+
+def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
+    """Derive the served copies (credentials masked, generated private keys redacted, vendor banners
+    hidden). A copy that cannot be shown free of live credentials is withheld: the attempt becomes
+    invalid with that reason, and is rerun like any attempt our tooling could not complete."""
+    from argusic.attempts.presentation import present_attempt
+
+    if record.evidence.log is None and record.evidence.recording is None:
+        return record
+    shown = present_attempt(record, store, presentation_secrets())
+    served = {k: (None if v is None else {"sha256": v.sha256, "uri": v.uri, "bytes": v.bytes})
+              for k, v in shown.served.items()}  # fmt: skip
+    doc = json.loads(record.to_json())
+    doc["presentation"] = {
+        "masking_applied": shown.masking_applied,
+        "withheld": shown.withheld,
+        "withheld_reason": shown.withheld_reason,
+        "log": served.get("log"),
+        "recording": served.get("recording"),
+        "private_key_sha256": sorted({k["sha256"] for k in shown.private_keys}),
+    }
+    if shown.withheld and doc["invalid_reason"] is None:
+        doc["invalid_reason"] = f"served copy withheld: {shown.withheld_reason}"
+    return parse_record(doc, source=record.attempt_id)

@@ -1,0 +1,46 @@
+"""Run one attempt: the dispatch between an install-and-run attempt (board, verdict) and a repair
+attempt, and how many automatic reruns an invalid one gets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from argusic.attempts.install_run import run_install_attempt
+from argusic.attempts.keys import KeyBroker
+from argusic.attempts.repair_run import repair_limits, run_repair_attempt
+from argusic.core.evidence import EvidenceStore
+from argusic.core.settings import orchestrator_config
+from argusic.core.spec import AttemptSpec
+from argusic.sandbox.launch import Executor
+
+
+def run_attempt(
+    spec: AttemptSpec,
+    executor: Executor | None = None,
+    store: EvidenceStore | None = None,
+    base_dir: Path | None = None,
+    broker: KeyBroker | None = None,
+    live_log: bool = False,
+) -> Path:
+    """Run one attempt (unless its record exists already) and return the run record's path.
+
+    `live_log`: show the attempt's own log, masked, in this process's log while it runs
+    (``argusic.attempts.live_log``; the Airflow task does, the CLI's progress bar does not).
+
+    An agent routed through our gateway gets a key made for this attempt alone, deleted when the
+    container is gone whatever the ending; if the key cannot be made, KeyUnavailable is raised and the
+    attempt does not start (the task is retried; never a shared-key fallback).
+
+    A repair attempt (purpose `repair`) takes its own path (``argusic.attempts.repair_run``): a fresh
+    working copy of the item's base, the item's prompt, the patch collected and graded."""
+    if spec.purpose == "repair":
+        return run_repair_attempt(spec, executor, store, base_dir, broker, live_log=live_log)
+    return run_install_attempt(spec, executor, store, base_dir, broker, live_log=live_log)
+
+
+def max_reruns_for(spec: AttemptSpec) -> int:
+    """Bounded automatic reruns of an invalid attempt: [attempts] max_reruns, and for a repair attempt
+    [repair] max_reruns (the seed: infrastructure failures are retried once)."""
+    if spec.purpose == "repair":
+        return repair_limits().max_reruns
+    return orchestrator_config().max_reruns

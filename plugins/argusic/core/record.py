@@ -1,0 +1,437 @@
+"""The run record contract `argusic.run_record/1`: one JSON document per attempt.
+
+Facts only: what ran, how it ended, where the evidence is and what the agent reported. Scores and
+verdicts are derived later, in dbt. A record that breaks the schema is refused with a message that
+names the field.
+
+A record is hostile input until checked: its ids follow one grammar (every id part from
+`[A-Za-z0-9_-]`; the attempt id is `<cycle_id>.<purpose>.<agent_id>.<project_id>.a<attempt_no>`,
+`.r<n>` for the n-th rerun, and agrees with those fields and with `rerun_of`), and a record file is
+read with a size cap (`MAX_RECORD_BYTES`), as strict UTF-8 JSON. Where its evidence may live is
+checked against the store by `argusic.core.evidence.record_evidence_problems`.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+SCHEMA_ID = "argusic.run_record/1"
+
+# Records are a few KB; anything above this is refused before it is read (a record is loaded whole).
+MAX_RECORD_BYTES = 1 << 20
+
+ID_PART = r"[A-Za-z0-9_-]{1,128}"
+ID_PART_RE = re.compile(rf"^{ID_PART}$")
+ATTEMPT_ID_GRAMMAR = "<cycle_id>.<purpose>.<agent_id>.<project_id>.a<attempt_no>[.r<rerun>]"
+ATTEMPT_ID_RE = re.compile(
+    rf"^(?P<cycle_id>{ID_PART})\.(?P<purpose>{ID_PART})\.(?P<agent_id>{ID_PART})"
+    rf"\.(?P<project_id>{ID_PART})\.a(?P<attempt_no>[1-9][0-9]{{0,8}})(?:\.r(?P<rerun_no>[1-9][0-9]{{0,8}}))?$"
+)
+
+
+def _id_part(value: str) -> str:
+    if not ID_PART_RE.fullmatch(value):
+        raise ValueError(f"{_shown(value)} is not an id part: 1-128 characters of A-Z a-z 0-9 _ -")
+    return value
+
+
+def _attempt_id(value: str) -> str:
+    if not ATTEMPT_ID_RE.fullmatch(value):
+        raise ValueError(
+            f"{_shown(value)} does not follow {ATTEMPT_ID_GRAMMAR} (each part 1-128 characters of "
+            "A-Z a-z 0-9 _ -; attempt and rerun numbers from 1)"
+        )
+    return value
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """A hostile value, quoted and cut short enough to print in a message."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"... ({len(value)} characters)"
+
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+IdPart = Annotated[str, AfterValidator(_id_part)]
+AttemptId = Annotated[str, AfterValidator(_attempt_id)]
+
+
+def parse_attempt_id(attempt_id: str) -> dict[str, str | int]:
+    """The parts of an attempt id (ValueError when it does not follow the grammar); rerun_no 0 when
+    the id has no `.r<n>` suffix."""
+    match = ATTEMPT_ID_RE.fullmatch(_attempt_id(attempt_id))
+    assert match is not None
+    parts: dict[str, str | int] = dict(match.groupdict())
+    parts["attempt_no"] = int(parts["attempt_no"])
+    parts["rerun_no"] = int(parts["rerun_no"] or 0)
+    return parts
+
+
+def make_attempt_id(
+    cycle_id: str, purpose: str, agent_id: str, project_id: str, attempt_no: int, rerun_no: int = 0
+) -> str:
+    base = f"{cycle_id}.{purpose}.{agent_id}.{project_id}.a{attempt_no}"
+    return base if rerun_no == 0 else f"{base}.r{rerun_no}"
+
+
+Tier = Literal["standard", "heavy", "gpu"]
+EndReason = Literal["completed", "timeout", "cancelled", "harness_error"]
+TestDepth = Literal["tier1_real", "tier2_mock", "tier3_none"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EvidenceRef(_Strict):
+    sha256: Sha256
+    uri: str = Field(min_length=1)
+    bytes: int = Field(ge=0)
+
+
+class Evidence(_Strict):
+    log: EvidenceRef | None
+    recording: EvidenceRef | None
+    report: EvidenceRef | None
+
+
+# Free text an agent (or its CLI's session log) writes into a record is bounded, so that no attempt can
+# push its record past MAX_RECORD_BYTES and block its cycle's ingest; the whole text stays in the
+# report evidence object. `bound_texts` cuts longer texts, saying so.
+REPORT_TEXT_MAX = 8_000
+LABEL_MAX = 200
+
+
+class Report(_Strict):
+    install_ok: bool
+    ran_ok: bool
+    errors_encountered: int = Field(ge=0)
+    # May exceed errors_encountered: such a run is kept and rejected by the scoring rules, not here.
+    errors_fixed: int = Field(ge=0)
+    test_depth: TestDepth
+    verified_how: str = Field(max_length=REPORT_TEXT_MAX)
+    final_state: str = Field(max_length=REPORT_TEXT_MAX)
+
+
+class Measure(_Strict):
+    value: float | None
+    status: Literal["measured", "derived", "unavailable"]
+
+    @model_validator(mode="after")
+    def _unavailable_has_no_value(self) -> Measure:
+        if self.status == "unavailable" and self.value is not None:
+            raise ValueError("status 'unavailable' requires value null")
+        if self.status != "unavailable" and self.value is None:
+            raise ValueError(f"status {self.status!r} requires a value")
+        return self
+
+
+class Usage(_Strict):
+    input_tokens: Measure | None = None
+    output_tokens: Measure | None = None
+    model_calls: Measure | None = None
+    cost_usd: Measure | None = None
+    duration_seconds: Measure | None = None
+
+
+class Harness(_Strict):
+    name: str = Field(max_length=LABEL_MAX)
+    version: str = Field(max_length=LABEL_MAX)
+
+
+class Model(_Strict):
+    requested: str | None = Field(max_length=LABEL_MAX)
+    responded: str | None = Field(max_length=LABEL_MAX)
+
+
+def cut_text(value: str, limit: int) -> str:
+    """`value` if it fits in `limit` characters, else its start and how much was cut."""
+    if len(value) <= limit:
+        return value
+    keep = limit - 40
+    return f"{value[:keep]} [... {len(value) - keep} characters cut]"
+
+
+def bound_report(report: object) -> object:
+    """A report document with its free-text fields cut to REPORT_TEXT_MAX (other values as they are:
+    validation judges them)."""
+    if not isinstance(report, dict):
+        return report
+    return {
+        k: cut_text(v, REPORT_TEXT_MAX) if k in ("verified_how", "final_state") and isinstance(v, str) else v
+        for k, v in report.items()
+    }
+
+
+def bound_texts(doc: dict) -> dict:
+    """A record document whose agent-written texts (report, harness and model names) are bounded."""
+    out = dict(doc)
+    out["report"] = bound_report(doc.get("report"))
+    for part in ("harness", "model"):
+        if isinstance(doc.get(part), dict):
+            out[part] = {k: cut_text(v, LABEL_MAX) if isinstance(v, str) else v for k, v in doc[part].items()}
+    return out
+
+
+class Key(_Strict):
+    kind: Literal["per_run", "shared", "none"]
+    limit_usd: float | None
+
+
+class Presentation(_Strict):
+    """The served (presentation-layer) copies derived from the raw evidence before publication."""
+
+    masking_applied: bool
+    withheld: bool
+    withheld_reason: str | None
+    log: EvidenceRef | None
+    recording: EvidenceRef | None
+    # Fingerprints of private-key bodies the project itself generated (redacted in served copies).
+    private_key_sha256: list[Sha256] = Field(default_factory=list)
+
+
+Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
+class ImageIdentity(_Strict):
+    """An image the attempt ran in: its role, the name it was asked for by, and its content digest
+    (the image id, `sha256:<64 hex>`: content-addressed, unlike the tag, which is rebuilt in place)."""
+
+    role: Literal["runner", "agents"]
+    reference: str = Field(max_length=LABEL_MAX)
+    digest: Digest
+
+
+class InstructionsIdentity(_Strict):
+    """The standard instructions the harness handed the agent (the template, before rendering)."""
+
+    version: str = Field(max_length=LABEL_MAX)
+    sha256: Sha256
+
+
+class Limits(_Strict):
+    """The container limits the attempt ran under (budget included). Null limits: none was set (the
+    local executor, development only, runs without a container)."""
+
+    cpus: float | None = Field(gt=0)
+    memory_bytes: int | None = Field(gt=0)
+    pids: int | None = Field(gt=0)
+    disk_bytes: int | None = Field(gt=0)  # the writable areas together (/out plus the work area)
+    network: str = Field(min_length=1, max_length=LABEL_MAX)  # a Docker network mode; "host" locally
+    budget_seconds: int = Field(gt=0)  # what the attempt was actually allowed (a scaled budget in demos)
+
+
+class Display(_Strict):
+    """The virtual display (Xvfb) the attempt had, as the harness found it running."""
+
+    kind: Literal["xvfb"]
+    width: int = Field(gt=0, le=16384)
+    height: int = Field(gt=0, le=16384)
+    depth: int = Field(gt=0, le=32)
+
+
+class Environment(_Strict):
+    """Everything the attempt ran under that the agent did not choose (issue #15): equal for every
+    attempt of a cycle. Records written before it carry none (these facts are unavailable for them)."""
+
+    harness_edition: str = Field(max_length=LABEL_MAX)  # the harness changelog's edition
+    scaffold_sha256: Sha256  # the harness files given to the container, hashed together
+    images: list[ImageIdentity] = Field(max_length=8)  # empty for the local executor (no images)
+    instructions: InstructionsIdentity
+    limits: Limits
+    display: Display | None = None
+
+
+Track = Literal["basic", "spec"]
+
+
+class Repair(_Strict):
+    """What a repair attempt (purpose `repair`, issue #13) worked on and how its patch was judged.
+
+    The attempt id's project part stays the pool project (`project_id`); the item is named here. Its
+    attempt numbers count the (agent, project)'s repair attempts across that project's items, in the
+    order of the plan (`argusic.cycle.plan.plan_repair_specs`), so they are only meaningful
+    together with `item_id`, which a resumed attempt must agree with."""
+
+    item_id: IdPart
+    item_revision: Sha256  # the item record's revision (sha256 of its canonical JSON)
+    track: Track
+    patch: EvidenceRef | None  # the collected patch (git diff --cached --binary base); None: none collected
+    grade: EvidenceRef | None  # the grade record (argusic.repair_grade/1); None: not graded
+    # Which limit fixed before the results ended the agent: time, turns (from the CLI's result
+    # subtype, never its turn count), or none.
+    limit_hit: Literal["time", "turns"] | None = None
+
+
+class RunRecord(_Strict):
+    schema_: Literal["argusic.run_record/1"] = Field(alias="schema")
+    attempt_id: AttemptId
+    cycle_id: IdPart
+    purpose: Literal["board", "verdict", "repair"]
+    agent_id: IdPart
+    project_id: IdPart
+    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
+    tier: Tier
+    attempt_no: int = Field(ge=1)
+    methodology_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")]
+    started_at: datetime
+    ended_at: datetime
+    budget_seconds: int = Field(gt=0)
+    end_reason: EndReason
+    invalid_reason: str | None
+    evidence: Evidence
+    report: Report | None
+    # Optional parts of the contract.
+    usage: Usage | None = None
+    harness: Harness | None = None
+    model: Model | None = None
+    key: Key | None = None
+    # Optional, added by this pipeline: which executor ran it, whether the cycle is a demo with
+    # scaled-down budgets (budget_seconds stays the real budget), and which attempt this one reruns.
+    executor: Literal["docker", "local"] | None = None
+    demo: bool = False
+    effective_budget_seconds: int | None = Field(default=None, gt=0)
+    rerun_of: AttemptId | None = None
+    image: str | None = None
+    presentation: Presentation | None = None
+    # Optional, added for issue #15: what the attempt ran under, and (only in a reproduction, which is
+    # never loaded into the warehouse) the published attempt it reproduces.
+    environment: Environment | None = None
+    reproduces: AttemptId | None = None
+    # Only in a repair attempt's record (purpose repair), and required there: the item and the grade.
+    repair: Repair | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None):
+            raise ValueError("must be an ISO-8601 timestamp in UTC (ending in Z or +00:00)")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunRecord:
+        if self.ended_at < self.started_at:
+            raise ValueError("ended_at is before started_at")
+        parts = parse_attempt_id(self.attempt_id)
+        for name in ("cycle_id", "purpose", "agent_id", "project_id", "attempt_no"):
+            if parts[name] != getattr(self, name):
+                raise ValueError(
+                    f"attempt_id: {self.attempt_id!r} says {name} {parts[name]!r} but the record's "
+                    f"{name} is {getattr(self, name)!r}"
+                )
+        if (self.purpose == "repair") != (self.repair is not None):
+            raise ValueError(
+                "repair: a record of purpose 'repair' needs its repair block (item, patch, grade)"
+                if self.repair is None
+                else f"repair: only a record of purpose 'repair' has a repair block, not {self.purpose!r}"
+            )
+        rerun_no = int(parts["rerun_no"])
+        if self.rerun_of is not None:
+            if rerun_no == 0:
+                raise ValueError(
+                    f"rerun_of: {self.rerun_of!r} but attempt_id {self.attempt_id!r} has no .r<n> suffix"
+                )
+            rerun_of = make_attempt_id(
+                self.cycle_id, self.purpose, self.agent_id, self.project_id, self.attempt_no, rerun_no - 1
+            )
+            if self.rerun_of != rerun_of:
+                raise ValueError(
+                    f"rerun_of: {self.rerun_of!r} disagrees with attempt_id {self.attempt_id!r}: "
+                    f"rerun {rerun_no} reruns {rerun_of!r}"
+                )
+        return self
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
+
+
+class RecordError(ValueError):
+    """A run record that breaks the schema; the message names the source and the field."""
+
+
+def _describe(err: ValidationError, source: str) -> str:
+    parts = []
+    for e in err.errors():
+        message = e["msg"].removeprefix("Value error, ")
+        if e["loc"]:
+            parts.append(".".join(str(p) for p in e["loc"]) + f": {message}")
+        else:  # a check across fields: its message names them
+            parts.append(message)
+    return f"{source}: invalid run record: " + "; ".join(parts)
+
+
+def parse_record(data: dict | str | bytes, source: str = "<record>") -> RunRecord:
+    """Validate one record; raise RecordError naming the offending field(s)."""
+    try:
+        if isinstance(data, (str, bytes)):
+            return RunRecord.model_validate_json(data)
+        return RunRecord.model_validate(data)
+    except ValidationError as err:
+        raise RecordError(_describe(err, source)) from None
+
+
+def read_record_bytes(path: Path, limit: int = MAX_RECORD_BYTES) -> bytes:
+    """A record file's bytes, refused (RecordError naming the file) when it is not a regular file,
+    is a symbolic link, or is larger than `limit`: the size is checked before anything is read, and
+    the read itself stops at `limit` + 1 bytes (a file that grows meanwhile is refused too)."""
+    try:
+        # O_NOFOLLOW: never a link; O_NONBLOCK: a FIFO cannot hang the open.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise RecordError(
+                f"{path}: is a symbolic link; run records are read without following links"
+            ) from None
+        raise RecordError(f"{path}: cannot be read: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RecordError(f"{path}: not a regular file")
+        too_big = f"{path}: a run record is at most {limit} bytes"
+        if info.st_size > limit:
+            raise RecordError(f"{too_big}; this file has {info.st_size}: refused unread")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise RecordError(f"{too_big}; this file grew past it while read: refused")
+    return data
+
+
+def load_record_file(path: Path) -> RunRecord:
+    """Read (size-capped), decode (strict UTF-8), parse (JSON) and validate one record file; every
+    refusal is a RecordError that names the file and what is wrong."""
+    data = read_record_bytes(Path(path))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RecordError(f"{path}: not UTF-8 (byte {err.start} is {data[err.start]:#04x})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{path}: not JSON: {err}") from None
+    except RecursionError:
+        raise RecordError(f"{path}: not JSON this pipeline reads: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise RecordError(f"{path}: invalid run record: (document): a JSON object is expected")
+    return parse_record(text, source=str(path))
+
+
+def utc_now_iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

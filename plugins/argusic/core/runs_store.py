@@ -1,0 +1,274 @@
+"""The runs store: what every host of a cluster must see of a cycle, in object storage.
+
+On one machine a cycle's files live in the runs folder (ARGUSIC_RUNS_DIR). On a cluster the hosts share
+no folder: set ARGUSIC_RUNS_URL (e.g. `s3://argusic/runs`, or `file:///…` for a store on a local disk)
+and each host's runs folder becomes a cache of the store, keyed the same way:
+
+    <cycle>/pool.json                      the cycle's pool (prepare_pool)
+    <cycle>/plan/<attempt id>.json         the plan: one spec per attempt (plan; XCom carries its URI)
+    <cycle>/environment.json               the cycle's pin, first writer wins (a conditional put)
+    <cycle>/<attempt id>/run_record.json   every run record, write-once (the attempt task)
+
+An attempt task pulls its spec, the pin and the records measured before (a retry on another host finds
+them and measures nothing twice) and pushes each record as soon as it is written; ingest pulls the
+plan's records. Everything read back is hostile input: keys are checked segment by segment, URIs must
+be inside the store, objects are capped in size and land atomically. Unset: nothing here does anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from fsspec.core import url_to_fs
+
+from argusic.core.settings import runs_dir
+
+RUNS_URL_ENV = "ARGUSIC_RUNS_URL"
+MAX_OBJECT_BYTES = 4 << 20  # a record is capped at 1 MiB, a spec or pin far smaller; a pool of 3,669 fits
+MAX_KEY_CHARS = 512
+_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
+
+
+class RunsStoreError(RuntimeError):
+    """The runs store refused or failed an operation; the message names the object and why."""
+
+
+class RunsStoreConflict(RunsStoreError):
+    """A write-once object (a run record) already holds other bytes."""
+
+
+def runs_url() -> str | None:
+    """ARGUSIC_RUNS_URL, or None on a single machine (the runs folder is all there is)."""
+    url = os.environ.get(RUNS_URL_ENV, "").strip().rstrip("/")
+    return url or None
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot name an object of the runs store (None when it can)."""
+    if not key or len(key) > MAX_KEY_CHARS:
+        return f"expected 1-{MAX_KEY_CHARS} characters"
+    bad = [s for s in key.split("/") if not _SEGMENT.fullmatch(s) or s in {".", ".."}]
+    if bad:
+        return f"segment {bad[0][:40]!r} is not a plain name (letters, digits, '.', '_', '-')"
+    return None
+
+
+def key_of_local(path: str | Path) -> str:
+    """The store key of a file in this host's runs folder (ValueError for a file outside it)."""
+    try:
+        relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(runs_dir()))
+    except ValueError:
+        raise ValueError(f"{path} is not in the runs folder {runs_dir()}") from None
+    key = relative.as_posix()
+    if problem := key_problem(key):
+        raise ValueError(f"{path}: {problem}")
+    return key
+
+
+class RunsStore:
+    """The runs store rooted at a URL (one code path for s3:// and file://, through fsspec)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.fs, self.root = url_to_fs(self.url)
+        self.protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        if self.protocol == "file":
+            self.fs.makedirs(self.root, exist_ok=True)
+
+    def uri_for(self, key: str) -> str:
+        self._path(key)
+        return f"{self.url}/{key}"
+
+    def key_of_uri(self, uri: str) -> str:
+        if not isinstance(uri, str) or not uri.startswith(self.url + "/"):
+            raise RunsStoreError(f"{str(uri)[:200]} is not in the runs store ({self.url})")
+        key = uri[len(self.url) + 1 :]
+        if problem := key_problem(key):
+            raise RunsStoreError(f"{uri[:200]}: {problem}")
+        return key
+
+    def _path(self, key: str) -> str:
+        if problem := key_problem(key):
+            raise RunsStoreError(f"runs store key {key[:200]!r}: {problem}")
+        return f"{self.root}/{key}"
+
+    def read(self, key: str) -> bytes | None:
+        """An object's bytes (None when absent), refused past MAX_OBJECT_BYTES."""
+        path = self._path(key)
+        try:
+            size = self.fs.size(path)
+        except FileNotFoundError:
+            return None
+        if size is None or size > MAX_OBJECT_BYTES:
+            raise RunsStoreError(f"{self.uri_for(key)}: {size} bytes, over {MAX_OBJECT_BYTES}: refused")
+        with self.fs.open(path, "rb") as handle:
+            data = handle.read(MAX_OBJECT_BYTES + 1)
+        if len(data) > MAX_OBJECT_BYTES:
+            raise RunsStoreError(f"{self.uri_for(key)}: grew past {MAX_OBJECT_BYTES} bytes while read")
+        return data
+
+    def write(self, key: str, data: bytes, write_once: bool = False) -> None:
+        """Store `data` under `key`. The same bytes again is a no-op. `write_once`: other bytes already
+        there are refused (RunsStoreConflict); otherwise they are replaced."""
+        held = self.read(key)
+        if held == data:
+            return
+        if held is not None and write_once:
+            raise RunsStoreConflict(
+                f"{self.uri_for(key)} already holds other bytes (sha256 {_sha(held)[:16]}…); refusing to "
+                f"replace them with sha256 {_sha(data)[:16]}…"
+            )
+        if held is None and write_once:
+            self.create(key, data)
+            return
+        self._put(key, data)
+
+    def create(self, key: str, data: bytes) -> bool:
+        """Store `data` only if nothing is there yet (first writer wins, across hosts: S3's conditional
+        put, If-None-Match: *). True when this call created it."""
+        path = self._path(key)
+        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        if self.protocol == "file":
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as handle:  # a reader may see it short for a moment: local only
+                handle.write(data)
+            return True
+        try:
+            self.fs.pipe_file(path, data, mode="create")
+        except (FileExistsError, OSError) as err:
+            if _is_precondition_failed(err) or isinstance(err, FileExistsError):
+                return False
+            raise
+        return True
+
+    def _put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        if self.protocol == "file":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.partial"
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)  # atomic: a reader never sees half an object
+            return
+        self.fs.pipe_file(path, data)  # one PUT: S3 never shows half an object
+
+    def exists(self, key: str) -> bool:
+        return bool(self.fs.exists(self._path(key)))
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _is_precondition_failed(err: BaseException) -> bool:
+    text = f"{type(err).__name__} {err}"
+    return "PreconditionFailed" in text or "412" in text or "If-None-Match" in text
+
+
+def shared() -> RunsStore | None:
+    """The cluster's runs store, or None on a single machine."""
+    url = runs_url()
+    return RunsStore(url) if url else None
+
+
+# --- what the tasks call (each a no-op on a single machine) ------------------------------------------
+
+
+def push(path: str | Path, write_once: bool = False) -> str:
+    """Push one file of this host's runs folder to the store; returns its reference for XCom: the
+    store URI on a cluster, the local path on a single machine."""
+    store = shared()
+    if store is None:
+        return str(path)
+    key = key_of_local(path)
+    store.write(key, Path(path).read_bytes(), write_once=write_once)
+    return store.uri_for(key)
+
+
+def pull(key: str) -> Path | None:
+    """Bring one object of the store into this host's runs folder (replacing the cached copy when the
+    store's differs); its local path, or None when the store has none. Single machine: the local path
+    when it exists."""
+    if problem := key_problem(key):
+        raise RunsStoreError(f"runs store key {key[:200]!r}: {problem}")
+    local = runs_dir() / key
+    store = shared()
+    if store is None:
+        return local if local.exists() else None
+    data = store.read(key)
+    if data is None:
+        return None
+    if local.is_symlink() or (local.exists() and not local.is_file()):
+        raise RunsStoreError(f"{local}: not a regular file in the runs cache; refusing to replace it")
+    if local.exists() and local.read_bytes() == data:
+        return local
+    local.parent.mkdir(parents=True, exist_ok=True)
+    tmp = local.with_name(f".{local.name}.{os.getpid()}.pull")
+    tmp.write_bytes(data)
+    os.replace(tmp, local)
+    return local
+
+
+def local_path(reference: str | Path) -> Path:
+    """The local file an XCom reference names: a store URI is pulled into the runs folder (RunsStoreError
+    when the store does not hold it, or the URI is outside the store); a path is returned as it is."""
+    text = str(reference)
+    if "://" not in text:
+        return Path(text)
+    store = shared()
+    if store is None:
+        raise RunsStoreError(f"{text[:200]}: a runs store URI, but {RUNS_URL_ENV} is not set on this host")
+    key = store.key_of_uri(text)
+    found = pull(key)
+    if found is None:
+        raise RunsStoreError(f"{text[:200]}: no such object in the runs store")
+    return found
+
+
+def key_of_reference(reference: str | Path) -> str:
+    """The store key an XCom reference names, without reading anything (a URI or a local path)."""
+    text = str(reference)
+    store = shared()
+    if "://" in text:
+        if store is None:
+            raise RunsStoreError(f"{text[:200]}: a runs store URI, but {RUNS_URL_ENV} is not set")
+        return store.key_of_uri(text)
+    return key_of_local(text)
+
+
+def create_once(path: Path) -> bool:
+    """Offer this host's file at `path` to the store as the first and only version (the cycle's pin):
+    True when this host's copy won or the store already holds the same bytes; False when another host
+    was first (the store's version has then replaced the local file). Single machine: True."""
+    store = shared()
+    if store is None:
+        return True
+    key = key_of_local(path)
+    data = path.read_bytes()
+    if store.create(key, data):
+        return True
+    pull(key)
+    return path.read_bytes() == data
+
+
+__all__ = [
+    "RUNS_URL_ENV",
+    "RunsStore",
+    "RunsStoreConflict",
+    "RunsStoreError",
+    "create_once",
+    "key_of_local",
+    "key_of_reference",
+    "key_problem",
+    "local_path",
+    "pull",
+    "push",
+    "runs_url",
+    "shared",
+]

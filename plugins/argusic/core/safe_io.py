@@ -1,0 +1,93 @@
+"""Hostile input and output, one way each: atomic writes, capped reads without links, strict JSON."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from argusic.core.record import RecordError, read_record_bytes
+
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class Unreadable(Exception):
+    """A file or folder we will not read; the message says why (link, size, kind)."""
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, never through a link, refused unread over ``limit``."""
+    try:
+        fd = os.open(path, _OPEN)
+    except FileNotFoundError:
+        raise Unreadable(f"{path.name} is missing") from None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise Unreadable(f"{path.name} is a symbolic link: not followed") from None
+        raise Unreadable(f"{path.name} cannot be read: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{path.name} is not a regular file")
+        if info.st_nlink != 1:
+            raise Unreadable(f"{path.name} has {info.st_nlink} hard links: not read")
+        if info.st_size > limit:
+            raise Unreadable(f"{path.name} is {info.st_size} bytes, over the {limit}-byte cap: not read")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise Unreadable(f"{path.name} grew past the {limit}-byte cap while read: not read")
+    return data
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in doc:
+            raise ValueError(f"duplicate key {key[:80]!r}")
+        doc[key] = value
+    return doc
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class UnsafeDocument(ValueError):
+    """A JSON document this pipeline will not read; the message names the file and why."""
+
+
+def read_json_document(path: Path, limit: int, what: str = "document") -> dict[str, Any]:
+    """One JSON object from ``path``: at most ``limit`` bytes (checked before reading), never through
+    a link, strict UTF-8, strict JSON (NaN/Infinity and duplicate keys refused). ``what`` names the
+    document in the size and link messages (they come from the run-record reader)."""
+    try:
+        data = read_record_bytes(path, limit)
+    except RecordError as err:
+        raise UnsafeDocument(str(err).replace("a run record is", f"a {what} is")) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UnsafeDocument(f"{path}: not UTF-8 (byte {err.start} is {data[err.start]:#04x})") from None
+    try:
+        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, ValueError) as err:
+        raise UnsafeDocument(f"{path}: not strict JSON: {err}") from None
+    except RecursionError:
+        raise UnsafeDocument(f"{path}: not JSON this pipeline reads: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise UnsafeDocument(f"{path}: a JSON object is expected")
+    return doc
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so a reader sees the old or the
+    new file, never half of one; the parent is made, and an identical file is left alone (mtime kept)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text() == text:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

@@ -1,0 +1,182 @@
+"""Settings: environment variables with embedded defaults, and the orchestrator configuration."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # plugins/argusic (this file is in core/)
+
+
+def project_root() -> Path:
+    """The checkout the package runs from (plugins/argusic/../..), or ARGUSIC_HOME."""
+    if home := os.environ.get("ARGUSIC_HOME"):
+        return Path(home).resolve()
+    return PACKAGE_DIR.parent.parent
+
+
+@dataclass(frozen=True)
+class OrchestratorConfig:
+    methodology_version: str
+    budgets_minutes: dict[str, int]
+    per_run_key_limit_usd: float
+    heavy_repo_size_mb: int
+    attempts_per_pair: int
+    max_reruns: int
+    container_cpus: float
+    container_memory: str
+    container_pids_limit: int
+    # Containment (README "Threat model"): size caps of the writable places, network, watchdog grace.
+    container_out_bytes: int = 3 * 1024**3
+    container_work_bytes: int = 16 * 1024**3
+    container_shm_bytes: int = 64 * 1024**2
+    container_network: str = "none"
+    watchdog_grace_seconds: int = 10
+    # Landing /out: caps on what the orchestrator copies out of a finished container.
+    landing_max_file_bytes: int = 1536 * 1024**2
+    landing_max_total_bytes: int = 3 * 1024**3
+    landing_max_entries: int = 4096
+    # Landing artifacts (the project folder's files matching the task's globs): caps of their own.
+    landing_artifacts_max_file_bytes: int = 5 * 1024**2
+    landing_artifacts_max_total_bytes: int = 20 * 1024**2
+    landing_artifacts_max_files: int = 200
+    # The attempt container's virtual display, WIDTHxHEIGHTxDEPTH.
+    display_size: str = "1280x800x24"
+
+    def budget_seconds(self, tier: str) -> int:
+        if tier not in self.budgets_minutes:
+            raise ValueError(f"unknown tier {tier!r}; expected one of {sorted(self.budgets_minutes)}")
+        return self.budgets_minutes[tier] * 60
+
+
+@cache
+def orchestrator_config(path: str | None = None) -> OrchestratorConfig:
+    """Read plugins/argusic/orchestrator.toml (the values the methodology guards compare)."""
+    config_path = Path(path) if path else PACKAGE_DIR / "orchestrator.toml"
+    data = tomllib.loads(config_path.read_text())
+    return OrchestratorConfig(
+        methodology_version=str(data["methodology_version"]),
+        budgets_minutes={k: int(v) for k, v in data["budgets_minutes"].items()},
+        per_run_key_limit_usd=float(data["keys"]["per_run_limit_usd"]),
+        heavy_repo_size_mb=int(data["tiers"]["heavy_repo_size_mb"]),
+        attempts_per_pair=int(data["attempts"]["per_pair"]),
+        max_reruns=int(data["attempts"]["max_reruns"]),
+        container_cpus=float(data["container"]["cpus"]),
+        container_memory=str(data["container"]["memory"]),
+        container_pids_limit=int(data["container"]["pids_limit"]),
+        container_out_bytes=parse_size(data["container"]["out_size"]),
+        container_work_bytes=parse_size(data["container"]["work_size"]),
+        container_shm_bytes=parse_size(data["container"]["shm_size"]),
+        container_network=str(data["container"]["network"]),
+        watchdog_grace_seconds=int(data["container"]["watchdog_grace_seconds"]),
+        landing_max_file_bytes=parse_size(data["landing"]["max_file_size"]),
+        landing_max_total_bytes=parse_size(data["landing"]["max_total_size"]),
+        landing_max_entries=int(data["landing"]["max_entries"]),
+        landing_artifacts_max_file_bytes=parse_size(data["landing"].get("artifacts_max_file_size", "5m")),
+        landing_artifacts_max_total_bytes=parse_size(data["landing"].get("artifacts_max_total_size", "20m")),
+        landing_artifacts_max_files=int(data["landing"].get("artifacts_max_files", 200)),
+        display_size=str(data.get("display", {}).get("size", "1280x800x24")),
+    )
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from "512", "64m", "3g", "1536MiB" (binary multiples, as Docker reads "2g")."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    match = _SIZE.match(str(text))
+    if not match:
+        raise ValueError(f"size {text!r}: expected a number of bytes with an optional k, m, g or t suffix")
+    return int(match.group(1)) * 1024 ** "_kmgt".index((match.group(2) or "_").lower())
+
+
+def warehouse_path() -> Path:
+    """ARGUSIC_WAREHOUSE: the DuckDB file."""
+    return Path(os.environ.get("ARGUSIC_WAREHOUSE", project_root() / "warehouse" / "argusic.duckdb"))
+
+
+def evidence_url() -> str:
+    """ARGUSIC_EVIDENCE_URL: file://…/evidence_store (default) or s3://bucket/prefix."""
+    return os.environ.get("ARGUSIC_EVIDENCE_URL", (project_root() / "evidence_store").as_uri())
+
+
+def runs_dir() -> Path:
+    """ARGUSIC_RUNS_DIR: per-attempt working folders and run records (runs/<cycle_id>/<attempt_id>/)."""
+    return Path(os.environ.get("ARGUSIC_RUNS_DIR", project_root() / "runs"))
+
+
+def runner_image() -> str:
+    return os.environ.get("ARGUSIC_RUNNER_IMAGE", "argusic-runner:bookworm")
+
+
+def agents_image() -> str:
+    """ARGUSIC_AGENTS_IMAGE: the image with the external agent CLIs (scripts/build_agents_image.sh)."""
+    return os.environ.get("ARGUSIC_AGENTS_IMAGE", "argusic-agents:bookworm")
+
+
+def code_root() -> Path:
+    """The checkout holding the code (dbt project, agents registry), whatever ARGUSIC_HOME says."""
+    return PACKAGE_DIR.parent.parent
+
+
+def dbt_project_dir() -> Path:
+    return Path(os.environ.get("ARGUSIC_DBT_PROJECT", code_root() / "dbt_project"))
+
+
+def forge_dir() -> Path:
+    """ARGUSIC_FORGE_DIR: where the demo forge (fixture git repos + catalogue) is built."""
+    return Path(os.environ.get("ARGUSIC_FORGE_DIR", project_root() / "forge"))
+
+
+INSTALLATION_ENV = "ARGUSIC_INSTALLATION"
+_INSTALLATION_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
+
+
+def installation_id() -> str:
+    """ARGUSIC_INSTALLATION, or a short digest of where this installation keeps its warehouse and
+    evidence. Every container, temp folder and model key carries it, and clean-up touches only objects
+    that carry ours: two installations on one Docker daemon or one gateway never touch each other."""
+    if explicit := os.environ.get(INSTALLATION_ENV):
+        if not _INSTALLATION_ID.match(explicit):
+            raise ValueError(
+                f"{INSTALLATION_ENV}={explicit!r}: expected 1-24 characters of a-z, 0-9 and '-', "
+                "starting with a letter or digit"
+            )
+        return explicit
+    where = f"{warehouse_path().resolve()}\n{evidence_url()}"
+    return "i" + hashlib.sha256(where.encode()).hexdigest()[:11]
+
+
+def scratch_root() -> Path:
+    """ARGUSIC_SCRATCH_DIR: this installation's temporary folders (default: <runs>/.scratch).
+
+    Kept beside the runs rather than in /tmp so that a process killed with SIGKILL leaves nothing in
+    shared places; a later run of the same installation sweeps folders whose owner process is gone."""
+    return Path(os.environ.get("ARGUSIC_SCRATCH_DIR", runs_dir() / ".scratch"))
+
+
+PUBLIC_EVIDENCE_BASE_ENV = "ARGUSIC_PUBLIC_EVIDENCE_BASE"
+
+
+def public_evidence_base() -> str | None:
+    """ARGUSIC_PUBLIC_EVIDENCE_BASE: the public https:// (or http://) address under which the served
+    copies are published with the store's layout (``<base>/served/<attempt id>/<sha256>/log.txt``).
+
+    Unset: the published files link the copies the site holds, by relative links. Never a file://
+    or s3:// address (those name this machine's or the operator's store, not a public place)."""
+    base = os.environ.get(PUBLIC_EVIDENCE_BASE_ENV, "").strip()
+    if not base:
+        return None
+    if not re.fullmatch(r"https?://[^\s\"'<>\\]+", base):
+        raise ValueError(
+            f"{PUBLIC_EVIDENCE_BASE_ENV}={base!r}: expected a public http(s):// address (no spaces or "
+            "quotes); leave it unset to link the site's own copies"
+        )
+    return base.rstrip("/") + "/"

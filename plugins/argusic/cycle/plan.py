@@ -1,0 +1,198 @@
+"""A cycle's plan: (agent x project x attempt) specs from the pool, written one file per attempt
+(`runs/<cycle_id>/plan/<attempt_id>.json`, one small AttemptSpec document each: XCom carries paths,
+never data), the repair attempts of a round, and the refusals no retry can fix. No Airflow here: the
+DAG files own the scheduling, `argusic cycle run` calls the same functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from argusic.attempts.repair_run import STANDINS, RepairRefused, repair_limits, usable_items
+from argusic.core.settings import orchestrator_config
+from argusic.core.spec import AttemptSpec, write_spec
+from argusic.sources.pool import load_pool
+
+
+class PlanTooLarge(ValueError):
+    """The plan has more attempts than one mapped task may expand to ([core] max_map_length)."""
+
+
+class NothingPlanned(ValueError):
+    """The plan of this run is empty: a cycle that planned nothing fails loudly."""
+
+
+class ConfigurationError(ValueError):
+    """A trigger's params that no retry can fix; the message says what to change."""
+
+
+def require_scaled_budgets_on_the_forge(
+    pool_path: str | Path, demo: bool, budget_scale: float | None
+) -> None:
+    """Refuse real budgets on the demo forge's fixture projects (its timeout fixture alone would hold
+    a worker for 90 minutes): a configuration error that says how to proceed."""
+    from argusic.core.settings import forge_dir
+
+    if demo or budget_scale:
+        return
+    from argusic.core.runs_store import local_path
+
+    repos = (forge_dir() / "repos").resolve()
+    pool = load_pool(local_path(pool_path))  # on a cluster: a runs store URI, pulled to this host
+    if pool.entries and all(Path(e.repo_url).resolve().is_relative_to(repos) for e in pool.entries):
+        raise ConfigurationError(
+            f"cycle {pool.cycle_id}: the pool is the demo forge's fixture projects ({repos}) with real "
+            "budgets (90 min an attempt; its timeout fixture alone would take 90 min): set demo: true "
+            "(budgets x 1/360: 15 s) or budget_scale, or name your own catalogue (catalogue: /abs/path.json "
+            "with a new cycle_id)"
+        )
+
+
+def write_plan(
+    pool_path: Path,
+    agents: list[str],
+    attempts_per_pair: int | None = None,
+    demo: bool = False,
+    shard_index: int = 0,
+    shard_count: int = 1,
+    max_specs: int | None = None,
+    budget_scale: float | None = None,
+    executor=None,
+) -> list[str]:
+    """Write one spec file per attempt of this shard and return their paths, in plan order.
+
+    A shard holds every attempt of its projects (projects dealt round-robin in pool order), so the
+    three attempts of a pair always land in the same DAG run. Rewriting the same plan is a no-op.
+    Planning pins the cycle's environment (argusic.attempts.environment) for the executor the attempts will
+    run on (`executor`: an executor or its name; None: ARGUSIC_EXECUTOR or the default), or checks
+    the pin already made (EnvironmentRefused when the harness, instructions or limits changed).
+    """
+    if shard_count < 1 or not 0 <= shard_index < shard_count:
+        raise ValueError(f"shard {shard_index} of {shard_count}: expected 0 <= shard_index < shard_count")
+    if not agents:
+        raise ValueError("no agents to plan for")
+    from argusic.core.runs_store import local_path
+
+    pool_path = local_path(pool_path)  # on a cluster, prepare_pool may have run on another host
+    pool = load_pool(pool_path)
+    project_ids = [entry.project_id for entry in pool.entries]
+    mine = {pid for i, pid in enumerate(project_ids) if i % shard_count == shard_index}
+    specs = [
+        s
+        for s in plan_attempts(pool_path, agents, attempts_per_pair, demo, budget_scale)
+        if s.project_id in mine
+    ]
+    if not specs:
+        raise NothingPlanned(
+            f"cycle {pool.cycle_id}: nothing to plan: {len(project_ids)} project(s) in the pool, "
+            f"{len(mine)} in shard {shard_index} of {shard_count}"
+        )
+    if max_specs is not None and len(specs) > max_specs:
+        raise PlanTooLarge(
+            f"{len(specs)} attempts in one run exceed [core] max_map_length={max_specs}: raise it "
+            f"(AIRFLOW__CORE__MAX_MAP_LENGTH) or split the cycle with shard_count / one run per agent"
+        )
+    from argusic.attempts.agents import driver_for
+    from argusic.attempts.environment import ensure_pin
+
+    first = specs[0]
+    roles = {"agents" if driver_for(agent).external else "runner" for agent in agents}
+    ensure_pin(pool.cycle_id, executor, roles, first.demo, first.budget_scale)
+    return [write_spec(spec) for spec in specs]
+
+
+# --- what an attempt task tells (its log's last lines and its label in the UI) -----------------------
+
+
+# Demo cycles scale the budgets down (90 min → 15 s); records keep the real budget_seconds.
+DEMO_BUDGET_SCALE = 1 / 360
+
+
+def budget_scale_for(demo: bool, budget_scale: float | None) -> tuple[bool, float]:
+    """(demo, scale) of planned attempts: `budget_scale` when given, else 1/360 for a demo, else 1.
+
+    A scaled budget is recorded as the demo cycles are: demo true, real budget_seconds kept,
+    effective_budget_seconds beside it; the board flags the cycle (is_demo_cycle)."""
+    if budget_scale is not None and not 0 < budget_scale <= 1:
+        raise ValueError(f"budget scale {budget_scale}: expected a number in (0, 1]")
+    scale = budget_scale if budget_scale is not None else (DEMO_BUDGET_SCALE if demo else 1.0)
+    return demo or scale < 1, scale
+
+
+def plan_attempts(
+    pool_path: Path,
+    agents: list[str],
+    attempts_per_pair: int | None = None,
+    demo: bool = False,
+    budget_scale: float | None = None,
+) -> list[AttemptSpec]:
+    """Every (agent × project × attempt 1..n) of the cycle, in a stable order."""
+    pool = load_pool(Path(pool_path))
+    n = attempts_per_pair or orchestrator_config().attempts_per_pair
+    demo, scale = budget_scale_for(demo, budget_scale)
+    return [
+        AttemptSpec(
+            cycle_id=pool.cycle_id,
+            agent_id=agent,
+            project_id=entry.project_id,
+            repo_url=entry.repo_url,
+            commit=entry.commit,
+            tier=entry.tier,
+            attempt_no=attempt_no,
+            demo=demo,
+            budget_scale=scale,
+        )
+        for agent in agents
+        for entry in pool.entries
+        for attempt_no in range(1, n + 1)
+    ]
+
+
+def plan_repair_specs(
+    cycle_id: str,
+    project_ids: list[str],
+    agents: list[str],
+    demo: bool = False,
+    budget_scale: float = 1.0,
+    base: Path | None = None,
+) -> list:
+    """One spec per (agent, usable item, attempt), in plan order. The attempt id's project part is
+    the pool project; attempt numbers count the (agent, project)'s repair attempts over its usable
+    items in item-id order (item i, try k: i * attempts_per_item + k), and each spec names its item.
+    Agents that cannot repair are refused (RepairRefused) rather than silently left out."""
+    from argusic.attempts.agents import driver_for
+    from argusic.core.spec import AttemptSpec, RepairItemRef
+
+    for agent in agents:
+        driver = driver_for(agent)
+        if agent in STANDINS and not demo:
+            raise RepairRefused(f"{agent} is a demo stand-in (no model): plan it in demo cycles only")
+        if not (driver.external or agent in STANDINS):
+            raise RepairRefused(
+                f"{agent}: the {driver.harness_name} harness does not repair; choose external agents, "
+                f"or in a demo {', '.join(sorted(STANDINS))}"
+            )
+    per_item = repair_limits().attempts_per_item  # one numbering for the plan, whatever an item's own
+    specs = []
+    for project_id in project_ids:
+        items = usable_items(project_id, base)
+        for agent in agents:
+            for i, item in enumerate(items):
+                for k in range(1, per_item + 1):
+                    specs.append(
+                        AttemptSpec(
+                            cycle_id=cycle_id,
+                            purpose="repair",
+                            agent_id=agent,
+                            project_id=project_id,
+                            repo_url=str(item.repository),
+                            commit=item.base,
+                            tier="standard",
+                            attempt_no=i * per_item + k,
+                            demo=demo,
+                            budget_scale=budget_scale,
+                            item=RepairItemRef(
+                                item_id=item.item_id, revision=item.revision, track=item.track
+                            ),
+                        )
+                    )
+    return specs

@@ -1,0 +1,100 @@
+"""Scheduled upkeep, called by the `argusic_maintenance` DAG: orphaned attempt containers, debris of
+killed runs (scratch folders, mounts, loop devices), the evidence audit (and, with a key broker
+configured, the sweep of keys of no running attempt). Every step touches only this installation's
+objects (``argusic.core.settings.installation_id()``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+
+from argusic.core.settings import runs_dir, warehouse_path
+from argusic.publication.audit import audit_warehouse
+
+
+def remove_orphaned_containers(at: datetime) -> list[str]:
+    """This installation's containers that outlived their budget (plus grace) at `at`: their worker
+    is gone."""
+    from argusic.sandbox.executor import DockerExecutor, docker_available
+
+    if not docker_available():
+        return []
+    return DockerExecutor().remove_orphans(now_epoch=at.timestamp())
+
+
+def sweep_debris() -> list[str]:
+    """Scratch folders (mounts, loop devices, images, their containers) of this installation's runs
+    whose orchestrator and reaper are both gone."""
+    from argusic.sandbox.containment import sweep_debris as sweep
+
+    return sweep()
+
+
+def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
+    """Attempts that may still hold a key: a live container of this installation, or a folder
+    without its run record yet (starting, or its worker died before writing it — those keys expire
+    at the gateway anyway). On a cluster this host sees only its own containers and folders: each of
+    `candidates` (the attempts the keys name) also counts as running until its run record is in the
+    runs store, wherever it runs."""
+    from argusic.core.settings import installation_id
+    from argusic.sandbox.containment import INSTALLATION_LABEL
+    from argusic.sandbox.executor import LABEL, docker_available
+
+    running: set[str] = set()
+    if docker_available():
+        import docker
+
+        mine = {"label": [LABEL, f"{INSTALLATION_LABEL}={installation_id()}"]}
+        for container in docker.from_env().containers.list(filters=mine):
+            running.add(container.labels[LABEL])
+    # cycles' attempt folders, and reproductions' (runs/reproductions/<repro cycle>/<attempt>)
+    for folder in [*runs_dir().glob("*/*"), *runs_dir().glob("reproductions/*/*")]:
+        if (folder / "out").is_dir() and not (folder / "run_record.json").exists():
+            running.add(folder.name)
+    from argusic.core.runs_store import shared
+
+    if (store := shared()) is not None:
+        running |= {a for a in candidates if not _recorded_in(store, a)}
+    return running
+
+
+def _recorded_in(store, attempt_id: str) -> bool:
+    """Whether the attempt's run record is in the runs store (`<cycle>/<attempt>/run_record.json`; the
+    cycle is the id's first part). An id that names no such key counts as not recorded: kept."""
+    from argusic.core.runs_store import RunsStoreError
+
+    try:
+        return store.exists(f"{attempt_id.split('.', 1)[0]}/{attempt_id}/run_record.json")
+    except RunsStoreError:
+        return False
+
+
+def sweep_model_keys() -> dict:
+    """Delete every per-run key that belongs to no running attempt. Skipped (None) when no routing
+    layer is configured (LITELLM_BASE_URL unset): then no per-run key can exist either."""
+    import os
+
+    if not os.environ.get("LITELLM_BASE_URL"):
+        return {"configured": False, "deleted": []}
+    from argusic.attempts.keys import LiteLLMKeyBroker
+
+    broker = LiteLLMKeyBroker.from_env()
+    named = {ref.attempt_id for ref in broker.list_attempt_keys() if ref.attempt_id}
+    deleted = broker.sweep(running_attempt_ids(named))
+    return {"configured": True, "deleted": [ref.alias for ref in deleted]}
+
+
+def audit_evidence(run_day: str) -> dict:
+    """Re-hash every evidence object the warehouse knows; the report lands in runs/audit/<day>.json.
+    Raises when anything no longer matches, so the failure is visible in the UI."""
+    if not warehouse_path().exists():
+        return {"checked": 0, "ok": True, "report": None}
+    out = runs_dir() / "audit" / f"{run_day}.json"
+    report = audit_warehouse(out=out)
+    if not report.ok:
+        problems = "; ".join(f"{f.attempt_id} {f.kind}: {f.problem}" for f in report.findings[:20])
+        raise RuntimeError(
+            f"evidence audit: {len(report.findings)} object(s) do not match: {problems} (see {out})"
+        )
+    return {"checked": report.checked, "ok": True, "report": str(Path(out))}

@@ -1,0 +1,421 @@
+"""Build the warehouse (dbt build, in-process) and gate publication on the expectations.
+
+``build_warehouse`` holds the warehouse writer lock while dbt runs and while the built marts are
+validated, so what was validated is what was built. Any dbt node that fails, or any expectation
+that fails, raises ``PublicationBlocked`` naming the node, or the table and expectation.
+
+``publish_board`` re-validates the warehouse under the same lock before it reads the board, so a
+board is only ever written from a warehouse whose expectations pass at that moment (no stale
+"last build passed" token to trust), and audits the evidence of every attempt of the cycle (raw and
+served copies, re-hashed) before it writes anything: an attempt whose evidence fails the audit blocks
+the publication. Callers must not already hold ``writer_lock`` (it is not re-entrant).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from argusic.attempts.story import _text
+from argusic.core.layout import publish_dir
+from argusic.core.settings import public_evidence_base, warehouse_path
+from argusic.core.spec import read_spec
+from argusic.publication.files import ATTEMPTS_SCHEMA, BOARD_SCHEMA, _write_atomically
+from argusic.warehouse.db import connect
+from argusic.warehouse.dbt_build import BuildResult, PublicationBlocked
+from argusic.warehouse.expectations.validate import validate_warehouse
+from argusic.warehouse.lock import writer_lock
+
+# Every published number, traced to its evidence: the scores of each attempt next to the served
+# (masked) log and recording and the fingerprints of the raw originals. A withheld copy has no URI.
+ATTEMPTS_SQL = """
+SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_valid, s.invalid_reason,
+       s.outcome, s.score, s.install_points, s.run_points, s.recovery_points, s.depth_points,
+       r.commit_sha, r.tier, r.budget_seconds,
+       coalesce(TRY_CAST(r.record_json ->> '$.effective_budget_seconds' AS INTEGER), r.budget_seconds)
+           AS effective_budget_seconds,
+       coalesce(TRY_CAST(r.record_json ->> '$.demo' AS BOOLEAN), false) AS demo,
+       r.end_reason, r.started_at, r.ended_at,
+       r.record_json ->> '$.methodology_version' AS methodology_version,
+       r.record_json ->> '$.rerun_of' AS rerun_of,
+       r.record_json ->> '$.executor' AS executor,
+       r.record_json ->> '$.image' AS image,
+       r.record_json ->> '$.harness.name' AS harness_name,
+       r.record_json ->> '$.harness.version' AS harness_version,
+       r.record_json ->> '$.model.requested' AS model_requested,
+       r.record_json ->> '$.model.responded' AS model_responded,
+       r.record_json ->> '$.key.kind' AS key_kind,
+       r.verified_how, r.final_state,
+       r.log_sha256, r.recording_sha256, r.report_sha256,
+       r.record_json ->> '$.presentation.log.sha256' AS served_log_sha256,
+       TRY_CAST(r.record_json ->> '$.presentation.log.bytes' AS BIGINT) AS served_log_bytes,
+       r.record_json ->> '$.presentation.recording.sha256' AS served_recording_sha256,
+       TRY_CAST(r.record_json ->> '$.presentation.recording.bytes' AS BIGINT) AS served_recording_bytes,
+       coalesce(r.masking_applied, false) AS masking_applied,
+       coalesce(r.presentation_withheld, false) AS served_copy_withheld,
+       r.harness_edition, r.scaffold_sha256, r.image_role, r.image_reference, r.image_digest,
+       r.instructions_version, r.instructions_sha256, r.limit_cpus, r.limit_memory_bytes, r.limit_pids,
+       r.limit_disk_bytes, r.network_mode, r.limit_budget_seconds, r.display
+FROM marts.attempt_scores AS s
+JOIN raw.run_records AS r USING (attempt_id)
+WHERE s.cycle_id = ?
+ORDER BY s.agent_id, s.project_id, s.attempt_no, s.attempt_id
+"""
+# The verdict of every project the cycle attempted, at the commits it attempted, with its review.
+PROJECTS_SQL = """
+SELECT v.*, pr.* EXCLUDE (cycle_id, project_id)
+FROM marts.project_verdicts AS v
+JOIN (SELECT DISTINCT project_id, commit_sha FROM marts.attempt_scores WHERE cycle_id = ?) AS c
+    USING (project_id, commit_sha)
+LEFT JOIN marts.project_review AS pr ON pr.cycle_id = ? AND pr.project_id = v.project_id
+ORDER BY v.project_id, v.commit_sha
+"""
+# Every row in a fixed order (ORDER BY ALL), then tiers smallest first (see _hardware).
+HARDWARE_SQL = {
+    "tiers": "SELECT * FROM marts.hardware_tiers ORDER BY ALL",
+    "machines": "SELECT * FROM marts.hardware_estimates ORDER BY ALL",
+    "speed_bounds": "SELECT * FROM marts.hardware_speed_bounds ORDER BY ALL",
+}
+# Corrections after a dispute (marts.attempt_corrections, made by the review step; read only when
+# the relation exists): the note shown on the original attempt's page, linking its rerun.
+CORRECTIONS_SQL = """
+SELECT c.attempt_id, c.dispute_id, c.note, c.decided_by, c.decided_at, c.rerun_attempt_id
+FROM marts.attempt_corrections AS c
+JOIN marts.attempt_scores AS s USING (attempt_id)
+WHERE s.cycle_id = ?
+ORDER BY c.attempt_id, c.decided_at, c.dispute_id
+"""
+# The harness changelog with each edition's effective date (marts.harness_editions), and whether the
+# cycle's valid attempts ran under one environment (marts.cycle_environments); read when they exist.
+HARNESS_EDITIONS_SQL = "SELECT * FROM marts.harness_editions ORDER BY written_on, edition"
+CYCLE_ENVIRONMENT_SQL = "SELECT * FROM marts.cycle_environments WHERE cycle_id = ?"
+# What the published files may show of the standard instructions (the prompt every external harness
+# gets; the reference harness takes none: it reads the project's README).
+INSTRUCTED_HARNESSES = ("claude-code", "codex")
+
+
+# How many audit problems a refusal lists by name (the count is always given).
+LISTED_PROBLEMS = 20
+
+
+def utc_text(value: dt.datetime) -> str:
+    """A time as ISO 8601 in UTC with its zone (``…Z``); a naive time is UTC (the warehouse's rule)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        value = float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dt.datetime):
+        return utc_text(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+class BoardChanged(PublicationBlocked):
+    """The board that would be published is not the one a person approved (its sha256 differs)."""
+
+
+def board_sha256(board_text: str) -> str:
+    """The fingerprint an approval binds: sha256 of board.json's bytes as they would be written."""
+    return hashlib.sha256(board_text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What publishing a cycle would write, composed under the same checks: board.json and
+    attempts.json as text, and the board's rows."""
+
+    cycle_id: str
+    board_text: str
+    attempts_text: str
+    rows: list[dict[str, Any]]
+
+    @property
+    def board_sha256(self) -> str:
+        return board_sha256(self.board_text)
+
+
+def publish_board(
+    cycle_id: str,
+    out_dir: Path,
+    db_path: Path | None = None,
+    build_result: BuildResult | None = None,
+    approved_sha256: str | None = None,
+    *,
+    site: bool = True,
+) -> Path:
+    """Write ``out_dir/<cycle_id>/board.json`` (and attempts.json) as ``compose_publication`` makes
+    them. ``approved_sha256``: the board a person approved; any other board raises BoardChanged and
+    nothing is written (the pipeline's publish steps always pass it: argusic.review.publication).
+    Last, ``site`` (default): the public site is built from the files just written
+    (``argusic.publication.site.build_site``)."""
+    publication = compose_publication(cycle_id, db_path, build_result)
+    if approved_sha256 is not None and publication.board_sha256 != approved_sha256:
+        raise BoardChanged(
+            f"board of cycle {cycle_id!r} not published: it changed after it was approved (approved "
+            f"sha256 {approved_sha256[:12]}…, now {publication.board_sha256[:12]}…); approve the board "
+            "as it is now"
+        )
+    folder = Path(out_dir) / cycle_id
+    _write_atomically(folder / "attempts.json", publication.attempts_text)
+    target = folder / "board.json"
+    _write_atomically(target, publication.board_text)
+    if site:
+        # The last step of publishing: the public site, from the files just written
+        # (argusic.publication.site).
+        from argusic.publication.attempt_page import PlayerMissing
+        from argusic.publication.site.build import SiteError, build_site
+
+        try:
+            build_site(Path(out_dir), front_cycle=cycle_id)
+        except (SiteError, PlayerMissing) as err:
+            raise PublicationBlocked(
+                f"board of cycle {cycle_id!r} written ({target}), but the public site was not built: {err}"
+            ) from err
+    return target
+
+
+def compose_publication(
+    cycle_id: str, db_path: Path | None = None, build_result: BuildResult | None = None
+) -> Publication:
+    """board.json and attempts.json of a cycle as publishing would write them, from marts.board, only
+    if every expectation passes now and the evidence of every attempt of the cycle passes the audit.
+
+    The warehouse is always re-validated under the writer lock (a build result could be stale);
+    ``build_result``, when given, must be a passed build of the same warehouse file. The audit
+    re-hashes each attempt's raw log, recording and report and its served log and recording (the
+    references read under the lock, the objects hashed after it is released, streamed) and checks
+    that every URI is where its sha256 puts it in the store; any problem raises PublicationBlocked
+    naming the attempts and problems. Nothing is written here (``publish_board`` writes); the same
+    warehouse gives the same bytes, so an approval can bind the board's sha256.
+
+    Evidence is linked only through its served copies: under ``ARGUSIC_PUBLIC_EVIDENCE_BASE`` when
+    set, else by links relative to the files (the copies the site holds); times are UTC with their
+    zone.
+    """
+    from argusic.core.evidence import EvidenceStore
+    from argusic.publication.audit import audit_refs, refs_of_connection
+
+    path = Path(db_path) if db_path else (build_result.db_path if build_result else warehouse_path())
+    if build_result is not None:
+        if Path(build_result.db_path).resolve() != path.resolve():
+            raise ValueError(f"build_result is for {build_result.db_path}, not {path}")
+        if not build_result.validation.success:
+            raise PublicationBlocked(
+                "the build's expectations failed:\n" + "\n".join(build_result.validation.failure_messages())
+            )
+    with writer_lock(path):
+        report = validate_warehouse(path)
+        if not report.success:
+            raise PublicationBlocked(
+                f"board of cycle {cycle_id!r} not published, expectations failed:\n"
+                + "\n".join(report.failure_messages())
+            )
+        with connect(path, read_only=True) as con:
+            rows = _rows(
+                con,
+                "SELECT * FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id",
+                cycle_id,
+            )
+            attempts = _rows(con, ATTEMPTS_SQL, cycle_id)
+            extra = _publication_extras(con, cycle_id) if rows else {}
+            refs = refs_of_connection(con, cycle_id) if rows else []
+    if not rows:
+        raise PublicationBlocked(f"no board rows for cycle {cycle_id!r} in marts.board")
+    audit = audit_refs(refs, EvidenceStore())
+    if not audit.ok:
+        bad = sorted({f.attempt_id for f in audit.findings})
+        listed = "; ".join(f.describe() for f in audit.findings[:LISTED_PROBLEMS])
+        more = len(audit.findings) - LISTED_PROBLEMS
+        raise PublicationBlocked(
+            f"board of cycle {cycle_id!r} not published: the evidence of {len(bad)} attempt(s) fails the "
+            f"audit ({len(audit.findings)} problem(s) in {audit.checked} object(s)): {listed}"
+            + (f"; and {more} more" if more > 0 else "")
+        )
+    # Dated by the data, not the clock: publishing the same warehouse twice gives the same bytes.
+    through = max((a["ended_at"] for a in attempts if a["ended_at"]), default=None)
+    base = public_evidence_base()
+    for attempt in attempts:
+        for kind in ("log", "recording"):
+            attempt[f"served_{kind}_uri"] = served_link(attempt, kind, base)
+    board = {
+        "schema": BOARD_SCHEMA,
+        "cycle_id": cycle_id,
+        "attempts_through": through,
+        "validation": {"tables": len(report.tables), "skipped_tables": report.skipped_tables},
+        "attempts_file": "attempts.json",
+        "evidence_base": base or SITE_EVIDENCE_LINK,
+        "rows": rows,
+        "projects": extra["projects"],
+        "corrections": extra["corrections"],
+        "hardware": extra["hardware"],
+        "target_kinds": extra["target_kinds"],
+        "instructions": standard_instructions(),
+        "environment": extra["environment"],
+        "harness_editions": extra["harness_editions"],
+    }
+    trace = {"schema": ATTEMPTS_SCHEMA, "cycle_id": cycle_id, "attempts": attempts}
+    return Publication(
+        cycle_id,
+        board_text=json.dumps(board, indent=2, allow_nan=False) + "\n",
+        attempts_text=json.dumps(trace, indent=2, allow_nan=False) + "\n",
+        rows=rows,
+    )
+
+
+# Where the published JSON (in <publish dir>/<cycle>/) finds the served copies the site holds.
+SITE_EVIDENCE_LINK = "../site/evidence/"
+
+
+def served_link(attempt: dict[str, Any], kind: str, base: str | None) -> str | None:
+    """The public link of an attempt's served log or recording: under the public evidence base when
+    one is configured, else relative to the published JSON (the copy in the site). None: withheld or
+    no served copy (the raw evidence is never linked)."""
+    from argusic.core.evidence import served_key_for
+
+    sha = attempt.get(f"served_{kind}_sha256")
+    if not sha or attempt.get("served_copy_withheld"):
+        return None
+    return (base or SITE_EVIDENCE_LINK) + served_key_for(attempt["attempt_id"], kind, sha)
+
+
+# Target kinds the methodology declares (section 2). Only the declaration is typed here: a kind's
+# status is counted from the run records at publication. A run record (argusic.run_record/1) names a
+# git commit, so every recorded run is of a repository. Install-and-run attempts only (board and
+# verdict, what the site publishes): the repair track's attempts are reported by marts.repair_*.
+TARGET_KINDS = (
+    ("repository", "Source repositories"),
+    ("huggingface_model", "Hugging Face models"),
+    ("huggingface_space", "Hugging Face Spaces"),
+    ("npm_package", "Published packages (npm)"),
+    ("pypi_package", "Published packages (PyPI)"),
+    ("vendor_tool", "Vendor tools"),
+    ("cloud_template", "Cloud templates"),
+    ("container_image", "Container images"),
+    ("mcp_server", "MCP servers"),
+)
+RECORDED_KIND_SQL = """
+SELECT 'repository' AS kind, count(DISTINCT project_id) AS targets_tested, count(*) AS runs_recorded
+FROM raw.run_records
+WHERE purpose IN ('board', 'verdict')
+"""
+
+
+def target_kind_rows(con) -> list[dict[str, Any]]:
+    """Every declared kind with its status read from the records: "in use" with the number of
+    targets tested when a run of that kind is recorded, else "declared" with no count at all."""
+    recorded = {r["kind"]: r for r in _rows(con, RECORDED_KIND_SQL) if r["runs_recorded"]}
+    out = []
+    for kind, label in TARGET_KINDS:
+        if kind in recorded:
+            row = recorded[kind]
+            out.append(
+                {
+                    "kind": kind,
+                    "label": label,
+                    "status": "in_use",
+                    "targets_tested": row["targets_tested"],
+                    "runs_recorded": row["runs_recorded"],
+                }
+            )
+        else:
+            out.append({"kind": kind, "label": label, "status": "declared"})
+    return out  # fmt: skip
+
+
+def standard_instructions() -> dict[str, Any]:
+    """The standard instructions every external harness is given (argusic/external/instructions.md)."""
+    from argusic.external import INSTRUCTIONS_TEMPLATE
+
+    text = INSTRUCTIONS_TEMPLATE.read_text(encoding="utf-8")
+    return {
+        "file": "plugins/argusic/external/instructions.md",
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "harnesses": list(INSTRUCTED_HARNESSES),
+        "text": text,
+    }
+
+
+def _relation_exists(con, schema: str, name: str) -> bool:
+    query = "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?"
+    return con.execute(query, [schema, name]).fetchone()[0] > 0
+
+
+def _hardware(con) -> dict[str, list[dict[str, Any]]]:
+    """The hardware marts as published: machines by id, tiers smallest first, bounds by machine."""
+    tables = {name: _rows(con, sql) for name, sql in HARDWARE_SQL.items()}
+    tables["tiers"].sort(key=lambda r: r.get("tier_order") or 0)
+    tables["speed_bounds"].sort(key=lambda r: (r.get("machine_id") or "", r.get("tier_order") or 0))
+    return tables
+
+
+def _publication_extras(con, cycle_id: str) -> dict[str, Any]:
+    """What board.json carries beside the board: verdicts, corrections, hardware, target kinds, the
+    cycle's environment (one harness per cycle) and the harness changelog."""
+    corrections = []
+    if _relation_exists(con, "marts", "attempt_corrections"):
+        corrections = _rows(con, CORRECTIONS_SQL, cycle_id)
+    environment = None
+    if _relation_exists(con, "marts", "cycle_environments"):
+        environment = next(iter(_rows(con, CYCLE_ENVIRONMENT_SQL, cycle_id)), None)
+    editions = []
+    if _relation_exists(con, "marts", "harness_editions"):
+        editions = _rows(con, HARNESS_EDITIONS_SQL)
+    return {
+        "projects": _rows(con, PROJECTS_SQL, cycle_id, cycle_id),
+        "corrections": corrections,
+        "hardware": _hardware(con),
+        "target_kinds": target_kind_rows(con),
+        "environment": environment,
+        "harness_editions": editions,
+    }
+
+
+def _rows(con, query: str, *params: Any) -> list[dict[str, Any]]:
+    cur = con.execute(query, list(params))
+    columns = [d[0] for d in cur.description]
+    return [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in cur.fetchall()]
+
+
+def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
+    """The planned attempts of a run as the rubric scored them (published/<cycle>/attempts.json,
+    written from marts.attempt_scores): outcome, points, score, served evidence. One line each."""
+    import json
+
+    path = publish_dir() / cycle_id / "attempts.json"
+    rows = {a["attempt_id"]: a for a in json.loads(path.read_text())["attempts"]}
+    lines = [f"attempts of this run as scored by the rubric ({path}):"]
+    for spec_path in spec_paths:
+        spec = read_spec(spec_path)
+        current, chain = spec, []
+        while current.attempt_id in rows:
+            chain.append(rows[current.attempt_id])
+            current = current.rerun()
+        if not chain:
+            lines.append(f"  {spec.label}: not in the published attempts")
+            continue
+        row = chain[-1]
+        reruns = f", after {len(chain) - 1} rerun(s)" if len(chain) > 1 else ""
+        if not row["is_valid"]:
+            lines.append(f"  {spec.label}: invalid{reruns}: {_text(row['invalid_reason'], 160)}")
+            continue
+        points = (
+            f"{row['install_points']}+{row['run_points']}+{row['recovery_points']:g}+{row['depth_points']}"
+        )
+        lines.append(
+            f"  {spec.label}: {row['outcome']}, points {points}, score {row['score']:.1f}{reruns}; "
+            f"log {row['served_log_uri'] or 'none (no served copy)'}"
+        )
+    return lines

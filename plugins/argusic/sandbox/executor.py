@@ -1,0 +1,598 @@
+"""Run one attempt's agent harness: in a Docker container (default) or a local temporary folder.
+
+Both executors do the same steps: fetch only the pinned commit (no history), run the harness with an
+output folder of its own, kill everything at the time budget, then land what it left (regular files
+only, capped, links never followed: ``argusic.sandbox.landing``) into the attempt's ``out`` folder, with the
+values to redact replaced on the way, and the project folder's files that match the task's artifact
+globs into ``out/artifacts`` (``land_artifacts``). The Docker executor adds containment (README
+"Threat model"): an unprivileged user, no capabilities, no-new-privileges, a read-only root
+filesystem whose writable places are size-capped areas (``argusic.sandbox.containment``), networking off
+unless configured, CPU / memory / pids limits, a watchdog as PID 1 that ends the container at budget
++ grace, a reaper that cleans up if we are killed, and names and labels that carry the installation
+id. The local executor is for development where no engine can be had (no isolation, no caps); the
+record says which ran.
+
+What runs after the fetch is a ``Launch`` made from the paths the harness sees (``HarnessPaths``):
+by default the reference harness (``readme_runner.py`` with the driver's arguments); an external
+agent's driver gives its own command (the agent CLI under the recorder), environment, read-only task
+files (the rendered instructions) and image.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
+from argusic.sandbox.changes import land_changes
+from argusic.sandbox.containment import (
+    AGENT_GID,
+    AGENT_HOME,
+    AGENT_UID,
+    AGENT_USER,
+    INSTALLATION_LABEL,
+    SCRATCH_LABEL,
+    AttemptScratch,
+    Containment,
+    ContainmentError,
+    Reaper,
+    remove_container,
+    sweep_once,
+)
+from argusic.sandbox.landing import (
+    ARTIFACTS_FOLDER,
+    LandingLimits,
+    LandingReport,
+    check_globs,
+    land_matching,
+    land_outputs,
+)
+from argusic.sandbox.launch import (
+    DISPLAY_FILE,
+    ExecutionResult,
+    Executor,
+    HarnessPaths,
+    Launch,
+    LaunchBuilder,
+    Watch,
+)
+
+log = logging.getLogger(__name__)
+
+HARNESS_DIR = PACKAGE_DIR / "harness"
+INIT_SCRIPT = PACKAGE_DIR / "harness" / "init.py"  # PID 1 of every attempt container (the watchdog)
+FETCH_FAILED = 97  # exit code of the bootstrap when the pinned commit cannot be fetched
+CONTAINER_HARNESS = "/opt/argusic/harness"
+CONTAINER_INIT = "/opt/argusic/init.py"
+CONTAINER_SOURCE = "/forge/source"
+CONTAINER_OUT = "/out"
+CONTAINER_WORKSPACE = "/workspace"
+CONTAINER_PROJECT = "/workspace/project"
+CONTAINER_TASK = "/opt/argusic/task"  # read-only task files (the rendered instructions)
+# Agent config folders: fresh, outside /out, not under /tmp (Codex refuses helper binaries there).
+CONTAINER_SCRATCH = "/var/lib/argusic-agent"
+# The writable places of the read-only root: folders of the work area (one size cap for all).
+WORK_MOUNTS = {
+    "workspace": (CONTAINER_WORKSPACE, 0o755),
+    "home": (AGENT_HOME, 0o755),
+    "tmp": ("/tmp", 0o1777),
+    "var-tmp": ("/var/tmp", 0o1777),
+    "agent": (CONTAINER_SCRATCH, 0o755),
+}
+# The virtual display (methodology section 7, item 6): Xvfb on :99 at orchestrator.toml [display]
+# size; the harness records what it found in /out/display.json (argusic.sandbox.launch.read_display).
+DISPLAY_NUMBER = 99
+DISPLAY_WAIT_SECONDS = 15
+DISPLAY_SIZE_RE = re.compile(r"([0-9]{1,5})x([0-9]{1,5})x([0-9]{1,2})")
+LABEL = "argusic.attempt_id"
+DEADLINE_LABEL = "argusic.deadline"  # epoch seconds after which the container has no business running
+ORPHAN_GRACE_SECONDS = 300
+ORPHAN_GRACE_ENV = "ARGUSIC_ORPHAN_GRACE_SECONDS"
+
+
+def orphan_grace_seconds() -> int:
+    """How long past its deadline a container of ours may outlive its worker before the maintenance
+    DAG removes it: ORPHAN_GRACE_SECONDS, or ARGUSIC_ORPHAN_GRACE_SECONDS (a whole number of seconds;
+    the cluster test shortens it so as not to sit out five minutes)."""
+    text = os.environ.get(ORPHAN_GRACE_ENV, "").strip()
+    if not text:
+        return ORPHAN_GRACE_SECONDS
+    if not text.isdigit() or int(text) > 86_400:
+        raise ValueError(f"{ORPHAN_GRACE_ENV}={text!r}: a whole number of seconds from 0 to 86400")
+    return int(text)
+
+
+def readme_runner_launch(harness_args: list[str]) -> LaunchBuilder:
+    """The default: the reference harness with the driver's arguments."""
+
+    def build(paths: HarnessPaths) -> Launch:
+        return Launch(_harness_command(paths.harness, paths.project, paths.out, harness_args))
+
+    return build
+
+
+def display_size(size: str) -> str:
+    """orchestrator.toml [display] size, checked: WIDTHxHEIGHTxDEPTH (what Xvfb's -screen takes)."""
+    match = DISPLAY_SIZE_RE.fullmatch(size)
+    limits = (16384, 16384, 32)  # what argusic.core.record.Display accepts
+    if not match or not all(0 < int(n) <= top for n, top in zip(match.groups(), limits, strict=True)):
+        raise ValueError(f"[display] size {size!r}: expected WIDTHxHEIGHTxDEPTH, e.g. 1280x800x24")
+    return size
+
+
+def _display_lines(size: str, harness_dir: str, out: str) -> list[str]:
+    """Start Xvfb on DISPLAY_NUMBER, wait until it answers a real X11 connection, record it in
+    out/display.json and export DISPLAY for the agent; without Xvfb, or if it never answers, the
+    attempt runs without a display (and no file). Xvfb's socket and lock live in /tmp (writable);
+    `-nolisten tcp`: no network listener (the container has no network anyway)."""
+    q = shlex.quote
+    display = f":{DISPLAY_NUMBER}"
+    return [
+        "if command -v Xvfb >/dev/null 2>&1; then",
+        f"  Xvfb {display} -screen 0 {q(display_size(size))} -nolisten tcp -noreset "
+        "</dev/null >/tmp/.argusic-xvfb.log 2>&1 &",
+        f"  python3 -I -S {q(harness_dir + '/xdisplay.py')} wait {display} "
+        f"--timeout {DISPLAY_WAIT_SECONDS} --write {q(out + '/' + DISPLAY_FILE)} >/dev/null "
+        f"&& export DISPLAY={display}",
+        "fi",
+    ]
+
+
+def _bootstrap_script(
+    source: str,
+    project: str,
+    commit: str,
+    harness_cmd: list[str],
+    display: tuple[str, str, str] | None = None,
+) -> str:
+    """Fetch exactly one commit, depth 1, then hand over to the agent harness. With `display`
+    (size, harness folder, out folder), first start the virtual display (_display_lines)."""
+    q = shlex.quote
+    return "\n".join(
+        [
+            "set -u",
+            'mkdir -p -- "${HOME:-/root}" 2>/dev/null',  # an agent's HOME may not exist yet
+            *(_display_lines(*display) if display else []),
+            "git config --global --add safe.directory '*'",
+            f"mkdir -p {q(project)} && cd {q(project)} && git init -q . "
+            f"&& git fetch -q --depth 1 {q('file://' + source)} {q(commit)} "
+            f"&& git -c advice.detachedHead=false checkout -q FETCH_HEAD || exit {FETCH_FAILED}",
+            "exec " + " ".join(q(part) for part in harness_cmd),
+        ]
+    )
+
+
+def _harness_command(harness_dir: str, project: str, out: str, harness_args: list[str]) -> list[str]:
+    return ["python3", f"{harness_dir}/readme_runner.py", "--project", project, "--out", out, *harness_args]
+
+
+def single_commit_source(repo_path: Path, commit: str, dest: Path, timeout: float = 600) -> str | None:
+    """Make `dest` a bare repository holding the pinned commit alone (depth 1): what an attempt
+    container may fetch from. Binding the repository itself would show the agent every other commit
+    of the project, a later fix included. Returns None, or why the commit could not be copied."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(dest.parent),  # no user configuration, no prompts
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+    source = "file://" + str(Path(repo_path).resolve())
+    steps = [
+        ["git", "init", "-q", "--bare", str(dest)],
+        ["git", "-C", str(dest), "fetch", "-q", "--no-tags", "--depth", "1", source, commit],
+        ["git", "-C", str(dest), "update-ref", "refs/heads/pinned", commit],
+    ]
+    for argv in steps:
+        try:
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"could not copy pinned commit {commit} from {repo_path}: git took over {timeout:.0f} s"
+        if done.returncode != 0:
+            detail = (done.stderr.strip().splitlines() or ["no message"])[-1][:300]
+            return f"could not fetch pinned commit {commit} from {repo_path}: {detail}"
+    return None
+
+
+def _fetch_error(code: int | None, commit: str, repo_path: Path) -> str | None:
+    """The bootstrap's own exit code for a pinned commit it could not fetch: our tooling's failure."""
+    return f"could not fetch pinned commit {commit} from {repo_path}" if code == FETCH_FAILED else None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def container_name(attempt_id: str, installation: str | None = None) -> str:
+    """argusic-<installation>-<attempt>: two installations on one daemon never share a name."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", attempt_id)
+    return f"argusic-{installation or installation_id()}-{safe}"[:200]
+
+
+def _log_landing(attempt_id: str, landing: LandingReport) -> None:
+    log.info(
+        "%s: landed %d file(s), %d bytes%s%s",
+        attempt_id, len(landing.files), landing.bytes,
+        f", {landing.redacted} redaction(s)" if landing.redacted else "",
+        f"; {landing.refusal}" if landing.refusal else "",
+    )  # fmt: skip
+
+
+_SHOWN_ARTIFACT_REFUSALS = 20  # warnings naming a refused artifact each; the rest are counted
+
+
+def land_artifacts(
+    attempt_id: str,
+    project: Path,
+    out_dir: Path,
+    globs: Sequence[str],
+    limits: LandingLimits,
+    redactions: Sequence[tuple[bytes, bytes]] = (),
+) -> LandingReport:
+    """Land the project folder's files matching `globs` into `out_dir/artifacts` (``land_matching``),
+    once the attempt's processes are gone. That folder holds those files only: one the harness wrote
+    into /out under that name (landed with the rest of /out just before) is removed first, so nothing
+    downstream takes the agent's /out for the project's artifacts. Refusals are logged, a warning
+    naming each (the first few, then a count), and do not make the attempt invalid."""
+    dest = out_dir / ARTIFACTS_FOLDER
+    if os.path.lexists(dest):
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)  # our own landed copy: folders and regular files only
+        else:
+            dest.unlink()
+        log.warning("%s: out/%s written by the harness removed: the name is the artifacts'", attempt_id,
+                    ARTIFACTS_FOLDER)  # fmt: skip
+    report = land_matching(project, dest, globs, limits, redactions)
+    if globs:
+        log.info(
+            "%s: landed %d artifact file(s), %d bytes, matching %s%s",
+            attempt_id, len(report.files), report.bytes, ", ".join(globs),
+            f"; {len(report.refused)} refused" if report.refused else "",
+        )  # fmt: skip
+    for refusal in report.refused[:_SHOWN_ARTIFACT_REFUSALS]:
+        log.warning("%s: artifact refused: %s", attempt_id, refusal)
+    if len(report.refused) > _SHOWN_ARTIFACT_REFUSALS:
+        more = len(report.refused) - _SHOWN_ARTIFACT_REFUSALS
+        log.warning("%s: %d more artifact(s) refused", attempt_id, more)
+    return report
+
+
+class DockerExecutor:
+    name = "docker"
+
+    def __init__(
+        self,
+        image: str | None = None,
+        network: str | None = None,
+        containment: Containment | None = None,
+        artifact_limits: LandingLimits | None = None,
+    ) -> None:
+        import docker  # imported here: no daemon connection at module import
+
+        self.client = docker.from_env()
+        self.image = image or runner_image()
+        self.containment = containment or Containment.from_config()
+        # Host-side only (after the container is gone): not part of the environment pin.
+        self.artifact_limits = artifact_limits or LandingLimits.artifacts_from_config()
+        self.network = network or self.containment.network  # "none", or a Docker network's name
+        # The virtual display every attempt gets (None: none is started)
+        self.display_size: str | None = display_size(orchestrator_config().display_size)
+        self._docker = docker
+        sweep_once()  # what killed runs of this installation left behind
+
+    def host_config(
+        self, name: str, labels: dict[str, str], areas: dict[str, Path], task_dir: Path, source: Path
+    ) -> dict:
+        """Every setting of an attempt container (README "Threat model" explains each)."""
+        c = self.containment
+        volumes = {
+            str(HARNESS_DIR): {"bind": CONTAINER_HARNESS, "mode": "ro"},
+            str(INIT_SCRIPT): {"bind": CONTAINER_INIT, "mode": "ro"},
+            str(Path(source).resolve()): {"bind": CONTAINER_SOURCE, "mode": "ro"},  # the pinned commit only
+            str(task_dir): {"bind": CONTAINER_TASK, "mode": "ro"},
+            str(areas["out"]): {"bind": CONTAINER_OUT, "mode": "rw"},
+        }
+        for sub, (target, _mode) in WORK_MOUNTS.items():
+            volumes[str(areas["work"] / sub)] = {"bind": target, "mode": "rw"}
+        return {
+            "name": name,
+            "labels": labels,
+            "user": f"{AGENT_UID}:{AGENT_GID}",
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "read_only": True,
+            "volumes": volumes,
+            "shm_size": c.shm_bytes,
+            "network_disabled": self.network == "none",
+            "network_mode": self.network,
+            "nano_cpus": int(c.cpus * 1e9),
+            "mem_limit": c.memory,
+            "memswap_limit": c.memory,
+            "pids_limit": c.pids_limit,
+            "working_dir": CONTAINER_WORKSPACE,
+        }
+
+    def run(
+        self,
+        *,
+        attempt_id: str,
+        repo_path: Path,
+        commit: str,
+        harness_args: list[str],
+        out_dir: Path,
+        budget_seconds: float,
+        env: dict[str, str] | None = None,
+        launch: LaunchBuilder | None = None,
+        image: str | None = None,
+        redactions: Sequence[tuple[bytes, bytes]] = (),
+        watch: Watch | None = None,
+        artifacts: Sequence[str] = (),
+        changes: bool = False,
+    ) -> ExecutionResult:
+        artifacts = check_globs(artifacts)  # a bad glob is refused before anything starts
+        c = self.containment
+        image = image or self.image
+        out_dir.mkdir(parents=True, exist_ok=True)
+        paths = HarnessPaths(
+            CONTAINER_HARNESS, CONTAINER_PROJECT, CONTAINER_OUT, CONTAINER_TASK, CONTAINER_SCRATCH
+        )
+        how = (launch or readme_runner_launch(harness_args))(paths)
+        display = (self.display_size, CONTAINER_HARNESS, CONTAINER_OUT) if self.display_size else None
+        script = _bootstrap_script(CONTAINER_SOURCE, CONTAINER_PROJECT, commit, how.argv, display)
+        installation = installation_id()
+        name = container_name(attempt_id, installation)
+        started = _now()
+        container = scratch = reaper = stop_watching = None
+        try:
+            # a container of this name left by a crashed earlier try of this attempt (ours only): by
+            # name on purpose, whichever try made it
+            remove_container(name, installation, self.client)
+            scratch = AttemptScratch.new(attempt_id)
+            reaper = Reaper.start(scratch, container=name)
+            scratch.create(container=name, reaper=reaper)
+            task_dir = scratch.task_dir(how.files)
+            source = scratch.plain_dir("source")
+            if problem := single_commit_source(repo_path, commit, source):
+                return ExecutionResult(self.name, started, _now(), None, False, problem, image)
+            work_dirs = {sub: mode for sub, (_, mode) in WORK_MOUNTS.items()}
+            with ThreadPoolExecutor(2) as pool:  # mkfs and mount of both areas side by side
+                out_area = pool.submit(scratch.area, "out", c.out_bytes, noexec=True)
+                work_area = pool.submit(scratch.area, "work", c.work_bytes, subdirs=work_dirs)
+                areas = {"out": out_area.result(), "work": work_area.result()}
+            now = time.time()
+            labels = {
+                LABEL: attempt_id,
+                INSTALLATION_LABEL: installation,
+                SCRATCH_LABEL: scratch.path.name,  # this try's: its clean-up never removes a retry's
+                DEADLINE_LABEL: str(int(now + budget_seconds)),
+            }
+            watchdog_at = f"{now + budget_seconds + c.watchdog_grace_seconds:.3f}"
+            command = ["python3", "-I", "-S", CONTAINER_INIT, watchdog_at, "--", "bash", "-c", script]
+            container = self.client.containers.run(
+                image,
+                command,
+                detach=True,
+                # The only way a model key reaches the agent: an environment variable.
+                environment={
+                    "HOME": AGENT_HOME,
+                    "USER": AGENT_USER,
+                    "TMPDIR": "/tmp",
+                    "ARGUSIC_ATTEMPT_ID": attempt_id,
+                    **(env or {}),
+                    **how.env,
+                },
+                **self.host_config(name, labels, areas, task_dir, source),
+            )
+            stop_watching = watch(areas["out"]) if watch else None
+            deadline = time.monotonic() + budget_seconds
+            timed_out = False
+            while True:
+                container.reload()
+                if container.status in ("exited", "dead"):
+                    break
+                if time.monotonic() >= deadline:
+                    container.kill()
+                    timed_out = True
+                    break
+                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+            result = container.wait(timeout=60)
+            ended = _now()
+            container.remove(force=True)  # every process of the attempt is gone before we read /out
+            container = None
+            if stop_watching is not None:
+                stop_watching()
+            landing = land_outputs(areas["out"], out_dir, c.landing, redactions)
+            _log_landing(attempt_id, landing)
+            project = areas["work"] / "workspace" / Path(CONTAINER_PROJECT).relative_to(CONTAINER_WORKSPACE)
+            found = land_artifacts(attempt_id, project, out_dir, artifacts, self.artifact_limits, redactions)
+            if changes:  # against the single-commit copy we made, never the agent's .git
+                land_changes(attempt_id, source, commit, project, out_dir, redactions)
+            code = None if timed_out else int(result.get("StatusCode", -1))
+            error = _fetch_error(code, commit, repo_path)
+            return ExecutionResult(
+                self.name, started, ended, code, timed_out, error, image, landing.refusal,
+                tuple(found.files), tuple(found.refused),
+            )  # fmt: skip
+        except ContainmentError as err:
+            return ExecutionResult(self.name, started, _now(), None, False, f"containment: {err}", image)
+        except self._docker.errors.DockerException as err:
+            return ExecutionResult(self.name, started, _now(), None, False, f"docker: {err}", image)
+        finally:
+            with contextlib.suppress(self._docker.errors.DockerException):
+                if container is not None:
+                    container.remove(force=True)
+                elif scratch is not None:  # created but never started (a bad image): no handle
+                    remove_container(name, installation, self.client, scratch=scratch.path.name)
+            if stop_watching is not None:
+                stop_watching()  # idempotent; before the areas are removed
+            if scratch is not None and not (reaper is not None and reaper.hand_over()):
+                for problem in scratch.destroy():
+                    log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
+
+    def remove_orphans(
+        self,
+        running_attempt_ids: set[str] | None = None,
+        now_epoch: float | None = None,
+        attempt_prefix: str = "",
+    ) -> list[str]:
+        """Remove this installation's containers left by crashed workers: those whose attempt is not
+        among the running ones (when that set is known), or that outlived their budget by the grace
+        period. Only attempts whose id starts with `attempt_prefix` (e.g. a cycle id) are considered;
+        containers of other installations are never touched."""
+        removed = []
+        grace = orphan_grace_seconds()
+        mine = {"label": [LABEL, f"{INSTALLATION_LABEL}={installation_id()}"]}
+        for container in self.client.containers.list(all=True, filters=mine):
+            attempt_id = container.labels.get(LABEL, "")
+            if not attempt_id.startswith(attempt_prefix):
+                continue
+            deadline = float(container.labels.get(DEADLINE_LABEL, "inf"))
+            not_running = running_attempt_ids is not None and attempt_id not in running_attempt_ids
+            expired = now_epoch is not None and now_epoch > deadline + grace
+            if not_running or expired:
+                with contextlib.suppress(self._docker.errors.NotFound):
+                    container.remove(force=True)
+                removed.append(container.name)
+        return removed
+
+
+class LocalExecutor:
+    """No isolation: development only, where no Docker engine can be had. The harness works in the
+    attempt's scratch folder (never /tmp); what it leaves is landed like the Docker executor's."""
+
+    name = "local"
+
+    def __init__(
+        self, landing: LandingLimits | None = None, artifact_limits: LandingLimits | None = None
+    ) -> None:
+        self.landing = landing
+        self.artifact_limits = artifact_limits
+        sweep_once()
+
+    def run(
+        self,
+        *,
+        attempt_id: str,
+        repo_path: Path,
+        commit: str,
+        harness_args: list[str],
+        out_dir: Path,
+        budget_seconds: float,
+        env: dict[str, str] | None = None,
+        launch: LaunchBuilder | None = None,
+        image: str | None = None,  # no images here: the host's tools run (development only)
+        redactions: Sequence[tuple[bytes, bytes]] = (),
+        watch: Watch | None = None,
+        artifacts: Sequence[str] = (),
+        changes: bool = False,
+    ) -> ExecutionResult:
+        artifacts = check_globs(artifacts)  # a bad glob is refused before anything starts
+        out_dir.mkdir(parents=True, exist_ok=True)
+        extra_env = env or {}
+        stop_watching = None
+        scratch = AttemptScratch.new(attempt_id)
+        reaper = Reaper.start(scratch, container=None)
+        try:
+            scratch.create(reaper=reaper)
+            tmp = scratch.path
+            project = tmp / "project"
+            raw_out = scratch.plain_dir("out")
+            paths = HarnessPaths(str(HARNESS_DIR), str(project), str(raw_out), f"{tmp}/task", f"{tmp}/agent")
+            how = (launch or readme_runner_launch(harness_args))(paths)
+            scratch.task_dir(how.files)
+            home, tmpdir = scratch.plain_dir("home"), scratch.plain_dir("tmp")
+            script = _bootstrap_script(str(Path(repo_path).resolve()), str(project), commit, how.argv)
+            child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ARGUSIC_"))}
+            child_env |= {"HOME": str(home), "TMPDIR": str(tmpdir), "ARGUSIC_ATTEMPT_ID": attempt_id}
+            child_env |= {**extra_env, **how.env}
+            started = _now()
+            # The harness waits at a gate until the reaper knows its process group: an orchestrator
+            # killed between the two would otherwise leave it running with no one to kill it.
+            gate_read, gate_write = os.pipe()
+            try:
+                gate = f'IFS= read -r go <&{gate_read} && [ "$go" = go ] || exit 1\nexec {gate_read}<&-\n'
+                proc = subprocess.Popen(
+                    ["bash", "-c", gate + script],
+                    cwd=tmp,
+                    env=child_env,
+                    start_new_session=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    pass_fds=(gate_read,),
+                )
+            except BaseException:
+                os.close(gate_write)
+                raise
+            finally:
+                os.close(gate_read)
+            try:
+                reaper.watch_group(proc.pid)
+                os.write(gate_write, b"go\n")
+            finally:
+                os.close(gate_write)
+            stop_watching = watch(raw_out) if watch else None
+            timed_out = False
+            try:
+                code: int | None = proc.wait(timeout=budget_seconds)
+            except subprocess.TimeoutExpired:
+                code, timed_out = None, True
+            with contextlib.suppress(ProcessLookupError):  # what the harness left running goes too
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            reaper.forget_group()
+            ended = _now()
+            if stop_watching is not None:
+                stop_watching()
+            landing = land_outputs(raw_out, out_dir, self.landing or LandingLimits.from_config(), redactions)
+            _log_landing(attempt_id, landing)
+            artifact_limits = self.artifact_limits or LandingLimits.artifacts_from_config()
+            found = land_artifacts(attempt_id, project, out_dir, artifacts, artifact_limits, redactions)
+            if changes:  # against our mirror, never the agent's .git
+                land_changes(attempt_id, Path(repo_path), commit, project, out_dir, redactions)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # an exception while it ran: it goes too
+                if reaper.watching:
+                    os.killpg(reaper.watching, signal.SIGKILL)
+            if stop_watching is not None:
+                stop_watching()
+            if not reaper.hand_over():
+                for problem in scratch.destroy():
+                    log.warning("%s: clean-up: %s (left to the sweep)", attempt_id, problem)
+        error = _fetch_error(code, commit, repo_path)
+        return ExecutionResult(
+            self.name, started, ended, code, timed_out, error, None, landing.refusal,
+            tuple(found.files), tuple(found.refused),
+        )  # fmt: skip
+
+
+def docker_available() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+        return True
+    except Exception:
+        return False
+
+
+def get_executor(name: str | None = None) -> Executor:
+    """ARGUSIC_EXECUTOR: docker | local; default docker when a daemon answers."""
+    choice = name or os.environ.get("ARGUSIC_EXECUTOR") or ("docker" if docker_available() else "local")
+    if choice == "docker":
+        return DockerExecutor()
+    if choice == "local":
+        if shutil.which("git") is None:
+            raise RuntimeError("the local executor needs git on PATH")
+        return LocalExecutor()
+    raise ValueError(f"ARGUSIC_EXECUTOR={choice!r}: expected 'docker' or 'local'")

@@ -1,0 +1,415 @@
+"""The dbt build of the warehouse and its gate: dbt run and tests, then the expectations; a failure
+raises PublicationBlocked and nothing is published (publication/ composes the board from what passed)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from argusic.core.settings import dbt_project_dir, warehouse_path
+from argusic.warehouse.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
+from argusic.warehouse.db import connect
+from argusic.warehouse.expectations.results import ValidationReport
+from argusic.warehouse.expectations.validate import validate_warehouse
+from argusic.warehouse.lock import WarehouseBusy, writer_lock
+from argusic.warehouse.schema import migrate_raw
+
+_FAILED = {"error", "fail", "runtime error"}
+
+
+class PublicationBlocked(RuntimeError):
+    """dbt or an expectation failed, or evidence failed the audit: nothing is published."""
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    unique_id: str
+    status: str
+    message: str
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    db_path: Path
+    nodes: list[NodeResult]
+    validation: ValidationReport
+    dbt_seconds: float
+    validation_seconds: float
+    note: str = ""  # e.g. which data tests a session did not re-run, and why
+    analyst: AnalystCopy | None = None  # the analyst copy published after the build (None: not asked)
+
+    @property
+    def analyst_seconds(self) -> float:
+        return self.analyst.seconds if self.analyst else 0.0
+
+    def summary(self) -> str:
+        note = f" ({self.note})" if self.note else ""
+        analyst = f"\n{self.analyst.summary()}" if self.analyst else ""
+        return (
+            f"dbt build: {len(self.nodes)} nodes ok in {self.dbt_seconds:.1f} s{note}\n"
+            f"{self.validation.summary()}{analyst}"
+        )
+
+    def slowest(self, count: int = 8) -> list[tuple[str, float]]:
+        """The ``count`` dbt nodes that took longest: (unique_id, seconds)."""
+        return [(n.unique_id, n.seconds) for n in sorted(self.nodes, key=lambda n: -n.seconds)[:count]]
+
+
+@contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _release_dbt_duckdb() -> None:
+    """Close the DuckDB database dbt-duckdb keeps open in this process after an invocation.
+
+    dbt-duckdb caches one environment (and its DuckDB instance) per process; left open, the
+    read-only connection of the expectations fails ("different configuration than existing
+    connections") and the file stays held. This uses dbt-duckdb internals (1.11): if they move,
+    nothing is closed and the read-only open will say so.
+    """
+    try:
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager as manager
+    except ImportError:  # pragma: no cover - another adapter
+        return
+    with manager._LOCK:
+        env = manager._ENV
+        manager._ENV = None
+        if env is not None:
+            env.close()
+
+
+def _first_lines(message: str, count: int = 2) -> str:
+    return " | ".join([line.strip() for line in message.splitlines() if line.strip()][:count])
+
+
+def dbt_threads() -> int:
+    """dbt threads for the build: ``ARGUSIC_DBT_THREADS``, else two per CPU (at least 2).
+
+    Every thread shares one DuckDB database, which already runs each query on every core; more dbt
+    threads than cores only overlap dbt's own Python work (compiling, bookkeeping) with queries.
+    """
+    configured = os.environ.get("ARGUSIC_DBT_THREADS", "").strip()
+    if configured:
+        return max(1, int(configured))
+    return max(2, 2 * (os.cpu_count() or 1))
+
+
+def _dbt_args(project_dir: Path, command: str, *, lean: bool = False) -> list[str]:
+    """dbt's global flags and ``command`` on the project (its own profiles.yml).
+
+    The relation cache is filled up front (one listing per schema): filled lazily, as nodes need it,
+    two views of one schema built side by side race in it ("Cache inconsistency detected: in rename":
+    5 of 16 repeated in-process builds failed, 0 of 16 with the cache filled first). A one-off build
+    keeps dbt's usual artifacts (target/run_results.json, manifest.json) and an info-level dbt.log;
+    ``lean`` (the build worker's repeated builds) writes neither artifacts nor file logs below
+    warnings: each costs ~0.1-0.2 s a build, and the worker reports every node's status and time in
+    its answer instead.
+    """
+    flags = ["--no-send-anonymous-usage-stats", "--populate-cache"]
+    flags += ["--log-level-file", "warn", "--no-write-json"] if lean else ["--log-level-file", "info"]
+    return [*flags, command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
+
+
+def _invoke_dbt(args: list[str], db_path: Path, manifest: Any = None) -> Any:
+    """One dbt invocation in this process on the warehouse ``db_path``; the file is released after."""
+    from dbt.cli.main import dbtRunner
+
+    with _env("ARGUSIC_WAREHOUSE", str(db_path)):
+        try:
+            return dbtRunner(manifest=manifest).invoke(args)
+        finally:
+            _release_dbt_duckdb()
+
+
+def _run_dbt(
+    project_dir: Path,
+    db_path: Path,
+    quiet: bool,
+    include_unit_tests: bool = False,
+    manifest: Any = None,
+    exclude: tuple[str, ...] = (),
+) -> list[NodeResult]:
+    """``dbt build`` in-process; raises PublicationBlocked naming the failed nodes.
+
+    Unit tests are excluded unless ``include_unit_tests``: they check the SQL of the rules on
+    fixed inputs, not the data, and run in development and CI (``make test``,
+    tests/test_dbt_rules.py), as dbt recommends. Every data test still runs. dbt keeps its target
+    folder (the project's ``target/`` or ``DBT_TARGET_PATH``) between builds, so an unchanged
+    project is parsed partially (``partial_parse.msgpack``). ``manifest``: a manifest parsed for this
+    project and warehouse (``BuildSession``), so that dbt does not parse at all.
+    """
+    args = [*_dbt_args(project_dir, "build", lean=manifest is not None), "--threads", str(dbt_threads())]
+    if not include_unit_tests:
+        args += ["--exclude-resource-type", "unit_test"]
+    if exclude:
+        args += ["--exclude", *exclude]
+    if quiet:
+        args.insert(0, "--quiet")
+    res = _invoke_dbt(args, db_path, manifest)
+
+    nodes: list[NodeResult] = []
+    for r in getattr(res.result, "results", None) or []:
+        status = str(getattr(r.status, "value", r.status))
+        seconds = float(getattr(r, "execution_time", 0.0) or 0.0)
+        nodes.append(NodeResult(r.node.unique_id, status, (r.message or "").strip(), seconds))
+    failed = [n for n in nodes if n.status in _FAILED]
+    if not res.success and res.exception is not None and "Could not set lock" in str(res.exception):
+        raise WarehouseBusy(  # another process opened the file between our wait and dbt's open
+            f"dbt could not open the warehouse {db_path}: {_first_lines(str(res.exception))}"
+        )
+    if failed:
+        details = "; ".join(f"{n.unique_id} ({n.status}): {_first_lines(n.message)}" for n in failed)
+        raise PublicationBlocked(f"dbt build failed: {details}")
+    if not res.success:
+        reason = res.exception or "dbt reported failure without a failed node"
+        raise PublicationBlocked(
+            f"dbt build failed: {type(reason).__name__ if res.exception else ''} {reason}".strip()
+        )
+    return nodes
+
+
+def build_warehouse(
+    db_path: Path | None = None,
+    project_dir: Path | None = None,
+    *,
+    quiet: bool = False,
+    include_unit_tests: bool = False,
+    analyst_target: Path | None = None,
+    analyst: bool = True,
+) -> BuildResult:
+    """dbt build of dbt_project/ into the warehouse, then every expectation on the marts, then (only
+    when both passed) the analyst copy readers use (``argusic.warehouse.analyst``; at ``analyst_target``,
+    default ARGUSIC_ANALYST_DIR or ``analyst/`` beside the warehouse; ``analyst=False``: none).
+
+    ``include_unit_tests``: also run dbt's unit tests (excluded by default in a production build:
+    they test the rules' SQL on fixed inputs, not the warehouse's data; tests/test_dbt_rules.py
+    runs all of them). Every data test and every expectation runs either way.
+
+    Raises PublicationBlocked when a dbt node fails (naming it) or an expectation fails (naming the
+    table and the expectation, with the rows that broke it). One process, one build: a long-lived
+    process builds through ``BuildSession`` instead (dbt and GX imported once, no re-parse).
+    """
+    path = Path(db_path) if db_path else warehouse_path()
+    project = Path(project_dir) if project_dir else dbt_project_dir()
+    return _build(
+        path,
+        project,
+        quiet=quiet,
+        include_unit_tests=include_unit_tests,
+        analyst=analyst,
+        analyst_target=analyst_target,
+    )
+
+
+@dataclass(frozen=True)
+class DbtPlan:
+    """What a session hands to one build: the parsed manifest, and data tests not to re-run."""
+
+    manifest: Any
+    reused_tests: tuple[str, ...] = ()
+    note: str = ""
+    state: tuple[str, str] | None = None  # (project fingerprint, warehouse file) it was made for
+
+
+def _build(
+    path: Path,
+    project: Path,
+    *,
+    quiet: bool,
+    include_unit_tests: bool,
+    plan_for: Callable[[Path], DbtPlan] | None = None,
+    after_dbt: Callable[[DbtPlan], None] | None = None,
+    analyst: bool = True,
+    analyst_target: Path | None = None,
+) -> BuildResult:
+    copy = None
+    with writer_lock(path):
+        # dbt opens the file read-write: first wait (saying for whom) until no other process has it
+        # open, e.g. an analyst's connection, rather than letting dbt fail on DuckDB's lock. Every
+        # source dbt reads must exist: bring the raw layer and the decision tables up to date first,
+        # as ingest does (a warehouse from before a table was added, or made with RAW_DDL alone).
+        with connect(path) as con:
+            migrate_raw(con)
+        started = time.perf_counter()
+        plan = plan_for(path) if plan_for else DbtPlan(None)
+        nodes = _run_dbt(
+            project,
+            path,
+            quiet,
+            include_unit_tests=include_unit_tests,
+            manifest=plan.manifest,
+            exclude=plan.reused_tests,
+        )
+        dbt_seconds = time.perf_counter() - started
+        if after_dbt:
+            after_dbt(plan)
+        report = validate_warehouse(path)
+        # Readers get the new copy only from a build whose every check passed; still under the lock,
+        # so that it is exactly what was validated. A failed build leaves the previous copy.
+        if report.success and analyst:
+            copy = publish_analyst_copy(path, analyst_target, _descriptions(plan, project))
+    if not report.success:
+        raise PublicationBlocked(
+            "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
+        )
+    return BuildResult(path, nodes, report, dbt_seconds, report.seconds, plan.note, copy)
+
+
+def _descriptions(plan: DbtPlan, project: Path) -> Descriptions | None:
+    """The models' and seeds' descriptions for the analyst copy's comments: from the manifest a build
+    session parsed, else from the manifest.json this build wrote (None when there is none)."""
+    if plan.manifest is not None:
+        return descriptions_of(plan.manifest)
+    written = Path(os.environ.get("DBT_TARGET_PATH") or project / "target") / "manifest.json"
+    try:
+        return descriptions_of(json.loads(written.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+# Folders of a dbt project that dbt writes (or installs) rather than parses.
+_GENERATED = {"target", "logs", "dbt_packages", "dbt_modules"}
+
+
+def project_fingerprint(project_dir: Path) -> str:
+    """sha256 over every file dbt reads in the project (names and bytes; not target/, logs/, packages)."""
+    digest = hashlib.sha256()
+    for path in sorted(project_dir.rglob("*")):
+        relative = path.relative_to(project_dir)
+        if relative.parts[0] in _GENERATED or not path.is_file():
+            continue
+        digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class BuildSession:
+    """Builds from one long-lived process: dbt and GX are imported once, and dbt's manifest is parsed
+    once per (project state, warehouse file) and handed to every later build.
+
+    A cold ``build_warehouse`` spends most of its time before any SQL runs: importing GX (~5 s),
+    importing dbt and parsing the project. A session pays that once. The project's files are
+    fingerprinted at every build, so a changed model, seed (a review decision) or macro is re-parsed
+    before it is built: a session never builds stale SQL. The manifest is also keyed by the
+    warehouse file (dbt-duckdb names the catalog after it). Builds run one at a time (dbt does not
+    support concurrent invocations in one process); the writer lock still serialises them with
+    ingest in other processes.
+    """
+
+    def __init__(self, project_dir: Path | None = None) -> None:
+        self.project_dir = Path(project_dir) if project_dir else dbt_project_dir()
+        self.parses = 0
+        self.builds = 0
+        self._manifest: Any = None
+        self._manifest_key: tuple[str, str] | None = None
+        self._seed_tests_passed: tuple[str, str] | None = None
+        self._lock = threading.Lock()
+
+    def warm(self) -> float:
+        """Import dbt, dbt-duckdb and GX now (seconds taken), rather than in the first build."""
+        started = time.perf_counter()
+        import dbt.adapters.duckdb  # noqa: F401
+        from dbt.cli.main import dbtRunner  # noqa: F401
+
+        from argusic.warehouse.expectations.validate import load_gx
+
+        load_gx()
+        return time.perf_counter() - started
+
+    def _plan(self, db_path: Path) -> DbtPlan:
+        """The manifest for this project state and warehouse (parsed when either changed), and the
+        data tests of seeds when they already passed for this very project state.
+
+        A seed is a file of the project, reloaded whole by every build: a data test whose only
+        inputs are seeds gives the same answer as long as the project's files are unchanged, so
+        once it passed for a fingerprint it is not re-run for that fingerprint (any edit to a seed,
+        a test or the configuration changes the fingerprint and runs them all again)."""
+        key = (project_fingerprint(self.project_dir), str(db_path.resolve()))
+        if key != self._manifest_key:
+            res = _invoke_dbt(["--quiet", *_dbt_args(self.project_dir, "parse")], db_path)
+            if not res.success or res.result is None:
+                reason = res.exception or "dbt parse reported failure"
+                raise PublicationBlocked(f"dbt parse failed: {reason}")
+            self._manifest, self._manifest_key = res.result, key
+            self.parses += 1
+        if self._seed_tests_passed != key:
+            return DbtPlan(self._manifest, state=key)
+        reused = seed_only_tests(self._manifest)
+        note = f"{len(reused)} data tests of unchanged seeds passed earlier for project state {key[0][:12]}"
+        return DbtPlan(self._manifest, reused, note, key)
+
+    def _passed(self, plan: DbtPlan) -> None:
+        """dbt's build passed: if it ran the seeds' tests, they passed for this project state."""
+        if not plan.reused_tests:
+            self._seed_tests_passed = plan.state
+
+    def build(
+        self,
+        db_path: Path | None = None,
+        *,
+        quiet: bool = True,
+        include_unit_tests: bool = False,
+        analyst_target: Path | None = None,
+        analyst: bool = True,
+    ) -> BuildResult:
+        """``build_warehouse`` without the per-process costs: same lock, dbt build, expectations and
+        analyst copy."""
+        path = Path(db_path) if db_path else warehouse_path()
+        with self._lock:
+            result = _build(
+                path,
+                self.project_dir,
+                quiet=quiet,
+                include_unit_tests=include_unit_tests,
+                plan_for=self._plan,
+                after_dbt=self._passed,
+                analyst=analyst,
+                analyst_target=analyst_target,
+            )
+            self.builds += 1
+            return result
+
+
+def seed_only_tests(manifest: Any) -> tuple[str, ...]:
+    """Names of the data tests whose every input is a seed (their result depends on project files)."""
+    names = []
+    for node in manifest.nodes.values():
+        parents = list(getattr(node.depends_on, "nodes", []) or [])
+        if node.resource_type == "test" and parents and all(p.startswith("seed.") for p in parents):
+            names.append(node.name)
+    return tuple(sorted(names))
+
+
+def release_semaphores_at_exit() -> None:
+    """Let multiprocessing unlink the semaphores dbt makes in this process when it exits.
+
+    dbt makes its locks from a `spawn` context (dbt.mp_context): named POSIX semaphores, tracked by
+    multiprocessing's resource tracker and unlinked by multiprocessing's exit hook. An Airflow task
+    runs in a forked process that clears the exit hooks it inherited and leaves with os._exit after
+    running only the hooks registered since the fork; without this, the hook never runs, the
+    semaphores stay in /dev/shm, and the resource tracker reports them as two `leaked semaphore`
+    lines on stderr (ERROR lines in the task's log). Registering it again is harmless elsewhere."""
+    import atexit
+    import multiprocessing.util
+
+    exit_hook = getattr(multiprocessing.util, "_exit_function", None)
+    if exit_hook is not None:
+        atexit.unregister(exit_hook)  # once, whatever was registered before
+        atexit.register(exit_hook)
