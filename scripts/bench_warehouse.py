@@ -520,7 +520,7 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
 
     socket_path = target.parent / "worker" / "build.sock"
     env = {**os.environ, "DBT_TARGET_PATH": str(target), "DBT_LOG_PATH": str(target / "logs")}
-    code = "from argusic.cli import app; app()"
+    code = "from argusic.cli.main import app; app()"
     with tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.warehouse import analyst, dbt_build
 from argusic.warehouse.analyst import (
     AnalystCopyError,

@@ -4,7 +4,7 @@ import hashlib
 import json
 
 import pytest
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.core.evidence import EvidenceStore
 from argusic.publication.audit import audit_warehouse
 from argusic.warehouse.load_runs import ingest

@@ -214,7 +214,7 @@ def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path:
         "DBT_LOG_PATH": str(tmp_path / "target" / "logs"),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from argusic.cli import app; app()", "build-worker", "--socket", str(sock)],
+        [sys.executable, "-m", "argusic.cli", "build-worker", "--socket", str(sock)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import duckdb
-from argusic.cli import app
+from argusic.cli.main import app
 from conftest import write_record
 from typer.testing import CliRunner
 

@@ -45,7 +45,7 @@ SPONSOR = ("Example Cloud", "compute")
 def demo_run(tmp_path_factory: pytest.TempPathFactory):
     """`argusic demo` once (48 real attempts) in its own folders, its ARGUSIC_* set for the module;
     yields the home folder and what the demo printed."""
-    from argusic.cli import app
+    from argusic.cli.main import app
     from typer.testing import CliRunner
 
     home = tmp_path_factory.mktemp("site-demo")
@@ -75,7 +75,7 @@ def demo(demo_run) -> Path:
 
 
 def test_demo_cycle_end_to_end_twice(demo_run) -> None:
-    from argusic.cli import app
+    from argusic.cli.main import app
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
     from typer.testing import CliRunner

@@ -209,7 +209,7 @@ def test_rebuilt_runner_image_mid_cycle_keeps_the_pinned_digest(isolated, tmp_pa
 
 
 def test_cli_shows_a_pin_and_what_would_refuse_the_next_attempt(isolated, monkeypatch, tmp_path):
-    from argusic.cli import app
+    from argusic.cli.main import app
     from typer.testing import CliRunner
 
     runner = CliRunner()

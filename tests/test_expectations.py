@@ -871,7 +871,7 @@ def test_argusic_build_blocks_a_cycle_whose_attempts_ran_under_two_environments(
     """`argusic ingest` then `argusic build` on the real dbt project: a cycle whose two valid attempts
     ran in one image (and one set of instructions) builds and is uniform; a third attempt under a
     rebuilt image, or under changed instructions, blocks the build, naming the cycle and the part."""
-    from argusic.cli import app
+    from argusic.cli.main import app
     from conftest import write_record
     from typer.testing import CliRunner
 

@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 
 import pytest
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.core.record import parse_record
 from argusic.core.tasks import Needle, load_task, task_for
 from argusic.judging import hints as H

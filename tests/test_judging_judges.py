@@ -279,7 +279,7 @@ def test_a_real_judge_without_a_key_refuses_to_start(attempt: Path, monkeypatch:
 def test_cli_judge_refuses_unknown_judges_and_real_judges_without_a_key(
     isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from argusic.cli import app
+    from argusic.cli.main import app
     from typer.testing import CliRunner
 
     monkeypatch.delenv("LITELLM_BASE_URL", raising=False)
@@ -296,7 +296,7 @@ def test_cli_judge_refuses_unknown_judges_and_real_judges_without_a_key(
 
 @pytest.mark.slow
 def test_cli_judge_replays_recorded_sessions_per_attempt(isolated: Path, tmp_path: Path) -> None:
-    from argusic.cli import app
+    from argusic.cli.main import app
     from typer.testing import CliRunner
 
     attempt = make_attempt(isolated / "runs")

@@ -112,7 +112,7 @@ def _q(db: Path, sql: str, *params) -> list[dict]:
 
 
 def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isolated: Path, monkeypatch):
-    from argusic.cli import app
+    from argusic.cli.main import app
     from argusic.review.judging import awaiting, body_of, subject_of
 
     monkeypatch.setenv("COLUMNS", "200")

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.core import tasks as T
 from argusic.core.tasks import TaskDefinitionError, load_task, task_for
 from typer.testing import CliRunner

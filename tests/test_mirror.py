@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.core.record import load_record_file
 from argusic.cycle.pools import draw_checked_pool
 from argusic.sandbox import executor as executor_mod

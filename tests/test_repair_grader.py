@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import repair_fixture as fixture
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.repair import grader, testrun
 from argusic.repair.grader import VERDICTS, decide, grade_json_schema, grade_patch, quality_of, validate_item
 from argusic.repair.items import build_items, load_item, make_item, store_item

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import repair_fixture as fixture
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.core.settings import PACKAGE_DIR
 from argusic.repair import items as items_mod
 from argusic.repair.grader import grade_json_schema

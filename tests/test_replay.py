@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from argusic.attempts.common import with_presentation
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import RunRecord, parse_record
 from argusic.publication.attempt_page import (

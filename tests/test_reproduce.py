@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from argusic.attempts.environment import current_edition, instructions_identity, scaffold_sha256
-from argusic.cli import app
+from argusic.cli.main import app
 from argusic.core.record import load_record_file, parse_record
 from argusic.workflows.reproduce import (
     NOT_REPRODUCIBLE,

@@ -184,7 +184,7 @@ def test_marts_older_than_the_code_get_a_message_saying_to_build(tmp_path, monke
     """A warehouse built by an earlier version (project_review without decision_note) is not a
     traceback: the command names the missing column and says to run `argusic build`."""
     import duckdb
-    from argusic.cli import app
+    from argusic.cli.main import app
     from typer.testing import CliRunner
 
     db = tmp_path / "wh.duckdb"

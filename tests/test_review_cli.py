@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from argusic.cli import app
+from argusic.cli.main import app
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow

@@ -306,7 +306,7 @@ def test_plan_rows_become_verdict_specs_for_the_targets_only(isolated, walk):
 
 
 def test_verdicts_cli_request_and_plan(isolated, walk):
-    from argusic.cli import app
+    from argusic.cli.main import app
     from typer.testing import CliRunner
 
     commit = walk["never"]

@@ -197,7 +197,7 @@ def test_same_file_given_twice_is_read_once(isolated, record_doc):
 
 
 def test_cli_ingest_on_a_folder_without_records_says_so(isolated):
-    from argusic.cli import app
+    from argusic.cli.main import app
     from typer.testing import CliRunner
 
     (isolated / "empty").mkdir()

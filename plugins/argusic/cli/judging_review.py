@@ -12,16 +12,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from argusic.cli import common as cli
+
 judging_app = typer.Typer(
     help="The person's review of judged attempts (issue #14, Layer 3): advice, never a score.",
     no_args_is_help=True,
 )
-
-
-def _cli():
-    from argusic import cli
-
-    return cli
 
 
 @judging_app.command("queue")
@@ -32,8 +28,7 @@ def judging_queue(
     """The attempts selected for review (marts.review_queue), why, and their review status."""
     from argusic.review.judging import queue
 
-    cli = _cli()
-    with cli._warehouse_errors():
+    with cli.warehouse_errors():
         rows = queue(cycle or None, "awaiting" if awaiting_only else None)
     table = Table(title="judging review queue")
     for column in ("attempt", "reasons", "provisional", "judges total", "status", "decision", "by"):
@@ -66,21 +61,18 @@ def judging_review(
     from argusic.review.judging import ReviewError, decide
     from argusic.warehouse.decisions import DecisionError, utc_now
 
-    cli = _cli()
     try:
-        with cli._warehouse_errors():
+        with cli.warehouse_errors():
             new = decide(
                 attempt, look, decision, by, utc_now(), note,
                 code_structure=code_structure, logic_correctness=logic_correctness,
             )  # fmt: skip
     except (DecisionError, ReviewError) as err:
-        cli._fail(str(err))
+        cli.fail(str(err))
     cli.console.print(
         f"recorded: {attempt}: {decision} (look {look}) by {by}" + ("" if new else " (already)"),
         markup=False,
     )
     if build:
-        from argusic.review.cli import _rebuild
-
-        _rebuild()
+        cli.rebuild()
         cli.console.print("marts rebuilt: `argusic judging queue`, marts.judging_review_divergence")

@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from argusic.cli import common as cli
+
 review_app = typer.Typer(help="Environment review of projects every agent failed (RULES.md section 15).")
 dispute_app = typer.Typer(help="Disputes of an attempt's result (RULES.md section 17).")
 
@@ -16,27 +18,12 @@ By = Annotated[str, typer.Option("--by", help="Who decides (your name as ops kno
 Note = Annotated[str, typer.Option("--note", help="Why (required; recorded with the decision)")]
 
 
-def _cli():
-    from argusic import cli
-
-    return cli
-
-
-def _rebuild() -> None:
-    from argusic.publication.build_worker import build_warehouse_summary
-
-    cli = _cli()
-    with cli.console.status("dbt build + expectations…"):
-        build_warehouse_summary()
-
-
 @review_app.command("list")
 def review_list(cycle: Annotated[str, typer.Option(help="One cycle (default: every cycle)")] = "") -> None:
     """Projects under review: awaiting a decision, or decided (by whom, when, why)."""
     from argusic.review.environment import reviews
 
-    cli = _cli()
-    with cli._warehouse_errors():
+    with cli.warehouse_errors():
         rows = reviews(cycle or None)
     table = Table(title="environment review")
     for column in ("cycle", "project", "status", "kept out", "decided by", "at (UTC)", "note"):
@@ -63,20 +50,19 @@ def review_decide(
     from argusic.review.environment import decide, reviews
     from argusic.warehouse.decisions import DecisionError, utc_now
 
-    cli = _cli()
-    with cli._warehouse_errors():
+    with cli.warehouse_errors():
         under = {(r["cycle_id"], r["project_id"]) for r in reviews(cycle)}
     if (cycle, project) not in under:
-        cli._fail(f"project {project!r} is not under review in cycle {cycle!r} (`argusic review list`)")
+        cli.fail(f"project {project!r} is not under review in cycle {cycle!r} (`argusic review list`)")
     try:
         new = decide(cycle, project, decision, by, utc_now(), note)
     except DecisionError as err:
-        cli._fail(str(err))
+        cli.fail(str(err))
     cli.console.print(
         f"recorded: {project} in cycle {cycle}: {decision} by {by}" + ("" if new else " (already)")
     )
     if build:
-        _rebuild()
+        cli.rebuild()
         cli.console.print("marts rebuilt: `argusic review list`, `argusic board`")
 
 
@@ -97,14 +83,13 @@ def publish(
     from argusic.warehouse.dbt_build import PublicationBlocked
     from argusic.warehouse.decisions import DecisionError, utc_now
 
-    cli = _cli()
     if approve and reject:
-        cli._fail("--approve or --reject, not both")
+        cli.fail("--approve or --reject, not both")
     try:
-        with cli._warehouse_errors():
+        with cli.warehouse_errors():
             prepared = prepare(cycle)
     except PublicationBlocked as err:
-        cli._fail(f"nothing to approve: {err}")
+        cli.fail(f"nothing to approve: {err}")
     cli.console.print(prepared.subject, style="bold")
     cli.console.print(prepared.body, markup=False, highlight=False)
     if not (approve or reject):
@@ -117,15 +102,15 @@ def publish(
     try:
         record(cycle, prepared.board_sha256, decision, by, utc_now(), note)
     except DecisionError as err:
-        cli._fail(str(err))
+        cli.fail(str(err))
     if reject:
         cli.console.print(f"rejected by {by}: nothing published ({note})")
         return
     try:
-        with cli._warehouse_errors():
+        with cli.warehouse_errors():
             path = publish_approved(cycle, prepared.board_sha256)
     except PublicationBlocked as err:
-        cli._fail(f"publication blocked: {err}")
+        cli.fail(f"publication blocked: {err}")
     cli.console.print(f"approved by {by}; published {path}")
 
 
@@ -142,12 +127,11 @@ def dispute_file(
     from argusic.review.disputes import file
     from argusic.warehouse.decisions import DecisionError, utc_now
 
-    cli = _cli()
     try:
-        with cli._warehouse_errors():
+        with cli.warehouse_errors():
             dispute_id = file(attempt, claim, contact, by or getpass.getuser(), utc_now())
     except DecisionError as err:
-        cli._fail(str(err))
+        cli.fail(str(err))
     cli.console.print(f"dispute {dispute_id} filed for {attempt}")
 
 
@@ -158,8 +142,7 @@ def dispute_list(
     """Disputes, their rulings and corrections."""
     from argusic.review.disputes import listing
 
-    cli = _cli()
-    with cli._warehouse_errors():
+    with cli.warehouse_errors():
         rows = listing(open_only=open_only)
     table = Table(title="disputes")
     for column in ("dispute", "attempt", "claim", "ruling", "by", "note", "rerun"):
@@ -185,20 +168,19 @@ def dispute_rule(
     from argusic.warehouse.decisions import DecisionError, utc_now
     from argusic.workflows.corrections import correct
 
-    cli = _cli()
     try:
-        with cli._warehouse_errors():
+        with cli.warehouse_errors():
             ruled = rule(dispute, ruling, by, utc_now(), note)
     except DecisionError as err:
-        cli._fail(str(err))
+        cli.fail(str(err))
     cli.console.print(f"dispute {dispute}: {ruled.ruling} by {by}")
     if ruled.ruling != "environment_at_fault":
         return
     try:
         runner = get_executor(executor)
     except (ValueError, RuntimeError) as err:
-        cli._fail(str(err))
+        cli.fail(str(err))
     with cli.console.status(f"rerunning {ruled.attempt_id}…"):
         paths = correct(dispute, runner)
-    _rebuild()
+    cli.rebuild()
     cli.console.print(f"corrected: {ruled.attempt_id} → {Path(paths[0]).parent.name}; marts rebuilt")

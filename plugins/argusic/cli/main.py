@@ -1,71 +1,29 @@
-"""The `argusic` command line (typer): ingest, build, board, attempts, sql, docs, pool, catalogue check,
-cycle run, verdicts, demo, audit, play (an attempt's recording in the terminal), report (an attempt's
-HTML page)."""
+"""The `argusic` command line (typer; the console script is `argusic.cli.main:app`): ingest, build,
+board, attempts, sql, docs, pool, catalogue check, cycle run, demo, audit, play (an attempt's recording
+in the terminal), report (an attempt's HTML page); the other command groups (verdicts, review, dispute,
+publish, items, grade, tasks, hints, judge, judging) are registered from their modules in this package.
+What the commands share is in `argusic.cli.common`."""
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from argusic.cli.common import console, err_console, fail, warehouse_errors
 from argusic.core.runs_store import local_path
 from argusic.core.settings import forge_dir, warehouse_path
 from argusic.core.spec import read_spec
 
 app = typer.Typer(help="Argusic pipeline: a public referee for AI coding agents.", no_args_is_help=True)
-console = Console(width=120) if not sys.stdout.isatty() else Console()
-err_console = Console(stderr=True)
 
 DEMO_CYCLE = "2026-12-demo"
 DEMO_AGENTS = ["readme-runner", "readme-runner-norecover"]
-
-
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code=2)
-
-
-class _NoticeHandler(logging.Handler):
-    """Notices of waiting for the warehouse ("waiting for the warehouse writer: pid …"), on stderr."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        err_console.print(record.getMessage(), style="yellow", markup=False, highlight=False)
-
-
-@contextmanager
-def _warehouse_errors() -> Iterator[None]:
-    """Say while we wait for the warehouse; a wait given up, or DuckDB refusing the file, is a clear
-    error rather than a traceback."""
-    import duckdb
-
-    from argusic.warehouse.lock import WarehouseBusy
-
-    notices = logging.getLogger("argusic.warehouse.lock")
-    if not any(isinstance(h, _NoticeHandler) for h in notices.handlers):
-        notices.addHandler(_NoticeHandler())
-        notices.setLevel(logging.INFO)
-        notices.propagate = False
-    try:
-        yield
-    except WarehouseBusy as err:
-        _fail(str(err))
-    except (duckdb.BinderException, duckdb.CatalogException) as err:
-        # a mart or column this version reads is missing: the marts were built by an older version
-        _fail(
-            f"DuckDB: {str(err).splitlines()[0]} — the warehouse's marts predate this version of argusic: "
-            "run `argusic build` (or the next cycle's build) and try again"
-        )
-    except duckdb.Error as err:
-        _fail(f"DuckDB: {str(err).splitlines()[0]}")
 
 
 @app.command()
@@ -76,10 +34,10 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or
     from argusic.warehouse.load_runs import ingest as do_ingest
 
     try:
-        with _warehouse_errors():
+        with warehouse_errors():
             result = do_ingest(paths, known_agents=known_agents())
     except IngestError as err:
-        _fail(f"{err}\nnothing of this batch was loaded")
+        fail(f"{err}\nnothing of this batch was loaded")
     console.print(
         f"ingested {result.files} record(s): {result.inserted} new, "
         f"{result.already_present} already present; {result.hints} hints document(s) written, "
@@ -99,13 +57,13 @@ def build() -> None:
     from argusic.warehouse.dbt_build import PublicationBlocked
 
     try:
-        with _warehouse_errors():
+        with warehouse_errors():
             _require_run_records()
             summary = build_or_delegate()
     except PublicationBlocked as err:
-        _fail(f"publication blocked: {err}")
+        fail(f"publication blocked: {err}")
     except (BuildWorkerError, AnalystCopyError) as err:
-        _fail(str(err))
+        fail(str(err))
     console.print(f"build ok: {summary}")
 
 
@@ -125,7 +83,7 @@ def build_worker(
 
     path = socket_path or worker_socket()
     if path is None:
-        _fail(f"no socket: pass --socket PATH or set {SOCKET_ENV}")
+        fail(f"no socket: pass --socket PATH or set {SOCKET_ENV}")
 
     def ready(seconds: float) -> None:
         console.print(f"build worker ready on {path} (dbt and GX loaded in {seconds:.1f} s)")
@@ -133,17 +91,17 @@ def build_worker(
     try:
         serve(path, on_ready=ready, max_requests=max_requests or None)
     except BuildWorkerError as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 def _read_only():
     from argusic.warehouse.db import connect
 
     try:
-        with _warehouse_errors():
+        with warehouse_errors():
             return connect(read_only=True)
     except FileNotFoundError as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 def _require_run_records() -> None:
@@ -154,7 +112,7 @@ def _require_run_records() -> None:
             "AND table_name = 'run_records'"
         ).fetchone()[0]
     if not found:
-        _fail(f"{warehouse_path()} holds no run records yet: run `argusic ingest PATH` first")
+        fail(f"{warehouse_path()} holds no run records yet: run `argusic ingest PATH` first")
 
 
 def _analyst():
@@ -164,7 +122,7 @@ def _analyst():
     try:
         return connect_analyst()
     except AnalystCopyMissing as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 def _copy_name() -> str:
@@ -187,7 +145,7 @@ def latest_cycle() -> str:
         except Exception:  # no marts yet (nothing built)
             rows = []
     if not rows:
-        _fail(f"no cycle has a board in {_copy_name()} yet: run `argusic cycle run` (or `argusic demo`)")
+        fail(f"no cycle has a board in {_copy_name()} yet: run `argusic cycle run` (or `argusic demo`)")
     return latest_cycle_of(rows)
 
 
@@ -203,7 +161,7 @@ def print_board(cycle_id: str) -> None:
             [cycle_id],
         ).fetchall()
     if not rows:
-        _fail(f"no board for cycle {cycle_id!r} in {_copy_name()}")
+        fail(f"no board for cycle {cycle_id!r} in {_copy_name()}")
     demo = any(r[-1] for r in rows)
     title = f"Argusic board — cycle {cycle_id}" + (" (scaled budgets: not a real cycle)" if demo else "")
     table = Table(title=title)
@@ -251,7 +209,7 @@ def print_attempts(cycle_id: str) -> None:
             [cycle_id],
         ).fetchall()
     if not rows:
-        _fail(f"no attempts for cycle {cycle_id!r} in {_copy_name()}")
+        fail(f"no attempts for cycle {cycle_id!r} in {_copy_name()}")
     table = Table(title=f"attempts — cycle {cycle_id} (points: install + run + recovery + depth)")
     for column in ("agent", "project", "#", "outcome", "points", "score", "ended", "seconds", "note"):
         table.add_column(column, no_wrap=column != "note", justify="right" if column == "seconds" else "left")
@@ -277,7 +235,7 @@ def board(
     cycle: Annotated[str | None, typer.Option(help="Cycle id (default: the latest cycle)")] = None,
 ) -> None:
     """Print a cycle's board from the analyst copy (never waits for the pipeline)."""
-    with _warehouse_errors():
+    with warehouse_errors():
         print_board(cycle or latest_cycle())
 
 
@@ -287,7 +245,7 @@ def attempts(
 ) -> None:
     """Print every attempt of a cycle: outcome, points, score, and the reason of an invalid one (from the
     analyst copy)."""
-    with _warehouse_errors():
+    with warehouse_errors():
         print_attempts(cycle or latest_cycle())
 
 
@@ -304,25 +262,25 @@ def sql(
     `argusic sql` opens the interactive shell; `argusic sql "SELECT …"` (or SQL on standard input)
     prints the result and exits. Reads the copy published by the last successful build, never the
     pipeline's own file: it never waits for a cycle and never holds one up."""
-    from argusic import sql_shell
+    from argusic.cli import sql_shell
     from argusic.warehouse.analyst import DB_NAME, PARQUET, AnalystCopyMissing, current_copy
 
     if output not in sql_shell.FORMATS:
-        _fail(f"--format {output!r}: expected one of {', '.join(sql_shell.FORMATS)}")
+        fail(f"--format {output!r}: expected one of {', '.join(sql_shell.FORMATS)}")
     try:
         folder = current_copy()
     except AnalystCopyMissing as err:
-        _fail(str(err))
+        fail(str(err))
     text = " ".join(query or [])
     if not text and not sys.stdin.isatty():
         text = sys.stdin.read()
     if not text.strip():
         if not sys.stdin.isatty() or not sys.stdout.isatty():
-            _fail('no SQL given: pass a statement (argusic sql "SELECT …") or run it in a terminal')
+            fail('no SQL given: pass a statement (argusic sql "SELECT …") or run it in a terminal')
         try:
             sql_shell.exec_harlequin(folder / DB_NAME, folder / PARQUET)
         except FileNotFoundError as err:
-            _fail(str(err))
+            fail(str(err))
         return
     import duckdb
 
@@ -332,7 +290,7 @@ def sql(
         except (duckdb.Error, ValueError) as err:
             read_only = "read-only" in str(err) or "read only" in str(err)
             note = " (the analyst copy is read-only: CREATE TEMP TABLE works)" if read_only else ""
-            _fail(f"{str(err).strip()}{note}")
+            fail(f"{str(err).strip()}{note}")
     if result is not None:
         sql_shell.render(result, output, console)
 
@@ -351,7 +309,7 @@ def docs(
     try:
         generated = dbt_docs.generate(out)
     except dbt_docs.DocsError as err:
-        _fail(str(err))
+        fail(str(err))
     console.print(f"dbt docs in {generated.folder} ({generated.catalog_from})")
     console.print(f"  one file, no server needed: {generated.folder / 'static_index.html'}")
     if not serve:
@@ -419,7 +377,7 @@ def pool(
     try:
         paths = rotate_pool(cycle, catalogue, size, repo_root or ())
     except (CatalogueError, ValueError) as err:
-        _fail(str(err))
+        fail(str(err))
     print_selection(Path(paths["pool"]))
     for name, path in paths.items():
         console.print(f"{name}: {path}")
@@ -445,7 +403,7 @@ def catalogue_check(
     try:
         loaded = load_catalogue(path)
     except CatalogueError as err:
-        _fail(str(err))
+        fail(str(err))
     for notice in loaded.notices:
         console.print(f"note: {notice}")
     console.print(f"{path}: {len(loaded.candidates)} candidate(s), schema ok (sha256 {loaded.sha256[:12]}…)")
@@ -466,7 +424,7 @@ def catalogue_check(
         raise typer.Exit(code=1)
 
 
-from argusic.verdicts_cli import verdicts_app  # noqa: E402  (argusic verdicts plan|run|request)
+from argusic.cli.verdicts import verdicts_app  # noqa: E402  (argusic verdicts plan|run|request)
 
 app.add_typer(verdicts_app, name="verdicts")
 
@@ -587,9 +545,9 @@ def cycle_environment(
         pull_pin(cycle)  # on a cluster: the runs store's pin
         pin = read_pin(cycle)
     except EnvironmentError_ as err:
-        _fail(str(err))
+        fail(str(err))
     if pin is None:
-        _fail(f"cycle {cycle}: no pinned environment at {pin_path(cycle)}; planning the cycle pins it")
+        fail(f"cycle {cycle}: no pinned environment at {pin_path(cycle)}; planning the cycle pins it")
     console.print(pin.to_json(), end="", markup=False, highlight=False)
     problems = []
     for role, image in sorted(pin.images.items()):
@@ -668,21 +626,21 @@ def cycle_run(
 
     started = time.monotonic()
     if not cycle:
-        _fail("--cycle is required (e.g. --cycle 2027-01)")
+        fail("--cycle is required (e.g. --cycle 2027-01)")
     if catalogue is None and pool is None:
-        _fail("--catalogue PATH is required (or --pool PATH for a pool drawn before)")
+        fail("--catalogue PATH is required (or --pool PATH for a pool drawn before)")
     if catalogue is not None and not catalogue.is_file():
-        _fail(f"--catalogue {catalogue}: no such file")
+        fail(f"--catalogue {catalogue}: no such file")
     agent_ids = [a.strip() for a in agents.split(",") if a.strip()]
     if not agent_ids:
-        _fail("--agents is required: comma-separated agent ids, e.g. --agents readme-runner")
+        fail("--agents is required: comma-separated agent ids, e.g. --agents readme-runner")
     known = known_agents()
     if unknown := [a for a in agent_ids if a not in known]:
-        _fail(f"unknown agent(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        fail(f"unknown agent(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     try:
         runner = get_executor(executor)
     except (ValueError, RuntimeError) as err:
-        _fail(str(err))
+        fail(str(err))
 
     try:
         pool_path = local_path(
@@ -695,7 +653,7 @@ def cycle_run(
             )
         )
     except (CatalogueError, ValueError) as err:
-        _fail(str(err))
+        fail(str(err))
     print_selection(Path(pool_path))
     try:
         spec_paths = write_plan(
@@ -741,9 +699,9 @@ def cycle_run(
             publication.record(cycle, prepared.board_sha256, "approved", approve_as, utc_now(), note)
             published = publication.publish_approved(cycle, prepared.board_sha256)
     except PublicationBlocked as err:
-        _fail(f"publication blocked: {err}")
+        fail(f"publication blocked: {err}")
     except (BuildWorkerError, AnalystCopyError, DecisionError) as err:
-        _fail(str(err))
+        fail(str(err))
     print_attempts(cycle)
     if not approve_as:
         console.print(prepared.body, markup=False, highlight=False)
@@ -787,17 +745,17 @@ def demo(
     try:
         runner = get_executor(executor)
     except (ValueError, RuntimeError) as err:
-        _fail(str(err))
+        fail(str(err))
     catalogue = build_forge(forge_dir())
     build_repair_forge(forge_dir())  # repairkit's merged pull requests, for repair items (issue 13)
     try:
         pool_path = local_path(resolve_pool(cycle, None, str(catalogue)))
     except (CatalogueError, ValueError) as err:
-        _fail(str(err))
+        fail(str(err))
     try:
         spec_paths = write_plan(Path(pool_path), DEMO_AGENTS, demo=True, executor=runner)
     except EnvironmentError_ as err:
-        _fail(str(err))
+        fail(str(err))
     specs = {path: read_spec(path) for path in spec_paths}
     console.print(
         f"demo cycle {cycle}: {len(specs)} attempts ({len(DEMO_AGENTS)} agents × "
@@ -813,7 +771,7 @@ def demo(
         )
     repair = _demo_repair_round(cycle, runner)
     try:
-        with _warehouse_errors(), console.status("warehouse: loading the records, dbt build, expectations…"):
+        with warehouse_errors(), console.status("warehouse: loading the records, dbt build, expectations…"):
             result = do_ingest(
                 [Path(p).parent for p in [*records, *repair["records"]]], known_agents=known_agents()
             )
@@ -831,18 +789,18 @@ def demo(
             )  # fmt: skip
             published = publish_approved(cycle, prepared.board_sha256)
     except PublicationBlocked as err:
-        _fail(f"publication blocked: {err}")
+        fail(f"publication blocked: {err}")
     except IngestError as err:
-        _fail(f"{err}\nnothing of this batch was loaded")
+        fail(f"{err}\nnothing of this batch was loaded")
     except AnalystCopyError as err:
-        _fail(str(err))
+        fail(str(err))
     console.print(
         f"warehouse: {result.inserted} new record(s), {result.already_present} already present; "
         f"built and published ({time.monotonic() - started:.1f} s in all); board sha256 "
         f'{prepared.board_sha256[:12]}… approved by "demo" (the demo approves itself; a real cycle '
         "waits for a person: argusic publish --approve, or the argusic_cycle form)"
     )
-    with _warehouse_errors():
+    with warehouse_errors():
         if result.inserted:
             print_attempts(cycle)
         print_board(cycle)
@@ -863,7 +821,7 @@ def _demo_repair_round(cycle: str, runner) -> dict:
         try:
             done = repair_round(cycle, DEMO_REPAIR_PROJECTS, executor=runner, demo=True)
         except (ValueError, RuntimeError, OSError) as err:
-            _fail(f"repair track: {err}")
+            fail(f"repair track: {err}")
     usable = sum(len(v) for v in done["items"].values())
     verdicts = Counter(v or "not graded" for v in done["verdicts"].values())
     console.print(
@@ -982,10 +940,10 @@ def audit(
     from argusic.publication.audit import audit_warehouse
 
     try:
-        with _warehouse_errors():
+        with warehouse_errors():
             report = audit_warehouse(out=out)
     except FileNotFoundError as err:
-        _fail(str(err))
+        fail(str(err))
     for finding in report.findings:
         detail = f" ({finding.detail})" if finding.detail else ""
         err_console.print(
@@ -1010,10 +968,10 @@ def _find_attempt_or_fail(attempt_id: str):
     from argusic.publication.replay import ReplayRefused, find_attempt
 
     try:
-        with _warehouse_errors():
+        with warehouse_errors():
             return find_attempt(attempt_id)
     except (ReplayRefused, RecordError) as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 @app.command()
@@ -1062,7 +1020,7 @@ def play(
                 with keys_not_echoed():
                     result = play_cast(cast, sys.stdout, speed=speed, idle_limit=idle_limit)
         except ReplayRefused as err:
-            _fail(str(err))
+            fail(str(err))
     done = "stopped" if result.stopped else "end of recording"
     extra = []
     if result.dropped_sequences:
@@ -1095,7 +1053,7 @@ def report(
     try:
         assets = load_player_assets()
     except PlayerMissing as err:
-        _fail(str(err))
+        fail(str(err))
     facts = _find_attempt_or_fail(attempt_id)
     target = out or Path(f"{facts.record.attempt_id}.html")
     written = write_report(facts, target, max_recording_mb=max_recording_mb, assets=assets)
@@ -1136,14 +1094,14 @@ def reproduce(
             err_console.print(f"note: {note}", style="yellow", markup=False, highlight=False)
 
     try:
-        with _warehouse_errors():
+        with warehouse_errors():
             done = run_reproduction(attempt_id, on_plan=started)
     except (ReproductionRefused, RecordError) as err:
-        _fail(f"cannot reproduce: {err}")
+        fail(f"cannot reproduce: {err}")
     try:
         result = compare(done.original.record, done.record)
     except RuntimeError as err:
-        _fail(f"reproduced ({done.record_path}) but not compared: {err}")
+        fail(f"reproduced ({done.record_path}) but not compared: {err}")
     if as_json:
         import json
 
@@ -1232,7 +1190,7 @@ def site_build(
     try:
         site = build_site(publish_dir(), cycle)
     except (SiteError, PlayerMissing, ValueError) as err:
-        _fail(str(err))
+        fail(str(err))
     pages = sum(1 for _ in site.rglob("*.html"))
     console.print(
         f"site: {pages} pages in {_shown_path(site)} (index.html: the board); preview: `argusic site serve`"
@@ -1254,37 +1212,37 @@ def site_serve(
     try:
         serve(publish_dir() / "site", host, port, ready=ready)
     except (ValueError, FileNotFoundError, OSError) as err:
-        _fail(str(err))
+        fail(str(err))
     except KeyboardInterrupt:
         pass
 
 
 # People's decisions (argusic.review.cli): environment review, publication approval, disputes.
-from argusic.review.cli import dispute_app, publish, review_app  # noqa: E402
+from argusic.cli.review import dispute_app, publish, review_app  # noqa: E402
 
 app.add_typer(review_app, name="review")
 app.add_typer(dispute_app, name="dispute")
 app.command("publish")(publish)
 
 # Repair items and their grader (issue 13, argusic.repair.cli).
-from argusic.repair.cli import grade, items_app  # noqa: E402
+from argusic.cli.repair import grade, items_app  # noqa: E402
 
 app.add_typer(items_app, name="items")
 app.command("grade")(grade)
 
 # Task definitions and Layer 1 hints (issue 14, argusic.judging.cli).
-from argusic.judging.cli import hints_app, tasks_app  # noqa: E402
+from argusic.cli.judging import hints_app, tasks_app  # noqa: E402
 
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(hints_app, name="hints")
 
-# Model judges, Layer 2 (issue 14, argusic.judging.judge_cli).
-from argusic.judging.judge_cli import judge  # noqa: E402
+# Model judges, Layer 2 (issue 14, argusic.cli.judge).
+from argusic.cli.judge import judge  # noqa: E402
 
 app.command("judge")(judge)
 
 # The person's review of judged attempts (issue 14, Layer 3, argusic.judging.review_cli).
-from argusic.judging.review_cli import judging_app  # noqa: E402
+from argusic.cli.judging_review import judging_app  # noqa: E402
 
 app.add_typer(judging_app, name="judging")
 

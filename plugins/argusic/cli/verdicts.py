@@ -21,21 +21,21 @@ Projects = Annotated[
 
 
 def _say(line: str) -> None:
-    from argusic.cli import console
+    from argusic.cli.common import console
 
     console.print(line, markup=False, highlight=False)
 
 
 def _targets(cycle: str, pool: str | None, projects: str, **request):
-    from argusic.cli import _fail
+    from argusic.cli.common import fail
     from argusic.workflows import verdicts
 
     if not cycle:
-        _fail("--cycle is required (e.g. --cycle 2026-12)")
+        fail("--cycle is required (e.g. --cycle 2026-12)")
     try:
         return verdicts.prepare(cycle, pool, projects.split(","), **request)
     except (verdicts.VerdictConfigurationError, ValueError) as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 @verdicts_app.command("plan")
@@ -49,10 +49,10 @@ def plan_cmd(
 ) -> None:
     """Print the verdict attempts still pending for the cycle's projects, and why (plans nothing to
     disk, runs nothing). Then each project's verdict as it stands."""
-    from argusic.cli import _warehouse_errors
+    from argusic.cli.common import warehouse_errors
     from argusic.workflows import verdicts
 
-    with _warehouse_errors():
+    with warehouse_errors():
         targets = _targets(cycle, pool, projects)
         if build:
             _say(verdicts.build().splitlines()[0])
@@ -88,7 +88,7 @@ def run_cmd(
     """Run the verdict attempts the rules still need: build → (plan → run → ingest → build) until
     nothing is pending. Resumable: run it again and nothing measured is measured twice; with nothing
     pending it runs nothing. Exit 1 when something is still pending or needs a person."""
-    from argusic.cli import _fail, _warehouse_errors
+    from argusic.cli.common import fail, warehouse_errors
     from argusic.cycle.plan import ConfigurationError
     from argusic.sandbox.executor import get_executor
     from argusic.workflows import verdicts
@@ -96,15 +96,15 @@ def run_cmd(
     try:
         runner = get_executor(executor)
     except (ValueError, RuntimeError) as err:
-        _fail(str(err))
-    with _warehouse_errors():
+        fail(str(err))
+    with warehouse_errors():
         targets = _targets(cycle, pool, projects, stronger_agent=stronger_agent, requested_by=by, note=note)
         try:
             run = verdicts.run_verdicts(
                 targets, demo, budget_scale, executor=runner, workers=workers, max_rounds=max_rounds, say=_say
             )
         except (ConfigurationError, ValueError) as err:
-            _fail(str(err))
+            fail(str(err))
         ran = ", ".join(run.attempts) or "-"
         _say(f"{run.rounds} round(s), {len(run.attempts)} verdict attempt(s) run: {ran}")
         _say(f"verdicts of cycle {targets.cycle_id}'s {len(targets.projects)} project(s):")
@@ -126,14 +126,14 @@ def request_cmd(
 ) -> None:
     """Record a request for a stronger agent on a project at a commit (a decision: who, when, why).
     The next verdict run acts on it once the standard agent's two complete attempts found no pass."""
-    from argusic.cli import _fail, _warehouse_errors
+    from argusic.cli.common import fail, warehouse_errors
     from argusic.warehouse.decisions import DecisionError
     from argusic.workflows import verdicts
 
-    with _warehouse_errors():
+    with warehouse_errors():
         try:
             new = verdicts.request_stronger_agent(project, commit, agent, by, note)
         except (verdicts.VerdictConfigurationError, DecisionError) as err:
-            _fail(str(err))
+            fail(str(err))
     done = "recorded" if new else "already recorded"
     _say(f"{done}: {agent} requested for {project} @ {commit[:12]} by {by}")

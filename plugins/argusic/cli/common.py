@@ -1,0 +1,63 @@
+"""What every command of the `argusic` CLI shares: the consoles, failing with a message (exit 2), the
+warehouse's waits and refusals said plainly, and the rebuild after a decision. Imported by the command
+modules; it imports none of them."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+
+console = Console(width=120) if not sys.stdout.isatty() else Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code=2)
+
+
+class _NoticeHandler(logging.Handler):
+    """Notices of waiting for the warehouse ("waiting for the warehouse writer: pid …"), on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err_console.print(record.getMessage(), style="yellow", markup=False, highlight=False)
+
+
+@contextmanager
+def warehouse_errors() -> Iterator[None]:
+    """Say while we wait for the warehouse; a wait given up, or DuckDB refusing the file, is a clear
+    error rather than a traceback."""
+    import duckdb
+
+    from argusic.warehouse.lock import WarehouseBusy
+
+    notices = logging.getLogger("argusic.warehouse.lock")
+    if not any(isinstance(h, _NoticeHandler) for h in notices.handlers):
+        notices.addHandler(_NoticeHandler())
+        notices.setLevel(logging.INFO)
+        notices.propagate = False
+    try:
+        yield
+    except WarehouseBusy as err:
+        fail(str(err))
+    except (duckdb.BinderException, duckdb.CatalogException) as err:
+        # a mart or column this version reads is missing: the marts were built by an older version
+        fail(
+            f"DuckDB: {str(err).splitlines()[0]} — the warehouse's marts predate this version of argusic: "
+            "run `argusic build` (or the next cycle's build) and try again"
+        )
+    except duckdb.Error as err:
+        fail(f"DuckDB: {str(err).splitlines()[0]}")
+
+
+def rebuild() -> None:
+    """dbt build + expectations after a decision (through the build worker when one answers)."""
+    from argusic.publication.build_worker import build_warehouse_summary
+
+    with console.status("dbt build + expectations…"):
+        build_warehouse_summary()
