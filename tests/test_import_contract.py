@@ -1,0 +1,60 @@
+"""The import contract of pyproject.toml (`make imports`, part of `make lint`): it holds on the package as
+it is, and it fails when an import loop is added back (issue 24)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def _lint_imports(tree: Path) -> subprocess.CompletedProcess:
+    """lint-imports with the project's contract on the package copied under `tree`."""
+    shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tree,
+        env=os.environ | {"PYTHONPATH": str(tree / "plugins")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    shutil.copytree(
+        ROOT / "plugins" / "argusic",
+        tmp_path / "plugins" / "argusic",
+        ignore=shutil.ignore_patterns("__pycache__", "vendor", "demo_projects", "demo_history"),
+    )
+    return tmp_path
+
+
+def test_the_contract_holds_on_the_package(tree: Path) -> None:
+    done = _lint_imports(tree)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout
+
+
+def test_a_loop_added_back_breaks_it(tree: Path) -> None:
+    common = tree / "plugins" / "argusic" / "cli" / "common.py"
+    common.write_text(common.read_text() + "\nfrom argusic.cli import main as _loop  # noqa: E402\n")
+    done = _lint_imports(tree)
+    assert done.returncode != 0
+    assert "no import loop" in done.stdout and "BROKEN" in done.stdout, done.stdout[-3000:]
+
+
+def test_an_import_against_the_layers_breaks_it(tree: Path) -> None:
+    layout = tree / "plugins" / "argusic" / "core" / "layout.py"
+    layout.write_text(layout.read_text() + "\nimport argusic.publication.board  # noqa: E402\n")
+    done = _lint_imports(tree)
+    assert done.returncode != 0
+    assert "layers" in done.stdout and "BROKEN" in done.stdout, done.stdout[-3000:]
