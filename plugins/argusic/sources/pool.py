@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from argusic.core.safe_io import write_atomic
 from argusic.core.settings import orchestrator_config
 from argusic.sources.catalogue import (
     Candidate,
@@ -345,13 +345,6 @@ def select_pool(
     return draw_pool(catalogue, cycle_id, size, check_sources).pool
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_pool(pool: Pool, pools_dir: Path, publish_dir: Path) -> dict[str, str]:
     """Write the full pool (internal) and publish the public list with pinned commits.
 
@@ -366,7 +359,7 @@ def write_pool(pool: Pool, pools_dir: Path, publish_dir: Path) -> dict[str, str]
             "never changes once drawn: run the cycle with that pool (the same catalogue and size, or the "
             f"file itself), or use a new cycle id (e.g. {pool.cycle_id}-b)"
         )
-    _write_atomic(internal, text)
+    write_atomic(internal, text)
     public = {
         "schema": "argusic.public_pool/1",
         "cycle_id": pool.cycle_id,
@@ -375,7 +368,7 @@ def write_pool(pool: Pool, pools_dir: Path, publish_dir: Path) -> dict[str, str]
         "private_count": len(pool.private),
     }
     public_path = publish_dir / pool.cycle_id / "public_pool.json"
-    _write_atomic(public_path, json.dumps(public, indent=2) + "\n")
+    write_atomic(public_path, json.dumps(public, indent=2) + "\n")
     return {"pool": str(internal), "public": str(public_path)}
 
 
@@ -391,7 +384,7 @@ def reveal_private(pool_path: Path, publish_dir: Path, today: date) -> Path:
         "revealed_after": pool.cycle_ends.isoformat(),
         "projects": [{"project_id": e.project_id, "commit": e.commit, "tier": e.tier} for e in pool.private],
     }
-    _write_atomic(out, json.dumps(doc, indent=2) + "\n")
+    write_atomic(out, json.dumps(doc, indent=2) + "\n")
     return out
 
 

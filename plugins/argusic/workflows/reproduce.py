@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import re
 import subprocess
 import tempfile
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from argusic.core.record import RunRecord, load_record_file, parse_attempt_id, parse_record
+from argusic.core.safe_io import write_atomic
 from argusic.core.settings import orchestrator_config, parse_size, project_root, runs_dir
 
 REPRODUCTIONS = "reproductions"
@@ -467,12 +467,6 @@ def claim_cycle(base: Path | None = None, now: datetime | None = None) -> str:
             n += 1
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 @dataclass(frozen=True)
 class Reproduction:
     original: Original
@@ -506,7 +500,7 @@ def reproduce(
         on_plan(plan)
     # The reproduction cycle is pinned to the recorded environment before its attempt starts:
     # run_attempt checks the environment now against this pin and runs in its images by digest.
-    _write_atomic(pin_path(repro_cycle, folder), plan.pin.to_json())
+    write_atomic(pin_path(repro_cycle, folder), plan.pin.to_json())
     try:
         path = run_attempt(plan.spec, plan.executor, store, base_dir=folder)
     except EnvironmentError_ as err:
@@ -518,7 +512,7 @@ def reproduce(
         doc = json.loads(record.to_json())
         doc["reproduces"] = original.record.attempt_id
         record = parse_record(doc, source=str(path))
-        _write_atomic(path, record.to_json() + "\n")
+        write_atomic(path, record.to_json() + "\n")
     return Reproduction(original, record, path, plan)
 
 
