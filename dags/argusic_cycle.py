@@ -7,17 +7,17 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import (
+from argusic.orchestration.dag_support import (
     ATTEMPT_TASK_ARGS,
     WAREHOUSE_TASK_ARGS,
     budget_params,
     retry_delay,
     run_attempt_task,
 )
-from argusic.airflow_dag import attempt_label as _attempt_label
-from argusic.airflow_dag import cycle_id_of_context as _cycle_id
-from argusic.airflow_dag import fail_at_once as _fail_at_once
-from argusic.review.operators import PublicationApproval
+from argusic.orchestration.dag_support import attempt_label as _attempt_label
+from argusic.orchestration.dag_support import cycle_id_of_context as _cycle_id
+from argusic.orchestration.dag_support import fail_at_once as _fail_at_once
+from argusic.orchestration.forms import PublicationApproval
 
 DOC_MD = """
 ### Argusic cycle (manual, one run per cycle — or per agent / shard of a cycle)

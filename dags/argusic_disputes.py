@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
-from argusic.airflow_dag import WAREHOUSE_TASK_ARGS, retry_delay
-from argusic.review.operators import DisputeRulingForm
+from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
+from argusic.orchestration.forms import DisputeRulingForm
 
 DOC_MD = """
 ### Disputes (RULES.md section 17)

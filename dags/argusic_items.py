@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import ATTEMPT_TASK_ARGS, WAREHOUSE_TASK_ARGS, retry_delay
-from argusic.airflow_dag import fail_at_once as _fail_at_once
+from argusic.orchestration.dag_support import ATTEMPT_TASK_ARGS, WAREHOUSE_TASK_ARGS, retry_delay
+from argusic.orchestration.dag_support import fail_at_once as _fail_at_once
 
 DOC_MD = """
 ### Argusic repair items (manual)

@@ -1,6 +1,6 @@
 """Judging review (issue #14, Layer 3): one form per attempt the review queue selected, answered by a
 person in the Airflow UI. Thin: the queue, the form's body and the recording live in
-argusic.review.judging; the form in argusic.review.operators."""
+argusic.review.judging; the form in argusic.orchestration.forms."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import WAREHOUSE_TASK_ARGS, retry_delay
-from argusic.review.operators import JudgingReviewForm
+from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
+from argusic.orchestration.forms import JudgingReviewForm
 
 DOC_MD = """
 ### Judging review (issue #14, Layer 3; docs/judging.md)

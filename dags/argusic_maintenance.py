@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import dag, get_current_context, task
-from argusic.airflow_dag import WAREHOUSE_TASK_ARGS, retry_delay
+from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
 
 DOC_MD = """
 ### Argusic maintenance (hourly)

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
-from argusic.airflow_dag import retry_delay
+from argusic.orchestration.dag_support import retry_delay
 
 DOC_MD = """
 ### Argusic pool rotation (monthly)

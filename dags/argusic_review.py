@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from argusic.airflow_dag import WAREHOUSE_TASK_ARGS, retry_delay
-from argusic.review.operators import EnvironmentReviewForm
+from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
+from argusic.orchestration.forms import EnvironmentReviewForm
 
 DOC_MD = """
 ### Environment review (RULES.md section 15)

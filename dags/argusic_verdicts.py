@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
-from argusic.airflow_dag import (
+from argusic.orchestration.dag_support import (
     ATTEMPT_TASK_ARGS,
     WAREHOUSE_TASK_ARGS,
     attempt_label,

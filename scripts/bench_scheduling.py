@@ -5,7 +5,7 @@ workers, the warehouse worker), started by this script in its own folder on free
 `--cluster DIR` names a running one, and stopped at the end. Its workers carry
 `ARGUSIC_BENCH_STANDIN_ATTEMPTS=1`, so every mapped `run_attempt` of a benchmark cycle (id ending in
 `-bench`) reads its spec and returns at once: no container, no evidence, no record
-(argusic.bench_standin). For each size, a synthetic catalogue of size/3 projects on one real git
+(argusic.orchestration.bench_standin). For each size, a synthetic catalogue of size/3 projects on one real git
 repository (tests/test_dags.py `_synthetic_catalogue`) is drawn and planned by the DAG's own
 prepare_pool and plan tasks, triggered over the REST API (`POST /api/v2/dags/argusic_cycle/dagRuns`,
 JWT from `/auth/token`); then the mapped phase is watched in the metadata DB (Postgres). The downstream
@@ -56,9 +56,9 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests")]
 from airflow_screenshots import Api, free_port  # noqa: E402  (the REST client, reused)
-from argusic.bench_standin import STANDIN_ENV, STANDIN_LABEL  # noqa: E402
 from argusic.core.settings import runner_image  # noqa: E402
 from argusic.cycle.ids import run_id_for  # noqa: E402
+from argusic.orchestration.bench_standin import STANDIN_ENV, STANDIN_LABEL  # noqa: E402
 from test_dags import _synthetic_catalogue, airflow_env  # noqa: E402  (the fan-out test's catalogue)
 
 DAG = "argusic_cycle"

@@ -1,9 +1,9 @@
 """Every import inside a function must say why it is deferred (issue 24).
 
 The package imports at the top of each module; an import inside a function is allowed only to defer a
-heavy library (Airflow, dbt, GX, docker...) or a module that pulls one in, and it carries its reason as
-a comment `# deferred: <reason>` on the import's first line or on the line right above it. Prints each
-offending import as `path:line: module` and exits 1 when there is one.
+heavy library (Airflow, dbt, GX, docker...) or a module that pulls one in, and it carries its reason
+as a comment `# deferred: <reason>` on the import's first line or in the comment lines right above it.
+Prints each offending import as `path:line: module` and exits 1 when there is one.
 
 Usage: python scripts/check_deferred_imports.py [PACKAGE_DIR]   (default plugins/argusic)
 """
@@ -23,9 +23,32 @@ def _imported(node: ast.Import | ast.ImportFrom) -> str:
     return ", ".join(alias.name for alias in node.names)
 
 
+def _explained(lines: list[str], lineno: int) -> bool:
+    """The import at `lineno` (1-based) has the mark in its own line's comment or in the block of
+    comment lines right above it."""
+    if MARK in lines[lineno - 1].partition("#")[2]:
+        return True
+    index = lineno - 2
+    while index >= 0 and lines[index].strip().startswith("#"):
+        if MARK in lines[index]:
+            return True
+        index -= 1
+    return False
+
+
+def _statement_lists(node: ast.AST):
+    """Every list of statements under `node` (bodies, else and finally blocks, handlers)."""
+    for child in ast.walk(node):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(child, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
+
+
 def unexplained_imports(package: Path) -> list[str]:
-    """`path:line: module` for each function-local import without a `# deferred:` reason."""
-    found: list[str] = []
+    """`path:line: module` for each function-local import without a `# deferred:` reason. Imports
+    that directly follow one another share the reason written above the first of them."""
+    found: set[str] = set()
     for path in sorted(package.rglob("*.py")):
         if "vendor" in path.parts:
             continue
@@ -34,16 +57,16 @@ def unexplained_imports(package: Path) -> list[str]:
         for function in ast.walk(tree):
             if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
-            for node in ast.walk(function):
-                if not isinstance(node, ast.Import | ast.ImportFrom):
-                    continue
-                own = lines[node.lineno - 1]
-                above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
-                if MARK in own.partition("#")[2] or (above.startswith("#") and MARK in above):
-                    continue
-                found.append(f"{path}:{node.lineno}: {_imported(node)}")
-    # nested functions are walked twice (once for the outer function): report each import once
-    return sorted(set(found), key=lambda entry: (entry.split(":")[0], int(entry.split(":")[1])))
+            for block in _statement_lists(function):
+                explained = False
+                for node in block:
+                    if not isinstance(node, ast.Import | ast.ImportFrom):
+                        explained = False
+                        continue
+                    explained = explained or _explained(lines, node.lineno)
+                    if not explained:
+                        found.add(f"{path}:{node.lineno}: {_imported(node)}")
+    return sorted(found, key=lambda entry: (entry.split(":")[0], int(entry.split(":")[1])))
 
 
 def main(argv: list[str]) -> int:

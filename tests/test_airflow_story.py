@@ -138,7 +138,7 @@ def test_dbt_style_semaphores_leak_from_a_forked_task_unless_released(mode) -> N
 def test_the_retry_delay_is_the_dags_own_unless_set_for_every_dag(monkeypatch) -> None:
     from datetime import timedelta
 
-    from argusic.airflow_dag import RETRY_DELAY_ENV, retry_delay
+    from argusic.orchestration.dag_support import RETRY_DELAY_ENV, retry_delay
 
     monkeypatch.delenv(RETRY_DELAY_ENV, raising=False)
     assert retry_delay(timedelta(minutes=1)) == timedelta(minutes=1)

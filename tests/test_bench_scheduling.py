@@ -1,4 +1,4 @@
-"""Benchmark stand-in attempts (argusic.bench_standin) and scripts/bench_scheduling.py.
+"""Benchmark stand-in attempts (argusic.orchestration.bench_standin) and scripts/bench_scheduling.py.
 
 The switch must act only with both keys (the worker's variable and a `-bench` cycle), and be refused
 otherwise: unit tests here, then the real attempt task body under `dag.test()` both ways, then a
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from argusic.bench_standin import (
+from argusic.orchestration.bench_standin import (
     STANDIN_ENV,
     STANDIN_LABEL,
     StandinRefused,

@@ -442,7 +442,7 @@ def test_the_scheduling_benchmark_runs_its_stand_ins_on_the_cluster(cluster: Sha
     (4 projects x 3), all measured, on the attempt workers only. The benchmark wants attempt workers
     with its stand-in switch on (a worker with it refuses every real cycle): both are started again
     with it first."""
-    from argusic.bench_standin import STANDIN_ENV
+    from argusic.orchestration.bench_standin import STANDIN_ENV
     from test_bench_scheduling import check_smoke_result
 
     for host in ("attempts-1", "attempts-2"):

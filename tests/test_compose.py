@@ -218,11 +218,11 @@ def test_two_kinds_of_worker_and_their_queues(resolved: dict) -> None:
 
 
 def test_queue_names_are_the_dags(resolved: dict) -> None:
-    """The names the DAGs route by (argusic.airflow_dag), once they are there."""
-    import argusic.airflow_dag as airflow_dag
+    """The names the DAGs route by (argusic.orchestration.dag_support), once they are there."""
+    import argusic.orchestration.dag_support as dag_support
 
-    assert getattr(airflow_dag, "ATTEMPT_QUEUE", ATTEMPT_QUEUE) == ATTEMPT_QUEUE
-    assert getattr(airflow_dag, "WAREHOUSE_QUEUE", WAREHOUSE_QUEUE) == WAREHOUSE_QUEUE
+    assert getattr(dag_support, "ATTEMPT_QUEUE", ATTEMPT_QUEUE) == ATTEMPT_QUEUE
+    assert getattr(dag_support, "WAREHOUSE_QUEUE", WAREHOUSE_QUEUE) == WAREHOUSE_QUEUE
 
 
 def test_workers_share_no_volume(resolved: dict) -> None:

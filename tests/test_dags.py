@@ -430,7 +430,7 @@ def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
     assert len(mapped) == 1200 and sorted(t["map_index"] for t in mapped) == list(range(1200))
     assert all(t["state"] == "success" for t in mapped)
     # Marked successful without running: their labels are the ones the scheduler gave them when it
-    # expanded the plan (argusic.airflow_policy), what attempts that wait for a worker show.
+    # expanded the plan (argusic.orchestration.policy), what attempts that wait for a worker show.
     labels = {t["map_index"]: t["label"] for t in mapped}
     assert labels[0] == "readme-runner / p00000 / attempt 1" and labels[1199].endswith(" / attempt 3")
     assert not [label for label in labels.values() if not label or label.isdigit()]

@@ -1,5 +1,6 @@
 """The import contract of pyproject.toml (`make imports`, part of `make lint`): it holds on the package as
-it is, and it fails when an import loop is added back (issue 24)."""
+it is, and it fails when an import loop is added back, an import goes up the layers, Airflow is imported
+outside orchestration/ or the container side imports the package (issue 24)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,48 @@ def test_an_import_against_the_layers_breaks_it(tree: Path) -> None:
     done = _lint_imports(tree)
     assert done.returncode != 0
     assert "layers" in done.stdout and "BROKEN" in done.stdout, done.stdout[-3000:]
+
+
+def test_airflow_outside_orchestration_breaks_it(tree: Path) -> None:
+    loader = tree / "plugins" / "argusic" / "warehouse" / "load_runs.py"
+    loader.write_text(loader.read_text() + "\n\ndef _task():\n    import airflow.sdk  # noqa: F401\n")
+    done = _lint_imports(tree)
+    assert done.returncode != 0
+    assert "Airflow only in orchestration/" in done.stdout and "BROKEN" in done.stdout, done.stdout[-3000:]
+
+
+def test_the_container_side_importing_the_package_breaks_it(tree: Path) -> None:
+    runner = tree / "plugins" / "argusic" / "payload" / "__init__.py"
+    runner.write_text(runner.read_text() + "\nimport argusic.core.settings  # noqa: E402,F401\n")
+    done = _lint_imports(tree)
+    assert done.returncode != 0
+    assert "run inside the attempt container" in done.stdout and "BROKEN" in done.stdout, done.stdout[-3000:]
+
+
+CHECK_DEFERRED = ROOT / "scripts" / "check_deferred_imports.py"
+
+
+def _check_deferred(package: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(CHECK_DEFERRED), str(package)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_an_import_inside_a_function_without_its_reason_is_refused(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "explained.py").write_text(
+        "def load():\n"
+        "    # deferred: docker's client is slow to import and only the launch needs it\n"
+        "    import docker\n"
+        "    from docker import errors\n"
+        "\n"
+        "    return docker, errors\n"
+    )
+    assert _check_deferred(package).returncode == 0
+    (package / "bare.py").write_text(
+        "import os\n\n\ndef load():\n    x = os.sep\n    import json\n\n    return json, x\n"
+    )
+    done = _check_deferred(package)
+    assert done.returncode == 1
+    assert done.stdout.strip() == f"{package / 'bare.py'}:6: json"

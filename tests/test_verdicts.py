@@ -349,7 +349,7 @@ def test_waiting_verdict_attempts_are_labelled_from_their_rounds_plan(tmp_path):
     from test_dags import airflow_env, run_python
 
     code = """
-from argusic.airflow_policy import plan_task_of as p
+from argusic.orchestration.policy import plan_task_of as p
 print([p("argusic_cycle", "run_attempt"), p("argusic_verdicts", "run_attempt_3"),
        p("argusic_verdicts", "run_attempt"), p("argusic_verdicts", "run_attempt_x"),
        p("argusic_cycle", "run_attempt_1"), p("other", "run_attempt")])

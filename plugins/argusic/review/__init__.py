@@ -8,6 +8,6 @@
   the attempt is rerun through the one attempt path and the rerun counts in its place.
 
 Every decision goes through `argusic.warehouse.decisions.record` (who, when, why). The Airflow forms
-(`argusic.review.operators`, human-in-the-loop operators) and the CLI (`argusic review|publish|
+(`argusic.orchestration.forms`, human-in-the-loop operators) and the CLI (`argusic review|publish|
 dispute`) call the same functions. No Airflow import here except in `operators`.
 """

@@ -8,7 +8,7 @@ and logic_correctness 0..2, who, when, why), through the same function for the C
 
 A review is people's data and advice: it never changes a score, a verdict, a rate or the board
 (marts.judging_review_divergence compares it with the judges; a guard test keeps it out of scores).
-No Airflow import here (argusic.review.operators holds the form).
+No Airflow import here (argusic.orchestration.forms holds the form).
 """
 
 from __future__ import annotations

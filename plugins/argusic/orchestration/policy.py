@@ -22,6 +22,10 @@ from collections import OrderedDict
 from pathlib import PurePath
 
 from airflow.policies import hookimpl
+from sqlalchemy import select
+from sqlalchemy.orm import object_session
+
+from argusic.core.spec import label_of_attempt_id
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +53,9 @@ def _plan_paths(dag_run, session, plan_task_id: str = PLAN_TASK_ID) -> list[str]
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
+    # deferred: the scheduler loads this policy while `import airflow` is still initialising; its
+    # models import only once that is done
     from airflow.models.xcom import XComModel
-    from sqlalchemy import select
 
     value = session.scalar(
         select(XComModel.value).where(
@@ -79,16 +84,12 @@ def pending_label(task_instance, dag_run) -> str | None:
         return None
     if dag_run is None or getattr(task_instance, "_rendered_map_index", None) is not None:
         return None
-    from sqlalchemy.orm import object_session
-
     session = object_session(dag_run)
     if session is None:
         return None
     paths = _plan_paths(dag_run, session, plan_task_id)
     if not paths or task_instance.map_index >= len(paths):
         return None
-    from argusic.core.spec import label_of_attempt_id
-
     return label_of_attempt_id(PurePath(paths[task_instance.map_index]).stem)
 
 

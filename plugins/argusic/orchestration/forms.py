@@ -20,8 +20,9 @@ from typing import Any
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import Param
+from airflow.sdk.definitions.param import ParamsDict
 
-from argusic.review import disputes, environment  # light: publication (dbt, GX) is imported when used
+from argusic.review import disputes, environment
 from argusic.review import judging as judging_review
 from argusic.review.text import answer_of
 from argusic.warehouse.decisions import NOTE_MAX, DecisionError
@@ -57,8 +58,6 @@ def _with_note(kwargs: dict, description: str) -> dict:
 
 def _with_params(kwargs: dict, params: dict[str, Param]) -> dict:
     """kwargs with `params` among the task's params (the DAG's, when Airflow put them there, kept)."""
-    from airflow.sdk.definitions.param import ParamsDict
-
     given = kwargs.pop("params", None) or {}
     merged = {k: given.get_param(k) for k in given} if isinstance(given, ParamsDict) else dict(given)
     merged.update(params)
@@ -134,6 +133,7 @@ class PublicationApproval(ApprovalOperator):
 
     def execute_complete(self, context, event: dict[str, Any]) -> Any:
         if "error" not in event:
+            # deferred: review.publication pulls the warehouse build (pandas, GX); DAG files parse without it
             from argusic.review import publication
 
             prepared = self._prepared(context)

@@ -1,11 +1,30 @@
 """What the argusic DAG files share, so that each DAG reuses rather than copies: the one-slot warehouse
 pool, the attempt label, failing at once on a configuration error, the cycle of a run, and the body of
-the mapped attempt task. Airflow is imported inside the functions (the package imports without it)."""
+the mapped attempt task. The steps it runs are cycle/'s, the same that `argusic cycle run` calls."""
 
 from __future__ import annotations
 
+import logging
 import os
 from datetime import timedelta
+from pathlib import Path
+
+from airflow.sdk import Param, get_current_context
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from argusic.core.spec import attempt_label as spec_attempt_label
+from argusic.core.spec import read_spec
+from argusic.cycle.ids import cycle_id_of_run
+from argusic.orchestration.bench_standin import (
+    STANDIN_ENV,
+    STANDIN_LABEL,
+    StandinRefused,
+    standin_for,
+    standin_requested,
+)
+
+log = logging.getLogger("argusic")
+attempt_log = logging.getLogger("argusic.attempts.install_run")
 
 RETRY_DELAY_ENV = "ARGUSIC_RETRY_DELAY_SECONDS"
 
@@ -35,7 +54,7 @@ WAREHOUSE_TASK_ARGS = {"pool": WAREHOUSE_POOL, "pool_slots": 1, "queue": WAREHOU
 
 # The mapped attempt task's label: rendered when the instance starts (the attempt's label) and again
 # when it ends, with how it ended (`attempt_result`, set by run_attempt_task). Before it starts, the
-# argusic policy plugin (argusic.airflow_policy) has already set the label from the plan.
+# argusic policy plugin (argusic.orchestration.policy) has already set the label from the plan.
 ATTEMPT_MAP_INDEX_TEMPLATE = "{{ attempt_result | default(attempt_label(task.op_kwargs['spec_path'])) }}"
 
 # The mapped attempt task's settings, the same in every DAG that runs attempts (`@task(**…)`).
@@ -53,8 +72,6 @@ ATTEMPT_TASK_ARGS = {
 def budget_params(demo_note: str = "") -> dict:
     """The `demo` and `budget_scale` params of every DAG that runs attempts (`**budget_params()` in its
     params). `demo_note`: what a demo run also means in that DAG (e.g. "flagged on the board")."""
-    from airflow.sdk import Param
-
     recorded = f"recorded as a demo, {demo_note}" if demo_note else "recorded as a demo"
     return {
         "demo": Param(
@@ -76,32 +93,22 @@ def budget_params(demo_note: str = "") -> dict:
     }
 
 
-def attempt_label(spec_path) -> str:
+def attempt_label(spec_path: str | Path) -> str:
     """The DAGs' `attempt_label` macro: `agent / project / attempt N`."""
-    from argusic.core.spec import attempt_label as label
-
-    return label(spec_path)
+    return spec_attempt_label(spec_path)
 
 
 def fail_at_once(err: Exception):
     """A configuration error no retry can fix: the task fails now, with the fix in the message (also
     logged line by line, so that it reads without scrolling)."""
-    import logging
-
-    from airflow.sdk.exceptions import AirflowFailException
-
     for line in str(err).splitlines():
-        logging.getLogger("argusic").error("%s", line)
+        log.error("%s", line)
     return AirflowFailException(str(err))
 
 
 def cycle_id_of_context(params: dict) -> str:
     """The cycle of the running DAG run: the `cycle_id` param, else the cycle its run id names, else
     the month of the run (argusic.cycle.ids.cycle_id_of_run)."""
-    from airflow.sdk import get_current_context
-
-    from argusic.cycle.ids import cycle_id_of_run
-
     context = get_current_context()
     moment = context.get("logical_date") or context["dag_run"].run_after
     return cycle_id_of_run(params.get("cycle_id"), context["dag_run"].run_id, moment.date())
@@ -111,19 +118,15 @@ def run_attempt_task(spec_path: str) -> list[str]:
     """The mapped attempt task: one planned attempt through the one attempt path (bounded reruns,
     resumable), its own log shown live and masked, and its story at the end. An attempt that is
     invalid even after the reruns is skipped (measured nothing that counts; its records are loaded)."""
-    import logging
-
-    from airflow.sdk import get_current_context
-    from airflow.sdk.exceptions import AirflowSkipException
-
+    # deferred: the attempt path (keys, containers, requests, pydantic) loads on the worker that runs
+    # the task, not in every parse of every DAG file
     from argusic.attempts.environment import EnvironmentRefused, HarnessUnrecorded
     from argusic.attempts.repair_run import RepairRefused
     from argusic.attempts.story import attempt_story
-    from argusic.bench_standin import StandinRefused, standin_requested
     from argusic.cycle.run import run_planned_attempt
 
     try:
-        if standin_requested():  # a benchmark worker (argusic.bench_standin): never a real cycle
+        if standin_requested():  # a benchmark worker (bench_standin): never a real cycle
             return _bench_standin(spec_path)
     except StandinRefused as err:
         raise fail_at_once(err) from None
@@ -135,7 +138,7 @@ def run_attempt_task(spec_path: str) -> list[str]:
         raise fail_at_once(err) from None
     story = attempt_story(spec_path, paths)
     for line in story.lines:
-        logging.getLogger("argusic.attempts.install_run").info("%s", line)
+        attempt_log.info("%s", line)
     get_current_context()["attempt_result"] = story.label
     if story.invalid:  # measured nothing that counts: not green; loaded by ingest, never scored
         raise AirflowSkipException(f"invalid after the bounded reruns: {story.label}")
@@ -145,16 +148,9 @@ def run_attempt_task(spec_path: str) -> list[str]:
 def _bench_standin(spec_path: str) -> list[str]:
     """The attempt as an instant stand-in (scripts/bench_scheduling.py): its spec is read as a real
     attempt's is, nothing runs, nothing is recorded (StandinRefused unless its cycle is a benchmark's)."""
-    import logging
-
-    from airflow.sdk import get_current_context
-
-    from argusic.bench_standin import STANDIN_ENV, STANDIN_LABEL, standin_for
-    from argusic.core.spec import read_spec
-
     spec = read_spec(spec_path)
     standin_for(spec.cycle_id, spec.attempt_id)  # raises StandinRefused for any other cycle
-    logging.getLogger("argusic.attempts.install_run").warning(
+    attempt_log.warning(
         "BENCHMARK STAND-IN: attempt %s was not run (no container, no evidence, no run record): "
         "%s=1 on this worker and cycle %s is a benchmark cycle",
         spec.attempt_id,
