@@ -12,7 +12,7 @@ from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
 from argusic.orchestration.forms import DisputeRulingForm
 
 DOC_MD = """
-### Disputes (RULES.md section 17)
+### Disputes (METHODOLOGY.md §10 "Evidence integrity", its closing paragraph)
 
 Trigger with the dispute as filed by the maintainer (the trigger form: attempt id, claim, contact):
 

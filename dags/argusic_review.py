@@ -11,7 +11,7 @@ from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
 from argusic.orchestration.forms import EnvironmentReviewForm
 
 DOC_MD = """
-### Environment review (RULES.md section 15)
+### Environment review (METHODOLOGY.md §8 "Environment review")
 
 A project that every agent failed in a cycle is kept out of the scores until a person says whose
 fault it was. Trigger this DAG (optionally for one `cycle_id`) after a cycle's build:

@@ -23,7 +23,7 @@ from argusic.workflows.verdicts import MAX_ROUNDS
 DOC_MD = f"""
 ### Argusic verdicts (manual): does each project of a cycle run, at its pinned commit?
 
-Methodology section 11 (RULES.md "Project verdicts"): the standard agent runs once; any pass ends it
+METHODOLOGY.md §7 "Project verdicts": the standard agent runs once; any pass ends it
 (**runs**, or **runs with mocks**); a fail gets one more attempt; two complete attempts without a
 pass settle **could not verify**. A **stronger agent** runs only on request (param `stronger_agent`
 for every listed project, or `argusic verdicts request`), and its pass makes the project "runs",

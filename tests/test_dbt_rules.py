@@ -3,7 +3,7 @@
 One `dbt build` per module (seeds, models, data tests and every dbt unit test) into a temporary
 DuckDB file, on a temporary copy of dbt_project/, with three people's review decisions in the
 warehouse's decisions schema (as argusic.warehouse.decisions records them).
-Nothing here computes a score: the expected values are written by hand from RULES.md.
+Nothing here computes a score: the expected values are written by hand from METHODOLOGY.md.
 """
 
 from __future__ import annotations

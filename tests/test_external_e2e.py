@@ -7,7 +7,7 @@ JSONL teed to /out/session.jsonl, everything under the stdlib recorder) and cann
 Claude Code gives up with an API error (harness_error); the Codex CLI "waits for network" with growing
 pauses (5, 10, 20, 40 s, … whatever its retry settings) until the budget kills it (timeout). Either
 way the record must say: executor docker, invalid because the agent never reached its model (our
-tooling's failure, rerun: RULES.md section 11), log and recording landed and fingerprinted, the key
+tooling's failure, rerun: METHODOLOGY.md §7), log and recording landed and fingerprinted, the key
 deleted and in no stored file, usage from the collector (a number only where the session log states
 it, unavailable otherwise), model requested and harness version.
 

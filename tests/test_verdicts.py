@@ -1,4 +1,4 @@
-"""Adaptive project verdicts (RULES.md section 11) carried out: argusic.workflows.verdicts plans what
+"""Adaptive project verdicts (METHODOLOGY.md §7) carried out: argusic.workflows.verdicts plans what
 marts.verdict_plan asks for, runs it through the one attempt path, loads and builds, round by round.
 
 The walk runs real attempts with the local executor and a scripted harness (the attempt path's own

@@ -1,5 +1,5 @@
 -- One row per dispute a person ruled environment_at_fault: our environment, not the agent, made the
--- attempt's result what it was (RULES.md section 17). The ruling is the dispute's first row in
+-- attempt's result what it was (METHODOLOGY.md §10). The ruling is the dispute's first row in
 -- decisions.dispute_rulings (a dispute is ruled once; `argusic dispute rule` and the argusic_disputes
 -- form refuse a second ruling); a later row of the same dispute names the correction rerun.
 -- The rerun counts in place of the original only when its record is loaded and is the original's

@@ -1,5 +1,5 @@
 {{ config(materialized='table') }}
--- One row per attempt: points, exact score and outcome (RULES.md section 8), the rules every mart
+-- One row per attempt: points, exact score and outcome (METHODOLOGY.md §5), the rules every mart
 -- builds on (pair_sets, board, project_review, project_verdicts read this table). The contract mart
 -- marts.attempt_scores is this table with each attempt's evidence beside it.
 -- Scores are exact fractions score_numerator / score_denominator (recovery = 20 * fixed /

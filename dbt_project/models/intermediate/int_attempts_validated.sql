@@ -1,5 +1,5 @@
 -- One row per attempt with its validity. An invalid attempt is kept with every reason that
--- applies, never scored, never on the board (RULES.md sections 8 and 11). Only the rubric's purposes
+-- applies, never scored, never on the board (METHODOLOGY.md §5 and §7). Only the rubric's purposes
 -- (board, verdict): repair attempts are graded by the repair grader (marts.repair_runs), not scored.
 with attempts as (
 

@@ -1,4 +1,4 @@
--- One row per (cycle_id, agent_id) with board-purpose attempts (RULES.md sections 9-10).
+-- One row per (cycle_id, agent_id) with board-purpose attempts (METHODOLOGY.md §6).
 -- board_score = median over projects of the per-project middle scores, using only complete,
 -- stable sets of projects not excluded by environment review; computed and ranked on exact
 -- fractions (board_score_numerator / board_score_denominator). Agents with nothing left have no

@@ -1,5 +1,5 @@
 -- One row per machine: model memory, largest tier that fits and GB of model memory per dollar
--- (RULES.md appendix). Shown only when every input (memory size, memory type, chip bandwidth) is
+-- (METHODOLOGY.md appendix). Shown only when every input (memory size, memory type, chip bandwidth) is
 -- known; otherwise status 'unknown' with nulls, never a guess.
 with machines as (
 

@@ -1,5 +1,5 @@
 -- One row per (machine, tier): does the tier fit, and the upper bound on generation speed for a
--- dense model of the tier: tokens/s <= bandwidth / weight bytes (RULES.md appendix). An upper
+-- dense model of the tier: tokens/s <= bandwidth / weight bytes (METHODOLOGY.md appendix). An upper
 -- bound, never a prediction; unknown (nulls) when any input is missing.
 with estimates as (
 

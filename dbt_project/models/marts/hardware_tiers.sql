@@ -1,5 +1,5 @@
 -- One row per model-size tier: memory a Q4_K_M model of the tier's largest size needs
--- (RULES.md appendix). Arithmetic on published configs; the constants are project vars.
+-- (METHODOLOGY.md appendix). Arithmetic on published configs; the constants are project vars.
 --   weights  = params x bits_per_weight / 8 bytes
 --   context  = 2 (K and V) x layers x kv_heads x head_dim x bytes_per_value x context_tokens
 --   required = weights + context + runtime overhead;  unified/system memory counts at 75%

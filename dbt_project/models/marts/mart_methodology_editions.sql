@@ -1,5 +1,5 @@
 {{ config(alias='methodology_editions') }}
--- One row per methodology edition (RULES.md section 20). The effective date is read from the run
+-- One row per methodology edition (METHODOLOGY.md §11). The effective date is read from the run
 -- records: the day of the first run measured under that version; it wins over the written date.
 -- No edition is retroactive: every run is scored under the edition it records.
 with editions as (

@@ -1,4 +1,4 @@
--- One row per (cycle_id, agent_id, project_id) of board-purpose attempts (RULES.md sections 9-10).
+-- One row per (cycle_id, agent_id, project_id) of board-purpose attempts (METHODOLOGY.md §6).
 -- low / middle / high are chosen on an exact integer order key and the 30% line is tested on
 -- exact fractions (cross-multiplied HUGEINTs), never on floats:
 -- spread > 30%  <=>  (high - low) * 100 > 30 * middle.

@@ -1,5 +1,5 @@
 -- One row per (cycle_id, project_id) with board-purpose attempts: environment review
--- (RULES.md section 15). A project whose every valid board attempt in the cycle, by every agent,
+-- (METHODOLOGY.md §8). A project whose every valid board attempt in the cycle, by every agent,
 -- failed or timed out is under review and excluded from scoring until a person decides:
 -- project_at_fault -> its results count again; environment_at_fault -> they stay excluded.
 with board_attempts as (

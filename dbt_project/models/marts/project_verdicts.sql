@@ -1,4 +1,4 @@
--- One row per (project_id, commit_sha) with any attempt (RULES.md section 11).
+-- One row per (project_id, commit_sha) with any attempt (METHODOLOGY.md §7 "Project verdicts").
 -- Verdict = best result any valid attempt reached (board or verdict purpose, any agent):
 -- pass_full -> runs; else pass_mock -> runs_with_mocks; else could_not_verify once the standard
 -- agent has two complete attempts (valid, completed or timed out); else not_yet_verified.

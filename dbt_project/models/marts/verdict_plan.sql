@@ -1,4 +1,4 @@
--- One row per (project_id, commit_sha) that still needs a verdict attempt (RULES.md section 11,
+-- One row per (project_id, commit_sha) that still needs a verdict attempt (METHODOLOGY.md §7,
 -- "Project verdicts"): the attempt the adaptive rule asks for next, for a project some cycle's pool
 -- pinned at that commit. The verdict itself is marts.project_verdicts (any valid attempt counts,
 -- board or verdict purpose, by any agent); this model only says what to run so that it settles:

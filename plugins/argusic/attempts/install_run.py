@@ -113,7 +113,7 @@ def build_record(
 def external_outcome(result: ExecutionResult, run, evidence: dict) -> tuple[str, str | None, bool]:
     """(end_reason, invalid_reason, keep_report) of an external harness's attempt.
 
-    Decided (RULES.md section 11: a complete attempt is one the agent worked until it stopped or hit
+    Decided (METHODOLOGY.md §7: a complete attempt is one the agent worked until it stopped or hit
     the time limit; one cut by the pipeline's own tooling is invalid, kept with its reason):
 
     - executor error (daemon, fetch): harness_error, invalid;

@@ -1,6 +1,6 @@
 """Model keys for attempts: one key per attempt through the routing layer, or the vendor's shared key.
 
-Rules (methodology section 7, RULES.md "Model keys"):
+Rules (METHODOLOGY.md §4 "Model keys"):
 
 - An agent routed through the gateway gets a key created for that attempt alone, with a spend limit
   (``orchestrator_config().per_run_key_limit_usd``, 3 USD), deleted when the attempt ends, fails, is

@@ -11,8 +11,8 @@ from rich.table import Table
 
 from argusic.cli import common as cli
 
-review_app = typer.Typer(help="Environment review of projects every agent failed (RULES.md section 15).")
-dispute_app = typer.Typer(help="Disputes of an attempt's result (RULES.md section 17).")
+review_app = typer.Typer(help="Environment review of projects every agent failed (METHODOLOGY.md §8).")
+dispute_app = typer.Typer(help="Disputes of an attempt's result (METHODOLOGY.md §10).")
 
 By = Annotated[str, typer.Option("--by", help="Who decides (your name as ops know it)")]
 Note = Annotated[str, typer.Option("--note", help="Why (required; recorded with the decision)")]

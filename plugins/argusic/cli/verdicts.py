@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 verdicts_app = typer.Typer(
-    help="Project verdicts (RULES.md section 11): what the adaptive rule still needs, run it, ask for "
+    help="Project verdicts (METHODOLOGY.md §7): what the adaptive rule still needs, run it, ask for "
     "a stronger agent. Same steps as the argusic_verdicts DAG.",
     no_args_is_help=True,
 )

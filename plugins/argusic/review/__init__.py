@@ -1,4 +1,4 @@
-"""People's decisions on the pipeline's results (RULES.md sections 15, 17 and 19), as data.
+"""People's decisions on the pipeline's results (METHODOLOGY.md §8, §10 and §1), as data.
 
 - `environment`: a project every agent failed is under review until a person says whose fault it
   was (project at fault: its results count again; environment at fault: they stay out).

@@ -1,4 +1,4 @@
-"""Disputes (RULES.md section 17): a maintainer disputes one attempt's result; a person reads its full
+"""Disputes (METHODOLOGY.md §10): a maintainer disputes one attempt's result; a person reads its full
 log and recording and rules whether our side (the environment) was at fault; if it was, the attempt
 is redone and the record corrected with a note. The original evidence is never edited or deleted.
 

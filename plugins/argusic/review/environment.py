@@ -1,4 +1,4 @@
-"""Environment review (RULES.md section 15): a project every agent failed in a cycle is kept out of
+"""Environment review (METHODOLOGY.md §8): a project every agent failed in a cycle is kept out of
 the scores until a person, having read its attempts' logs and recordings, says whose fault it was.
 
 `awaiting` lists the projects under review with no decision (marts.project_review, review_status

@@ -52,7 +52,7 @@ TABLES: dict[str, DecisionTable] = {
     for table in (
         DecisionTable(
             "review_decisions",
-            "Environment review (RULES.md section 15): one row per decision on a project every agent "
+            "Environment review (METHODOLOGY.md §8): one row per decision on a project every agent "
             "failed in a cycle; the latest per (cycle_id, project_id) is in force.",
             {"cycle_id": "VARCHAR", "project_id": "VARCHAR", "decision": "VARCHAR"},
             ("cycle_id", "project_id", "decided_at"),

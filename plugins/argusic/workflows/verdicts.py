@@ -1,4 +1,4 @@
-"""Adaptive project verdicts (RULES.md section 11, methodology section 11): run only the attempts the
+"""Adaptive project verdicts (METHODOLOGY.md §7 "Project verdicts"): run only the attempts the
 rule still needs, for the projects of a cycle's pool at their pinned commits.
 
 The rule lives in dbt (`marts.verdict_plan`: the standard agent once; once more after a complete
