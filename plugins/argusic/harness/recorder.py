@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import signal
 import struct
@@ -26,6 +27,9 @@ from datetime import UTC, datetime
 
 DEFAULT_WIDTH = 120
 DEFAULT_HEIGHT = 40
+# Terminal control sequences in what a command printed (colours, cursor moves, window titles): taken
+# out where the output is read back (its last line, the error a recovery move looks for).
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 
 @dataclass
