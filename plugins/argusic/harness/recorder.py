@@ -8,6 +8,7 @@ its budget still leaves a valid (partial) recording and log.
 
 from __future__ import annotations
 
+import argparse
 import codecs
 import contextlib
 import fcntl
@@ -19,6 +20,7 @@ import select
 import signal
 import struct
 import subprocess
+import sys
 import termios
 import time
 from collections.abc import Callable
@@ -313,9 +315,6 @@ def main(argv: list[str] | None = None) -> int:
     together) and exits with the command's status. Used to run an external agent CLI under the same
     recorder as the reference harness; the command inherits this process's environment and folder.
     """
-    import argparse
-    import sys
-
     parser = argparse.ArgumentParser(prog="recorder.py", description=main.__doc__)
     parser.add_argument("--out", required=True, help="folder for recording.cast and log.txt")
     parser.add_argument("--title", default=None)
