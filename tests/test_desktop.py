@@ -23,7 +23,7 @@ import pytest
 from argusic.attempts.environment import Pin, attempt_display
 from argusic.core.record import Display
 from argusic.harness import HARNESS_DIR, xdisplay
-from argusic.harness.readme_runner import GUI_UP_SECONDS
+from argusic.harness.desktop_watch import GUI_UP_SECONDS
 from argusic.sandbox.executor import DISPLAY_NUMBER, _bootstrap_script, display_size, docker_available
 from argusic.sources.forge import DESKTOP_CATALOGUE, FIXTURES, build_desktop_forge, build_forge, checkout
 

@@ -18,13 +18,10 @@ from pathlib import Path
 import pytest
 from argusic.attempts.agents import DRIVERS
 from argusic.harness import HARNESS_DIR, HARNESS_NAME, HARNESS_VERSION, decode
-from argusic.harness.readme_parser import (
-    Checkout,
-    block_commands,
-    classify_heading,
-    find_readme,
-    parse_readme,
-)
+from argusic.harness.readme_commands import block_commands
+from argusic.harness.readme_document import Checkout, find_readme
+from argusic.harness.readme_parser import parse_readme
+from argusic.harness.readme_sections import classify_heading
 from argusic.sources.forge import build_forge, checkout
 
 RUNNER = HARNESS_DIR / "readme_runner.py"

@@ -12,7 +12,8 @@ folder and the report path. A driver module exposes::
 
 and ``collect.record_parts(run, key_kind=...)`` gives the record's usage / model / harness / key /
 report. Two harnesses: ``claude_code`` (Claude Code, ``claude -p --output-format stream-json``) and
-``codex`` (OpenAI Codex CLI, ``codex exec --json``).
+``codex`` (OpenAI Codex CLI, ``codex exec --json``). The file names a driver and the pipeline share
+(the session log, the report, the CLI's configuration folder) are in ``layout.py``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from argusic.external import claude_code, codex
+from argusic.external.layout import REPORT_FILE, SESSION_LOG
+
 INSTRUCTIONS_TEMPLATE = Path(__file__).with_name("instructions.md")
-SESSION_LOG = "session.jsonl"  # in the attempt's output folder (/out)
-REPORT_FILE = "report.json"
-DEFAULT_CONFIG_DIR = "/tmp/argusic-agent-config"  # inside the container; never under /out (see drivers)
+
+# The package's names for the pipeline (argusic.attempts.agents reads REPORT_FILE and SESSION_LOG here).
+__all__ = ["INSTRUCTIONS_TEMPLATE", "REPORT_FILE", "SESSION_LOG", "harnesses", "render_instructions"]
 
 
 def render_instructions(project_dir: str, report_path: str) -> str:
@@ -33,6 +37,4 @@ def render_instructions(project_dir: str, report_path: str) -> str:
 
 
 def harnesses() -> dict[str, ModuleType]:
-    from argusic.external import claude_code, codex
-
     return {claude_code.HARNESS_NAME: claude_code, codex.HARNESS_NAME: codex}

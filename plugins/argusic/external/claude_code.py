@@ -41,7 +41,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from argusic.external import DEFAULT_CONFIG_DIR, SESSION_LOG
 from argusic.external.collect import (
     CollectedRun,
     JsonlRead,
@@ -58,6 +57,7 @@ from argusic.external.collect import (
     total_of,
     unavailable,
 )
+from argusic.external.layout import DEFAULT_CONFIG_DIR, SESSION_LOG
 
 HARNESS_NAME = "claude-code"
 NPM_PACKAGE = "@anthropic-ai/claude-code"

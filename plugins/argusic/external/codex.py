@@ -49,7 +49,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from argusic.external import DEFAULT_CONFIG_DIR, SESSION_LOG
 from argusic.external.collect import (
     CollectedRun,
     JsonlRead,
@@ -62,6 +61,7 @@ from argusic.external.collect import (
     shell_script,
     unavailable,
 )
+from argusic.external.layout import DEFAULT_CONFIG_DIR, SESSION_LOG
 
 HARNESS_NAME = "codex"
 NPM_PACKAGE = "@openai/codex"

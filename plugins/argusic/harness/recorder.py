@@ -8,16 +8,19 @@ its budget still leaves a valid (partial) recording and log.
 
 from __future__ import annotations
 
+import argparse
 import codecs
 import contextlib
 import fcntl
 import json
 import os
 import pty
+import re
 import select
 import signal
 import struct
 import subprocess
+import sys
 import termios
 import time
 from collections.abc import Callable
@@ -26,6 +29,9 @@ from datetime import UTC, datetime
 
 DEFAULT_WIDTH = 120
 DEFAULT_HEIGHT = 40
+# Terminal control sequences in what a command printed (colours, cursor moves, window titles): taken
+# out where the output is read back (its last line, the error a recovery move looks for).
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 
 @dataclass
@@ -309,9 +315,6 @@ def main(argv: list[str] | None = None) -> int:
     together) and exits with the command's status. Used to run an external agent CLI under the same
     recorder as the reference harness; the command inherits this process's environment and folder.
     """
-    import argparse
-    import sys
-
     parser = argparse.ArgumentParser(prog="recorder.py", description=main.__doc__)
     parser.add_argument("--out", required=True, help="folder for recording.cast and log.txt")
     parser.add_argument("--title", default=None)

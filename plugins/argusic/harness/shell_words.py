@@ -1,9 +1,9 @@
 """What a line of shell is: prompts, complete commands, command kinds. Standard library only.
 
-Used by readme_parser.py to tell commands from output and prose, to group multi-line constructs
-(functions, `if`/`fi`, loops, here-documents, pipelines continued on the next line) into one
-command, and to sort commands into install / test / run work. The rules are documented in README.md
-next to this file ("Reading a README").
+Used by the README reader (readme_*.py) to tell commands from output and prose, to group multi-line
+constructs (functions, `if`/`fi`, loops, here-documents, pipelines continued on the next line) into
+one command, to sort commands into install / test / run work, and to tell which platform a heading
+or a sentence names. The rules are documented in README.md next to this file ("Reading a README").
 """
 
 from __future__ import annotations
@@ -549,6 +549,26 @@ OTHER_PLATFORM_TOOLS = {
     "vcpkg", "./vcpkg", "conan", "conda", "mamba", "micromamba", "pixi", "flox", "snap", "flatpak",
     "kubectl", "helm", "heroku", "md", "py", "mvnw.cmd", "gradlew.bat",
 }  # fmt: skip
+
+
+def platform_of(text: str) -> str | None:
+    """ours (Debian, Linux, Unix), other (macOS, Windows, other distros, Docker...), fallback, or None."""
+    t = text.lower()
+    if re.search(r"\bother (systems|platforms|operating systems|os(es)?)\b", t):
+        return "fallback"
+    ours = OUR_PLATFORM_RE.search(t)
+    debian = re.search(r"\b(debian|ubuntu|mint|devuan|raspbian|bookworm)\b", t)
+    distro = OTHER_DISTRO_RE.search(t)
+    other = OTHER_PLATFORM_RE.search(t)
+    if debian:
+        return "ours"
+    if distro:
+        return "other"  # "Alpine Linux", "Arch Linux": another Linux
+    if other and not ours:
+        return "other"
+    if ours:
+        return "ours"  # "UNIX/Mac OS X/Cygwin", "On macOS or Linux": works here too
+    return None
 
 
 _WINDOWS_PATH_RE = re.compile(r"^[A-Za-z]:\\|^\.{0,2}\\?[\w.-]{2,}(\\[\w.-]{2,})+\\?$")

@@ -43,6 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from argusic.core.settings import scratch_root
 from argusic.masking.engine import MaskState
 from argusic.masking.policy import (
     DEFAULT_BANNERS,
@@ -181,8 +182,6 @@ class _workdir:
         if self.given is not None:
             self.given.mkdir(parents=True, exist_ok=True)
             return self.given
-        from argusic.core.settings import scratch_root
-
         root = scratch_root()
         root.mkdir(parents=True, exist_ok=True)
         self.tmp = tempfile.TemporaryDirectory(prefix="mask-", dir=root)

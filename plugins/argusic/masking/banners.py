@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+import hyperscan
+
 from argusic.masking.policy import BannerRule, MaskPolicy, MaskStats
 from argusic.masking.rules import scan
 from argusic.masking.views import View
@@ -70,8 +72,6 @@ def _compiled_banners(banners: tuple[BannerRule, ...], command_patterns: tuple[s
 
 def _prefilter(patterns: list[str]):
     """A Hyperscan database (UTF-8, multi-line) of Python patterns, or None if one does not compile."""
-    import hyperscan
-
     if not patterns:
         return None
     flags = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH

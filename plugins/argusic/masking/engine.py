@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+import hyperscan
 import numpy as np
 
 from argusic.masking.banners import Banners, banner_spans
@@ -253,8 +254,6 @@ class _RunFinder:
 
     @classmethod
     def build(cls) -> _RunFinder:
-        import hyperscan
-
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(
             expressions=[

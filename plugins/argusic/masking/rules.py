@@ -36,6 +36,9 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import hyperscan
+import re2
+
 log = logging.getLogger(__name__)
 
 # Formats detect-secrets 1.5.0 has no plugin for, or that kingfisher only knows at one exact length.
@@ -149,6 +152,7 @@ def kingfisher_rules() -> tuple[dict, ...]:
         return tuple(_valid_export(json.loads(cached.read_bytes())))
     except (OSError, ValueError, RulesUnavailable):
         pass
+    # deferred: kingfisher-bin may be absent (RulesUnavailable above); only needed when the cache is cold
     from kingfisher import get_binary_path
 
     # --no-update-check: the export is offline; nothing else is read or written.
@@ -167,8 +171,9 @@ def kingfisher_rules() -> tuple[dict, ...]:
 
 def detect_secrets_patterns() -> list[tuple[str, str, int]]:
     """(secret type, pattern, re flags) of every detect-secrets regex plugin's denylist."""
+    # deferred: detect-secrets takes ~1.5 s to import; its patterns are read only to build the catalogue
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.base import RegexBasedDetector  # deferred: detect-secrets, as above
 
     out = []
     for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
@@ -254,8 +259,6 @@ class Confirmer:
     """A rule's regex compiled for confirmation: RE2 (Latin-1, bytes) or, failing that, Python's re."""
 
     def __init__(self, pattern: str) -> None:
-        import re2
-
         self.engine = "re2"
         source = pattern
         if (lead := re.match(r"\(\?([a-zA-Z]+)\)", source)) and "x" in lead.group(1):
@@ -306,8 +309,6 @@ def _strip_extended(pattern: str) -> str:
 
 
 def _hs_compile_one(pattern: bytes, flags: int):
-    import hyperscan
-
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=[pattern], ids=[0], flags=[flags])
     return db
@@ -319,8 +320,6 @@ _THREAD = threading.local()
 def scan(database, data, on_match) -> None:
     """`database.scan` with a scratch space of this thread's own (Hyperscan refuses a scratch in use:
     attempts may be presented from several threads at once)."""
-    import hyperscan
-
     spaces = getattr(_THREAD, "spaces", None)
     if spaces is None:
         spaces = _THREAD.spaces = {}
@@ -393,8 +392,6 @@ BASE_FLAGS = 8 | 16 | 4  # HS_FLAG_SINGLEMATCH | HS_FLAG_ALLOWEMPTY | HS_FLAG_MU
 
 def _hs_flags_for(pattern: bytes) -> int | None:
     """Single-match flags Hyperscan accepts for this pattern (prefilter mode as a fallback), or None."""
-    import hyperscan
-
     for flags in (BASE_FLAGS, BASE_FLAGS | hyperscan.HS_FLAG_PREFILTER):
         try:
             _hs_compile_one(pattern, flags)
@@ -405,8 +402,6 @@ def _hs_flags_for(pattern: bytes) -> int | None:
 
 
 def _load_database(path: Path, sha256: str):
-    import hyperscan
-
     blob = path.read_bytes()
     if hashlib.sha256(blob).hexdigest() != sha256:
         raise ValueError(f"{path} does not match its digest")
@@ -417,8 +412,6 @@ def _load_database(path: Path, sha256: str):
 
 def _compile_databases(rules: tuple[Rule, ...], entries: list[tuple[bytes, int, int]]) -> dict[str, object]:
     """The database of every rule and the one of format rules only (joined views)."""
-    import hyperscan
-
     databases: dict[str, object] = {}
     for name, chosen in (("all", entries), ("format", [e for e in entries if rules[e[1]].kind != LINE])):
         databases[name] = None
@@ -433,8 +426,6 @@ def _compile_databases(rules: tuple[Rule, ...], entries: list[tuple[bytes, int, 
 
 def compile_rules(rules: tuple[Rule, ...]) -> CompiledRules:
     """Compile (or load from the cache) the Hyperscan databases of a catalogue."""
-    import hyperscan
-
     digest = catalogue_digest(rules)
     confirmers = tuple(Confirmer(r.pattern) for r in rules)
     key = hashlib.sha256(f"{digest}\n{_package_version('hyperscan')}".encode()).hexdigest()[:32]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import multiprocessing
 import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -151,9 +153,6 @@ def run_round_segments(
     ]
     workers = min(mask_workers(), len(jobs))
     if workers > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         # Forked workers inherit the compiled rules: nothing is compiled or loaded again.
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             results = list(pool.map(_segment, jobs))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import binascii
 
+import hyperscan
+
 from argusic.masking.rules import scan
 
 
@@ -65,8 +67,6 @@ class KnownValues:
         return True
 
     def _compile(self, lo: int, hi: int):
-        import hyperscan
-
         expressions: list[bytes] = []
         forms: list[tuple[int, int, str]] = []
         for idx in range(lo, hi):

@@ -16,6 +16,7 @@ Runs in the attempt container before the agent, on the image's python3: standard
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -79,8 +80,6 @@ def reachable(workdir: str, home: str | None, also: list[str] | None = None, env
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="check_instructions.py")
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--home", default=os.environ.get("HOME"))
