@@ -160,11 +160,13 @@ def env_for(airflow_home: Path, base: Path, **extra: str) -> dict[str, str]:
 # --- integrity ---------------------------------------------------------------------------------------
 
 INTEGRITY = r"""
-import json, os, time
+import json, os, sys, time
 started = time.perf_counter()
 from airflow.dag_processing.dagbag import DagBag
+before = {m.partition(".")[0] for m in sys.modules}
 bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
 out = {"errors": {k: str(v) for k, v in bag.import_errors.items()}, "dags": {},
+       "loaded": sorted({m.partition(".")[0] for m in sys.modules} - before),
        "parse_seconds": {str(s.file): s.duration.total_seconds() if hasattr(s.duration, "total_seconds")
                          else float(s.duration) for s in bag.dagbag_stats}}
 for dag_id, dag in bag.dags.items():
@@ -208,8 +210,13 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
         for task_id, task in dag["tasks"].items():
             assert task["retries"] >= 1, f"{dag_id}.{task_id} has no retries"
             assert task["retry_delay"] >= 15, f"{dag_id}.{task_id} retries at once"
-    # No heavy work at import time: each DAG file parses fast.
-    assert info["parse_seconds"] and max(info["parse_seconds"].values()) < 2.0, info["parse_seconds"]
+    # No heavy work at import time: parsing the DAG files loads none of the heavy libraries (they are
+    # deferred to the tasks that need them). Checked by what is loaded, not by the clock: parse times
+    # are printed, they vary with the machine's load.
+    heavy = {"dbt", "great_expectations", "pandas", "numpy", "docker", "hyperscan", "requests", "pydantic"}
+    assert not heavy & set(info["loaded"]), sorted(heavy & set(info["loaded"]))
+    assert info["parse_seconds"], "the DagBag parsed no file"
+    print("DAG file parse seconds:", info["parse_seconds"])
 
     rotation = info["dags"]["argusic_pool_rotation"]
     assert "@monthly" in rotation["schedule"] or "0 0 1 * *" in rotation["schedule"]
