@@ -1,6 +1,6 @@
-"""What every command of the `argusic` CLI shares: the consoles, failing with a message (exit 2), the
-warehouse's waits and refusals said plainly, and the rebuild after a decision. Imported by the command
-modules; it imports none of them."""
+"""What every command of the `argusic` CLI shares: the consoles, failing with a message (exit 2), a
+path as a person types it, the warehouse's waits and refusals said plainly, and the rebuild after a
+decision. Imported by the command modules; it imports none of them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -19,6 +20,14 @@ err_console = Console(stderr=True)
 def fail(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code=2)
+
+
+def shown_path(path: Path) -> str:
+    """A path as a person types it from here: relative under the current folder, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) + ("/" if path.is_dir() else "")
+    except ValueError:
+        return str(path)
 
 
 class _NoticeHandler(logging.Handler):
