@@ -4,7 +4,9 @@ configuration and compared with the original."""
 
 from __future__ import annotations
 
+import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -12,14 +14,26 @@ import typer
 from rich.table import Table
 
 from argusic.cli.common import console, err_console, fail, shown_path, warehouse_errors
+from argusic.core.record import RecordError
+from argusic.publication.attempt_page import PlayerMissing, load_player_assets, write_report
+from argusic.publication.replay import (
+    ReplayRefused,
+    fetch_served,
+    find_attempt,
+    keys_not_echoed,
+    play_cast,
+    printable,
+    read_cast,
+    recorded_seconds,
+    terminal_note,
+)
+from argusic.workflows.reproduce import ReproductionRefused, compare
+from argusic.workflows.reproduce import reproduce as run_reproduction
 
 _ATTEMPT_ID_HELP = "The attempt id, e.g. 2026-12.board.readme-runner.csvstats.a1 (`argusic attempts`)"
 
 
 def _find_attempt_or_fail(attempt_id: str):
-    from argusic.core.record import RecordError
-    from argusic.publication.replay import ReplayRefused, find_attempt
-
     try:
         with warehouse_errors():
             return find_attempt(attempt_id)
@@ -39,19 +53,6 @@ def play(
 
     Only the served copy (credentials masked) is ever played, never raw evidence; control sequences
     that would talk to your terminal (titles, clipboard, queries, mouse modes) are dropped."""
-    import tempfile
-
-    from argusic.publication.replay import (
-        ReplayRefused,
-        fetch_served,
-        keys_not_echoed,
-        play_cast,
-        printable,
-        read_cast,
-        recorded_seconds,
-        terminal_note,
-    )
-
     facts = _find_attempt_or_fail(attempt_id)
     with tempfile.TemporaryDirectory(prefix="argusic-play-") as tmp:
         try:
@@ -99,8 +100,6 @@ def report(
 ) -> None:
     """Write a self-contained HTML page about an attempt: facts, served log, served recording in
     asciinema-player. It opens from a file with no network; log and recording are shown as text."""
-    from argusic.publication.attempt_page import PlayerMissing, load_player_assets, write_report
-
     try:
         assets = load_player_assets()
     except PlayerMissing as err:
@@ -128,9 +127,6 @@ def reproduce(
     instructions, limits, budget) into a reproduction cycle under runs/reproductions/ that is never
     ingested nor published, then print both records side by side. Exit 0: same outcome; 1: the
     outcome differs; 2: refused (the reason names the input that is not available)."""
-    from argusic.core.record import RecordError
-    from argusic.workflows.reproduce import ReproductionRefused, compare
-    from argusic.workflows.reproduce import reproduce as run_reproduction
 
     def started(plan) -> None:
         err_console.print(
@@ -153,8 +149,6 @@ def reproduce(
     except RuntimeError as err:
         fail(f"reproduced ({done.record_path}) but not compared: {err}")
     if as_json:
-        import json
-
         doc = result.to_dict() | {"reproduction_record": str(done.record_path), "notes": done.plan.notes}
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
@@ -164,10 +158,6 @@ def reproduce(
 
 
 def _shown_value(value) -> str:
-    import json
-
-    from argusic.publication.replay import printable
-
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return printable(text, 160)
 

@@ -9,12 +9,12 @@ import typer
 from rich.table import Table
 
 from argusic.cli.common import console, fail, warehouse_errors
+from argusic.cycle.pools import latest_cycle_of
+from argusic.warehouse.analyst import AnalystCopyMissing, analyst_db_path, connect_analyst
 
 
 def _analyst():
     """A read-only connection to the analyst copy (never the pipeline's own file: never waits)."""
-    from argusic.warehouse.analyst import AnalystCopyMissing, connect_analyst
-
     try:
         return connect_analyst()
     except AnalystCopyMissing as err:
@@ -22,16 +22,12 @@ def _analyst():
 
 
 def _copy_name() -> str:
-    from argusic.warehouse.analyst import analyst_db_path
-
     return f"the analyst copy {analyst_db_path()}"
 
 
 def latest_cycle() -> str:
     """The latest cycle in the analyst copy: by the cycle's month, then the end of its latest attempt
     (never by sorting names: `2026-12-demo` is not later than `2027-01`)."""
-    from argusic.cycle.pools import latest_cycle_of
-
     with _analyst() as con:
         try:
             rows = con.execute(

@@ -10,8 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
 import typer
 from rich.console import Console
+
+from argusic.warehouse.lock import WarehouseBusy
 
 console = Console(width=120) if not sys.stdout.isatty() else Console()
 err_console = Console(stderr=True)
@@ -41,10 +44,6 @@ class _NoticeHandler(logging.Handler):
 def warehouse_errors() -> Iterator[None]:
     """Say while we wait for the warehouse; a wait given up, or DuckDB refusing the file, is a clear
     error rather than a traceback."""
-    import duckdb
-
-    from argusic.warehouse.lock import WarehouseBusy
-
     notices = logging.getLogger("argusic.warehouse.lock")
     if not any(isinstance(h, _NoticeHandler) for h in notices.handlers):
         notices.addHandler(_NoticeHandler())
@@ -66,7 +65,7 @@ def warehouse_errors() -> Iterator[None]:
 
 def rebuild() -> None:
     """dbt build + expectations after a decision (through the build worker when one answers)."""
-    from argusic.publication.build_worker import build_warehouse_summary
+    from argusic.publication import build_worker  # deferred: pulls pandas and pyarrow (seconds on --help)
 
     with console.status("dbt build + expectations…"):
-        build_warehouse_summary()
+        build_worker.build_warehouse_summary()

@@ -5,16 +5,43 @@ same steps as the argusic_cycle DAG), and a cycle's pinned environment; the atte
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
+from argusic.attempts.agents import known_agents
+from argusic.attempts.environment import (
+    EnvironmentError_,
+    current_pin,
+    differences,
+    image_digest,
+    pin_path,
+    pull_pin,
+    read_pin,
+)
 from argusic.cli.board import print_attempts, print_board
 from argusic.cli.common import console, err_console, fail
 from argusic.cli.pool import RepoRoots, print_selection
 from argusic.core.runs_store import local_path
 from argusic.core.spec import read_spec
+from argusic.cycle.plan import NothingPlanned, write_plan
+from argusic.cycle.pools import resolve_pool
+from argusic.cycle.tally import CycleFailed, tally_records
+from argusic.sandbox.executor import get_executor
+from argusic.sources.pool import CatalogueError
+from argusic.warehouse.analyst import AnalystCopyError
+from argusic.warehouse.decisions import DecisionError, utc_now
+from argusic.warehouse.load_runs import ingest_cycle_records
 
 cycle_app = typer.Typer(help="Benchmark cycles: the same steps as the argusic_cycle DAG, in one process.")
 
@@ -25,15 +52,6 @@ def cycle_failed(message: str) -> None:
 
 
 def _progress():
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -57,10 +75,8 @@ def run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[li
     not shown again and not counted in the estimate: their records are read and tallied at once.
 
     Returns (every run record path, why each attempt that could not start did not, the counts)."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
+    # deferred: pulls requests and tenacity (the attempts' key broker), about 1 s on --help
     from argusic.cycle.run import measured_records, run_planned_attempt
-    from argusic.cycle.tally import tally_records
 
     records: list[str] = []
     not_started: list[str] = []
@@ -118,16 +134,6 @@ def cycle_environment(
 
     Exit 0 when it would; 1 when an attempt would be refused (each difference named); 2 when the cycle
     has no pin yet (planning makes it)."""
-    from argusic.attempts.environment import (
-        EnvironmentError_,
-        current_pin,
-        differences,
-        image_digest,
-        pin_path,
-        pull_pin,
-        read_pin,
-    )
-
     try:
         pull_pin(cycle)  # on a cluster: the runs store's pin
         pin = read_pin(cycle)
@@ -199,17 +205,9 @@ def cycle_run(
     Resumable: run the same command again and finished attempts are not measured again (keyed by
     attempt_id). Exit 1 when the cycle fails (nothing planned, nothing valid, an attempt that could
     not start); exit 2 for a bad catalogue or option. Same functions as the argusic_cycle DAG."""
-    from argusic.attempts.agents import known_agents
-    from argusic.attempts.environment import EnvironmentError_
-    from argusic.cycle.plan import NothingPlanned, write_plan
-    from argusic.cycle.pools import resolve_pool
-    from argusic.cycle.tally import CycleFailed
-    from argusic.publication.build_worker import BuildWorkerError, build_warehouse_summary
-    from argusic.sandbox.executor import get_executor
-    from argusic.sources.pool import CatalogueError
-    from argusic.warehouse.analyst import AnalystCopyError
-    from argusic.warehouse.dbt_build import PublicationBlocked
-    from argusic.warehouse.load_runs import ingest_cycle_records
+    from argusic.publication import build_worker  # deferred: pulls pandas and pyarrow (seconds on --help)
+    from argusic.review import publication  # deferred: pulls pandas and pyarrow (seconds on --help)
+    from argusic.warehouse import dbt_build  # deferred: pulls pandas and pyarrow (seconds on --help)
 
     started = time.monotonic()
     if not cycle:
@@ -276,18 +274,15 @@ def cycle_run(
     console.print(
         f"warehouse: {result['inserted']} new record(s), {result['already_present']} already present"
     )
-    from argusic.review import publication
-    from argusic.warehouse.decisions import DecisionError, utc_now
-
     try:
-        build_warehouse_summary()
+        build_worker.build_warehouse_summary()
         prepared = publication.prepare(cycle)
         if approve_as:
             publication.record(cycle, prepared.board_sha256, "approved", approve_as, utc_now(), note)
             published = publication.publish_approved(cycle, prepared.board_sha256)
-    except PublicationBlocked as err:
+    except dbt_build.PublicationBlocked as err:
         fail(f"publication blocked: {err}")
-    except (BuildWorkerError, AnalystCopyError, DecisionError) as err:
+    except (build_worker.BuildWorkerError, AnalystCopyError, DecisionError) as err:
         fail(str(err))
     print_attempts(cycle)
     if not approve_as:

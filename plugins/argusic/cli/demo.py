@@ -3,6 +3,7 @@ track → warehouse → board), ending with where everything is and what to do n
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -11,12 +12,24 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from argusic.attempts.agents import known_agents
+from argusic.attempts.environment import EnvironmentError_
 from argusic.cli.board import print_attempts, print_board, print_repair_rates
 from argusic.cli.common import console, fail, shown_path, warehouse_errors
 from argusic.cli.cycle import cycle_failed, run_with_progress
 from argusic.core.runs_store import local_path
-from argusic.core.settings import forge_dir, warehouse_path
+from argusic.core.settings import code_root, evidence_url, forge_dir, project_root, runs_dir, warehouse_path
 from argusic.core.spec import read_spec
+from argusic.cycle.plan import write_plan
+from argusic.cycle.pools import resolve_pool
+from argusic.sandbox.executor import get_executor
+from argusic.sources.forge import build_forge, build_repair_forge
+from argusic.sources.pool import CatalogueError
+from argusic.warehouse.analyst import AnalystCopyError, analyst_dir
+from argusic.warehouse.decisions import utc_now
+from argusic.warehouse.load_runs import IngestError
+from argusic.warehouse.load_runs import ingest as do_ingest
+from argusic.workflows.repair_round import ingest_items, repair_ingest_paths, repair_round
 
 DEMO_CYCLE = "2026-12-demo"
 DEMO_AGENTS = ["readme-runner", "readme-runner-norecover"]
@@ -31,21 +44,8 @@ def demo(
 
     Budgets are scaled down (90 min → 15 s). Run it again: attempts measured before are not run again;
     it says so and goes straight to the board. It ends by saying where everything is."""
-    from argusic.attempts.agents import known_agents
-    from argusic.attempts.environment import EnvironmentError_
-    from argusic.cycle.plan import write_plan
-    from argusic.cycle.pools import resolve_pool
-    from argusic.review.publication import prepare as prepare_publication
-    from argusic.review.publication import publish_approved
-    from argusic.review.publication import record as record_publication
-    from argusic.sandbox.executor import get_executor
-    from argusic.sources.forge import build_forge, build_repair_forge
-    from argusic.sources.pool import CatalogueError
-    from argusic.warehouse.analyst import AnalystCopyError
-    from argusic.warehouse.dbt_build import PublicationBlocked, build_warehouse
-    from argusic.warehouse.decisions import utc_now
-    from argusic.warehouse.load_runs import IngestError
-    from argusic.warehouse.load_runs import ingest as do_ingest
+    from argusic.review import publication  # deferred: pulls pandas and pyarrow (seconds on --help)
+    from argusic.warehouse import dbt_build  # deferred: pulls pandas and pyarrow (seconds on --help)
 
     started = time.monotonic()
     try:
@@ -82,19 +82,17 @@ def demo(
                 [Path(p).parent for p in [*records, *repair["records"]]], known_agents=known_agents()
             )
             if repair["ingest"]:  # repairkit's items, validations and the stand-ins' grades
-                from argusic.workflows.repair_round import ingest_items
-
                 ingest_items(repair["ingest"])
-            build_warehouse(quiet=True)
+            dbt_build.build_warehouse(quiet=True)
             # Nothing is published without an approval of the exact board: the demo approves its own
             # fixture board, openly, as "demo" (the cycle's publication_decisions says so).
-            prepared = prepare_publication(cycle)
-            record_publication(
+            prepared = publication.prepare(cycle)
+            publication.record(
                 cycle, prepared.board_sha256, "approved", "demo", utc_now(),
                 "approved by `argusic demo` itself, not by a person: a demo cycle on fixture projects",
             )  # fmt: skip
-            published = publish_approved(cycle, prepared.board_sha256)
-    except PublicationBlocked as err:
+            published = publication.publish_approved(cycle, prepared.board_sha256)
+    except dbt_build.PublicationBlocked as err:
         fail(f"publication blocked: {err}")
     except IngestError as err:
         fail(f"{err}\nnothing of this batch was loaded")
@@ -121,8 +119,6 @@ def _demo_repair_round(cycle: str, runner) -> dict:
     """The repair track of the demo (issue 13): repairkit's items built from its merged pull requests
     and their grader validated, then one attempt per demo stand-in × usable item, graded in a fresh
     container. Resumable: items, validations and measured attempts are not redone."""
-    from argusic.workflows.repair_round import repair_ingest_paths, repair_round
-
     with console.status("repair track: items from repairkit's merged PRs, grader validation, attempts…"):
         try:
             done = repair_round(cycle, DEMO_REPAIR_PROJECTS, executor=runner, demo=True)
@@ -141,11 +137,6 @@ def _demo_repair_round(cycle: str, runner) -> dict:
 
 def _print_where(cycle: str, published: Path) -> None:
     """The demo's closing block: where each thing is, and what to do next."""
-    import os
-
-    from argusic.core.settings import code_root, evidence_url, project_root, runs_dir
-    from argusic.warehouse.analyst import analyst_dir
-
     analyst = analyst_dir()  # the read-only snapshot and Parquet files every build refreshes
     airflow_home = Path(os.environ.get("AIRFLOW_HOME") or project_root() / ".airflow")
     notebooks = sorted((code_root() / "notebooks").glob("*.ipynb"))

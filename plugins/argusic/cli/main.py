@@ -11,6 +11,11 @@ module of its job in this package, and what they share is in `argusic.cli.common
 - `site`: site build, site serve
 - `verdicts`, `review` (review, dispute, publish), `repair` (items, grade), `judging` (tasks, hints),
   `judge`, `judging_review` (judging)
+
+The command modules import at the top. The few imports left inside a command (each marked
+`# deferred:`) wait for what `argusic --help` must not pay for: pandas and pyarrow, which the build
+and publication modules pull in through the expectations engine, and requests, which running attempts
+pulls in through the key broker.
 """
 
 from __future__ import annotations

@@ -10,13 +10,13 @@ from typing import Annotated
 import typer
 
 from argusic.cli.common import console, fail
+from argusic.cycle.pools import read_selection, rotate_pool, source_check
+from argusic.sources.catalogue import CatalogueError, load_catalogue
+from argusic.sources.pool import load_pool
 
 
 def print_selection(pool_path: Path) -> None:
     """How a pool was drawn: counts, a shortfall, every exclusion with its reason."""
-    from argusic.cycle.pools import read_selection
-    from argusic.sources.pool import load_pool
-
     report = read_selection(pool_path)
     pool = load_pool(pool_path)
     if report is None:
@@ -61,9 +61,6 @@ def pool(
 
     Every candidate's repository is mirrored (remote) or checked (local) and its pinned commit
     verified first; a candidate that fails is left out with its reason."""
-    from argusic.cycle.pools import rotate_pool
-    from argusic.sources.pool import CatalogueError
-
     try:
         paths = rotate_pool(cycle, catalogue, size, repo_root or ())
     except (CatalogueError, ValueError) as err:
@@ -86,9 +83,6 @@ def catalogue_check(
 ) -> None:
     """Check a catalogue: every problem at once (exit 2), how licences were read, and with --mirror
     whether each candidate's repository and pinned commit can be had (exit 1 if any cannot)."""
-    from argusic.cycle.pools import source_check
-    from argusic.sources.catalogue import CatalogueError, load_catalogue
-
     try:
         loaded = load_catalogue(path)
     except CatalogueError as err:

@@ -8,6 +8,9 @@ from typing import Annotated
 import typer
 
 from argusic.cli.common import console, fail, shown_path
+from argusic.core.layout import publish_dir
+from argusic.publication.attempt_page import PlayerMissing
+from argusic.publication.site import SiteError, build_site, serve
 
 site_app = typer.Typer(
     help='The public site: static pages from the published files (README "The public site").'
@@ -22,10 +25,6 @@ def site_build(
 ) -> None:
     """Write <ARGUSIC_PUBLISH_DIR>/site/ from every published cycle's board.json and attempts.json
     (publishing does this as its last step)."""
-    from argusic.core.layout import publish_dir
-    from argusic.publication.attempt_page import PlayerMissing
-    from argusic.publication.site import SiteError, build_site
-
     try:
         site = build_site(publish_dir(), cycle)
     except (SiteError, PlayerMissing, ValueError) as err:
@@ -42,8 +41,6 @@ def site_serve(
     host: Annotated[str, typer.Option(help="Bind address: 127.0.0.1 only (a preview)")] = "127.0.0.1",
 ) -> None:
     """Preview the built site on 127.0.0.1 until Ctrl-C."""
-    from argusic.core.layout import publish_dir
-    from argusic.publication.site import serve
 
     def ready(url: str) -> None:
         console.print(f"serving the site at {url}  (Ctrl-C to stop)", soft_wrap=True)

@@ -8,18 +8,23 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import typer
 
+from argusic.attempts.agents import known_agents
+from argusic.cli import sql_shell
 from argusic.cli.common import console, err_console, fail, warehouse_errors
 from argusic.core.settings import warehouse_path
+from argusic.publication.audit import audit_warehouse
+from argusic.warehouse import dbt_docs
+from argusic.warehouse.analyst import DB_NAME, PARQUET, AnalystCopyError, AnalystCopyMissing, current_copy
+from argusic.warehouse.db import connect
+from argusic.warehouse.load_runs import IngestError
+from argusic.warehouse.load_runs import ingest as do_ingest
 
 
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Run record files or folders")]) -> None:
     """Load run records into the warehouse (idempotent by attempt_id; a bad batch loads nothing)."""
-    from argusic.attempts.agents import known_agents
-    from argusic.warehouse.load_runs import IngestError
-    from argusic.warehouse.load_runs import ingest as do_ingest
-
     try:
         with warehouse_errors():
             result = do_ingest(paths, known_agents=known_agents())
@@ -38,17 +43,17 @@ def build() -> None:
 
     Through the build worker when ARGUSIC_BUILD_WORKER names one that answers, else in this process.
     """
-    from argusic.publication.build_worker import BuildWorkerError, build_or_delegate
-    from argusic.warehouse.analyst import AnalystCopyError
-    from argusic.warehouse.dbt_build import PublicationBlocked
+    # deferred: pulls pandas and pyarrow (seconds on --help)
+    from argusic.publication import build_worker as worker
+    from argusic.warehouse import dbt_build  # deferred: pulls pandas and pyarrow (seconds on --help)
 
     try:
         with warehouse_errors():
             _require_run_records()
-            summary = build_or_delegate()
-    except PublicationBlocked as err:
+            summary = worker.build_or_delegate()
+    except dbt_build.PublicationBlocked as err:
         fail(f"publication blocked: {err}")
-    except (BuildWorkerError, AnalystCopyError) as err:
+    except (worker.BuildWorkerError, AnalystCopyError) as err:
         fail(str(err))
     console.print(f"build ok: {summary}")
 
@@ -64,24 +69,23 @@ def build_worker(
     ] = 500,
 ) -> None:
     """Serve builds and publications from one warm process (dbt and GX imported once) until stopped."""
-    from argusic.publication.build_worker import SOCKET_ENV, BuildWorkerError, serve, worker_socket
+    # deferred: pulls pandas and pyarrow (seconds on --help)
+    from argusic.publication import build_worker as worker
 
-    path = socket_path or worker_socket()
+    path = socket_path or worker.worker_socket()
     if path is None:
-        fail(f"no socket: pass --socket PATH or set {SOCKET_ENV}")
+        fail(f"no socket: pass --socket PATH or set {worker.SOCKET_ENV}")
 
     def ready(seconds: float) -> None:
         console.print(f"build worker ready on {path} (dbt and GX loaded in {seconds:.1f} s)")
 
     try:
-        serve(path, on_ready=ready, max_requests=max_requests or None)
-    except BuildWorkerError as err:
+        worker.serve(path, on_ready=ready, max_requests=max_requests or None)
+    except worker.BuildWorkerError as err:
         fail(str(err))
 
 
 def _read_only():
-    from argusic.warehouse.db import connect
-
     try:
         with warehouse_errors():
             return connect(read_only=True)
@@ -112,9 +116,6 @@ def sql(
     `argusic sql` opens the interactive shell; `argusic sql "SELECT …"` (or SQL on standard input)
     prints the result and exits. Reads the copy published by the last successful build, never the
     pipeline's own file: it never waits for a cycle and never holds one up."""
-    from argusic.cli import sql_shell
-    from argusic.warehouse.analyst import DB_NAME, PARQUET, AnalystCopyMissing, current_copy
-
     if output not in sql_shell.FORMATS:
         fail(f"--format {output!r}: expected one of {', '.join(sql_shell.FORMATS)}")
     try:
@@ -132,7 +133,6 @@ def sql(
         except FileNotFoundError as err:
             fail(str(err))
         return
-    import duckdb
 
     with duckdb.connect(str(folder / DB_NAME), read_only=True) as con:
         try:
@@ -152,8 +152,6 @@ def docs(
 ) -> None:
     """Generate dbt's documentation (every model, column, test and its lineage) and serve it on
     127.0.0.1 until Ctrl-C."""
-    from argusic.warehouse import dbt_docs
-
     console.print("generating dbt docs (dbt docs generate --static) …")
     try:
         generated = dbt_docs.generate(out)
@@ -175,8 +173,6 @@ def audit(
 ) -> None:
     """Re-hash every stored evidence object, raw and served; exit 1 when any is not where its record
     says or no longer matches it (every problem is reported; the audit goes on past each)."""
-    from argusic.publication.audit import audit_warehouse
-
     try:
         with warehouse_errors():
             report = audit_warehouse(out=out)
