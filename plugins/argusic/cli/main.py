@@ -14,8 +14,9 @@ module of its job in this package, and what they share is in `argusic.cli.common
 
 The command modules import at the top. The few imports left inside a command (each marked
 `# deferred:`) wait for what `argusic --help` must not pay for: pandas and pyarrow, which the build
-and publication modules pull in through the expectations engine, and requests, which running attempts
-pulls in through the key broker.
+and publication modules pull in through the expectations engine; requests, which running attempts
+pulls in through the key broker; jinja2, which only the site's two commands need. DuckDB is imported
+at the top: nearly every command opens the warehouse.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ import typer
 from argusic.cli.common import console, fail, shown_path
 from argusic.core.layout import publish_dir
 from argusic.publication.attempt_page import PlayerMissing
-from argusic.publication.site import SiteError, build_site, serve
 
 site_app = typer.Typer(
     help='The public site: static pages from the published files (README "The public site").'
@@ -25,9 +24,12 @@ def site_build(
 ) -> None:
     """Write <ARGUSIC_PUBLISH_DIR>/site/ from every published cycle's board.json and attempts.json
     (publishing does this as its last step)."""
+    # deferred: pulls jinja2, which only the site's two commands need
+    from argusic.publication import site as public_site
+
     try:
-        site = build_site(publish_dir(), cycle)
-    except (SiteError, PlayerMissing, ValueError) as err:
+        site = public_site.build_site(publish_dir(), cycle)
+    except (public_site.SiteError, PlayerMissing, ValueError) as err:
         fail(str(err))
     pages = sum(1 for _ in site.rglob("*.html"))
     console.print(
@@ -41,12 +43,14 @@ def site_serve(
     host: Annotated[str, typer.Option(help="Bind address: 127.0.0.1 only (a preview)")] = "127.0.0.1",
 ) -> None:
     """Preview the built site on 127.0.0.1 until Ctrl-C."""
+    # deferred: pulls jinja2, which only the site's two commands need
+    from argusic.publication import site as public_site
 
     def ready(url: str) -> None:
         console.print(f"serving the site at {url}  (Ctrl-C to stop)", soft_wrap=True)
 
     try:
-        serve(publish_dir() / "site", host, port, ready=ready)
+        public_site.serve(publish_dir() / "site", host, port, ready=ready)
     except (ValueError, FileNotFoundError, OSError) as err:
         fail(str(err))
     except KeyboardInterrupt:
