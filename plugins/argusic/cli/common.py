@@ -1,6 +1,6 @@
-"""What every command of the `argusic` CLI shares: the consoles, failing with a message (exit 2), the
-warehouse's waits and refusals said plainly, and the rebuild after a decision. Imported by the command
-modules; it imports none of them."""
+"""What every command of the `argusic` CLI shares: the consoles, failing with a message (exit 2), a
+path as a person types it, the warehouse's waits and refusals said plainly, and the rebuild after a
+decision. Imported by the command modules; it imports none of them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+import duckdb
 import typer
 from rich.console import Console
+
+from argusic.warehouse.lock import WarehouseBusy
 
 console = Console(width=120) if not sys.stdout.isatty() else Console()
 err_console = Console(stderr=True)
@@ -19,6 +23,14 @@ err_console = Console(stderr=True)
 def fail(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code=2)
+
+
+def shown_path(path: Path) -> str:
+    """A path as a person types it from here: relative under the current folder, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) + ("/" if path.is_dir() else "")
+    except ValueError:
+        return str(path)
 
 
 class _NoticeHandler(logging.Handler):
@@ -32,10 +44,6 @@ class _NoticeHandler(logging.Handler):
 def warehouse_errors() -> Iterator[None]:
     """Say while we wait for the warehouse; a wait given up, or DuckDB refusing the file, is a clear
     error rather than a traceback."""
-    import duckdb
-
-    from argusic.warehouse.lock import WarehouseBusy
-
     notices = logging.getLogger("argusic.warehouse.lock")
     if not any(isinstance(h, _NoticeHandler) for h in notices.handlers):
         notices.addHandler(_NoticeHandler())
@@ -57,7 +65,7 @@ def warehouse_errors() -> Iterator[None]:
 
 def rebuild() -> None:
     """dbt build + expectations after a decision (through the build worker when one answers)."""
-    from argusic.publication.build_worker import build_warehouse_summary
+    from argusic.publication import build_worker  # deferred: pulls pandas and pyarrow (seconds on --help)
 
     with console.status("dbt build + expectations…"):
-        build_warehouse_summary()
+        build_worker.build_warehouse_summary()

@@ -18,6 +18,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from argusic.core.record import RecordError
+from argusic.core.settings import runs_dir
+from argusic.core.tasks import TaskDefinitionError
+from argusic.judging.evidence import EvidenceError
+from argusic.judging.judges import JUDGES, JudgeError, judge_attempt
+
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 DEFAULT_JUDGES = "judge-claude,judge-codex,judge-claude-2"
@@ -53,12 +59,6 @@ def judge(
     ] = None,
 ) -> None:
     """Run model judges on a cycle's attempts (advisory: never part of a score)."""
-    from argusic.core.record import RecordError
-    from argusic.core.settings import runs_dir
-    from argusic.core.tasks import TaskDefinitionError
-    from argusic.judging.evidence import EvidenceError
-    from argusic.judging.judges import JUDGES, JudgeError, judge_attempt
-
     if not _is_id(cycle) or (attempt is not None and not _is_id(attempt)):
         _fail("cycle and attempt are ids, not paths")
     judge_ids = [j.strip() for j in judges.split(",") if j.strip()]

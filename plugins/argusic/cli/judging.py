@@ -13,6 +13,21 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from argusic.core import tasks
+from argusic.core.evidence import EvidenceStore
+from argusic.core.record import RecordError
+from argusic.core.settings import runs_dir
+from argusic.core.tasks import (
+    PURPOSE_TASK,
+    TASK_IDS,
+    TaskDefinitionError,
+    drifted,
+    generate,
+    load_task,
+    refined_projects,
+)
+from argusic.judging.hints import HintsError, hints_for_attempt, store_hint_evidence
+
 tasks_app = typer.Typer(
     help="Task definitions (argusic.core.tasks): one source of truth.", no_args_is_help=True
 )
@@ -29,8 +44,6 @@ def _fail(message: str) -> None:
 @tasks_app.command("list")
 def tasks_list() -> None:
     """Every task kind with its version, revision and project refinements."""
-    from argusic.core.tasks import PURPOSE_TASK, TASK_IDS, TaskDefinitionError, load_task, refined_projects
-
     try:
         for task_id in TASK_IDS:
             task = load_task(task_id)
@@ -52,8 +65,6 @@ def tasks_show(
     project: Annotated[str | None, typer.Option(help="Merge this project's refinement in")] = None,
 ) -> None:
     """The merged definition of a task (JSON), prompt included."""
-    from argusic.core.tasks import TaskDefinitionError, load_task
-
     try:
         loaded = load_task(task, project)
     except TaskDefinitionError as err:
@@ -69,11 +80,9 @@ def tasks_generate(
     ] = False,
 ) -> None:
     """Emit the run instructions, scenarios and review forms from the task files."""
-    from argusic.core.tasks import PACKAGE_DIR, TaskDefinitionError, drifted, generate
-
     try:
         if check:
-            bad = drifted(PACKAGE_DIR)
+            bad = drifted(tasks.PACKAGE_DIR)  # read when called: tests point it elsewhere
             for relative in bad:
                 err_console.print(f"drifted: plugins/argusic/{relative}", markup=False)
             if bad:
@@ -81,7 +90,7 @@ def tasks_generate(
                 raise typer.Exit(code=1)
             console.print("generated files match the task files", markup=False)
             return
-        for path in generate(PACKAGE_DIR):
+        for path in generate(tasks.PACKAGE_DIR):
             console.print(f"wrote {path}", markup=False)
     except TaskDefinitionError as err:
         _fail(str(err))
@@ -93,12 +102,6 @@ def hints_compute(
     attempt: Annotated[str | None, typer.Option(help="Only this attempt id")] = None,
 ) -> None:
     """Compute and write hints.json for every attempt folder of a cycle (with a run_record.json)."""
-    from argusic.core.evidence import EvidenceStore
-    from argusic.core.record import RecordError
-    from argusic.core.settings import runs_dir
-    from argusic.core.tasks import TaskDefinitionError
-    from argusic.judging.hints import HintsError, hints_for_attempt, store_hint_evidence
-
     if "/" in cycle or cycle in (".", "..") or (attempt and ("/" in attempt or attempt in (".", ".."))):
         _fail("cycle and attempt are ids, not paths")
     folder = runs_dir() / cycle

@@ -13,6 +13,8 @@ import typer
 from rich.table import Table
 
 from argusic.cli import common as cli
+from argusic.review import judging
+from argusic.warehouse.decisions import DecisionError, utc_now
 
 judging_app = typer.Typer(
     help="The person's review of judged attempts (issue #14, Layer 3): advice, never a score.",
@@ -26,10 +28,8 @@ def judging_queue(
     awaiting_only: Annotated[bool, typer.Option("--awaiting", help="Only those not reviewed yet")] = False,
 ) -> None:
     """The attempts selected for review (marts.review_queue), why, and their review status."""
-    from argusic.review.judging import queue
-
     with cli.warehouse_errors():
-        rows = queue(cycle or None, "awaiting" if awaiting_only else None)
+        rows = judging.queue(cycle or None, "awaiting" if awaiting_only else None)
     table = Table(title="judging review queue")
     for column in ("attempt", "reasons", "provisional", "judges total", "status", "decision", "by"):
         table.add_column(column, overflow="fold", no_wrap=column == "attempt")
@@ -58,16 +58,13 @@ def judging_review(
     build: Annotated[bool, typer.Option(help="Rebuild the marts afterwards")] = True,
 ) -> None:
     """Record a review (decisions.judging_reviews); the latest per attempt is in force."""
-    from argusic.review.judging import ReviewError, decide
-    from argusic.warehouse.decisions import DecisionError, utc_now
-
     try:
         with cli.warehouse_errors():
-            new = decide(
+            new = judging.decide(
                 attempt, look, decision, by, utc_now(), note,
                 code_structure=code_structure, logic_correctness=logic_correctness,
             )  # fmt: skip
-    except (DecisionError, ReviewError) as err:
+    except (DecisionError, judging.ReviewError) as err:
         cli.fail(str(err))
     cli.console.print(
         f"recorded: {attempt}: {decision} (look {look}) by {by}" + ("" if new else " (already)"),

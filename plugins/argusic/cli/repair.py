@@ -17,6 +17,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from argusic.core.settings import project_root
+from argusic.repair.grader import grade_patch, store_grade, validate_item
+from argusic.repair.items import ItemError, build_items, items_dir, list_items, load_item
+from argusic.repair.predictions import PredictionsError, file_sha256, read_predictions
+
 items_app = typer.Typer(
     help="Repair items from merged pull requests (argusic.repair_item/1).", no_args_is_help=True
 )
@@ -32,14 +37,10 @@ def _fail(message: str) -> None:
 
 def grades_dir() -> Path:
     """ARGUSIC_GRADES_DIR, default <project root>/grades."""
-    from argusic.core.settings import project_root
-
     return Path(os.environ.get(GRADES_DIR_ENV) or project_root() / "grades")
 
 
 def _find_item(item_id: str, root: Path):
-    from argusic.repair.items import ItemError, list_items, load_item
-
     if os.sep in item_id or item_id.endswith(".json"):
         path = Path(item_id)
     else:
@@ -62,8 +63,6 @@ def items_build(
     out: Annotated[Path | None, typer.Option(help="Items folder (default ARGUSIC_ITEMS_DIR)")] = None,
 ) -> None:
     """Build the manifest's items: three test states in the grader image, f2p/p2p, topic splits."""
-    from argusic.repair.items import ItemError, build_items, items_dir
-
     refusals: list[str] = []
     try:
         built = build_items(manifest, out or items_dir(), repository, refusals=refusals)
@@ -89,9 +88,6 @@ def items_validate(
     out: Annotated[Path | None, typer.Option(help="Items folder (default ARGUSIC_ITEMS_DIR)")] = None,
 ) -> None:
     """Validate the grader on items: gold ×3 resolved, empty unresolved, partial gold for split items."""
-    from argusic.repair.grader import validate_item
-    from argusic.repair.items import ItemError, items_dir, list_items, load_item
-
     root = out or items_dir()
     if item_ids:
         items = [_find_item(i, root) for i in item_ids]
@@ -119,8 +115,6 @@ def items_list(
     out: Annotated[Path | None, typer.Option(help="Items folder (default ARGUSIC_ITEMS_DIR)")] = None,
 ) -> None:
     """One line per item: project/item, track, f2p and p2p counts, split, validation."""
-    from argusic.repair.items import ItemError, items_dir, list_items, load_item
-
     root = out or items_dir()
     for path in list_items(root):
         try:
@@ -161,10 +155,6 @@ def grade(
     items: Annotated[Path | None, typer.Option(help="Items folder (default ARGUSIC_ITEMS_DIR)")] = None,
 ) -> None:
     """Grade one patch (--item, --patch) or a predictions file: one verdict line per patch."""
-    from argusic.repair.grader import grade_patch, store_grade
-    from argusic.repair.items import ItemError, items_dir, list_items, load_item
-    from argusic.repair.predictions import PredictionsError, file_sha256, read_predictions
-
     root = items or items_dir()
     out = out or grades_dir()
     jobs = []

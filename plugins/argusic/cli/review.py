@@ -3,6 +3,7 @@ for ops without the UI. Every decision is recorded with who (--by), when (now, U
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,10 @@ import typer
 from rich.table import Table
 
 from argusic.cli import common as cli
+from argusic.review import disputes, environment
+from argusic.sandbox.executor import get_executor
+from argusic.warehouse.decisions import DecisionError, utc_now
+from argusic.workflows.corrections import correct
 
 review_app = typer.Typer(help="Environment review of projects every agent failed (METHODOLOGY.md §8).")
 dispute_app = typer.Typer(help="Disputes of an attempt's result (METHODOLOGY.md §10).")
@@ -21,10 +26,8 @@ Note = Annotated[str, typer.Option("--note", help="Why (required; recorded with 
 @review_app.command("list")
 def review_list(cycle: Annotated[str, typer.Option(help="One cycle (default: every cycle)")] = "") -> None:
     """Projects under review: awaiting a decision, or decided (by whom, when, why)."""
-    from argusic.review.environment import reviews
-
     with cli.warehouse_errors():
-        rows = reviews(cycle or None)
+        rows = environment.reviews(cycle or None)
     table = Table(title="environment review")
     for column in ("cycle", "project", "status", "kept out", "decided by", "at (UTC)", "note"):
         table.add_column(column, overflow="fold")
@@ -47,15 +50,12 @@ def review_decide(
     build: Annotated[bool, typer.Option(help="Rebuild the marts afterwards")] = True,
 ) -> None:
     """Record who decided whose fault it was, when and why; the marts read it at the next build."""
-    from argusic.review.environment import decide, reviews
-    from argusic.warehouse.decisions import DecisionError, utc_now
-
     with cli.warehouse_errors():
-        under = {(r["cycle_id"], r["project_id"]) for r in reviews(cycle)}
+        under = {(r["cycle_id"], r["project_id"]) for r in environment.reviews(cycle)}
     if (cycle, project) not in under:
         cli.fail(f"project {project!r} is not under review in cycle {cycle!r} (`argusic review list`)")
     try:
-        new = decide(cycle, project, decision, by, utc_now(), note)
+        new = environment.decide(cycle, project, decision, by, utc_now(), note)
     except DecisionError as err:
         cli.fail(str(err))
     cli.console.print(
@@ -79,16 +79,15 @@ def publish(
 ) -> None:
     """Show what publishing the cycle's board would change; with --approve or --reject, record the
     decision on exactly that board (its sha256) and publish it when approved."""
-    from argusic.review.publication import prepare, publish_approved, record
-    from argusic.warehouse.dbt_build import PublicationBlocked
-    from argusic.warehouse.decisions import DecisionError, utc_now
+    from argusic.review import publication  # deferred: pulls pandas and pyarrow (seconds on --help)
+    from argusic.warehouse import dbt_build  # deferred: pulls pandas and pyarrow (seconds on --help)
 
     if approve and reject:
         cli.fail("--approve or --reject, not both")
     try:
         with cli.warehouse_errors():
-            prepared = prepare(cycle)
-    except PublicationBlocked as err:
+            prepared = publication.prepare(cycle)
+    except dbt_build.PublicationBlocked as err:
         cli.fail(f"nothing to approve: {err}")
     cli.console.print(prepared.subject, style="bold")
     cli.console.print(prepared.body, markup=False, highlight=False)
@@ -100,7 +99,7 @@ def publish(
         return
     decision = "approved" if approve else "rejected"
     try:
-        record(cycle, prepared.board_sha256, decision, by, utc_now(), note)
+        publication.record(cycle, prepared.board_sha256, decision, by, utc_now(), note)
     except DecisionError as err:
         cli.fail(str(err))
     if reject:
@@ -108,8 +107,8 @@ def publish(
         return
     try:
         with cli.warehouse_errors():
-            path = publish_approved(cycle, prepared.board_sha256)
-    except PublicationBlocked as err:
+            path = publication.publish_approved(cycle, prepared.board_sha256)
+    except dbt_build.PublicationBlocked as err:
         cli.fail(f"publication blocked: {err}")
     cli.console.print(f"approved by {by}; published {path}")
 
@@ -122,14 +121,9 @@ def dispute_file(
     by: Annotated[str, typer.Option("--by", help="Who files it (you)")] = "",
 ) -> None:
     """Record a dispute; prints its id (rule on it: `argusic dispute rule`, or argusic_disputes)."""
-    import getpass
-
-    from argusic.review.disputes import file
-    from argusic.warehouse.decisions import DecisionError, utc_now
-
     try:
         with cli.warehouse_errors():
-            dispute_id = file(attempt, claim, contact, by or getpass.getuser(), utc_now())
+            dispute_id = disputes.file(attempt, claim, contact, by or getpass.getuser(), utc_now())
     except DecisionError as err:
         cli.fail(str(err))
     cli.console.print(f"dispute {dispute_id} filed for {attempt}")
@@ -140,10 +134,8 @@ def dispute_list(
     open_only: Annotated[bool, typer.Option("--open", help="Only those not ruled yet")] = False,
 ) -> None:
     """Disputes, their rulings and corrections."""
-    from argusic.review.disputes import listing
-
     with cli.warehouse_errors():
-        rows = listing(open_only=open_only)
+        rows = disputes.listing(open_only=open_only)
     table = Table(title="disputes")
     for column in ("dispute", "attempt", "claim", "ruling", "by", "note", "rerun"):
         # ids and the ruling are read whole (copied into `dispute rule`); texts fold
@@ -163,14 +155,9 @@ def dispute_rule(
     executor: Annotated[str | None, typer.Option(help="docker | local, for the rerun")] = None,
 ) -> None:
     """Record the ruling; environment_at_fault reruns the attempt (its next run), loads and builds."""
-    from argusic.review.disputes import rule
-    from argusic.sandbox.executor import get_executor
-    from argusic.warehouse.decisions import DecisionError, utc_now
-    from argusic.workflows.corrections import correct
-
     try:
         with cli.warehouse_errors():
-            ruled = rule(dispute, ruling, by, utc_now(), note)
+            ruled = disputes.rule(dispute, ruling, by, utc_now(), note)
     except DecisionError as err:
         cli.fail(str(err))
     cli.console.print(f"dispute {dispute}: {ruled.ruling} by {by}")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from rich.table import Table
 
 FORMATS = ("table", "csv", "json")
 
@@ -105,7 +106,6 @@ def render(result: Result, fmt: str, console: Any) -> None:
         rows = [dict(zip(result.columns, (_jsonable(v) for v in row), strict=True)) for row in result.rows]
         sys.stdout.write(json.dumps(rows, indent=1, allow_nan=False) + "\n")
         return
-    from rich.table import Table
 
     table = Table()
     for name, kind in zip(result.columns, result.types, strict=True):

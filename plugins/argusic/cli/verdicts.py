@@ -7,6 +7,12 @@ from typing import Annotated
 
 import typer
 
+from argusic.cli.common import console, fail, warehouse_errors
+from argusic.cycle.plan import ConfigurationError
+from argusic.sandbox.executor import get_executor
+from argusic.warehouse.decisions import DecisionError
+from argusic.workflows import verdicts
+
 verdicts_app = typer.Typer(
     help="Project verdicts (METHODOLOGY.md §7): what the adaptive rule still needs, run it, ask for "
     "a stronger agent. Same steps as the argusic_verdicts DAG.",
@@ -21,15 +27,10 @@ Projects = Annotated[
 
 
 def _say(line: str) -> None:
-    from argusic.cli.common import console
-
     console.print(line, markup=False, highlight=False)
 
 
 def _targets(cycle: str, pool: str | None, projects: str, **request):
-    from argusic.cli.common import fail
-    from argusic.workflows import verdicts
-
     if not cycle:
         fail("--cycle is required (e.g. --cycle 2026-12)")
     try:
@@ -49,9 +50,6 @@ def plan_cmd(
 ) -> None:
     """Print the verdict attempts still pending for the cycle's projects, and why (plans nothing to
     disk, runs nothing). Then each project's verdict as it stands."""
-    from argusic.cli.common import warehouse_errors
-    from argusic.workflows import verdicts
-
     with warehouse_errors():
         targets = _targets(cycle, pool, projects)
         if build:
@@ -88,11 +86,6 @@ def run_cmd(
     """Run the verdict attempts the rules still need: build → (plan → run → ingest → build) until
     nothing is pending. Resumable: run it again and nothing measured is measured twice; with nothing
     pending it runs nothing. Exit 1 when something is still pending or needs a person."""
-    from argusic.cli.common import fail, warehouse_errors
-    from argusic.cycle.plan import ConfigurationError
-    from argusic.sandbox.executor import get_executor
-    from argusic.workflows import verdicts
-
     try:
         runner = get_executor(executor)
     except (ValueError, RuntimeError) as err:
@@ -126,10 +119,6 @@ def request_cmd(
 ) -> None:
     """Record a request for a stronger agent on a project at a commit (a decision: who, when, why).
     The next verdict run acts on it once the standard agent's two complete attempts found no pass."""
-    from argusic.cli.common import fail, warehouse_errors
-    from argusic.warehouse.decisions import DecisionError
-    from argusic.workflows import verdicts
-
     with warehouse_errors():
         try:
             new = verdicts.request_stronger_agent(project, commit, agent, by, note)
