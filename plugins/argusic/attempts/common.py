@@ -12,7 +12,7 @@ from pathlib import Path
 from argusic.attempts.keys import KeyBroker
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import RECORD_FILE, attempt_dir
-from argusic.core.record import SCHEMA_ID, Environment, RunRecord, parse_record, utc_now_iso
+from argusic.core.record import SCHEMA_ID, Environment, EvidenceRef, Presentation, RunRecord, utc_now_iso
 from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
 from argusic.sandbox.landing import check_globs
@@ -152,17 +152,20 @@ def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
     if record.evidence.log is None and record.evidence.recording is None:
         return record
     shown = present_attempt(record, store, presentation_secrets())
-    served = {k: (None if v is None else {"sha256": v.sha256, "uri": v.uri, "bytes": v.bytes})
+    served = {k: (None if v is None else EvidenceRef(sha256=v.sha256, uri=v.uri, bytes=v.bytes))
               for k, v in shown.served.items()}  # fmt: skip
-    doc = json.loads(record.to_json())
-    doc["presentation"] = {
-        "masking_applied": shown.masking_applied,
-        "withheld": shown.withheld,
-        "withheld_reason": shown.withheld_reason,
-        "log": served.get("log"),
-        "recording": served.get("recording"),
-        "private_key_sha256": sorted({k["sha256"] for k in shown.private_keys}),
+    update: dict = {
+        "presentation": Presentation(
+            masking_applied=shown.masking_applied,
+            withheld=shown.withheld,
+            withheld_reason=shown.withheld_reason,
+            log=served.get("log"),
+            recording=served.get("recording"),
+            private_key_sha256=sorted({k["sha256"] for k in shown.private_keys}),
+        )
     }
-    if shown.withheld and doc["invalid_reason"] is None:
-        doc["invalid_reason"] = f"served copy withheld: {shown.withheld_reason}"
-    return parse_record(doc, source=record.attempt_id)
+    if shown.withheld and record.invalid_reason is None:
+        update["invalid_reason"] = f"served copy withheld: {shown.withheld_reason}"
+    # The record was validated when it was built; only its presentation (validated just above) and
+    # invalid_reason change, so it is copied rather than parsed again.
+    return record.model_copy(update=update)

@@ -33,6 +33,7 @@ from argusic.core.layout import attempt_dir
 from argusic.core.record import (
     Environment,
     RecordError,
+    RecordFile,
     RunRecord,
     bound_texts,
     load_record_file,
@@ -200,17 +201,16 @@ def run_install_attempt(
     base_dir: Path | None = None,
     broker: KeyBroker | None = None,
     live_log: bool = False,
-) -> Path:
-    """Run one install-and-run attempt (purpose board or verdict; attempts.run.run_attempt dispatches)
-    unless its record exists already, and return the run record's path."""
+) -> RecordFile:
+    """Run one install-and-run attempt (purpose board or verdict; attempts.run.measure_attempt
+    dispatches) unless its record exists already, and return its run record, parsed, with its path."""
     if driver_for(spec.agent_id).harness_name == "repair-demo-stand-in":
         raise ValueError(f"{spec.agent_id} is a repair demo stand-in: it makes repair attempts only")
     folder = attempt_dir(spec, base_dir)
     record_path = folder / "run_record.json"
     if record_path.exists():
         try:
-            load_record_file(record_path)
-            return record_path
+            return RecordFile(record_path, load_record_file(record_path))
         except RecordError:
             record_path.unlink()  # a damaged record from a crashed try: measure again
     # Same conditions for the whole cycle: refused here (EnvironmentRefused), before anything starts or
@@ -277,4 +277,4 @@ def run_install_attempt(
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
     record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
     write_atomic(record_path, record.to_json() + "\n")
-    return record_path
+    return RecordFile(record_path, record)

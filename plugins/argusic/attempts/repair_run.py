@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from argusic.core.layout import RECORD_FILE, attempt_dir
+from argusic.core.record import RecordError, RecordFile, load_record_file
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import PACKAGE_DIR, parse_size
 
@@ -493,8 +494,9 @@ def repair_outcome(
 
 def run_repair_attempt(
     spec, executor=None, store=None, base_dir: Path | None = None, broker=None, live_log: bool = False
-) -> Path:
-    """Run one repair attempt (unless its record exists) and return its run record's path."""
+) -> RecordFile:
+    """Run one repair attempt (unless its record exists) and return its run record, parsed, with its
+    path."""
     from argusic.attempts import common as board
     from argusic.attempts.agents import driver_for
     from argusic.attempts.environment import (
@@ -505,7 +507,6 @@ def run_repair_attempt(
     )
     from argusic.attempts.keys import key_for_attempt
     from argusic.core.evidence import EvidenceStore
-    from argusic.core.record import RecordError, load_record_file
     from argusic.repair.items import local_git_dir
     from argusic.sandbox.executor import get_executor
 
@@ -524,7 +525,7 @@ def run_repair_attempt(
                     f"{getattr(done, 'item_id', None)!r} revision {getattr(done, 'item_revision', None)!r}, "
                     f"but is now planned for {spec.item.item_id!r} revision {spec.item.revision!r}"
                 )
-            return record_path
+            return RecordFile(record_path, record)
     driver = driver_for(spec.agent_id)
     if spec.agent_id in STANDINS and not spec.demo:
         raise RepairRefused(f"{spec.agent_id} is a demo stand-in (no model): it runs in demo cycles only")
@@ -599,7 +600,7 @@ def run_repair_attempt(
     )
     record = board.with_presentation(record, store)
     write_atomic(record_path, record.to_json() + "\n")
-    return record_path
+    return RecordFile(record_path, record)
 
 
 def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path, store, limits: RepairLimits,
