@@ -76,6 +76,16 @@ class RepairIngestResult:
     grades: int
     skipped: tuple[str, ...] = field(default=())  # JSON files in a searched folder that are none of ours
 
+    def counts(self) -> dict[str, int]:
+        """What a task returns (XCom-safe): the counts by kind."""
+        return {
+            "items": self.items,
+            "validations": self.validations,
+            "validation_runs": self.validation_runs,
+            "grades": self.grades,
+            "skipped": len(self.skipped),
+        }
+
 
 # ---------------------------------------------------------------------------------------------------
 # Reading: size cap, no links, strict UTF-8, strict JSON
@@ -574,6 +584,11 @@ def ingest_repair(
         except Exception:
             con.execute("ROLLBACK")
             raise
+    return batch_result(batch)
+
+
+def batch_result(batch: _Batch) -> RepairIngestResult:
+    """What a loaded batch holds, by kind."""
     return RepairIngestResult(
         items=len(batch.items),
         validations=len(batch.validations),
@@ -584,15 +599,9 @@ def ingest_repair(
 
 
 def ingest_repair_task(paths: list[str], db_path: str | None = None) -> dict[str, int]:
-    """The DAG's entry (argusic_items, argusic_cycle): plain arguments in, counts out (XCom-safe)."""
-    result = ingest_repair([Path(p) for p in paths], db_path)
-    return {
-        "items": result.items,
-        "validations": result.validations,
-        "validation_runs": result.validation_runs,
-        "grades": result.grades,
-        "skipped": len(result.skipped),
-    }
+    """The DAG's entry (argusic_items; a cycle loads its repair grades with its run records,
+    ``argusic.warehouse.load_runs.ingest_cycle_records``): plain arguments in, counts out (XCom-safe)."""
+    return ingest_repair([Path(p) for p in paths], db_path).counts()
 
 
 __all__ = [
