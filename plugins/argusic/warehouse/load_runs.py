@@ -378,12 +378,7 @@ def ingest_cycle_records(
     transaction. Counts: files, inserted, already_present, and repair_<kind> when repair paths are
     given."""
     require_valid_attempts(cycle_id, record_paths)
-    repair_paths = list(repair_paths)
-    result = ingest(
-        [Path(p) for p in record_paths],
-        known_agents=known_agents(),
-        repair_paths=[Path(p) for p in repair_paths],
-    )
+    result = ingest([Path(p) for p in record_paths], known_agents=known_agents(), repair_paths=repair_paths)
     return result.counts()
 
 
