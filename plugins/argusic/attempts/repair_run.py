@@ -54,7 +54,7 @@ from argusic.attempts.environment import attempt_display, attempt_environment, c
 from argusic.attempts.keys import key_for_attempt
 from argusic.attempts.live_log import LiveLog
 from argusic.core.evidence import EvidenceStore
-from argusic.core.layout import RECORD_FILE, attempt_dir
+from argusic.core.layout import GRADE_FILE, RECORD_FILE, attempt_dir
 from argusic.core.record import RecordError, RecordFile, bound_texts, load_record_file, parse_record
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import PACKAGE_DIR, parse_size
@@ -79,7 +79,6 @@ REPLAY_FILE = "replay.diff"  # the demo stand-in's recorded patch
 PATCH_FILE = "patch.diff"
 STATUS_FILE = "repair_status.json"
 INSTRUCTION_CHECK_FILE = "instruction_check.json"
-GRADE_FILE = "grade.json"  # in the attempt's folder (beside out/), then in the evidence store
 # Exit codes of the working-copy script before the agent starts: our side failed, or refused to start.
 WORKING_COPY_FAILED = 95
 INSTRUCTIONS_REACHABLE = 96

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argusic.attempts.live_log import clean_line
-from argusic.attempts.repair_run import GRADE_FILE, _read_capped
+from argusic.core.layout import GRADE_FILE
 from argusic.core.record import RecordFile
+from argusic.core.safe_io import Unreadable, read_capped
 from argusic.core.spec import MAP_LABEL_MAX, AttemptSpec, read_spec
 
 
@@ -125,10 +126,9 @@ def repair_story(record, record_path: Path) -> tuple[str, list[str]]:
     patch = block.patch
     lines.append(f"   patch: {patch.bytes} bytes, sha256 {patch.sha256}" if patch else "   patch: none")
     verdict = None
-    data = _read_capped(record_path.parent / GRADE_FILE, 4 << 20) if block.grade else None
     try:
-        grade = json.loads(data) if data else None
-    except ValueError:
+        grade = json.loads(read_capped(record_path.parent / GRADE_FILE, 4 << 20)) if block.grade else None
+    except (Unreadable, ValueError):
         grade = None
     if isinstance(grade, dict) and isinstance(grade.get("verdict"), str):
         verdict = _text(grade["verdict"], 40)
