@@ -21,13 +21,12 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from argusic.core.settings import agents_image, dbt_project_dir
-
-if TYPE_CHECKING:
-    from argusic.external.collect import CollectedRun
-    from argusic.sandbox.launch import HarnessPaths, Launch, LaunchBuilder
+from argusic.external import REPORT_FILE, SESSION_LOG, harnesses, render_instructions
+from argusic.external.collect import CollectedRun
+from argusic.harness.readme_runner import HARNESS_VERSION
+from argusic.sandbox.launch import HarnessPaths, Launch, LaunchBuilder
 
 READ_ME_RUNNER = "readme-runner"
 EXTERNAL_HARNESSES = ("claude-code", "codex")
@@ -52,8 +51,6 @@ class AgentDriver:
 
     def module(self) -> ModuleType:
         """The external driver + collector module (argusic.external.claude_code / codex)."""
-        from argusic.external import harnesses
-
         if not self.external:
             raise ValueError(f"{self.agent_id}: {self.harness_name} is not an external harness")
         return harnesses()[self.harness_name]
@@ -65,12 +62,7 @@ class AgentDriver:
     def harness_version(self) -> str:
         if self.external:
             return self.module().PINNED_VERSION
-        try:
-            from argusic.harness.readme_runner import HARNESS_VERSION
-
-            return HARNESS_VERSION
-        except ImportError:
-            return "unknown"
+        return HARNESS_VERSION
 
     def launch(self, key_env: dict[str, str], title: str | None = None) -> LaunchBuilder | None:
         """How the attempt starts inside the container; None: the reference harness (the executor's
@@ -88,8 +80,6 @@ class AgentDriver:
 
     def collect(self, out_dir: Path) -> CollectedRun:
         """An external harness's session log and report, read by its collector."""
-        from argusic.external import REPORT_FILE, SESSION_LOG
-
         return self.module().collect(out_dir / SESSION_LOG, out_dir / REPORT_FILE, requested_model=self.model)
 
 
@@ -105,9 +95,6 @@ class _ExternalLaunch:
         return f"_ExternalLaunch({self._driver.agent_id!r}, key variables {sorted(self._key_env)})"
 
     def __call__(self, paths: HarnessPaths) -> Launch:
-        from argusic.external import render_instructions
-        from argusic.sandbox.launch import Launch
-
         driver, mod = self._driver, self._driver.module()
         if not driver.model:
             raise ValueError(f"{driver.agent_id}: an external harness needs a model to request")

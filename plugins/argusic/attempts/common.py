@@ -9,10 +9,21 @@ import logging
 import os
 from pathlib import Path
 
-from argusic.attempts.keys import KeyBroker
+from argusic.attempts.agents import DRIVERS
+from argusic.attempts.keys import KeyBroker, LiteLLMKeyBroker
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import RECORD_FILE, attempt_dir
-from argusic.core.record import SCHEMA_ID, Environment, RunRecord, parse_record, utc_now_iso
+from argusic.core.record import (
+    SCHEMA_ID,
+    Environment,
+    EvidenceRef,
+    Presentation,
+    Report,
+    RunRecord,
+    bound_report,
+    utc_now_iso,
+)
+from argusic.core.runs_store import pull, push
 from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
 from argusic.sandbox.landing import check_globs
@@ -34,8 +45,6 @@ def existing_record(spec: AttemptSpec, base: Path | None = None) -> Path | None:
     """The attempt's run record if it was measured before: in this host's runs folder, or on a cluster
     in the runs store (pulled here first: a retry on another host finds it and measures nothing twice)."""
     if base is None:
-        from argusic.core.runs_store import pull
-
         found = pull(f"{spec.cycle_id}/{spec.attempt_id}/{RECORD_FILE}")
         return found if found is not None and found.is_file() else None
     path = attempt_dir(spec, base) / RECORD_FILE
@@ -46,8 +55,6 @@ def share_record(path: Path, base: Path | None = None) -> None:
     """On a cluster, land a run record in the runs store as soon as it is written (write-once: a
     record already there with other bytes is refused, RunsStoreConflict)."""
     if base is None:
-        from argusic.core.runs_store import push
-
         push(path, write_once=True)
 
 
@@ -57,19 +64,11 @@ def artifact_globs(spec: AttemptSpec) -> tuple[str, ...]:
     installed; a broken task definition (TaskDefinitionError) or a glob that is absolute or holds
     `..` (ValueError, ``argusic.sandbox.landing.check_globs``) raises before the attempt starts."""
     try:
+        # deferred: looked up when called; where the task definitions cannot be imported, no artifacts
         from argusic.core.tasks import task_for
     except ImportError:
         return ()
     return check_globs(task_for(spec.purpose, spec.project_id).artifacts)
-
-
-def _harness_version() -> str:
-    try:
-        from argusic.harness.readme_runner import HARNESS_VERSION
-
-        return HARNESS_VERSION
-    except ImportError:
-        return "unknown"
 
 
 REPORT_MAX_BYTES = 1024**2  # a report is seven short fields; anything bigger is not read
@@ -83,8 +82,6 @@ def _read_report(path: Path) -> tuple[dict | None, str | None]:
             raw = handle.read(REPORT_MAX_BYTES + 1)
         if len(raw) > REPORT_MAX_BYTES:
             return None, f"report unreadable: {path.name} is over {REPORT_MAX_BYTES} bytes"
-        from argusic.core.record import Report, bound_report
-
         return Report.model_validate(bound_report(json.loads(raw))).model_dump(), None
     except Exception as err:  # any unreadable report is our tooling's failure, kept with its reason
         return None, f"report unreadable: {str(err).splitlines()[0]}"
@@ -129,16 +126,12 @@ def _model_answered(run) -> bool:
 def _broker_for(key_kind: str, broker: KeyBroker | None) -> KeyBroker | None:
     if key_kind != "per_run" or broker is not None:
         return broker
-    from argusic.attempts.keys import LiteLLMKeyBroker
-
     return LiteLLMKeyBroker.from_env()  # raises KeyUnavailable when no routing layer is configured
 
 
 def presentation_secrets() -> list[str]:
     """Live credential values the orchestrator holds: every shared key an agent may be given.
     (A per-run key is masked out of the output before it is stored, so it never reaches here.)"""
-    from argusic.attempts.agents import DRIVERS
-
     names = {d.shared_env_var for d in DRIVERS.values() if d.shared_env_var}
     return [os.environ[name] for name in sorted(names) if os.environ.get(name)]
 
@@ -147,22 +140,27 @@ def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
     """Derive the served copies (credentials masked, generated private keys redacted, vendor banners
     hidden). A copy that cannot be shown free of live credentials is withheld: the attempt becomes
     invalid with that reason, and is rerun like any attempt our tooling could not complete."""
+    # Only an attempt whose output is presented needs the masking engine, which imports numpy.
+    # deferred: masking pulls in numpy, about as slow to import as docker
     from argusic.attempts.presentation import present_attempt
 
     if record.evidence.log is None and record.evidence.recording is None:
         return record
     shown = present_attempt(record, store, presentation_secrets())
-    served = {k: (None if v is None else {"sha256": v.sha256, "uri": v.uri, "bytes": v.bytes})
+    served = {k: (None if v is None else EvidenceRef(sha256=v.sha256, uri=v.uri, bytes=v.bytes))
               for k, v in shown.served.items()}  # fmt: skip
-    doc = json.loads(record.to_json())
-    doc["presentation"] = {
-        "masking_applied": shown.masking_applied,
-        "withheld": shown.withheld,
-        "withheld_reason": shown.withheld_reason,
-        "log": served.get("log"),
-        "recording": served.get("recording"),
-        "private_key_sha256": sorted({k["sha256"] for k in shown.private_keys}),
+    update: dict = {
+        "presentation": Presentation(
+            masking_applied=shown.masking_applied,
+            withheld=shown.withheld,
+            withheld_reason=shown.withheld_reason,
+            log=served.get("log"),
+            recording=served.get("recording"),
+            private_key_sha256=sorted({k["sha256"] for k in shown.private_keys}),
+        )
     }
-    if shown.withheld and doc["invalid_reason"] is None:
-        doc["invalid_reason"] = f"served copy withheld: {shown.withheld_reason}"
-    return parse_record(doc, source=record.attempt_id)
+    if shown.withheld and record.invalid_reason is None:
+        update["invalid_reason"] = f"served copy withheld: {shown.withheld_reason}"
+    # The record was validated when it was built; only its presentation (validated just above) and
+    # invalid_reason change, so it is copied rather than parsed again.
+    return record.model_copy(update=update)

@@ -31,8 +31,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from argusic import external
 from argusic.core.record import Display, Environment, IdPart, ImageIdentity, InstructionsIdentity, Limits
-from argusic.core.settings import PACKAGE_DIR, dbt_project_dir, orchestrator_config, parse_size, runs_dir
+from argusic.core.runs_store import create_once, pull, push
+from argusic.core.settings import (
+    PACKAGE_DIR,
+    agents_image,
+    dbt_project_dir,
+    orchestrator_config,
+    parse_size,
+    runner_image,
+    runs_dir,
+)
+from argusic.sandbox import executor as executors
+from argusic.sandbox.containment import Containment
 from argusic.sandbox.launch import read_display
 
 PIN_FILE = "environment.json"
@@ -128,11 +140,9 @@ def current_edition(path: Path | None = None) -> HarnessEdition:
 
 
 def instructions_identity(edition: HarnessEdition) -> InstructionsIdentity:
-    from argusic.external import INSTRUCTIONS_TEMPLATE
-
     return InstructionsIdentity(
         version=edition.instructions_version,
-        sha256=hashlib.sha256(Path(INSTRUCTIONS_TEMPLATE).read_bytes()).hexdigest(),
+        sha256=hashlib.sha256(Path(external.INSTRUCTIONS_TEMPLATE).read_bytes()).hexdigest(),
     )
 
 
@@ -141,9 +151,10 @@ def instructions_identity(edition: HarnessEdition) -> InstructionsIdentity:
 
 def image_digest(reference: str) -> str:
     """The content digest (image id) of a local image; EnvironmentUnavailable when absent."""
+    # deferred: the docker SDK is slow to import; only a docker attempt resolves images
     from docker.errors import DockerException, ImageNotFound
 
-    import docker
+    import docker  # deferred: as above
 
     try:
         return docker.from_env().images.get(reference).id
@@ -160,7 +171,7 @@ def pinned_tag(reference: str, digest: str) -> str:
 
 def keep_image(reference: str, digest: str) -> None:
     """Tag a pinned image so that rebuilding its tag does not leave it dangling (and pruned)."""
-    import docker
+    import docker  # deferred: the docker SDK is slow to import; only a docker attempt keeps images
 
     tag = pinned_tag(reference, digest)
     repository, version = tag.rsplit(":", 1)
@@ -168,8 +179,6 @@ def keep_image(reference: str, digest: str) -> None:
 
 
 def role_reference(role: Role) -> str:
-    from argusic.core.settings import agents_image, runner_image
-
     return runner_image() if role == "runner" else agents_image()
 
 
@@ -228,10 +237,11 @@ def executor_profile(executor) -> tuple[str, ContainerLimits | None]:
     ARGUSIC_EXECUTOR or the engine's presence chooses) without starting it: planning pins what the
     attempts will get."""
     if executor is None or isinstance(executor, str):
-        from argusic.sandbox.containment import Containment
-        from argusic.sandbox.executor import docker_available
-
-        name = executor or os.environ.get("ARGUSIC_EXECUTOR") or ("docker" if docker_available() else "local")
+        name = (
+            executor
+            or os.environ.get("ARGUSIC_EXECUTOR")
+            or ("docker" if executors.docker_available() else "local")
+        )
         if name != "docker":
             return "local", None
         containment = Containment.from_config()
@@ -356,24 +366,18 @@ def ensure_pin(
             pinned = pinned.model_copy(update={"images": {**pinned.images, **added}})
             _write(pin_path(cycle_id, base), pinned)
             if base is None:  # a role joins (rare, at planning): the last writer's roles win
-                from argusic.core.runs_store import push
-
                 push(pin_path(cycle_id))
         return pinned
 
 
 def pull_pin(cycle_id: str) -> None:
     """Bring the cycle's pin from the runs store into this host's runs folder (a no-op on one machine)."""
-    from argusic.core.runs_store import pull
-
     pull(f"{cycle_id}/{PIN_FILE}")
 
 
 def _offer_pin(cycle_id: str) -> bool:
     """Offer this host's new pin to the runs store, first writer wins (S3's conditional put). False
     when another host pinned the cycle first: its pin has replaced ours in this host's runs folder."""
-    from argusic.core.runs_store import create_once
-
     return create_once(pin_path(cycle_id))
 
 

@@ -19,7 +19,6 @@ from argusic.attempts.common import (
     EVIDENCE_FILES,
     _base_doc,
     _broker_for,
-    _harness_version,
     _model_answered,
     _read_report,
     artifact_globs,
@@ -28,11 +27,13 @@ from argusic.attempts.common import (
 )
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
 from argusic.attempts.keys import KeyBroker, key_for_attempt
+from argusic.attempts.live_log import LiveLog
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import attempt_dir
 from argusic.core.record import (
     Environment,
     RecordError,
+    RecordFile,
     RunRecord,
     bound_texts,
     load_record_file,
@@ -41,6 +42,8 @@ from argusic.core.record import (
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
+from argusic.external.collect import record_parts
+from argusic.harness.readme_runner import HARNESS_VERSION
 from argusic.sandbox.executor import get_executor
 from argusic.sandbox.launch import ExecutionResult, Executor
 from argusic.sources.mirror import attempt_source
@@ -103,7 +106,7 @@ def build_record(
                 "status": "measured",
             },
         },
-        "harness": {"name": driver.harness_name, "version": _harness_version()},
+        "harness": {"name": driver.harness_name, "version": HARNESS_VERSION},
         "model": {"requested": None, "responded": None},
         "key": key_record or {"kind": driver.key_kind, "limit_usd": None},
     }
@@ -163,8 +166,6 @@ def _build_external_record(
     key_record: dict | None,
     environment: Environment | None = None,
 ) -> RunRecord:
-    from argusic.external.collect import record_parts
-
     run = driver.collect(out_dir)
     end_reason, invalid_reason, keep_report = external_outcome(result, run, evidence)
     if result.error is None and result.refused is not None:
@@ -200,17 +201,16 @@ def run_install_attempt(
     base_dir: Path | None = None,
     broker: KeyBroker | None = None,
     live_log: bool = False,
-) -> Path:
-    """Run one install-and-run attempt (purpose board or verdict; attempts.run.run_attempt dispatches)
-    unless its record exists already, and return the run record's path."""
+) -> RecordFile:
+    """Run one install-and-run attempt (purpose board or verdict; attempts.run.measure_attempt
+    dispatches) unless its record exists already, and return its run record, parsed, with its path."""
     if driver_for(spec.agent_id).harness_name == "repair-demo-stand-in":
         raise ValueError(f"{spec.agent_id} is a repair demo stand-in: it makes repair attempts only")
     folder = attempt_dir(spec, base_dir)
     record_path = folder / "run_record.json"
     if record_path.exists():
         try:
-            load_record_file(record_path)
-            return record_path
+            return RecordFile(record_path, load_record_file(record_path))
         except RecordError:
             record_path.unlink()  # a damaged record from a crashed try: measure again
     # Same conditions for the whole cycle: refused here (EnvironmentRefused), before anything starts or
@@ -249,8 +249,6 @@ def run_install_attempt(
         if pinned_image is not None:
             run_kwargs["image"] = pinned_image
         if live_log:
-            from argusic.attempts.live_log import LiveLog
-
             log.info(
                 "%s: running (budget %.0f s); its log, masked, follows as it grows", spec.label, effective
             )
@@ -277,4 +275,4 @@ def run_install_attempt(
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
     record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
     write_atomic(record_path, record.to_json() + "\n")
-    return record_path
+    return RecordFile(record_path, record)

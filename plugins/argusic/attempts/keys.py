@@ -43,6 +43,8 @@ from tenacity import (
     wait_exponential,
 )
 
+from argusic.core.settings import installation_id, orchestrator_config
+
 log = logging.getLogger("argusic.attempts.keys")
 
 ALIAS_PREFIX = "argusic-attempt:"
@@ -221,8 +223,6 @@ class KeyBroker(Protocol):
 def _installation(installation: str | None) -> str:
     if installation:
         return installation
-    from argusic.core.settings import installation_id
-
     return installation_id()
 
 
@@ -546,8 +546,6 @@ def attempt_key(
     (LiteLLM ``duration``) bounds its life should the sweep be down too.
     """
     if limit_usd is None:
-        from argusic.core.settings import orchestrator_config
-
         limit_usd = orchestrator_config().per_run_key_limit_usd
     with _sigterm_cancels():
         key = broker.create(attempt_id, limit_usd, ttl_seconds=ttl_seconds)

@@ -241,6 +241,7 @@ class LiveLog:
         self._later.clear()
 
     def _show(self, raw_lines: list[bytes]) -> None:
+        # deferred: masking imports numpy (slow); story and review import this module for clean_line only
         from argusic.masking import MaskingError, mask_text
 
         text = b"\n".join(raw_lines).decode("utf-8", "replace")

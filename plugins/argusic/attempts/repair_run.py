@@ -34,6 +34,7 @@ step above except the model.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -46,9 +47,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argusic.core.layout import RECORD_FILE, attempt_dir
+from argusic.attempts import common as board
+from argusic.attempts.agents import driver_for
+from argusic.attempts.common import _model_answered
+from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
+from argusic.attempts.keys import key_for_attempt
+from argusic.attempts.live_log import LiveLog
+from argusic.core.evidence import EvidenceStore
+from argusic.core.layout import GRADE_FILE, RECORD_FILE, attempt_dir
+from argusic.core.record import RecordError, RecordFile, bound_texts, load_record_file, parse_record
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import PACKAGE_DIR, parse_size
+from argusic.external.collect import JsonlRead, iter_jsonl, record_parts, shell_script
+from argusic.repair.grader import grade_patch
+from argusic.repair.items import items_dir, load_item, local_git_dir
+from argusic.sandbox.executor import get_executor
+from argusic.sandbox.launch import Launch
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +79,6 @@ REPLAY_FILE = "replay.diff"  # the demo stand-in's recorded patch
 PATCH_FILE = "patch.diff"
 STATUS_FILE = "repair_status.json"
 INSTRUCTION_CHECK_FILE = "instruction_check.json"
-GRADE_FILE = "grade.json"  # in the attempt's folder (beside out/), then in the evidence store
 # Exit codes of the working-copy script before the agent starts: our side failed, or refused to start.
 WORKING_COPY_FAILED = 95
 INSTRUCTIONS_REACHABLE = 96
@@ -126,8 +139,6 @@ class RepairLimits:
 def repair_instructions() -> dict:
     """{version, sha256} of what a repair agent is handed: the prompt and spec templates and the
     instruction-file check, hashed together (names and contents)."""
-    import hashlib
-
     digest = hashlib.sha256()
     for path in (PROMPT_TEMPLATE, SPEC_TEMPLATE, CHECK_SCRIPT):
         data = path.read_bytes()
@@ -163,21 +174,12 @@ def effective_budget(limits: RepairLimits, demo: bool, budget_scale: float) -> f
 # --- items ----------------------------------------------------------------------------------------
 
 
-def items_dir() -> Path:
-    """The items folder (``argusic.repair.items.items_dir``: ARGUSIC_ITEMS_DIR, default <root>/items)."""
-    from argusic.repair.items import items_dir as core_items_dir
-
-    return core_items_dir()
-
-
 def item_path(project_id: str, item_id: str, base: Path | None = None) -> Path:
     return (base or items_dir()) / project_id / f"{item_id}.json"
 
 
 def load_repair_item(spec, base: Path | None = None):
     """The item a repair spec names, refused unless it is the planned revision of that project."""
-    from argusic.repair.items import load_item
-
     path = item_path(spec.project_id, spec.item.item_id, base)
     item = load_item(path)
     for field, want in (
@@ -197,8 +199,6 @@ def load_repair_item(spec, base: Path | None = None):
 def usable_items(project_id: str, base: Path | None = None) -> list[Any]:
     """The project's items fit for agents: validated usable (gold resolved ×3, empty unresolved) and
     not the original of split items; sorted by item id (the plan's order)."""
-    from argusic.repair.items import load_item
-
     folder = (base or items_dir()) / project_id
     found = []
     if not folder.is_dir():
@@ -347,8 +347,6 @@ def _agent_command(driver, paths, prompt_path: str, limits: RepairLimits, key_en
             lines.append(f"git apply --binary -v {shlex.quote(paths.task + '/' + REPLAY_FILE)}")
         lines.append("git status --short")
         return ["bash", "-c", "\n".join(lines)], {}
-    from argusic.external.collect import shell_script
-
     mod = driver.module()
     key_env = {k: v for k, v in key_env.items() if v}
     if driver.harness_name == "codex":  # codex exec takes no turn limit: time only
@@ -378,8 +376,6 @@ def repair_launch(driver, item, limits: RepairLimits, agent_seconds: float, key_
     """The executor's LaunchBuilder for a repair attempt."""
 
     def build(paths):
-        from argusic.sandbox.launch import Launch
-
         prompt_path = f"{paths.task.rstrip('/')}/{PROMPT_FILE}"
         agent, env = _agent_command(driver, paths, prompt_path, limits, key_env)
         recorded = [
@@ -422,8 +418,6 @@ def _status(out_dir: Path) -> dict:
 
 def _result_subtype(out_dir: Path) -> str | None:
     """Claude Code's result subtype (``error_max_turns`` when the turn limit ended it)."""
-    from argusic.external.collect import JsonlRead, iter_jsonl
-
     path = out_dir / "session.jsonl"
     if not path.is_file() or path.is_symlink():
         return None
@@ -438,8 +432,6 @@ def repair_outcome(
     driver, result, out_dir: Path, evidence: dict, agent_seconds: float
 ) -> tuple[str, str | None, str | None, Any]:
     """(end_reason, invalid_reason, limit_hit, collected run or None) of a repair attempt."""
-    from argusic.attempts.common import _model_answered
-
     status = _status(out_dir)
     if result.error is not None:
         return "harness_error", f"executor error: {result.error}", None, None
@@ -493,22 +485,9 @@ def repair_outcome(
 
 def run_repair_attempt(
     spec, executor=None, store=None, base_dir: Path | None = None, broker=None, live_log: bool = False
-) -> Path:
-    """Run one repair attempt (unless its record exists) and return its run record's path."""
-    from argusic.attempts import common as board
-    from argusic.attempts.agents import driver_for
-    from argusic.attempts.environment import (
-        attempt_display,
-        attempt_environment,
-        check_pinned_image,
-        ensure_pin,
-    )
-    from argusic.attempts.keys import key_for_attempt
-    from argusic.core.evidence import EvidenceStore
-    from argusic.core.record import RecordError, load_record_file
-    from argusic.repair.items import local_git_dir
-    from argusic.sandbox.executor import get_executor
-
+) -> RecordFile:
+    """Run one repair attempt (unless its record exists) and return its run record, parsed, with its
+    path."""
     folder = attempt_dir(spec, base_dir)
     record_path = folder / RECORD_FILE
     if record_path.exists():
@@ -524,7 +503,7 @@ def run_repair_attempt(
                     f"{getattr(done, 'item_id', None)!r} revision {getattr(done, 'item_revision', None)!r}, "
                     f"but is now planned for {spec.item.item_id!r} revision {spec.item.revision!r}"
                 )
-            return record_path
+            return RecordFile(record_path, record)
     driver = driver_for(spec.agent_id)
     if spec.agent_id in STANDINS and not spec.demo:
         raise RepairRefused(f"{spec.agent_id} is a demo stand-in (no model): it runs in demo cycles only")
@@ -565,8 +544,6 @@ def run_repair_attempt(
             if pinned_image is not None:
                 run_kwargs["image"] = pinned_image
             if live_log:
-                from argusic.attempts.live_log import LiveLog
-
                 shown = LiveLog(
                     redactions=key.redactions(),
                     secrets=board.presentation_secrets(),
@@ -599,15 +576,12 @@ def run_repair_attempt(
     )
     record = board.with_presentation(record, store)
     write_atomic(record_path, record.to_json() + "\n")
-    return record_path
+    return RecordFile(record_path, record)
 
 
 def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path, store, limits: RepairLimits,
                         agent_seconds: float, key_record: dict | None, environment):  # fmt: skip
     """The run record of a repair attempt: evidence stored, outcome judged, patch graded."""
-    from argusic.attempts import common as board
-    from argusic.core.record import bound_texts, parse_record
-
     evidence = {}
     for name, filename in board.EVIDENCE_FILES.items():
         path = out_dir / filename
@@ -634,8 +608,6 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
             )
     key = key_record or {"kind": driver.key_kind, "limit_usd": None}
     if run is not None:
-        from argusic.external.collect import record_parts
-
         parts = record_parts(
             run, key_kind=key["kind"], key_limit_usd=key["limit_usd"],
             harness_version=run.harness_version or driver.harness_version(),
@@ -688,8 +660,6 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
 
 def _grade(spec, item, patch: bytes, folder: Path, store) -> dict:
     """Grade the patch in a fresh container (``grade_patch``) and store the grade as evidence."""
-    from argusic.repair.grader import grade_patch
-
     grade = grade_patch(item, patch, source={"kind": "attempt", "attempt_id": spec.attempt_id})
     path = folder / GRADE_FILE
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -9,20 +9,22 @@ from argusic.attempts.install_run import run_install_attempt
 from argusic.attempts.keys import KeyBroker
 from argusic.attempts.repair_run import repair_limits, run_repair_attempt
 from argusic.core.evidence import EvidenceStore
+from argusic.core.record import RecordFile
 from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
 from argusic.sandbox.launch import Executor
 
 
-def run_attempt(
+def measure_attempt(
     spec: AttemptSpec,
     executor: Executor | None = None,
     store: EvidenceStore | None = None,
     base_dir: Path | None = None,
     broker: KeyBroker | None = None,
     live_log: bool = False,
-) -> Path:
-    """Run one attempt (unless its record exists already) and return the run record's path.
+) -> RecordFile:
+    """Run one attempt (unless its record exists already) and return its run record, parsed once,
+    with its path: what the task's next steps (reruns, hints, story) read instead of the file.
 
     `live_log`: show the attempt's own log, masked, in this process's log while it runs
     (``argusic.attempts.live_log``; the Airflow task does, the CLI's progress bar does not).
@@ -36,6 +38,18 @@ def run_attempt(
     if spec.purpose == "repair":
         return run_repair_attempt(spec, executor, store, base_dir, broker, live_log=live_log)
     return run_install_attempt(spec, executor, store, base_dir, broker, live_log=live_log)
+
+
+def run_attempt(
+    spec: AttemptSpec,
+    executor: Executor | None = None,
+    store: EvidenceStore | None = None,
+    base_dir: Path | None = None,
+    broker: KeyBroker | None = None,
+    live_log: bool = False,
+) -> Path:
+    """measure_attempt, for a caller that wants only the run record's path (it reads nothing more)."""
+    return measure_attempt(spec, executor, store, base_dir, broker, live_log).path
 
 
 def max_reruns_for(spec: AttemptSpec) -> int:

@@ -4,11 +4,15 @@ attempts)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from argusic.attempts.repair_run import GRADE_FILE, _read_capped
-from argusic.core.spec import MAP_LABEL_MAX, read_spec
+from argusic.attempts.live_log import clean_line
+from argusic.core.layout import GRADE_FILE
+from argusic.core.record import RecordFile
+from argusic.core.safe_io import Unreadable, read_capped
+from argusic.core.spec import MAP_LABEL_MAX, AttemptSpec, read_spec
 
 
 @dataclass(frozen=True)
@@ -24,8 +28,6 @@ class AttemptStory:
 
 def _text(value: str | None, limit: int = 300) -> str:
     """An agent-written text as it may be shown in a log line (hostile: escapes and controls out)."""
-    from argusic.attempts.live_log import clean_line
-
     return clean_line(" ".join((value or "").split()), limit) or "—"
 
 
@@ -52,18 +54,21 @@ def _result_words(record) -> str:
 
 
 def attempt_story(spec_path: str | Path, record_paths: list[str]) -> AttemptStory:
-    """The closing lines of an attempt task's log and its label, from its run records (reruns
-    included): end state, validity, the agent's report, the evidence, and where outcome, points and
-    score are (decided by the rubric in dbt at `build`, listed in `publish`'s log)."""
-    from argusic.core.record import load_record_file
+    """story_of, for a caller that holds only the spec's and the records' paths: reads each once."""
+    return story_of(read_spec(spec_path), [RecordFile.load(p) for p in record_paths])
 
-    spec = read_spec(spec_path)
-    records = [load_record_file(Path(p)) for p in record_paths]
+
+def story_of(spec: AttemptSpec, measured: Sequence[RecordFile]) -> AttemptStory:
+    """The closing lines of an attempt task's log and its label, from its run records (reruns
+    included), as the task measured them (nothing is read again): end state, validity, the agent's
+    report, the evidence, and where outcome, points and score are (decided by the rubric in dbt at
+    `build`, listed in `publish`'s log)."""
+    records = [m.record for m in measured]
     last = records[-1]
     words = _result_words(last)
     repair_lines: list[str] = []
     if last.repair is not None:  # a repair attempt: its result is its grade, not a report
-        words, repair_lines = repair_story(last, Path(record_paths[-1]))
+        words, repair_lines = repair_story(last, measured[-1].path)
     lines = [f"── {last.attempt_id}: {words}"]
     budget = f"budget {last.budget_seconds} s"
     if last.demo and last.effective_budget_seconds:
@@ -106,7 +111,7 @@ def attempt_story(spec_path: str | Path, record_paths: list[str]) -> AttemptStor
     for kind in ("log", "recording", "report"):
         ref = getattr(last.evidence, kind)
         lines.append(f"   raw {kind}: " + (f"sha256 {ref.sha256} ({ref.bytes} bytes)" if ref else "none"))
-    lines.append(f"   run record: {record_paths[-1]}")
+    lines.append(f"   run record: {measured[-1].path}")
     label = f"{spec.label} · {words}"[:MAP_LABEL_MAX]
     return AttemptStory(label=label, lines=lines, invalid=last.invalid_reason is not None)
 
@@ -121,10 +126,9 @@ def repair_story(record, record_path: Path) -> tuple[str, list[str]]:
     patch = block.patch
     lines.append(f"   patch: {patch.bytes} bytes, sha256 {patch.sha256}" if patch else "   patch: none")
     verdict = None
-    data = _read_capped(record_path.parent / GRADE_FILE, 4 << 20) if block.grade else None
     try:
-        grade = json.loads(data) if data else None
-    except ValueError:
+        grade = json.loads(read_capped(record_path.parent / GRADE_FILE, 4 << 20)) if block.grade else None
+    except (Unreadable, ValueError):
         grade = None
     if isinstance(grade, dict) and isinstance(grade.get("verdict"), str):
         verdict = _text(grade["verdict"], 40)

@@ -41,3 +41,4 @@ def attempt_dir(spec: _Attempt, base: Path | None = None) -> Path:
 
 
 RECORD_FILE = "run_record.json"
+GRADE_FILE = "grade.json"  # a repair attempt's grade, beside its record (then in the evidence store)

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import stat
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -431,6 +432,21 @@ def load_record_file(path: Path) -> RunRecord:
     if not isinstance(doc, dict):
         raise RecordError(f"{path}: invalid run record: (document): a JSON object is expected")
     return parse_record(text, source=str(path))
+
+
+@dataclass(frozen=True)
+class RecordFile:
+    """A run record parsed once, with the file that holds it: what one step of a task hands the next
+    (the attempt to its reruns, hints and story; ingest's checks to its load), so that no step parses
+    the file again."""
+
+    path: Path
+    record: RunRecord
+
+    @classmethod
+    def load(cls, path: Path | str) -> RecordFile:
+        """Read, check and parse a record file (load_record_file): RecordError names what is wrong."""
+        return cls(Path(path), load_record_file(Path(path)))
 
 
 def utc_now_iso(moment: datetime) -> str:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from argusic.core.layout import plan_dir
 from argusic.core.record import IdPart, Sha256
+from argusic.core.runs_store import local_path, push
 from argusic.core.safe_io import write_atomic
 
 
@@ -77,8 +78,6 @@ def write_spec(spec: AttemptSpec) -> str:
     """Write one planned attempt's spec (runs/<cycle>/plan/<attempt id>.json) and return what XCom
     carries to its attempt task: the local path, or on a cluster its URI in the runs store (the attempt
     runs on another host: argusic.core.runs_store)."""
-    from argusic.core.runs_store import push
-
     path = plan_dir(spec.cycle_id) / f"{spec.attempt_id}.json"
     write_atomic(path, spec.model_dump_json(indent=1) + "\n")
     return push(path)
@@ -87,8 +86,6 @@ def write_spec(spec: AttemptSpec) -> str:
 def read_spec(spec_path: str | Path) -> AttemptSpec:
     """The spec an XCom reference names: a local path, or a runs store URI (pulled into this host's
     runs folder first)."""
-    from argusic.core.runs_store import local_path
-
     return AttemptSpec.model_validate_json(local_path(spec_path).read_text())
 
 

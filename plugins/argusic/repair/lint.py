@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from pyflakes import checker
+
 MAX_LINT_FILE_BYTES = 2 * 1024 * 1024
 
 
@@ -42,8 +44,6 @@ def _read(path: Path) -> bytes | None:
 
 def file_messages(tree: Path, relative: str) -> list[str]:
     """pyflakes' messages for one file of a state, without line numbers."""
-    from pyflakes import checker
-
     try:
         data = _read(tree / relative)
     except ValueError as err:

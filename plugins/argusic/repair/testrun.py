@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from junitparser import Error, Failure, JUnitXml, Skipped
+
 from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
 GRADER_IMAGE = "argusic-grader:bookworm"
@@ -228,7 +230,7 @@ class Case:
 
 def parse_junit(data: bytes) -> list[Case]:
     """Test cases of a JUnit XML report (junitparser on a parser with no DTD, entities or network)."""
-    from junitparser import Error, Failure, JUnitXml, Skipped
+    # deferred: lxml is no declared requirement (it comes with redshift_connector); only this needs it
     from lxml import etree
 
     head = data[:4096].lower()
@@ -331,7 +333,7 @@ class Limits:
 
 def image_id(image: str) -> str:
     """The image's content id ("sha256:<64 hex>"); StateError("image") when absent."""
-    import docker
+    import docker  # deferred: the docker SDK is slow to import; only grading in a container needs it
 
     try:
         return docker.from_env().images.get(image).id
@@ -344,7 +346,7 @@ def image_id(image: str) -> str:
 
 
 def docker_errors() -> type[Exception]:
-    import docker
+    import docker  # deferred: the docker SDK is slow to import; only grading in a container needs it
 
     return docker.errors.DockerException
 
@@ -359,7 +361,7 @@ class GraderContainer:
     """One fresh container for one state: bind-mounted tree, /out for reports, a time-bound life."""
 
     def __init__(self, tree: Path, out: Path, image: str, limits: Limits) -> None:
-        import docker
+        import docker  # deferred: the docker SDK is slow to import; only grading in a container needs it
 
         self._docker = docker
         self.client = docker.from_env()

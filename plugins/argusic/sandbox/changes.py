@@ -30,13 +30,19 @@ from __future__ import annotations
 import contextlib
 import difflib
 import errno
+import hashlib
 import logging
 import os
+import shutil
 import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pathspec
+
+from argusic.sandbox.landing import StreamRedactor
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +146,6 @@ def _skipped(folder: str) -> bool:
 
 
 def _git_blob_sha(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
@@ -244,8 +248,6 @@ def _diff(path: str, before: bytes | None, after: bytes | None) -> bytes:
 def collect_changes(repo: Path, commit: str, project: Path) -> ChangesReport:
     """The project folder's changes against `commit` of our repository `repo` (module docstring).
     Raises ChangesError when the commit cannot be read; never on what the project folder holds."""
-    import pathspec
-
     tracked = tracked_files(repo, commit)
     tracked_dirs = {"/".join(p.split("/")[:i]) for p in tracked for i in range(1, p.count("/") + 1)}
     ignore = None
@@ -293,8 +295,6 @@ def land_changes(
     """Write ``<out_dir>/changes.patch`` (empty: no change) after removing a harness-written one;
     None (logged) when the changes could not be collected. Never raises: the changes are a hint's
     input, and the attempt's measurement stands without them."""
-    from argusic.sandbox.landing import StreamRedactor
-
     target = Path(out_dir) / CHANGES_FILE
     with contextlib.suppress(FileNotFoundError):
         if target.is_symlink() or target.exists():
@@ -302,8 +302,6 @@ def land_changes(
                 "%s: out/%s written by the harness removed: the name is ours", attempt_id, CHANGES_FILE
             )
             if target.is_dir() and not target.is_symlink():
-                import shutil
-
                 shutil.rmtree(target)
             else:
                 target.unlink()

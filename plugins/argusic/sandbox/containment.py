@@ -387,7 +387,7 @@ def remove_container(name: str, installation: str, client=None, scratch: str | N
     """Remove a container by name only when it carries our installation's label and, when `scratch`
     is given (a clean-up acting for one try), that try's scratch folder name: a container of the same
     name made by a later try of the attempt is not this try's to remove."""
-    import docker
+    import docker  # deferred: the docker SDK is slow to import; only a clean-up that removes one needs it
 
     client = client or docker.from_env(timeout=30)
     try:

@@ -278,7 +278,7 @@ class DockerExecutor:
         containment: Containment | None = None,
         artifact_limits: LandingLimits | None = None,
     ) -> None:
-        import docker  # imported here: no daemon connection at module import
+        import docker  # deferred: the docker SDK is slow to import; only the docker executor needs it
 
         self.client = docker.from_env()
         self.image = image or runner_image()
@@ -578,7 +578,7 @@ class LocalExecutor:
 
 def docker_available() -> bool:
     try:
-        import docker
+        import docker  # deferred: the docker SDK is slow to import (and may be missing: then False)
 
         docker.from_env(timeout=3).ping()
         return True

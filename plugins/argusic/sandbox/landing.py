@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from argusic.core.settings import orchestrator_config
+
 CHUNK = 1 << 20
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -50,8 +52,6 @@ class LandingLimits:
 
     @classmethod
     def from_config(cls) -> LandingLimits:
-        from argusic.core.settings import orchestrator_config
-
         config = orchestrator_config()
         return cls(config.landing_max_file_bytes, config.landing_max_total_bytes, config.landing_max_entries)
 
@@ -59,8 +59,6 @@ class LandingLimits:
     def artifacts_from_config(cls) -> LandingLimits:
         """The caps of landed artifacts (orchestrator.toml [landing] artifacts_*); `max_entries`
         there is the number of files landed."""
-        from argusic.core.settings import orchestrator_config
-
         config = orchestrator_config()
         return cls(
             config.landing_artifacts_max_file_bytes,

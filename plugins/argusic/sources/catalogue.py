@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from license_expression import AND, OR, LicenseSymbol, LicenseWithExceptionSymbol, get_spdx_licensing
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -35,6 +36,7 @@ from pydantic import (
 )
 
 from argusic.core.settings import PACKAGE_DIR
+from argusic.sources.mirror import parse_source
 
 CATALOGUE_SCHEMA = "argusic.catalogue/1"
 SCHEMA_FILE = PACKAGE_DIR / "schemas" / "catalogue-1.schema.json"
@@ -130,8 +132,6 @@ class CatalogueError(ValueError):
 
 @cache
 def _spdx():
-    from license_expression import get_spdx_licensing
-
     return get_spdx_licensing()
 
 
@@ -193,7 +193,6 @@ def normalise_licence(raw: str) -> tuple[str, str | None]:
 def licence_is_permissive(expression: str) -> bool:
     if expression in SPDX_SPECIAL or _LICENSE_REF.match(expression):
         return False
-    from license_expression import AND, OR, LicenseSymbol, LicenseWithExceptionSymbol
 
     def permissive(node) -> bool:
         if isinstance(node, LicenseWithExceptionSymbol):
@@ -255,8 +254,6 @@ class Candidate(BaseModel):
     @field_validator("repo_url")
     @classmethod
     def _source_grammar(cls, value: str) -> str:
-        from argusic.sources.mirror import parse_source
-
         return parse_source(value).url
 
 

@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
 from argusic.core.settings import forge_dir, project_root
 
 log = logging.getLogger(__name__)
@@ -430,7 +432,6 @@ def _create_mirror(source: Source, final: Path, policy: FetchPolicy) -> None:
 
 def _fetch(source: Source, git_dir: Path, commit: str, policy: FetchPolicy) -> None:
     """Fetch the pinned commit (by id, depth 1), retrying network errors with backoff."""
-    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
     def transient(err: BaseException) -> bool:
         return isinstance(err, _GitFailed) and err.transient

@@ -3,8 +3,10 @@ raises PublicationBlocked and nothing is published (publication/ composes the bo
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import multiprocessing.util
 import os
 import threading
 import time
@@ -18,7 +20,7 @@ from argusic.core.settings import dbt_project_dir, warehouse_path
 from argusic.warehouse.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
 from argusic.warehouse.db import connect
 from argusic.warehouse.expectations.results import ValidationReport
-from argusic.warehouse.expectations.validate import validate_warehouse
+from argusic.warehouse.expectations.validate import load_gx, validate_warehouse
 from argusic.warehouse.lock import WarehouseBusy, writer_lock
 from argusic.warehouse.schema import migrate_raw
 
@@ -86,6 +88,7 @@ def _release_dbt_duckdb() -> None:
     nothing is closed and the read-only open will say so.
     """
     try:
+        # deferred: dbt takes seconds to import; only a process that ran dbt has anything to release
         from dbt.adapters.duckdb.connections import DuckDBConnectionManager as manager
     except ImportError:  # pragma: no cover - another adapter
         return
@@ -130,7 +133,7 @@ def _dbt_args(project_dir: Path, command: str, *, lean: bool = False) -> list[st
 
 def _invoke_dbt(args: list[str], db_path: Path, manifest: Any = None) -> Any:
     """One dbt invocation in this process on the warehouse ``db_path``; the file is released after."""
-    from dbt.cli.main import dbtRunner
+    from dbt.cli.main import dbtRunner  # deferred: dbt takes seconds to import; only a build needs it
 
     with _env("ARGUSIC_WAREHOUSE", str(db_path)):
         try:
@@ -325,10 +328,9 @@ class BuildSession:
     def warm(self) -> float:
         """Import dbt, dbt-duckdb and GX now (seconds taken), rather than in the first build."""
         started = time.perf_counter()
+        # deferred: dbt takes seconds to import; warming up is when this process pays for it
         import dbt.adapters.duckdb  # noqa: F401
-        from dbt.cli.main import dbtRunner  # noqa: F401
-
-        from argusic.warehouse.expectations.validate import load_gx
+        from dbt.cli.main import dbtRunner  # noqa: F401  # deferred: as above
 
         load_gx()
         return time.perf_counter() - started
@@ -406,9 +408,6 @@ def release_semaphores_at_exit() -> None:
     running only the hooks registered since the fork; without this, the hook never runs, the
     semaphores stay in /dev/shm, and the resource tracker reports them as two `leaked semaphore`
     lines on stderr (ERROR lines in the task's log). Registering it again is harmless elsewhere."""
-    import atexit
-    import multiprocessing.util
-
     exit_hook = getattr(multiprocessing.util, "_exit_function", None)
     if exit_hook is not None:
         atexit.unregister(exit_hook)  # once, whatever was registered before

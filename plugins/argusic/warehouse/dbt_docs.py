@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argusic.core.settings import dbt_project_dir, warehouse_path
+from argusic.warehouse.analyst import DB_NAME, AnalystCopyMissing, current_copy
 
 
 class DocsError(RuntimeError):
@@ -44,8 +45,6 @@ def docs_dir() -> Path:
 @contextlib.contextmanager
 def _private_copy() -> Iterator[tuple[Path, str]]:
     """A DuckDB file of our own for dbt to open: a copy of the analyst copy's, or an empty one."""
-    from argusic.warehouse.analyst import DB_NAME, AnalystCopyMissing, current_copy
-
     with tempfile.TemporaryDirectory(prefix="argusic-docs-") as tmp:
         db = Path(tmp) / DB_NAME  # same file name as the warehouse's: same database name in dbt
         try:
@@ -59,8 +58,9 @@ def _private_copy() -> Iterator[tuple[Path, str]]:
 
 def generate(out: Path | None = None, project_dir: Path | None = None) -> Generated:
     """``dbt docs generate --static`` into ``out`` (default ``docs_dir()``)."""
-    from dbt.cli.main import dbtRunner
+    from dbt.cli.main import dbtRunner  # deferred: dbt takes seconds to import; only generating needs it
 
+    # deferred: dbt_build imports pandas (the expectations), seconds; serving the docs needs neither
     from argusic.warehouse.dbt_build import _env, _release_dbt_duckdb
 
     out = Path(out) if out else docs_dir()

@@ -44,7 +44,9 @@ from typing import Annotated, Any, Literal
 
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from rapidfuzz.distance import Indel
 
+from argusic.core.evidence import open_store
 from argusic.core.record import ATTEMPT_ID_RE, ID_PART_RE, parse_attempt_id
 from argusic.core.safe_io import UnsafeDocument, read_json_document
 from argusic.repair.paths import is_test_path
@@ -479,8 +481,6 @@ def nontest_changed_lines(patch: bytes, extra_test_globs: Sequence[str] = ()) ->
 def similarity(a: Sequence[str], b: Sequence[str]) -> float:
     """rapidfuzz's normalized Indel similarity of two line sequences: 1 − (lines inserted or
     deleted to turn one into the other) / (len(a) + len(b)); 1.0 exactly when they are equal."""
-    from rapidfuzz.distance import Indel
-
     return float(Indel.normalized_similarity(list(a), list(b)))
 
 
@@ -569,8 +569,6 @@ def compute_change_similarity(con: duckdb.DuckDBPyConnection, store_url: str | N
             if (a, b) in done:
                 continue
             if store is None:
-                from argusic.core.evidence import open_store
-
                 store = open_store(store_url)
             for attempt_id, (uri, sha, size) in ((a, ref_a), (b, ref_b)):
                 if attempt_id not in lines_of:

@@ -32,8 +32,12 @@ import duckdb
 
 from argusic.core.record import ATTEMPT_ID_RE, ID_PART_RE
 from argusic.core.safe_io import UnsafeDocument, read_json_document
+from argusic.core.settings import warehouse_path
 from argusic.repair.grader import VERDICTS  # the seven, defined once by the grader
-from argusic.warehouse.schema import GRADE_COLUMNS, ITEM_COLUMNS, VALIDATION_COLUMNS
+from argusic.repair.items import load_item
+from argusic.warehouse.db import connect
+from argusic.warehouse.lock import writer_lock
+from argusic.warehouse.schema import GRADE_COLUMNS, ITEM_COLUMNS, VALIDATION_COLUMNS, migrate_raw
 
 ITEM_SCHEMA = "argusic.repair_item/1"
 VALIDATION_SCHEMA = "argusic.repair_validation/1"
@@ -75,6 +79,16 @@ class RepairIngestResult:
     validation_runs: int
     grades: int
     skipped: tuple[str, ...] = field(default=())  # JSON files in a searched folder that are none of ours
+
+    def counts(self) -> dict[str, int]:
+        """What a task returns (XCom-safe): the counts by kind."""
+        return {
+            "items": self.items,
+            "validations": self.validations,
+            "validation_runs": self.validation_runs,
+            "grades": self.grades,
+            "skipped": len(self.skipped),
+        }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -463,11 +477,7 @@ class _Batch:
 
 
 def _load_with_core(path: Path) -> None:
-    """H1's full item model, when present on this branch: refusals in its words."""
-    try:
-        from argusic.repair.items import load_item  # type: ignore[attr-defined]
-    except ImportError:
-        return
+    """The full item model (``argusic.repair.items``): refusals in its words."""
     try:
         load_item(path)
     except Exception as err:  # its messages name the file and the field
@@ -556,11 +566,6 @@ def ingest_repair(
     """Load the repair records under a folder (or the files and folders given) into the warehouse
     (``db_path``, ARGUSIC_WAREHOUSE by default), replacing the rows of the same keys, in one
     transaction under the warehouse's writer lock. Raises RepairIngestError (nothing loaded)."""
-    from argusic.core.settings import warehouse_path
-    from argusic.warehouse.db import connect
-    from argusic.warehouse.lock import writer_lock
-    from argusic.warehouse.schema import migrate_raw
-
     if isinstance(folder_or_paths, (str, Path)):
         folder_or_paths = [folder_or_paths]
     batch = read_batch([Path(p) for p in folder_or_paths])
@@ -574,6 +579,11 @@ def ingest_repair(
         except Exception:
             con.execute("ROLLBACK")
             raise
+    return batch_result(batch)
+
+
+def batch_result(batch: _Batch) -> RepairIngestResult:
+    """What a loaded batch holds, by kind."""
     return RepairIngestResult(
         items=len(batch.items),
         validations=len(batch.validations),
@@ -584,15 +594,9 @@ def ingest_repair(
 
 
 def ingest_repair_task(paths: list[str], db_path: str | None = None) -> dict[str, int]:
-    """The DAG's entry (argusic_items, argusic_cycle): plain arguments in, counts out (XCom-safe)."""
-    result = ingest_repair([Path(p) for p in paths], db_path)
-    return {
-        "items": result.items,
-        "validations": result.validations,
-        "validation_runs": result.validation_runs,
-        "grades": result.grades,
-        "skipped": len(result.skipped),
-    }
+    """The DAG's entry (argusic_items; a cycle loads its repair grades with its run records,
+    ``argusic.warehouse.load_runs.ingest_cycle_records``): plain arguments in, counts out (XCom-safe)."""
+    return ingest_repair([Path(p) for p in paths], db_path).counts()
 
 
 __all__ = [

@@ -20,9 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from argusic.attempts.agents import known_agents
 from argusic.core.evidence import record_evidence_problems
-from argusic.core.record import RecordError, RunRecord, load_record_file
+from argusic.core.record import ID_PART_RE, RecordError, RecordFile, RunRecord
 from argusic.core.settings import evidence_url, warehouse_path
+from argusic.cycle.tally import require_valid_attempts
+from argusic.sources.pool import load_pool
 from argusic.warehouse.db import connect
 from argusic.warehouse.load_judging import (
     HintsIngestError,
@@ -31,6 +34,13 @@ from argusic.warehouse.load_judging import (
     judgement_files,
     load_hints,
     load_judgements,
+)
+from argusic.warehouse.load_repair import (
+    RepairIngestResult,
+    batch_result,
+    ingest_repair_task,
+    load_batch,
+    read_batch,
 )
 from argusic.warehouse.lock import writer_lock
 from argusic.warehouse.schema import COLUMNS, migrate_raw
@@ -106,6 +116,15 @@ class IngestResult:
     hints: int = 0  # hints documents (hints.json beside a record) written, new or changed (issue #14)
     similarity_pairs: int = 0  # pairs of repair attempts' patches compared (raw.change_similarity)
     judgements: int = 0  # model judges' judgements (judging/*.json beside a record) written (Layer 2)
+    repair: RepairIngestResult | None = None  # repair items, validations and grades loaded with them
+
+    def counts(self) -> dict[str, int]:
+        """What a task returns (XCom-safe): files, inserted, already_present, and repair_<kind> for the
+        repair records loaded with them."""
+        counts = {"files": self.files, "inserted": self.inserted, "already_present": self.already_present}
+        if self.repair is not None:
+            counts |= {f"repair_{kind}": n for kind, n in self.repair.counts().items()}
+        return counts
 
 
 class IngestError(ValueError):
@@ -150,6 +169,49 @@ def _is_record_name(path: Path) -> bool:
     return path.name == "run_record.json" or path.name.endswith(".record.json")
 
 
+def _checked(path: Path, record: RunRecord, url: str, known_agents: set[str] | None) -> None:
+    """Refuse a parsed record that may not be loaded (IngestError naming the file and the field)."""
+    if problems := record_evidence_problems(record, url):
+        details = "; ".join(f"{field}: {problem}" for field, problem in problems)
+        raise IngestError(f"{path}: invalid run record: {details}")
+    if record.reproduces is not None:
+        raise IngestError(
+            f"{path}: refused: reproduces: this record reproduces {record.reproduces} (argusic "
+            "reproduce); a reproduction is compared with its original and never loaded into the "
+            "warehouse or shown on the board"
+        )
+    if known_agents is not None and record.agent_id not in known_agents:
+        raise IngestError(
+            f"{path}: invalid run record: agent_id: unknown agent {record.agent_id!r} "
+            f"(not in the agents registry dbt_project/seeds/agents.csv)"
+        )
+
+
+def _batch(
+    files: Iterable[Path | RecordFile], known_agents: set[str] | None, store_url: str | None
+) -> list[RecordFile]:
+    """Parse each file not parsed yet (once), check every record, refuse the whole batch on the first
+    bad one."""
+    records: list[RecordFile] = []
+    seen: dict[str, Path] = {}
+    url = store_url or evidence_url()
+    for entry in files:
+        if isinstance(entry, RecordFile):
+            loaded = entry
+        else:
+            try:
+                loaded = RecordFile.load(entry)
+            except RecordError as err:
+                raise IngestError(str(err)) from None
+        path, record = loaded.path, loaded.record
+        _checked(path, record, url, known_agents)
+        if record.attempt_id in seen:
+            raise IngestError(f"{path}: attempt_id {record.attempt_id!r} also in {seen[record.attempt_id]}")
+        seen[record.attempt_id] = path
+        records.append(loaded)
+    return records
+
+
 def validate_batch(
     files: list[Path], known_agents: set[str] | None = None, store_url: str | None = None
 ) -> list[RunRecord]:
@@ -159,52 +221,41 @@ def validate_batch(
     evidence URIs (inside the store at `store_url`, ARGUSIC_EVIDENCE_URL by default, under the key
     of their sha256), that it is not a reproduction (``reproduces`` set: a reproduction is compared
     with its original, never loaded), and that no attempt id comes twice."""
-    records: list[RunRecord] = []
-    seen: dict[str, Path] = {}
-    url = store_url or evidence_url()
-    for path in files:
-        try:
-            record = load_record_file(path)
-        except RecordError as err:
-            raise IngestError(str(err)) from None
-        if problems := record_evidence_problems(record, url):
-            details = "; ".join(f"{field}: {problem}" for field, problem in problems)
-            raise IngestError(f"{path}: invalid run record: {details}")
-        if record.reproduces is not None:
-            raise IngestError(
-                f"{path}: refused: reproduces: this record reproduces {record.reproduces} (argusic "
-                "reproduce); a reproduction is compared with its original and never loaded into the "
-                "warehouse or shown on the board"
-            )
-        if known_agents is not None and record.agent_id not in known_agents:
-            raise IngestError(
-                f"{path}: invalid run record: agent_id: unknown agent {record.agent_id!r} "
-                f"(not in the agents registry dbt_project/seeds/agents.csv)"
-            )
-        if record.attempt_id in seen:
-            raise IngestError(f"{path}: attempt_id {record.attempt_id!r} also in {seen[record.attempt_id]}")
-        seen[record.attempt_id] = path
-        records.append(record)
-    return records
+    return [loaded.record for loaded in _batch(files, known_agents, store_url)]
 
 
 def ingest(
-    paths: Iterable[Path],
+    paths: Iterable[Path | RecordFile],
     db_path: Path | None = None,
     known_agents: set[str] | None = None,
     store_url: str | None = None,
+    repair_paths: Iterable[Path | str] = (),
 ) -> IngestResult:
     """Load run records, keyed by attempt_id: a record already present is left as it is.
 
+    `paths`: record files and folders, or records a step of the same task parsed already
+    (RecordFile: checked, not parsed again). `repair_paths`: repair items, validations and grades to
+    load with them (``argusic.warehouse.load_repair``; a cycle's repair attempts' grades).
+
     A record that reuses a known attempt_id with different content is refused: evidence and records
-    are write-once. The batch is one transaction; a refusal loads nothing. Evidence URIs must lie in
-    the store at `store_url` (ARGUSIC_EVIDENCE_URL by default).
+    are write-once. Everything is read and checked before the warehouse is locked, then loaded under
+    one writer lock in one transaction: a refusal loads nothing. Evidence URIs must lie in the store
+    at `store_url` (ARGUSIC_EVIDENCE_URL by default).
     """
     path = db_path or warehouse_path()
-    files = record_files([Path(p) for p in paths])
-    records = validate_batch(files, known_agents, store_url)
+    entries: dict[Path, Path | RecordFile] = {}
+    for given in paths:
+        if isinstance(given, RecordFile):
+            entries.setdefault(given.path, given)
+        else:
+            entries.update((f, f) for f in record_files([Path(given)]) if f not in entries)
+    loaded = _batch(entries.values(), known_agents, store_url)
+    repair_paths = [Path(p) for p in repair_paths]
+    repair = read_batch(repair_paths) if repair_paths else None
+    records = [r.record for r in loaded]
+    files = [r.path for r in loaded]
     with writer_lock(path), connect(path) as con:
-        migrate_raw(con)
+        migrate_raw(con)  # the repair tables too
         con.execute("BEGIN")
         try:
             inserted = already = 0
@@ -237,6 +288,8 @@ def ingest(
             judged = {j: attempt_of[rec] for j, rec in judgement_files(files).items() if rec in attempt_of}
             judgements = load_judgements(con, list(judged), judged)
             pairs = compute_change_similarity(con, store_url)
+            if repair is not None:  # after the run records, in the same transaction
+                load_batch(con, repair)
             con.execute("COMMIT")
         except HintsIngestError as err:
             con.execute("ROLLBACK")
@@ -251,6 +304,7 @@ def ingest(
         hints=hints,
         similarity_pairs=pairs,
         judgements=judgements,
+        repair=None if repair is None else batch_result(repair),
     )
 
 
@@ -265,9 +319,6 @@ def load_pool_entries(pool_path: Path, db_path: Path | None = None) -> int:
     """Load a cycle's pool (its projects at their pinned commits) into raw.pool_entries; the number of
     entries added. Idempotent: an entry already loaded is left alone; one loaded with another commit,
     repository or tier is refused (a cycle's pool never changes once drawn)."""
-    from argusic.core.record import ID_PART_RE
-    from argusic.sources.pool import load_pool
-
     pool = load_pool(Path(pool_path))
     problems = []
     for e in pool.entries:
@@ -318,27 +369,26 @@ __all__ = [
 ]
 
 
-def ingest_cycle_records(cycle_id: str, record_paths: list[str]) -> dict[str, int]:
+def ingest_cycle_records(
+    cycle_id: str, record_paths: list[str], repair_paths: Iterable[str] = ()
+) -> dict[str, int]:
     """The cycle's ingest step: refuse a run that planned nothing or whose attempts are all invalid
-    (CycleFailed: nothing loaded, so nothing can be published), else load its records."""
-    from argusic.cycle.tally import require_valid_attempts
-
+    (CycleFailed: nothing loaded, so nothing can be published), else load its records, with the
+    repair items and grades of its repair attempts (`repair_paths`) under the same lock, in the same
+    transaction. Counts: files, inserted, already_present, and repair_<kind> when repair paths are
+    given."""
     require_valid_attempts(cycle_id, record_paths)
-    return ingest_records(record_paths)
+    result = ingest([Path(p) for p in record_paths], known_agents=known_agents(), repair_paths=repair_paths)
+    return result.counts()
 
 
 def ingest_records(record_paths: list[str]) -> dict[str, int]:
-    from argusic.attempts.agents import known_agents
-    from argusic.warehouse.load_runs import ingest
-
-    result = ingest([Path(p) for p in record_paths], known_agents=known_agents())
-    return {"files": result.files, "inserted": result.inserted, "already_present": result.already_present}
+    return ingest([Path(p) for p in record_paths], known_agents=known_agents()).counts()
 
 
 def ingest_repair_records(paths: list[str]) -> dict[str, int]:
     """Load repair items, validations and grades (files or folders: the items folder, the cycle's
     grades) into raw.repair_*; counts by kind. After the run records: a grade of a repair attempt
-    is attributed to its agent through the attempt's run record (dbt: int_repair_grades_attributed)."""
-    from argusic.warehouse.load_repair import ingest_repair_task
-
+    is attributed to its agent through the attempt's run record (dbt: int_repair_grades_attributed).
+    A cycle loads its repair attempts' grades with its run records instead (ingest_cycle_records)."""
     return ingest_repair_task(paths)

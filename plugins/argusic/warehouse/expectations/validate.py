@@ -33,8 +33,11 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
 
+from argusic.core.settings import warehouse_path
+from argusic.warehouse.db import connect
 from argusic.warehouse.expectations.checks import _ROW_LOCAL, CHECKS
 from argusic.warehouse.expectations.results import FailedExpectation, TableResult, ValidationReport
 from argusic.warehouse.expectations.suites import KEYS, OPTIONAL_TABLES, REQUIRED_TABLES, SCHEMA, SUITES
@@ -75,8 +78,9 @@ def _gx() -> tuple[Any, Any]:
     """Import great_expectations once, quietly (no info logs, no usage statistics)."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     _quiet_gx_loggers()
+    # deferred: GX takes tens of seconds to import; a process pays for it once, when it validates
     import great_expectations as gx
-    import great_expectations.expectations as gxe
+    import great_expectations.expectations as gxe  # deferred: as above
 
     _quiet_gx_loggers()  # some GX modules set their own level to INFO on import
     return gx, gxe
@@ -93,6 +97,7 @@ def _gx_class(gxe: Any, kind: str) -> Any:
 
 def _context() -> Any:
     gx, _ = _gx()
+    # deferred: GX takes tens of seconds to import (_gx above)
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
@@ -457,8 +462,6 @@ def validate_frames(
     result does not depend on the others). The frames go through the same DuckDB route as the
     warehouse's tables (see ``validate_warehouse``).
     """
-    import duckdb
-
     with duckdb.connect() as con:
         relations = {}
         for table, df in frames.items():
@@ -470,8 +473,6 @@ def validate_frames(
 
 def read_marts(db_path: Path) -> dict[str, pd.DataFrame]:
     """Every contract mart present in the warehouse, read whole (for analysts; not used by the gate)."""
-    from argusic.warehouse.db import connect
-
     if not Path(db_path).exists():
         raise FileNotFoundError(f"warehouse {db_path} does not exist")
     with connect(Path(db_path), read_only=True) as con:  # waits for a writer rather than failing
@@ -501,9 +502,6 @@ def validate_warehouse(db_path: Path | None = None) -> ValidationReport:
     judges every expectation on that frame, so a pass or a failure, and its count of unexpected
     rows, are those of the whole table.
     """
-    from argusic.core.settings import warehouse_path
-    from argusic.warehouse.db import connect
-
     path = Path(db_path) if db_path else warehouse_path()
     if not path.exists():
         raise FileNotFoundError(f"warehouse {path} does not exist")
