@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from argusic.attempts.agents import driver_for
+from argusic.attempts.environment import ensure_pin
 from argusic.attempts.repair_run import STANDINS, RepairRefused, repair_limits, usable_items
-from argusic.core.settings import orchestrator_config
-from argusic.core.spec import AttemptSpec, write_spec
+from argusic.core.runs_store import local_path
+from argusic.core.settings import forge_dir, orchestrator_config
+from argusic.core.spec import AttemptSpec, RepairItemRef, write_spec
 from argusic.sources.pool import load_pool
 
 
@@ -30,12 +33,8 @@ def require_scaled_budgets_on_the_forge(
 ) -> None:
     """Refuse real budgets on the demo forge's fixture projects (its timeout fixture alone would hold
     a worker for 90 minutes): a configuration error that says how to proceed."""
-    from argusic.core.settings import forge_dir
-
     if demo or budget_scale:
         return
-    from argusic.core.runs_store import local_path
-
     repos = (forge_dir() / "repos").resolve()
     pool = load_pool(local_path(pool_path))  # on a cluster: a runs store URI, pulled to this host
     if pool.entries and all(Path(e.repo_url).resolve().is_relative_to(repos) for e in pool.entries):
@@ -70,8 +69,6 @@ def write_plan(
         raise ValueError(f"shard {shard_index} of {shard_count}: expected 0 <= shard_index < shard_count")
     if not agents:
         raise ValueError("no agents to plan for")
-    from argusic.core.runs_store import local_path
-
     pool_path = local_path(pool_path)  # on a cluster, prepare_pool may have run on another host
     pool = load_pool(pool_path)
     project_ids = [entry.project_id for entry in pool.entries]
@@ -91,9 +88,6 @@ def write_plan(
             f"{len(specs)} attempts in one run exceed [core] max_map_length={max_specs}: raise it "
             f"(AIRFLOW__CORE__MAX_MAP_LENGTH) or split the cycle with shard_count / one run per agent"
         )
-    from argusic.attempts.agents import driver_for
-    from argusic.attempts.environment import ensure_pin
-
     first = specs[0]
     roles = {"agents" if driver_for(agent).external else "runner" for agent in agents}
     ensure_pin(pool.cycle_id, executor, roles, first.demo, first.budget_scale)
@@ -159,9 +153,6 @@ def plan_repair_specs(
     the pool project; attempt numbers count the (agent, project)'s repair attempts over its usable
     items in item-id order (item i, try k: i * attempts_per_item + k), and each spec names its item.
     Agents that cannot repair are refused (RepairRefused) rather than silently left out."""
-    from argusic.attempts.agents import driver_for
-    from argusic.core.spec import AttemptSpec, RepairItemRef
-
     for agent in agents:
         driver = driver_for(agent)
         if agent in STANDINS and not demo:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -10,10 +11,15 @@ from datetime import date, datetime
 from pathlib import Path
 
 from argusic.core.layout import pool_path_for, pools_dir, publish_dir
+from argusic.core.runs_store import local_path, pull, push
+from argusic.core.settings import forge_dir
+from argusic.sources import mirror
+from argusic.sources.forge import build_forge
 from argusic.sources.pool import (
     Candidate,
     CatalogueError,
     PoolSelection,
+    cycle_window,
     draw_pool,
     load_pool,
     reveal_private,
@@ -29,12 +35,8 @@ def default_catalogue(build: bool = False) -> Path:
     the same repositories and commits)."""
     if catalogue := os.environ.get("ARGUSIC_CATALOGUE"):
         return Path(catalogue)
-    from argusic.core.settings import forge_dir
-
     path = forge_dir() / "catalogue.json"
     if build and not path.exists():
-        from argusic.sources.forge import build_forge
-
         return build_forge(forge_dir())
     return path
 
@@ -62,8 +64,6 @@ def resolve_pool(
     cycle; else draw it now from the catalogue (same rules, idempotent: a different pool is refused).
     Drawing mirrors every candidate's repository and verifies its pinned commit first; a candidate
     that fails is left out with its reason (runs/pools/<cycle>/selection.json)."""
-    from argusic.core.runs_store import local_path, pull, push
-
     if pool:
         path = local_path(pool)
         if load_pool(path).cycle_id != cycle_id:
@@ -75,8 +75,6 @@ def resolve_pool(
         existing = load_pool(recorded)
         asked = []
         if catalogue:
-            import hashlib
-
             try:
                 digest = hashlib.sha256(Path(catalogue).read_bytes()).hexdigest()
             except OSError as err:
@@ -88,8 +86,6 @@ def resolve_pool(
         if asked:
             raise CatalogueError(recorded_pool_conflict(cycle_id, recorded, " and ".join(asked)))
         return push(recorded)
-    from argusic.cycle.pools import rotate_pool
-
     chosen = Path(catalogue) if catalogue else default_catalogue(build=True)
     if not chosen.is_file():
         raise CatalogueError(f"catalogue {chosen}: no such file (give an absolute path on the worker)")
@@ -120,8 +116,6 @@ SELECTION_FILE = "selection.json"  # beside the internal pool: how it was drawn 
 def source_check(repo_roots: Iterable[Path | str] = ()) -> Callable[[list[Candidate]], dict[str, str]]:
     """The pool's source check: mirror remote repositories, check local ones against the allowed
     roots, and verify every pinned commit; {project_id: reason} for the candidates that fail."""
-    from argusic.sources import mirror
-
     roots = mirror.repo_roots(repo_roots)
 
     def check(candidates: list[Candidate]) -> dict[str, str]:
@@ -134,8 +128,6 @@ def draw_checked_pool(
     cycle_id: str, catalogue: Path, size: int | None = None, repo_roots: Iterable[Path | str] = ()
 ) -> PoolSelection:
     """Draw the cycle's pool, every candidate's repository mirrored and its commit verified first."""
-    from argusic.sources.pool import cycle_window
-
     cycle_window(cycle_id)  # a bad cycle id is refused before any fetch
     return draw_pool(Path(catalogue), cycle_id, size, check_sources=source_check(repo_roots))
 
@@ -153,8 +145,6 @@ def rotate_pool(
     tmp = report.with_name(f".{report.name}.{os.getpid()}.tmp")
     tmp.write_text(selection.to_json() + "\n")
     tmp.replace(report)
-    from argusic.core.runs_store import push
-
     push(report)  # on a cluster: every host plans and runs from the runs store's pool
     push(paths["pool"])
     return paths | {"selection": str(report)}
@@ -163,7 +153,6 @@ def rotate_pool(
 def latest_cycle_of(rows: Iterable[tuple[str, datetime | None]]) -> str:
     """The latest of (cycle_id, end of its latest attempt) rows: by the cycle's month first, then by
     that time, never by the name (`2026-12-demo` sorts after `2026-12` by name, not by date)."""
-    from argusic.sources.pool import cycle_window
 
     def when(row: tuple[str, datetime | None]) -> tuple:
         try:

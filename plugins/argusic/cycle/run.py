@@ -11,8 +11,10 @@ from argusic.attempts.common import existing_record, share_record
 from argusic.attempts.keys import KeyBroker
 from argusic.attempts.run import max_reruns_for, run_attempt
 from argusic.core.evidence import EvidenceStore
-from argusic.core.record import load_record_file
+from argusic.core.record import RecordError, load_record_file
+from argusic.core.runs_store import RunsStoreError, key_of_local, pull, push
 from argusic.core.spec import AttemptSpec, read_spec
+from argusic.judging.hints import hints_for_attempt, store_hint_evidence
 from argusic.sandbox.launch import Executor
 
 log = logging.getLogger(__name__)
@@ -29,13 +31,9 @@ def compute_hints_quietly(
     review queue). Hints are never part of a score: a failure to compute them is logged and never
     fails the attempt (`argusic hints compute` computes them again)."""
     try:
-        from argusic.judging.hints import hints_for_attempt, store_hint_evidence
-
         hints = hints_for_attempt(record_path.parent)
         store_hint_evidence(record_path.parent, store or EvidenceStore())
         if base_dir is None:
-            from argusic.core.runs_store import push
-
             push(hints)
         return hints
     except Exception as err:  # noqa: BLE001 - a hint is advice; the attempt's measurement stands
@@ -86,10 +84,6 @@ def measured_records(spec: AttemptSpec) -> list[str] | None:
     """The run records of an attempt measured before (reruns included) when nothing is left to do for
     it (its last record is valid, or invalid after the bounded reruns); None when it is still to run
     or to resume."""
-    from argusic.attempts.common import existing_record
-    from argusic.attempts.run import max_reruns_for
-    from argusic.core.record import RecordError, load_record_file
-
     chain: list[str] = []
     current = spec
     while (path := existing_record(current)) is not None:
@@ -108,8 +102,6 @@ def measured_records(spec: AttemptSpec) -> list[str] | None:
 def pull_hints(record_path: Path) -> None:
     """On a cluster, the attempt's hints.json (computed on the host that ran it) beside its pulled
     record, so ingest loads it; none is fine (hints are advice, `argusic hints compute` makes them)."""
-    from argusic.core.runs_store import RunsStoreError, key_of_local, pull
-
     try:
         pull(key_of_local(Path(record_path).parent / "hints.json"))
     except (RunsStoreError, OSError, ValueError) as err:
@@ -122,8 +114,6 @@ def records_of_plan(spec_paths: list[str]) -> tuple[list[str], list[str]]:
     """Every run record of the planned attempts (reruns included), and the labels of the attempts that
     have none (their task failed before measuring). Ingest reads the plan, not the attempt tasks'
     return values: an attempt task whose measurement is invalid is skipped and returns nothing."""
-    from argusic.attempts.common import existing_record
-
     found: list[str] = []
     missing: list[str] = []
     for spec_path in spec_paths:

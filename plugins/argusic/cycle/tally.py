@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from argusic.core.record import RecordError, load_record_file
 from argusic.core.settings import runs_dir
 
 
@@ -60,8 +61,6 @@ _RERUN = re.compile(r"\.r\d+$")
 
 def tally_records(record_paths: Iterable[str | Path]) -> CycleTally:
     """Each planned attempt counted once, by its last record (the highest rerun)."""
-    from argusic.core.record import RecordError, load_record_file
-
     last: dict[str, tuple[int, object]] = {}
     for path in record_paths:
         try:

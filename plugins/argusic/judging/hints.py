@@ -26,11 +26,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from argusic.core.record import RunRecord
+from argusic.core.record import RunRecord, load_record_file
 from argusic.core.safe_io import Unreadable, read_capped
-from argusic.core.tasks import Task
+from argusic.core.tasks import Task, task_for
+from argusic.external import harnesses
 from argusic.judging import tool_order
 from argusic.judging.needles import artifact_files, evaluate_needles, gather_sources
+from argusic.sandbox.changes import CHANGES_FILE, MAX_PATCH_BYTES
 
 if TYPE_CHECKING:
     from argusic.core.evidence import EvidenceStore
@@ -95,6 +97,7 @@ def rendering_hint(attempt_dir: Path, renderer: Renderer | None) -> dict:
                 "detail": _cut("no HTML artifact" + (f" ({'; '.join(notes)})" if notes else ""))}  # fmt: skip
     if renderer is None:
         try:
+            # deferred: an installation without rendering gets an "unavailable" hint, not an error
             from argusic.judging.render import render_pages
         except ImportError as err:
             return {"score": None, "status": "unavailable", "pages": [],
@@ -169,8 +172,6 @@ def succeeded(attempt_dir: Path, record: RunRecord) -> tuple[bool, str | None]:
 
 @lru_cache(maxsize=1)
 def _harness_modules() -> dict:
-    from argusic.external import harnesses
-
     return harnesses()
 
 
@@ -245,8 +246,6 @@ def changes_hint(attempt_dir: Path, record: RunRecord) -> dict:
     """The install-and-run attempt's changes to the project (``out/changes.patch``, landed by the
     executor: argusic.sandbox.changes): its fingerprint, size and number of files. Not scored; the input of
     change similarity at ingest."""
-    from argusic.sandbox.changes import CHANGES_FILE, MAX_PATCH_BYTES
-
     if record.purpose == "repair":
         return {"status": "not_applicable", "detail": "a repair attempt's patch is in its record"}
     try:
@@ -286,6 +285,7 @@ def compute_hints(attempt_dir: Path, record: RunRecord, task: Task, renderer: Re
 
 @lru_cache(maxsize=1)
 def _validator():
+    # deferred: jsonschema takes ~0.5 s to import and is needed only to check a document
     import jsonschema
 
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
@@ -327,8 +327,6 @@ def store_hint_evidence(attempt_dir: Path, store: EvidenceStore) -> list[str]:
     ingest on another host can read them: the rendering screenshots (only files of
     ``<attempt_dir>/render/`` whose sha256 the hints name) and the changes patch (``out/changes.patch``
     when its sha256 is the hints'). Regular files, no links, capped. Returns their URIs."""
-    from argusic.sandbox.changes import CHANGES_FILE, MAX_PATCH_BYTES
-
     attempt_dir = Path(attempt_dir)
     hints = json.loads(read_capped(attempt_dir / HINTS_FILE, 1 << 20))
     wanted = {
@@ -360,9 +358,6 @@ def hints_for_attempt(attempt_dir: Path, renderer: Renderer | None = None, *, ag
     """Compute and write the hints of the attempt whose run record is in `attempt_dir`. Kept as they
     are when `hints.json` is already there for the same attempt and task revision (rendering costs
     seconds per page), unless `again`. Raises RecordError, TaskDefinitionError, HintsError, OSError."""
-    from argusic.core.record import load_record_file
-    from argusic.core.tasks import task_for
-
     attempt_dir = Path(attempt_dir)
     record = load_record_file(attempt_dir / "run_record.json")
     task = task_for(record.purpose, record.project_id)

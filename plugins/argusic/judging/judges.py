@@ -40,11 +40,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import requests
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from argusic.attempts.keys import KeyUnavailable, LiteLLMKeyBroker, attempt_key
 from argusic.core.record import load_record_file
+from argusic.core.settings import agents_image
 from argusic.core.tasks import PACKAGE_DIR, Task, load_task, task_for
+from argusic.external import claude_code, codex
 from argusic.judging.evidence import MANIFEST, build_evidence_folder, evidence_sha256, read_manifest
+from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
 VERDICT_SCHEMA = "argusic.judge-verdict/1"
 JUDGEMENT_SCHEMA = "argusic.judgement/1"
@@ -82,13 +87,7 @@ class JudgeDriver:
     @property
     def module(self) -> Any:
         """The external driver of the harness (``agent_argv``/``build_command``/``build_env``/``collect``)."""
-        if self.harness_name == "claude-code":
-            from argusic.external import claude_code
-
-            return claude_code
-        from argusic.external import codex
-
-        return codex
+        return claude_code if self.harness_name == "claude-code" else codex
 
 
 JUDGES: dict[str, JudgeDriver] = {
@@ -140,6 +139,7 @@ class Checked:
 
 @functools.lru_cache(maxsize=1)
 def _schema_validator():
+    # deferred: jsonschema takes ~0.5 s to import and is needed only to check a document
     import jsonschema
 
     schema = json.loads(SCHEMA_FILE.read_text())
@@ -323,8 +323,6 @@ JUDGE_CONFIG_DIR = "/tmp/argusic-judge-config"  # the CLI's config, fresh per ru
 
 def _broker(judge_id: str, label: str) -> Any:
     """The routing layer's key broker, or JudgeError: a real judge never runs on a shared key."""
-    from argusic.attempts.keys import KeyUnavailable, LiteLLMKeyBroker
-
     try:
         return LiteLLMKeyBroker.from_env()
     except KeyUnavailable as err:
@@ -339,8 +337,6 @@ def container_plan(
 ) -> tuple[list[str], dict[str, str], bool]:
     """(command, environment, networking on) of a judge container. ``key_env`` None: a replay (no CLI,
     networking off); else the key variables of a per-run key for the harness's external driver."""
-    from argusic.sandbox.containment import AGENT_HOME
-
     bound = ["timeout", "--kill-after=5", str(int(timeout_seconds))]
     if key_env is None:
         script = f"python3 -I -c {shlex.quote(_REPLAY_SCRIPT)} {shlex.quote(driver.harness_name)}"
@@ -376,11 +372,7 @@ def run_judge(
     the container with networking off instead of running a CLI. Without it the judge's CLI runs on a
     per-run key (``argusic.attempts.keys.attempt_key``: created for this run, deleted however it ends) from
     ``broker`` (the routing layer's by default; none configured: JudgeError before anything starts)."""
-    import requests
-
-    import docker
-    from argusic.core.settings import agents_image
-    from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
+    import docker  # deferred: the Docker SDK loads only when a judge container runs
 
     driver = judge_driver(judge_id)
     evidence_dir, out_dir = Path(evidence_dir).resolve(), Path(out_dir)
@@ -413,8 +405,6 @@ def run_judge(
                 (stage / name).chmod(0o644)
         key_env = None
         if replay_path is None:
-            from argusic.attempts.keys import KeyUnavailable, attempt_key
-
             try:
                 key = keys.enter_context(attempt_key(broker, label))
             except KeyUnavailable as err:

@@ -204,7 +204,7 @@ def _page_result(path: str, index: int, line: dict, out_dir: Path) -> PageRender
 def _sweep_finished(client) -> None:
     """Remove rendering containers that finished over SWEEP_AFTER_SECONDS ago: left by a caller that died
     before removing its own (a live caller removes its container within seconds of its end)."""
-    import docker
+    import docker  # deferred: the Docker SDK loads only when a page is rendered
 
     cutoff = datetime.now(UTC) - timedelta(seconds=SWEEP_AFTER_SECONDS)
     with contextlib.suppress(docker.errors.DockerException):
@@ -224,9 +224,9 @@ def _sweep_finished(client) -> None:
 def _run_container(stage: Path, page_paths: list[str], timeout_seconds: float) -> tuple[list[dict], str]:
     """Run the driver over the staged pages; (its result lines, what happened to the container)."""
     try:
-        import requests
+        import requests  # deferred: the Docker SDK's transport (its timeouts), loaded with it
 
-        import docker
+        import docker  # deferred: the Docker SDK loads only when a page is rendered
     except ImportError as err:  # pragma: no cover - both are in requirements.txt
         raise RenderError(f"docker SDK missing: {err}") from None
     try:

@@ -5,30 +5,30 @@ objects (``argusic.core.settings.installation_id()``)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
-from argusic.core.settings import runs_dir, warehouse_path
+from argusic.attempts.keys import LiteLLMKeyBroker
+from argusic.core.runs_store import RunsStoreError, shared
+from argusic.core.settings import installation_id, runs_dir, warehouse_path
 from argusic.publication.audit import audit_warehouse
+from argusic.sandbox import containment, executor
 
 
 def remove_orphaned_containers(at: datetime) -> list[str]:
     """This installation's containers that outlived their budget (plus grace) at `at`: their worker
     is gone."""
-    from argusic.sandbox.executor import DockerExecutor, docker_available
-
-    if not docker_available():
+    if not executor.docker_available():
         return []
-    return DockerExecutor().remove_orphans(now_epoch=at.timestamp())
+    return executor.DockerExecutor().remove_orphans(now_epoch=at.timestamp())
 
 
 def sweep_debris() -> list[str]:
     """Scratch folders (mounts, loop devices, images, their containers) of this installation's runs
     whose orchestrator and reaper are both gone."""
-    from argusic.sandbox.containment import sweep_debris as sweep
-
-    return sweep()
+    return containment.sweep_debris()
 
 
 def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
@@ -37,23 +37,17 @@ def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
     at the gateway anyway). On a cluster this host sees only its own containers and folders: each of
     `candidates` (the attempts the keys name) also counts as running until its run record is in the
     runs store, wherever it runs."""
-    from argusic.core.settings import installation_id
-    from argusic.sandbox.containment import INSTALLATION_LABEL
-    from argusic.sandbox.executor import LABEL, docker_available
-
     running: set[str] = set()
-    if docker_available():
-        import docker
+    if executor.docker_available():
+        import docker  # deferred: the Docker SDK loads only when an engine answers
 
-        mine = {"label": [LABEL, f"{INSTALLATION_LABEL}={installation_id()}"]}
+        mine = {"label": [executor.LABEL, f"{containment.INSTALLATION_LABEL}={installation_id()}"]}
         for container in docker.from_env().containers.list(filters=mine):
-            running.add(container.labels[LABEL])
+            running.add(container.labels[executor.LABEL])
     # cycles' attempt folders, and reproductions' (runs/reproductions/<repro cycle>/<attempt>)
     for folder in [*runs_dir().glob("*/*"), *runs_dir().glob("reproductions/*/*")]:
         if (folder / "out").is_dir() and not (folder / "run_record.json").exists():
             running.add(folder.name)
-    from argusic.core.runs_store import shared
-
     if (store := shared()) is not None:
         running |= {a for a in candidates if not _recorded_in(store, a)}
     return running
@@ -62,8 +56,6 @@ def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
 def _recorded_in(store, attempt_id: str) -> bool:
     """Whether the attempt's run record is in the runs store (`<cycle>/<attempt>/run_record.json`; the
     cycle is the id's first part). An id that names no such key counts as not recorded: kept."""
-    from argusic.core.runs_store import RunsStoreError
-
     try:
         return store.exists(f"{attempt_id.split('.', 1)[0]}/{attempt_id}/run_record.json")
     except RunsStoreError:
@@ -73,12 +65,8 @@ def _recorded_in(store, attempt_id: str) -> bool:
 def sweep_model_keys() -> dict:
     """Delete every per-run key that belongs to no running attempt. Skipped (None) when no routing
     layer is configured (LITELLM_BASE_URL unset): then no per-run key can exist either."""
-    import os
-
     if not os.environ.get("LITELLM_BASE_URL"):
         return {"configured": False, "deleted": []}
-    from argusic.attempts.keys import LiteLLMKeyBroker
-
     broker = LiteLLMKeyBroker.from_env()
     named = {ref.attempt_id for ref in broker.list_attempt_keys() if ref.attempt_id}
     deleted = broker.sweep(running_attempt_ids(named))

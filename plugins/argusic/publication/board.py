@@ -23,10 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from argusic.attempts.story import _text
+from argusic.core.evidence import EvidenceStore, served_key_for
 from argusic.core.layout import publish_dir
 from argusic.core.settings import public_evidence_base, warehouse_path
 from argusic.core.spec import read_spec
+from argusic.external import INSTRUCTIONS_TEMPLATE
+from argusic.publication.attempt_page import PlayerMissing
+from argusic.publication.audit import audit_refs, refs_of_connection
 from argusic.publication.files import ATTEMPTS_SCHEMA, BOARD_SCHEMA, _write_atomically
+from argusic.publication.site.build import SiteError, build_site
 from argusic.warehouse.db import connect
 from argusic.warehouse.dbt_build import BuildResult, PublicationBlocked
 from argusic.warehouse.expectations.validate import validate_warehouse
@@ -175,9 +180,6 @@ def publish_board(
     if site:
         # The last step of publishing: the public site, from the files just written
         # (argusic.publication.site).
-        from argusic.publication.attempt_page import PlayerMissing
-        from argusic.publication.site.build import SiteError, build_site
-
         try:
             build_site(Path(out_dir), front_cycle=cycle_id)
         except (SiteError, PlayerMissing) as err:
@@ -205,9 +207,6 @@ def compose_publication(
     set, else by links relative to the files (the copies the site holds); times are UTC with their
     zone.
     """
-    from argusic.core.evidence import EvidenceStore
-    from argusic.publication.audit import audit_refs, refs_of_connection
-
     path = Path(db_path) if db_path else (build_result.db_path if build_result else warehouse_path())
     if build_result is not None:
         if Path(build_result.db_path).resolve() != path.resolve():
@@ -283,8 +282,6 @@ def served_link(attempt: dict[str, Any], kind: str, base: str | None) -> str | N
     """The public link of an attempt's served log or recording: under the public evidence base when
     one is configured, else relative to the published JSON (the copy in the site). None: withheld or
     no served copy (the raw evidence is never linked)."""
-    from argusic.core.evidence import served_key_for
-
     sha = attempt.get(f"served_{kind}_sha256")
     if not sha or attempt.get("served_copy_withheld"):
         return None
@@ -337,8 +334,6 @@ def target_kind_rows(con) -> list[dict[str, Any]]:
 
 def standard_instructions() -> dict[str, Any]:
     """The standard instructions every external harness is given (argusic/external/instructions.md)."""
-    from argusic.external import INSTRUCTIONS_TEMPLATE
-
     text = INSTRUCTIONS_TEMPLATE.read_text(encoding="utf-8")
     return {
         "file": "plugins/argusic/external/instructions.md",
@@ -392,8 +387,6 @@ def _rows(con, query: str, *params: Any) -> list[dict[str, Any]]:
 def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
     """The planned attempts of a run as the rubric scored them (published/<cycle>/attempts.json,
     written from marts.attempt_scores): outcome, points, score, served evidence. One line each."""
-    import json
-
     path = publish_dir() / cycle_id / "attempts.json"
     rows = {a["attempt_id"]: a for a in json.loads(path.read_text())["attempts"]}
     lines = [f"attempts of this run as scored by the rubric ({path}):"]

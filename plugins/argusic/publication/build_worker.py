@@ -299,7 +299,5 @@ def build_warehouse_summary() -> str:
 
     Through the build worker (ARGUSIC_BUILD_WORKER) when one answers, else in the task's process.
     """
-    from argusic.publication.build_worker import build_or_delegate
-
     release_semaphores_at_exit()
     return build_or_delegate()

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TextIO
 
+import duckdb
+
 from argusic.core.evidence import (
     EvidenceKeyError,
     EvidenceMissing,
@@ -42,6 +44,13 @@ from argusic.core.evidence import (
 )
 from argusic.core.record import RecordError, RunRecord, load_record_file, parse_attempt_id, parse_record
 from argusic.core.settings import runs_dir, warehouse_path
+from argusic.warehouse.analyst import analyst_db_path
+from argusic.warehouse.db import connect
+
+try:
+    import termios
+except ImportError:  # no POSIX terminal here: keys typed while playing are echoed as usual
+    termios = None
 
 ANALYST_DIR_ENV = "ARGUSIC_ANALYST_DIR"
 MAX_EVENT_LINE = 16 * 1024**2  # one event line of a recording; a longer one is skipped and counted
@@ -81,14 +90,10 @@ class AttemptFacts:
 
 def analyst_database() -> Path:
     """The analyst copy's DuckDB file (``argusic.warehouse.analyst.analyst_db_path``)."""
-    from argusic.warehouse.analyst import analyst_db_path
-
     return analyst_db_path()
 
 
 def _from_database(con, attempt_id: str, source: str) -> AttemptFacts | None:
-    import duckdb
-
     try:
         row = con.execute(
             "SELECT record_json FROM raw.run_records WHERE attempt_id = ?", [attempt_id]
@@ -111,10 +116,6 @@ def _from_database(con, attempt_id: str, source: str) -> AttemptFacts | None:
 
 def find_attempt(attempt_id: str) -> AttemptFacts:
     """The attempt's validated record (and scores when built): analyst copy, warehouse, run record."""
-    import duckdb
-
-    from argusic.warehouse.db import connect
-
     try:
         parts = parse_attempt_id(attempt_id)
     except ValueError as err:
@@ -468,11 +469,9 @@ def keys_not_echoed(stream: TextIO = sys.stdin) -> Iterator[None]:
     terminal's input meanwhile (keys, a terminal's answer to anything) is discarded at the end, so
     nothing is typed into the shell after the playback. Ctrl-C still stops it."""
     try:
-        import termios
-
         fd = stream.fileno()
-        saved = termios.tcgetattr(fd) if os.isatty(fd) else None
-    except (ImportError, OSError, ValueError, AttributeError):
+        saved = termios.tcgetattr(fd) if termios is not None and os.isatty(fd) else None
+    except (OSError, ValueError, AttributeError):
         saved = None
     if saved is None:
         yield

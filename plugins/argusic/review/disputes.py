@@ -23,8 +23,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+from argusic.core.record import parse_attempt_id
 from argusic.review.text import link, quoted
 from argusic.warehouse import decisions
+from argusic.warehouse.db import connect
 from argusic.warehouse.decisions import DecisionError
 
 ENVIRONMENT_AT_FAULT = "Environment at fault"
@@ -75,8 +77,6 @@ def _attempt_facts(con, attempt_id: str) -> dict | None:
 
 
 def attempt_facts(attempt_id: str, db_path: Path | None = None) -> dict | None:
-    from argusic.warehouse.db import connect
-
     with connect(db_path, read_only=True) as con:
         return _attempt_facts(con, attempt_id)
 
@@ -92,9 +92,6 @@ def file(
 ) -> str:
     """File a dispute of one attempt (decisions.disputes); returns its id. The attempt must be
     loaded and be the one that counts (no later run of it)."""
-    from argusic.core.record import parse_attempt_id
-    from argusic.warehouse.db import connect
-
     try:
         parse_attempt_id(attempt_id)
     except ValueError as err:
@@ -154,15 +151,11 @@ def _disputes(con, where: str = "", params: list | None = None) -> list[Dispute]
 
 
 def listing(db_path: Path | None = None, open_only: bool = False) -> list[Dispute]:
-    from argusic.warehouse.db import connect
-
     with connect(db_path, read_only=True) as con:
         return _disputes(con, "WHERE r.ruling IS NULL" if open_only else "")
 
 
 def get(dispute_id: str, db_path: Path | None = None) -> Dispute:
-    from argusic.warehouse.db import connect
-
     with connect(db_path, read_only=True) as con:
         found = _disputes(con, "WHERE f.dispute_id = ?", [dispute_id])
     if not found:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from argusic.review.text import link, quoted
 from argusic.warehouse import decisions
+from argusic.warehouse.db import connect
 
 # The form's options, in words; stored as the decisions table's values.
 PROJECT_AT_FAULT = "Project at fault"
@@ -46,8 +47,6 @@ ORDER BY agent_id, attempt_no, attempt_id
 
 def awaiting(cycle_id: str | None = None, db_path: Path | None = None) -> list[Case]:
     """Projects under review with no decision yet, every cycle or one, in (cycle, project) order."""
-    from argusic.warehouse.db import connect
-
     with connect(db_path, read_only=True) as con:
         projects = con.execute(
             "SELECT cycle_id, project_id FROM marts.project_review WHERE review_status = 'awaiting_decision'"
@@ -65,8 +64,6 @@ def awaiting(cycle_id: str | None = None, db_path: Path | None = None) -> list[C
 
 def reviews(cycle_id: str | None = None, db_path: Path | None = None) -> list[dict]:
     """Every project that is or was under review, with its status and the decision in force."""
-    from argusic.warehouse.db import connect
-
     with connect(db_path, read_only=True) as con:
         cur = con.execute(
             "SELECT cycle_id, project_id, review_status, excluded_from_board, decided_by, decided_at, "

@@ -16,10 +16,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 
+from argusic.core.tasks import TaskDefinitionError, task_for
+from argusic.judging.render import SHOT_NAMES
 from argusic.review.text import link, quoted
 from argusic.warehouse import decisions
+from argusic.warehouse.db import connect
 
 # The form's options (the decision), in words; stored as the decisions table's values.
 PROMOTE = "Promote"
@@ -78,8 +82,6 @@ def _rows(con, sql: str, params: list) -> list[dict]:
 
 def queue(cycle_id: str | None = None, status: str | None = None, db_path: Path | None = None) -> list[dict]:
     """Rows of marts.review_queue (every cycle or one; every status or one), in a stable order."""
-    from argusic.warehouse.db import connect
-
     where, params = [], []
     if cycle_id:
         where.append("cycle_id = ?")
@@ -103,8 +105,6 @@ def awaiting(cycle_id: str | None = None, db_path: Path | None = None) -> list[I
 
 def _jsonable(value: object) -> object:
     """A warehouse value as XCom can carry it (Decimal cost → float; JSON text stays text)."""
-    from decimal import Decimal
-
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, datetime):
@@ -134,8 +134,6 @@ def _number(value: object, unit: str = "", digits: int = 0) -> str:
 def _pages(facts: dict) -> list[str]:
     """Rendered pages with their outcome and the screenshots' names (render/pageNN-<moment>.png, as
     argusic.judging.render saves them; the hint keeps their sha256)."""
-    from argusic.judging.render import SHOT_NAMES
-
     try:
         pages = json.loads(facts.get("rendering_pages") or "[]")
     except (TypeError, ValueError):
@@ -161,8 +159,6 @@ def _pages(facts: dict) -> list[str]:
 
 def shows(facts: dict) -> tuple[str, ...]:
     """What the task's review definition says the form shows (generated `<task>.review.json`)."""
-    from argusic.core.tasks import TaskDefinitionError, task_for
-
     try:
         return tuple(task_for(facts["purpose"], facts["project_id"]).review["shows"])
     except (TaskDefinitionError, KeyError, ValueError):
@@ -232,9 +228,6 @@ def body_of(item: Item) -> str:
 def task_revision_of(attempt_id: str, db_path: Path | None = None) -> str:
     """The task revision a review of the attempt is recorded under: the queue's (its newest hints),
     else the current definition of its task (argusic.core.tasks)."""
-    from argusic.core.tasks import task_for
-    from argusic.warehouse.db import connect
-
     with connect(db_path, read_only=True) as con:
         row = con.execute(
             "SELECT r.purpose, r.project_id, q.task_revision FROM raw.run_records r "

@@ -18,8 +18,11 @@ from datetime import datetime
 from pathlib import Path
 
 from argusic.core.layout import publish_dir
+from argusic.publication.board import compose_publication
+from argusic.publication.build_worker import publish_or_delegate
 from argusic.review.text import quoted
 from argusic.warehouse import decisions
+from argusic.warehouse.db import connect
 from argusic.warehouse.dbt_build import PublicationBlocked, release_semaphores_at_exit
 
 MAX_BOARD_BYTES = 16 * 1024**2  # a published board is a few KB per agent; anything bigger is not read
@@ -72,8 +75,6 @@ class Prepared:
 def last_published(cycle_id: str, out_dir: Path | None = None) -> dict | None:
     """The cycle's board.json as last published (None when never). Read with a size cap: it is our
     own file, but a file on disk all the same."""
-    from argusic.core.layout import publish_dir
-
     path = Path(out_dir or publish_dir()) / cycle_id / "board.json"
     try:
         with path.open("rb") as fh:
@@ -89,8 +90,6 @@ def last_published(cycle_id: str, out_dir: Path | None = None) -> dict | None:
 
 
 def _review_state(cycle_id: str, db_path: Path | None) -> tuple[list[dict], list[dict]]:
-    from argusic.warehouse.db import connect
-
     with connect(db_path, read_only=True) as con:
         excluded = con.execute(
             "SELECT project_id, review_status, decided_by, decision_note FROM marts.project_review "
@@ -216,8 +215,6 @@ def body_of(changes: Changes, board_sha256: str) -> str:
 def prepare(cycle_id: str, db_path: Path | None = None, out_dir: Path | None = None) -> Prepared:
     """The board as it would be published now (expectations and evidence audit included), and the
     approval form's subject and body. PublicationBlocked when it could not be published at all."""
-    from argusic.publication.board import compose_publication
-
     publication = compose_publication(cycle_id, db_path)
     board = json.loads(publication.board_text)
     found = changes(cycle_id, board["rows"], last_published(cycle_id, out_dir), db_path)
@@ -251,8 +248,6 @@ def record(
 
 def decision_in_force(cycle_id: str, db_path: Path | None = None) -> dict | None:
     """The cycle's latest publication decision (None when nobody decided yet)."""
-    from argusic.warehouse.db import connect
-
     path = Path(db_path) if db_path else None
     with connect(path, read_only=True) as con:
         exists = con.execute(
@@ -278,9 +273,6 @@ def publish_approved(
     `board_sha256`: the board this caller expects (the one its form showed); another approved board
     is refused too. NotApproved when there is no approval in force; BoardChanged (from publish_board)
     when the board is not the approved one. Through the build worker when one answers."""
-    from argusic.core.layout import publish_dir
-    from argusic.publication.build_worker import publish_or_delegate
-
     decision = decision_in_force(cycle_id, db_path)
     if decision is None:
         raise NotApproved(
@@ -309,7 +301,5 @@ def publish_cycle_board(cycle_id: str, board_sha256: str | None = None) -> str:
     """The board of the cycle, re-validated under the writer lock, published only when the cycle's
     latest publication decision approves it exactly as it is (argusic.review.publication; with
     `board_sha256`, only that board); returns the published path."""
-    from argusic.review.publication import publish_approved
-
     release_semaphores_at_exit()
     return str(publish_approved(cycle_id, board_sha256, publish_dir()))

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from argusic.attempts.live_log import clean_line
 from argusic.warehouse.decisions import DecisionError
 
 SHOWN_MAX = 300
@@ -15,8 +16,6 @@ SHOWN_MAX = 300
 def quoted(value: object, limit: int = SHOWN_MAX) -> str:
     """A value written by someone else, as inline code: one line, no backticks, no controls, cut
     short. Inside a code span Markdown neither links nor formats, so nothing in it can act."""
-    from argusic.attempts.live_log import clean_line
-
     text = clean_line(" ".join(str(value if value is not None else "").split()), limit) or "—"
     return "`" + text.replace("`", "'") + "`"
 

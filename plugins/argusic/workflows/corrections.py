@@ -6,17 +6,19 @@ from __future__ import annotations
 from datetime import UTC, timedelta
 from pathlib import Path
 
+from argusic.core.layout import plan_dir
+from argusic.core.record import load_record_file, make_attempt_id, parse_attempt_id
+from argusic.core.runs_store import pull
+from argusic.core.spec import read_spec
+from argusic.cycle.run import run_with_reruns
 from argusic.review.disputes import DisputeError, get
 from argusic.warehouse import decisions
+from argusic.warehouse.load_runs import ingest_records
 
 
 def correction_spec(attempt_id: str):
     """The AttemptSpec of the correction rerun: the disputed attempt's planned spec
     (runs/<cycle>/plan/<attempt id without .r<n>>.json), as its next run."""
-    from argusic.core.layout import plan_dir
-    from argusic.core.record import make_attempt_id, parse_attempt_id
-    from argusic.core.spec import read_spec
-
     parts = parse_attempt_id(attempt_id)
     base = make_attempt_id(
         str(parts["cycle_id"]),
@@ -25,8 +27,6 @@ def correction_spec(attempt_id: str):
         str(parts["project_id"]),
         int(parts["attempt_no"]),
     )
-    from argusic.core.runs_store import pull
-
     path = plan_dir(str(parts["cycle_id"])) / f"{base}.json"
     pull(f"{parts['cycle_id']}/plan/{base}.json")  # on a cluster: the plan is in the runs store
     if not path.is_file():
@@ -42,10 +42,6 @@ def correct(dispute_id: str, executor=None, db_path: Path | None = None, live_lo
     reruns if the rerun itself is invalid), load the records, and record the rerun's id with the
     ruling (a second row of the dispute, at the time the rerun ended). Returns the record paths.
     Idempotent: a rerun measured before is not measured again. The caller builds the warehouse."""
-    from argusic.core.record import load_record_file
-    from argusic.cycle.run import run_with_reruns
-    from argusic.warehouse.load_runs import ingest_records
-
     dispute = get(dispute_id, db_path)
     if dispute.ruling != "environment_at_fault":
         raise DisputeError(

@@ -6,11 +6,27 @@ is a plain string, number, list or dict (XCom-safe)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from pathlib import Path
 
+from argusic.attempts.agents import driver_for
+from argusic.attempts.environment import ensure_pin
+from argusic.attempts.repair_run import GRADE_FILE, STANDINS
+from argusic.core.evidence import EvidenceStore
+from argusic.core.layout import pool_path_for
+from argusic.core.record import load_record_file
+from argusic.core.runs_store import local_path
 from argusic.core.settings import PACKAGE_DIR, forge_dir
+from argusic.core.spec import write_spec
+from argusic.cycle.plan import budget_scale_for, plan_repair_specs
+from argusic.cycle.run import run_with_reruns
+from argusic.repair.grader import validate_item
+from argusic.repair.items import build_items, items_dir, load_item, load_manifest
+from argusic.sources.forge import build_repair_forge
+from argusic.sources.pool import load_pool
+from argusic.warehouse.load_repair import ingest_repair_task
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +44,6 @@ def pool_project_ids(cycle_id: str | None) -> list[str] | None:
     """The projects of a cycle's recorded pool, None when no cycle is named or it has no pool yet."""
     if not cycle_id:
         return None
-    from argusic.core.layout import pool_path_for
-    from argusic.sources.pool import load_pool
 
     path = pool_path_for(cycle_id)
     if not path.is_file():
@@ -41,8 +55,6 @@ def find_manifests(projects: list[str] | None = None, cycle_id: str | None = Non
     """[{"project_id", "manifest"}] of the projects that have an items manifest: the projects named,
     else the cycle's pool projects, else every manifest there is. A named project without a manifest
     is refused (ValueError naming it and where manifests are looked for)."""
-    from argusic.repair.items import load_manifest
-
     folder = manifests_dir()
     found = {}
     for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
@@ -64,25 +76,17 @@ def manifest_repository(manifest_path: Path) -> str | None:
     """The repository to build from when the manifest's own needs resolving here: a relative
     ``forge/<…>`` names the demo forge (ARGUSIC_FORGE_DIR; the repair fixtures are built there when
     missing). None: the manifest's repository as it is."""
-    from argusic.repair.items import load_manifest
-
     repository = load_manifest(manifest_path).repository
     if not repository.startswith(FORGE_PREFIX):
         return None
     target = forge_dir() / repository[len(FORGE_PREFIX) :]
     if not target.exists():
-        from argusic.sources import forge
-
-        build = getattr(forge, "build_repair_forge", None)
-        if build is not None:
-            build(forge_dir())
+        build_repair_forge(forge_dir())
     return str(target)
 
 
 def build_project_items(manifest: str) -> list[str]:
     """Build (and store, write-once per revision) every item of one manifest; their paths."""
-    from argusic.repair.items import build_items, items_dir
-
     path = Path(manifest)
     items = build_items(path, items_dir(), manifest_repository(path))
     return [str(items_dir() / item.project_id / f"{item.item_id}.json") for item in items]
@@ -91,9 +95,6 @@ def build_project_items(manifest: str) -> list[str]:
 def validate_project_items(item_paths: list[str]) -> dict:
     """Validate each item's grader (gold ×3, empty ×1, partial gold for split items); the validation
     records are written beside the items. Returns the counts and each unusable item's problems."""
-    from argusic.repair.grader import validate_item
-    from argusic.repair.items import items_dir, load_item
-
     usable, unusable = [], {}
     validations = []
     for path in item_paths:
@@ -111,11 +112,6 @@ def validate_project_items(item_paths: list[str]) -> dict:
 def ingest_items(paths: list[str]) -> dict:
     """Load items and validation records into the warehouse
     (``argusic.warehouse.load_repair.ingest_repair_task``)."""
-    try:
-        from argusic.warehouse.load_repair import ingest_repair_task
-    except ImportError:  # the warehouse side is not in this installation yet: nothing loaded, said so
-        log.warning("argusic.warehouse.load_repair is missing: %d repair file(s) not loaded", len(paths))
-        return {"not_loaded": len(paths)}
     return ingest_repair_task(list(paths))
 
 
@@ -133,13 +129,6 @@ def write_repair_plan(
     """Write one spec per repair attempt (agent × usable item of the pool's projects, or of
     `projects`) and return their paths (``argusic.core.spec.write_spec``); pins the cycle's
     environment for the agents' images like the board plan does. An empty list: nothing to repair."""
-    from argusic.attempts.agents import driver_for
-    from argusic.attempts.environment import ensure_pin
-    from argusic.core.runs_store import local_path
-    from argusic.core.spec import write_spec
-    from argusic.cycle.plan import budget_scale_for, plan_repair_specs
-    from argusic.sources.pool import load_pool
-
     pool = load_pool(local_path(pool_path))
     project_ids = list(projects) if projects else [e.project_id for e in pool.entries]
     demo, scale = budget_scale_for(demo, budget_scale)  # as the board's plan: a scaled budget is a demo
@@ -157,10 +146,6 @@ def grade_files(record_paths: list[str]) -> list[str]:
     attempt folder's own copy when it holds the referenced bytes, else fetched from the evidence store
     (another host graded it) and checked against the record's sha256. Records without a grade (invalid,
     not graded) have none."""
-    from argusic.attempts.repair_run import GRADE_FILE
-    from argusic.core.evidence import EvidenceStore
-    from argusic.core.record import load_record_file
-
     found = []
     store = None
     for record_path in record_paths:
@@ -185,9 +170,6 @@ def repair_ingest_paths(record_paths: list[str]) -> list[str]:
     """What ingest loads for the repair attempts among `record_paths`: their grade records, and the
     items folder of each project they repaired (items and validations: a grade is refused unless its
     item revision is loaded with it or before, so a cycle never depends on argusic_items having run)."""
-    from argusic.core.record import load_record_file
-    from argusic.repair.items import items_dir
-
     grades = grade_files(record_paths)
     projects = set()
     for record_path in record_paths:
@@ -221,13 +203,6 @@ def repair_round(
     {"items": {project: [usable item ids]}, "unusable": {item: problems}, "records": [paths],
     "grades": [paths], "verdicts": {attempt id: verdict or None}}. What `argusic demo` can call to
     show the repair track end to end; resumable like every attempt (measured attempts are not rerun)."""
-    import json
-
-    from argusic.attempts.repair_run import STANDINS
-    from argusic.core.record import load_record_file
-    from argusic.cycle.plan import plan_repair_specs
-    from argusic.cycle.run import run_with_reruns
-
     agents = list(agents or sorted(STANDINS))
     usable: dict[str, list[str]] = {}
     unusable: dict[str, list[str]] = {}

@@ -45,9 +45,31 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
+from argusic.attempts import environment
+from argusic.attempts.agents import driver_for
+from argusic.attempts.keys import KeyUnavailable
+from argusic.attempts.run import run_attempt
 from argusic.core.record import RunRecord, load_record_file, parse_attempt_id, parse_record
 from argusic.core.safe_io import write_atomic
-from argusic.core.settings import orchestrator_config, parse_size, project_root, runs_dir
+from argusic.core.settings import (
+    dbt_project_dir,
+    orchestrator_config,
+    parse_size,
+    project_root,
+    runs_dir,
+    warehouse_path,
+)
+from argusic.core.spec import AttemptSpec
+from argusic.publication.replay import AttemptFacts, ReplayRefused, fetch_served, find_attempt, printable
+from argusic.sandbox.containment import Containment
+from argusic.sandbox.executor import DockerExecutor, LocalExecutor, docker_available
+from argusic.sources.mirror import SourceUnavailable, attempt_source
+from argusic.sources.pool import Pool
+from argusic.warehouse.db import connect
+from argusic.warehouse.load_runs import _row
+from argusic.warehouse.schema import COLUMNS, migrate_raw
 
 REPRODUCTIONS = "reproductions"
 REPRO_PREFIX = "repro"
@@ -76,8 +98,6 @@ class Original:
 
 def find_original(attempt_id: str) -> Original:
     """The original's validated record; refused when unknown, a reproduction, or without environment."""
-    from argusic.publication.replay import ReplayRefused, find_attempt
-
     try:
         parts = parse_attempt_id(attempt_id)
     except ValueError as err:
@@ -112,8 +132,6 @@ class RepoSource:
 
 
 def _pool_source(record: RunRecord, base: Path) -> RepoSource | None:
-    from argusic.sources.pool import Pool
-
     path = base / "pools" / record.cycle_id / "pool.json"
     if not path.is_file() or path.is_symlink() or path.stat().st_size > POOL_MAX_BYTES:
         return None
@@ -128,8 +146,6 @@ def _pool_source(record: RunRecord, base: Path) -> RepoSource | None:
 
 
 def _plan_source(record: RunRecord, base: Path) -> RepoSource | None:
-    from argusic.core.spec import AttemptSpec
-
     parts = parse_attempt_id(record.attempt_id)
     bare = f"{record.cycle_id}.{parts['purpose']}.{record.agent_id}.{record.project_id}.a{record.attempt_no}"
     path = base / record.cycle_id / "plan" / f"{bare}.json"
@@ -145,11 +161,6 @@ def _plan_source(record: RunRecord, base: Path) -> RepoSource | None:
 
 
 def _warehouse_source(record: RunRecord) -> RepoSource | None:
-    import duckdb
-
-    from argusic.core.settings import warehouse_path
-    from argusic.warehouse.db import connect
-
     db = warehouse_path()
     if not db.is_file():
         return None
@@ -185,10 +196,8 @@ def repo_source(record: RunRecord, base: Path | None = None) -> RepoSource:
 def edition_commit(scaffold: str) -> str | None:
     """The git commit that added the harness edition with this scaffold hash to the changelog (the
     harness files of that edition are those of that commit), or None when git cannot tell."""
-    from argusic.attempts.environment import changelog_path
-
     try:
-        relative = changelog_path().resolve().relative_to(project_root().resolve())
+        relative = environment.changelog_path().resolve().relative_to(project_root().resolve())
         out = subprocess.run(
             ["git", "log", "--format=%H", "--reverse", f"-S{scaffold}", "--", str(relative)],
             cwd=project_root(), capture_output=True, text=True, timeout=30, check=False,
@@ -200,23 +209,15 @@ def edition_commit(scaffold: str) -> str | None:
 
 
 def _harness_problems(env) -> list[str]:
-    from argusic.attempts.environment import (
-        HarnessUnrecorded,
-        current_edition,
-        harness_editions,
-        instructions_identity,
-        scaffold_sha256,
-    )
-
     problems = []
-    now = scaffold_sha256()
+    now = environment.scaffold_sha256()
     try:
-        edition = current_edition()
+        edition = environment.current_edition()
         current = f"edition {edition.edition} (scaffold sha256 {now})"
-    except HarnessUnrecorded:
+    except environment.HarnessUnrecorded:
         edition, current = None, f"files recorded in no edition (scaffold sha256 {now})"
     if now != env.scaffold_sha256:
-        known = {e.scaffold_sha256: e.edition for e in harness_editions()}
+        known = {e.scaffold_sha256: e.edition for e in environment.harness_editions()}
         named = known.get(env.scaffold_sha256, env.harness_edition)
         where = edition_commit(env.scaffold_sha256)
         how = (
@@ -231,7 +232,7 @@ def _harness_problems(env) -> list[str]:
             f"{env.scaffold_sha256}); this checkout's harness is {current}: {how}"
         )
     elif edition is not None:
-        instructions = instructions_identity(edition)
+        instructions = environment.instructions_identity(edition)
         if instructions.sha256 != env.instructions.sha256:
             problems.append(
                 f"instructions: the attempt's standard instructions were version {env.instructions.version} "
@@ -242,16 +243,14 @@ def _harness_problems(env) -> list[str]:
 
 
 def _image_problems(env) -> list[str]:
-    from argusic.attempts.environment import EnvironmentUnavailable, image_digest, pinned_tag
-
     problems = []
     for image in env.images:
         try:
-            image_digest(image.digest)
-        except EnvironmentUnavailable as err:
+            environment.image_digest(image.digest)
+        except environment.EnvironmentUnavailable as err:
             problems.append(
                 f"image: the {image.role} image {image.reference} the attempt ran in ({image.digest}, kept "
-                f"as {pinned_tag(image.reference, image.digest)}) is no longer available: {err}"
+                f"as {environment.pinned_tag(image.reference, image.digest)}) is no longer available: {err}"
             )
     return problems
 
@@ -271,8 +270,6 @@ class Plan:
 def _containment(limits, notes: list[str]):
     """The Docker containment with the recorded limits. The record gives the writable areas' total
     only: the configured split is kept when its total is the recorded one, else scaled to it."""
-    from argusic.sandbox.containment import Containment
-
     now = Containment.from_config()
     disk = limits.disk_bytes
     total = now.out_bytes + now.work_bytes
@@ -296,15 +293,13 @@ def _containment(limits, notes: list[str]):
 def _network_problem(network: str) -> str | None:
     if network in ("none", "host", "bridge"):
         return None
-    from docker.errors import DockerException, NotFound
-
-    import docker
+    import docker  # deferred: the Docker SDK loads only to look up a named network
 
     try:
         docker.from_env().networks.get(network)
-    except NotFound:
+    except docker.errors.NotFound:
         return f"network: the Docker network {network!r} the attempt ran on does not exist on this engine"
-    except DockerException as err:
+    except docker.errors.DockerException as err:
         return f"network: the Docker engine did not answer ({err})"
     return None
 
@@ -317,11 +312,6 @@ def plan_reproduction(
 ) -> Plan:
     """Check every input; the spec, pin and executor of the reproduction. ReproductionRefused naming
     every input that is not available (all of them, not the first)."""
-    from argusic.attempts.agents import driver_for
-    from argusic.attempts.environment import ContainerLimits, Pin
-    from argusic.core.spec import AttemptSpec
-    from argusic.sources.mirror import SourceUnavailable, attempt_source
-
     record, env = original.record, original.record.environment
     assert env is not None
     problems: list[str] = []
@@ -389,7 +379,7 @@ def plan_reproduction(
             problems.append(problem)
         else:
             containment = _containment(limits, notes)
-            container = ContainerLimits(
+            container = environment.ContainerLimits(
                 cpus=containment.cpus,
                 memory_bytes=parse_size(containment.memory),
                 pids=containment.pids_limit,
@@ -417,7 +407,7 @@ def plan_reproduction(
         demo=demo,
         budget_scale=scale,
     )
-    pin = Pin(
+    pin = environment.Pin(
         cycle_id=repro_cycle,
         harness_edition=env.harness_edition,
         scaffold_sha256=env.scaffold_sha256,
@@ -436,16 +426,12 @@ def plan_reproduction(
 
 
 def _docker_executor(containment):
-    from argusic.sandbox.executor import DockerExecutor, docker_available
-
     if not docker_available():
         raise ReproductionRefused("executor: the attempt ran in Docker and no Docker engine answers here")
     return DockerExecutor(network=containment.network, containment=containment)
 
 
 def _local_executor(_containment):
-    from argusic.sandbox.executor import LocalExecutor
-
     return LocalExecutor()
 
 
@@ -484,10 +470,6 @@ def reproduce(
 ) -> Reproduction:
     """Find the original, check its inputs, run it again under the recorded environment into a new
     reproduction cycle, and return both records. Nothing is written to the warehouse."""
-    from argusic.attempts.environment import EnvironmentError_, pin_path
-    from argusic.attempts.keys import KeyUnavailable
-    from argusic.attempts.run import run_attempt
-
     original = find_original(attempt_id)
     folder = reproductions_dir(base)
     repro_cycle = claim_cycle(base)
@@ -500,10 +482,10 @@ def reproduce(
         on_plan(plan)
     # The reproduction cycle is pinned to the recorded environment before its attempt starts:
     # run_attempt checks the environment now against this pin and runs in its images by digest.
-    write_atomic(pin_path(repro_cycle, folder), plan.pin.to_json())
+    write_atomic(environment.pin_path(repro_cycle, folder), plan.pin.to_json())
     try:
         path = run_attempt(plan.spec, plan.executor, store, base_dir=folder)
-    except EnvironmentError_ as err:
+    except environment.EnvironmentError_ as err:
         raise ReproductionRefused(f"environment: {err}") from None
     except KeyUnavailable as err:
         raise ReproductionRefused(f"agent key: {err}") from None
@@ -534,12 +516,8 @@ def score_records(records: list[RunRecord], workdir: Path | None = None) -> dict
     over a scratch DuckDB holding only these records: never the warehouse. A reproduction's record is
     held without its ``reproduces`` mark (an ordinary attempt of its own cycle, scored by the same
     rules; staging may leave reproductions out)."""
-    import duckdb
-
-    from argusic.core.settings import dbt_project_dir
+    # deferred: dbt_build loads pandas (the expectations engine) at import time; only scoring needs it
     from argusic.warehouse.dbt_build import _dbt_args, _env, _first_lines, _invoke_dbt
-    from argusic.warehouse.load_runs import _row
-    from argusic.warehouse.schema import COLUMNS, migrate_raw
 
     with tempfile.TemporaryDirectory(prefix="argusic-repro-score-", dir=workdir) as tmp:
         db = Path(tmp) / "scratch.duckdb"
@@ -666,8 +644,6 @@ def first_divergence(
 
 
 def _cut(line: str) -> str:
-    from argusic.publication.replay import printable
-
     return printable(line, LINE_SHOWN)
 
 
@@ -675,8 +651,6 @@ LOG_MAX_BYTES = 64 * 1024**2  # a served log bigger than this is compared on its
 
 
 def _served_lines(record: RunRecord, dest: Path) -> list[str]:
-    from argusic.publication.replay import AttemptFacts, fetch_served
-
     path = fetch_served(AttemptFacts(record, None, "reproduce"), "log", dest)
     with open(path, "rb") as handle:
         data = handle.read(LOG_MAX_BYTES)
@@ -685,8 +659,6 @@ def _served_lines(record: RunRecord, dest: Path) -> list[str]:
 
 def compare_logs(original: RunRecord, reproduction: RunRecord) -> Divergence | str:
     """The first divergence of the two served logs, or why they cannot be compared."""
-    from argusic.publication.replay import ReplayRefused
-
     with tempfile.TemporaryDirectory(prefix="argusic-repro-logs-") as tmp:
         try:
             a = _served_lines(original, Path(tmp) / "original.txt")
