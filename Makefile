@@ -60,6 +60,7 @@ demo: install image grader-image render-image
 # the layers of DESIGN.md in their order (the layers not made yet are optional until issue 24 ends)
 imports: install
 	$(BIN)/lint-imports
+	$(PY) scripts/check_deferred_imports.py
 
 lint: install imports
 	$(BIN)/ruff check .

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 MARK = "deferred:"
+# folders of data, not of the package: vendored files and the demo forge's repositories
+NOT_THE_PACKAGE = {"vendor", "demo_projects", "demo_history"}
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> str:
@@ -50,7 +52,7 @@ def unexplained_imports(package: Path) -> list[str]:
     that directly follow one another share the reason written above the first of them."""
     found: set[str] = set()
     for path in sorted(package.rglob("*.py")):
-        if "vendor" in path.parts:
+        if NOT_THE_PACKAGE & set(path.parts):
             continue
         lines = path.read_text(encoding="utf-8").splitlines()
         tree = ast.parse("\n".join(lines), filename=str(path))

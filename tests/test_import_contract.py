@@ -86,6 +86,11 @@ def _check_deferred(package: Path) -> subprocess.CompletedProcess:
     )
 
 
+def test_every_import_inside_a_function_of_the_package_says_why_it_waits() -> None:
+    done = _check_deferred(ROOT / "plugins" / "argusic")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1000:]
+
+
 def test_an_import_inside_a_function_without_its_reason_is_refused(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     package.mkdir()
