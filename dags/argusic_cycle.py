@@ -243,9 +243,9 @@ def argusic_cycle():
     @task(**WAREHOUSE_TASK_ARGS, trigger_rule="none_failed")
     def ingest(spec_paths: list[str], repair_spec_paths: list[str], params: dict) -> dict[str, int]:
         from argusic.cycle.run import records_of_plan
-        from argusic.cycle.tally import CycleFailed
+        from argusic.cycle.tally import CycleFailed, read_run_records
         from argusic.warehouse.load_runs import ingest_cycle_records
-        from argusic.workflows.repair_round import ingest_items, repair_ingest_paths
+        from argusic.workflows.repair_round import repair_ingest_paths
 
         cycle_id = _cycle_id(params)
         record_paths, missing = records_of_plan([*spec_paths, *repair_spec_paths])
@@ -255,13 +255,12 @@ def argusic_cycle():
                     f"cycle {cycle_id}: {len(missing)} planned attempt(s) have no run record (their task "
                     f"was marked done without running?): {', '.join(missing[:10])}. Clear those tasks."
                 )
-            loaded = ingest_cycle_records(cycle_id, record_paths)
+            records = read_run_records(record_paths)  # each parsed once for the whole task
+            # the repair attempts' grades (beside their records) load with them: one lock, one transaction
+            repair = repair_ingest_paths(records) if repair_spec_paths else []
+            return ingest_cycle_records(cycle_id, records, repair)
         except CycleFailed as err:
             raise _fail_at_once(err) from None  # nothing valid: never an empty board
-        if repair_spec_paths:  # the repair attempts' grades, beside their records
-            grades = ingest_items(repair_ingest_paths(record_paths))
-            loaded |= {f"repair_{k}": v for k, v in grades.items()}
-        return loaded
 
     @task(**WAREHOUSE_TASK_ARGS)
     def build(ingested: dict[str, int]) -> str:

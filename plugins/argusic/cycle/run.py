@@ -9,9 +9,9 @@ from pathlib import Path
 
 from argusic.attempts.common import existing_record, share_record
 from argusic.attempts.keys import KeyBroker
-from argusic.attempts.run import max_reruns_for, run_attempt
+from argusic.attempts.run import max_reruns_for, measure_attempt
 from argusic.core.evidence import EvidenceStore
-from argusic.core.record import RecordError, load_record_file
+from argusic.core.record import RecordError, RecordFile, load_record_file
 from argusic.core.runs_store import RunsStoreError, key_of_local, pull, push
 from argusic.core.spec import AttemptSpec, read_spec
 from argusic.judging.hints import hints_for_attempt, store_hint_evidence
@@ -24,14 +24,15 @@ log = logging.getLogger(__name__)
 
 
 def compute_hints_quietly(
-    record_path: Path, base_dir: Path | None = None, store: EvidenceStore | None = None
+    measured: RecordFile, base_dir: Path | None = None, store: EvidenceStore | None = None
 ) -> Path | None:
     """The attempt's Layer 1 hints (argusic.judging.hints) beside its record, shared like the record,
     and their screenshots in the evidence store (by content address, for the served page and the
     review queue). Hints are never part of a score: a failure to compute them is logged and never
     fails the attempt (`argusic hints compute` computes them again)."""
+    record_path = measured.path
     try:
-        hints = hints_for_attempt(record_path.parent)
+        hints = hints_for_attempt(record_path.parent, record=measured.record)
         store_hint_evidence(record_path.parent, store or EvidenceStore())
         if base_dir is None:
             push(hints)
@@ -49,23 +50,36 @@ def run_with_reruns(
     broker: KeyBroker | None = None,
     live_log: bool = False,
 ) -> list[Path]:
-    """Run an attempt; rerun it (bounded) while its record is invalid. Returns every record made."""
-    paths = []
+    """measure_with_reruns, for a caller that wants only the records' paths."""
+    return [m.path for m in measure_with_reruns(spec, executor, store, base_dir, broker, live_log)]
+
+
+def measure_with_reruns(
+    spec: AttemptSpec,
+    executor: Executor | None = None,
+    store: EvidenceStore | None = None,
+    base_dir: Path | None = None,
+    broker: KeyBroker | None = None,
+    live_log: bool = False,
+) -> list[RecordFile]:
+    """Run an attempt; rerun it (bounded) while its record is invalid. Returns every record made,
+    parsed once (with its path)."""
+    made = []
     max_reruns = max_reruns_for(spec)
     current = spec
     while True:
         existing_record(current, base_dir)  # on a cluster: measured on another host before? pulled here
-        path = run_attempt(current, executor, store, base_dir, broker, live_log=live_log)
+        measured = measure_attempt(current, executor, store, base_dir, broker, live_log=live_log)
+        path, record = measured.path, measured.record
         share_record(path, base_dir)
-        paths.append(path)
-        compute_hints_quietly(path, base_dir, store)
-        record = load_record_file(path)
+        made.append(measured)
+        compute_hints_quietly(measured, base_dir, store)
         if record.invalid_reason is None:
             log.info("%s: %s (record %s)", current.label, record.end_reason, path)
-            return paths
+            return made
         if current.rerun_no >= max_reruns:
             log.warning("%s: invalid after %d rerun(s): %s", current.label, max_reruns, record.invalid_reason)
-            return paths
+            return made
         log.warning("%s: invalid (%s); rerunning", current.label, record.invalid_reason)
         current = current.rerun()
 
@@ -78,6 +92,11 @@ def run_planned_attempt(spec_path: str | Path, executor=None, live_log: bool = F
     `live_log`: show the attempt's own log, masked, in the task log while it runs (the DAG does).
     """
     return [str(p) for p in run_with_reruns(read_spec(spec_path), executor, live_log=live_log)]
+
+
+def measure_planned_attempt(spec: AttemptSpec, executor=None, live_log: bool = False) -> list[RecordFile]:
+    """run_planned_attempt for a task that read the spec already: the records, parsed once."""
+    return measure_with_reruns(spec, executor, live_log=live_log)
 
 
 def measured_records(spec: AttemptSpec) -> list[str] | None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from argusic.core.record import RecordError, load_record_file
+from argusic.core.record import RecordError, RecordFile, RunRecord
 from argusic.core.settings import runs_dir
 
 
@@ -59,14 +59,30 @@ def _reason_kind(reason: str) -> str:
 _RERUN = re.compile(r"\.r\d+$")
 
 
-def tally_records(record_paths: Iterable[str | Path]) -> CycleTally:
-    """Each planned attempt counted once, by its last record (the highest rerun)."""
-    last: dict[str, tuple[int, object]] = {}
+def read_run_records(record_paths: Iterable[str | Path | RecordFile]) -> list[RecordFile]:
+    """Each run record parsed once (one given parsed already is kept as it is); CycleFailed names one
+    that cannot be read."""
+    loaded = []
     for path in record_paths:
+        if isinstance(path, RecordFile):
+            loaded.append(path)
+            continue
         try:
-            record = load_record_file(Path(path))
+            loaded.append(RecordFile.load(path))
         except (OSError, RecordError) as err:
             raise CycleFailed(f"{path}: unreadable run record: {err}") from None
+    return loaded
+
+
+def tally_records(record_paths: Iterable[str | Path | RecordFile]) -> CycleTally:
+    """Each planned attempt counted once, by its last record (the highest rerun)."""
+    return tally_of(r.record for r in read_run_records(record_paths))
+
+
+def tally_of(records: Iterable[RunRecord]) -> CycleTally:
+    """tally_records of records parsed before."""
+    last: dict[str, tuple[int, object]] = {}
+    for record in records:
         base = _RERUN.sub("", record.attempt_id)
         rerun = int(record.attempt_id.rsplit(".r", 1)[1]) if _RERUN.search(record.attempt_id) else 0
         if base not in last or rerun >= last[base][0]:
@@ -77,7 +93,7 @@ def tally_records(record_paths: Iterable[str | Path]) -> CycleTally:
     return tally
 
 
-def require_valid_attempts(cycle_id: str, record_paths: list[str] | list[Path]) -> CycleTally:
+def require_valid_attempts(cycle_id: str, record_paths: Sequence[str | Path | RecordFile]) -> CycleTally:
     """Refuse to load or publish a cycle run that measured nothing valid (CycleFailed says why)."""
     if not record_paths:
         raise CycleFailed(

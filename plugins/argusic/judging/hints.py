@@ -354,12 +354,19 @@ def store_hint_evidence(attempt_dir: Path, store: EvidenceStore) -> list[str]:
     return uris
 
 
-def hints_for_attempt(attempt_dir: Path, renderer: Renderer | None = None, *, again: bool = False) -> Path:
+def hints_for_attempt(
+    attempt_dir: Path,
+    renderer: Renderer | None = None,
+    *,
+    again: bool = False,
+    record: RunRecord | None = None,
+) -> Path:
     """Compute and write the hints of the attempt whose run record is in `attempt_dir`. Kept as they
     are when `hints.json` is already there for the same attempt and task revision (rendering costs
     seconds per page), unless `again`. Raises RecordError, TaskDefinitionError, HintsError, OSError."""
     attempt_dir = Path(attempt_dir)
-    record = load_record_file(attempt_dir / "run_record.json")
+    if record is None:  # the attempt's own task hands the record it measured: not read again
+        record = load_record_file(attempt_dir / "run_record.json")
     task = task_for(record.purpose, record.project_id)
     path = attempt_dir / HINTS_FILE
     if not again and path.is_file() and not path.is_symlink():

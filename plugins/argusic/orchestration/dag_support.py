@@ -55,7 +55,10 @@ WAREHOUSE_TASK_ARGS = {"pool": WAREHOUSE_POOL, "pool_slots": 1, "queue": WAREHOU
 # The mapped attempt task's label: rendered when the instance starts (the attempt's label) and again
 # when it ends, with how it ended (`attempt_result`, set by run_attempt_task). Before it starts, the
 # argusic policy plugin (argusic.orchestration.policy) has already set the label from the plan.
-ATTEMPT_MAP_INDEX_TEMPLATE = "{{ attempt_result | default(attempt_label(task.op_kwargs['spec_path'])) }}"
+ATTEMPT_MAP_INDEX_TEMPLATE = (
+    "{% if attempt_result is defined %}{{ attempt_result }}"
+    "{% else %}{{ attempt_label(task.op_kwargs['spec_path']) }}{% endif %}"
+)
 
 # The mapped attempt task's settings, the same in every DAG that runs attempts (`@task(**…)`).
 # Retries cover infrastructure only: a finished attempt is never measured twice.
@@ -122,27 +125,28 @@ def run_attempt_task(spec_path: str) -> list[str]:
     # the task, not in every parse of every DAG file
     from argusic.attempts.environment import EnvironmentRefused, HarnessUnrecorded
     from argusic.attempts.repair_run import RepairRefused
-    from argusic.attempts.story import attempt_story
-    from argusic.cycle.run import run_planned_attempt
+    from argusic.attempts.story import story_of
+    from argusic.cycle.run import measure_planned_attempt
 
     try:
         if standin_requested():  # a benchmark worker (bench_standin): never a real cycle
             return _bench_standin(spec_path)
     except StandinRefused as err:
         raise fail_at_once(err) from None
+    spec = read_spec(spec_path)  # once: the attempt and its story use it
     try:
-        paths = run_planned_attempt(spec_path, live_log=True)
+        measured = measure_planned_attempt(spec, live_log=True)
     except (EnvironmentRefused, HarnessUnrecorded) as err:  # another harness than the cycle's: no retry
         raise fail_at_once(err) from None
     except RepairRefused as err:  # a repair item rebuilt since the plan, a stand-in outside a demo
         raise fail_at_once(err) from None
-    story = attempt_story(spec_path, paths)
+    story = story_of(spec, measured)
     for line in story.lines:
         attempt_log.info("%s", line)
     get_current_context()["attempt_result"] = story.label
     if story.invalid:  # measured nothing that counts: not green; loaded by ingest, never scored
         raise AirflowSkipException(f"invalid after the bounded reruns: {story.label}")
-    return paths
+    return [str(m.path) for m in measured]
 
 
 def _bench_standin(spec_path: str) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from argusic.attempts.agents import known_agents
 from argusic.core.evidence import record_evidence_problems
 from argusic.core.record import ID_PART_RE, RecordError, RecordFile, RunRecord
 from argusic.core.settings import evidence_url, warehouse_path
-from argusic.cycle.tally import require_valid_attempts
+from argusic.cycle.tally import read_run_records, require_valid_attempts
 from argusic.sources.pool import load_pool
 from argusic.warehouse.db import connect
 from argusic.warehouse.load_judging import (
@@ -370,15 +370,16 @@ __all__ = [
 
 
 def ingest_cycle_records(
-    cycle_id: str, record_paths: list[str], repair_paths: Iterable[str] = ()
+    cycle_id: str, record_paths: Sequence[str | Path | RecordFile], repair_paths: Iterable[str] = ()
 ) -> dict[str, int]:
     """The cycle's ingest step: refuse a run that planned nothing or whose attempts are all invalid
     (CycleFailed: nothing loaded, so nothing can be published), else load its records, with the
     repair items and grades of its repair attempts (`repair_paths`) under the same lock, in the same
     transaction. Counts: files, inserted, already_present, and repair_<kind> when repair paths are
     given."""
-    require_valid_attempts(cycle_id, record_paths)
-    result = ingest([Path(p) for p in record_paths], known_agents=known_agents(), repair_paths=repair_paths)
+    records = read_run_records(record_paths)  # each parsed once: tallied and loaded from these
+    require_valid_attempts(cycle_id, records)
+    result = ingest(records, known_agents=known_agents(), repair_paths=repair_paths)
     return result.counts()
 
 

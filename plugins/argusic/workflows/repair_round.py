@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from argusic.attempts.agents import driver_for
@@ -16,12 +17,13 @@ from argusic.attempts.environment import ensure_pin
 from argusic.attempts.repair_run import GRADE_FILE, STANDINS
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import pool_path_for
-from argusic.core.record import load_record_file
+from argusic.core.record import RecordFile, load_record_file
 from argusic.core.runs_store import local_path
 from argusic.core.settings import PACKAGE_DIR, forge_dir
 from argusic.core.spec import write_spec
 from argusic.cycle.plan import budget_scale_for, plan_repair_specs
 from argusic.cycle.run import run_with_reruns
+from argusic.cycle.tally import read_run_records
 from argusic.repair.grader import validate_item
 from argusic.repair.items import build_items, items_dir, load_item, load_manifest
 from argusic.sources.forge import build_repair_forge
@@ -141,15 +143,15 @@ def write_repair_plan(
     return [write_spec(spec) for spec in specs]
 
 
-def grade_files(record_paths: list[str]) -> list[str]:
+def grade_files(record_paths: Sequence[str | RecordFile]) -> list[str]:
     """The grade records of the repair run records among `record_paths`, as files for ingest: the
     attempt folder's own copy when it holds the referenced bytes, else fetched from the evidence store
     (another host graded it) and checked against the record's sha256. Records without a grade (invalid,
     not graded) have none."""
     found = []
     store = None
-    for record_path in record_paths:
-        record = load_record_file(Path(record_path))
+    for measured in read_run_records(record_paths):
+        record_path, record = measured.path, measured.record
         if record.repair is None or record.repair.grade is None:
             continue
         ref = record.repair.grade
@@ -166,14 +168,14 @@ def grade_files(record_paths: list[str]) -> list[str]:
     return found
 
 
-def repair_ingest_paths(record_paths: list[str]) -> list[str]:
+def repair_ingest_paths(record_paths: Sequence[str | RecordFile]) -> list[str]:
     """What ingest loads for the repair attempts among `record_paths`: their grade records, and the
     items folder of each project they repaired (items and validations: a grade is refused unless its
     item revision is loaded with it or before, so a cycle never depends on argusic_items having run)."""
-    grades = grade_files(record_paths)
+    records = read_run_records(record_paths)  # each parsed once, for both
+    grades = grade_files(records)
     projects = set()
-    for record_path in record_paths:
-        record = load_record_file(Path(record_path))
+    for record in (r.record for r in records):
         if record.repair is not None and record.repair.grade is not None:
             projects.add(record.project_id)
     folders = [str(items_dir() / p) for p in sorted(projects) if (items_dir() / p).is_dir()]
