@@ -113,7 +113,7 @@ terminal-tools:
 # Start the UI on a free port in a temp folder, run the demo and the documented trigger, and take
 # screenshots of what ops see (grid, attempts, a log, the trigger form, health) into $(SHOTS).
 SHOTS ?= screenshots
-# Documentation, not a test: `make test` keeps one smoke test of the UI (tests/test_airflow_ui.py).
+# Documentation, not a test: `make test` keeps one smoke test of the UI (tests/orchestration/test_airflow_ui.py).
 airflow-screenshots: install image browser
 	$(PY) scripts/airflow_screenshots.py --out $(SHOTS)
 screenshots: airflow-screenshots

@@ -1,4 +1,4 @@
-# Airflow settings shared by scripts/airflow_ui.sh and tests/test_dags.py. Source it:
+# Airflow settings shared by scripts/airflow_ui.sh and tests/orchestration/test_dags.py. Source it:
 #   source scripts/airflow_env.sh
 # Every value can be overridden by exporting it before sourcing (the tests set AIRFLOW_HOME and the
 # ARGUSIC_* folders to temporary directories).

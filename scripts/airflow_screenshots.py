@@ -5,7 +5,8 @@ exactly as docs/airflow.md says, and take screenshots in headless Chromium (Debi
     .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots --skip-demo   # without the demo
     .venv/bin/python scripts/airflow_screenshots.py --out /tmp/shots --smoke       # what the test runs
 
---smoke (tests/test_airflow_ui.py, part of `make test`): start the UI, log in through its form in
+--smoke (tests/orchestration/test_airflow_ui.py, part of `make test`): start the UI, log in through
+its form in
 Chromium, open the home page and read what it shows (health, the DAGs, import errors), one screenshot;
 no cycle is run. The screenshots are documentation: `make screenshots` takes them all.
 
@@ -26,7 +27,8 @@ Steps (one UI, started with scripts/airflow_ui.sh on a free port, stopped at the
 
 Prints one JSON line (`@@RESULT@@{...}`) with what was checked through the REST API: states, labels,
 log lines, ERROR events in the successful run's task logs, the health check, the params' descriptions.
-tests/test_airflow_ui.py asserts on the --smoke part. The screenshots are PNG files in --out; the
+tests/orchestration/test_airflow_ui.py asserts on the --smoke part. The screenshots are PNG files
+in --out; the
 script exits non-zero when what it shows went wrong (the documented run failed, the conflict did not).
 """
 

@@ -6,7 +6,7 @@ workers, the warehouse worker), started by this script in its own folder on free
 `ARGUSIC_BENCH_STANDIN_ATTEMPTS=1`, so every mapped `run_attempt` of a benchmark cycle (id ending in
 `-bench`) reads its spec and returns at once: no container, no evidence, no record
 (argusic.orchestration.bench_standin). For each size, a synthetic catalogue of size/3 projects on one real git
-repository (tests/test_dags.py `_synthetic_catalogue`) is drawn and planned by the DAG's own
+repository (tests/orchestration/test_dags.py `_synthetic_catalogue`) is drawn and planned by the DAG's own
 prepare_pool and plan tasks, triggered over the REST API (`POST /api/v2/dags/argusic_cycle/dagRuns`,
 JWT from `/auth/token`); then the mapped phase is watched in the metadata DB (Postgres). The downstream
 ingest fails at once (no records): only the mapped phase is measured.
@@ -30,8 +30,9 @@ went, not the absolute numbers.
 
 Usage: .venv/bin/python scripts/bench_scheduling.py [--sizes 1200,11007] [--max-minutes 15]
            [--attempt-concurrency 4] [--docker-repeat 10] [--cluster DIR] [--work DIR] [--keep]
-Prints a last line `@@RESULT@@{json}` with every figure (tests/test_bench_scheduling.py checks it;
-tests/test_cluster_cycle.py runs it on the shared cluster).
+Prints a last line `@@RESULT@@{json}` with every figure
+(tests/orchestration/test_bench_scheduling.py checks it;
+tests/ops/test_cluster_cycle.py runs it on the shared cluster).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ import psycopg2
 import requests
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests"), str(ROOT / "tests" / "orchestration")]
 from airflow_screenshots import Api, free_port  # noqa: E402  (the REST client, reused)
 from argusic.core.settings import runner_image  # noqa: E402
 from argusic.cycle.ids import run_id_for  # noqa: E402

@@ -12,7 +12,7 @@ its own:
   on a read-only connection;
 * build (cold): ``argusic.warehouse.dbt_build.build_warehouse`` in a fresh process, as a one-off
   ``argusic build`` does it: GX and dbt imports, parse, dbt build (seeds, models and data tests —
-  unit tests are excluded from production builds and run by tests/test_dbt_rules.py), then the GX
+  unit tests are excluded from production builds and run by tests/warehouse/test_dbt_rules.py), then the GX
   expectations;
 * build worker: a real ``argusic build-worker`` process (dbt and GX imported once, the parsed
   project kept) asked over its socket to build the same file ``--repeats`` more times after its first

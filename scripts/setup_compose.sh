@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian's docker-compose (1.29.2 on bookworm), the validator of docker-compose.yml, when missing.
-# Idempotent: `make compose-check` and tests/test_compose.py call it.
+# Idempotent: `make compose-check` and tests/ops/test_compose.py call it.
 set -euo pipefail
 
 if command -v docker-compose >/dev/null 2>&1; then

@@ -9,10 +9,19 @@ import logging
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+# Tests mirror the packages (tests/<package>/). A test may build on another package's test helpers by
+# module name (`from test_dags import airflow_env`): every package folder is on the import path,
+# whichever file is collected first (test file names are unique across the folders).
+TESTS_DIR = Path(__file__).resolve().parent
+for _folder in sorted(p for p in TESTS_DIR.iterdir() if p.is_dir() and any(p.glob("test_*.py"))):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 logging.getLogger("great_expectations").setLevel(logging.WARNING)
 

@@ -3,7 +3,8 @@
 (simple auth manager, `POST /auth/token`), answers sent with
 `PATCH /api/v2/dags/{dag}/dagRuns/{run}/taskInstances/{task}/{map_index}/hitlDetails`.
 
-Used by tests/test_review_dags.py (every decision) and tests/test_cluster_cycle.py (the cycle's approval)."""
+Used by tests/review/test_review_dags.py (every decision) and tests/ops/test_cluster_cycle.py (the
+cycle's approval)."""
 
 from __future__ import annotations
 

@@ -154,7 +154,7 @@ def _run_dbt(
 
     Unit tests are excluded unless ``include_unit_tests``: they check the SQL of the rules on
     fixed inputs, not the data, and run in development and CI (``make test``,
-    tests/test_dbt_rules.py), as dbt recommends. Every data test still runs. dbt keeps its target
+    tests/warehouse/test_dbt_rules.py), as dbt recommends. Every data test still runs. dbt keeps its target
     folder (the project's ``target/`` or ``DBT_TARGET_PATH``) between builds, so an unchanged
     project is parsed partially (``partial_parse.msgpack``). ``manifest``: a manifest parsed for this
     project and warehouse (``BuildSession``), so that dbt does not parse at all.
@@ -203,7 +203,7 @@ def build_warehouse(
     default ARGUSIC_ANALYST_DIR or ``analyst/`` beside the warehouse; ``analyst=False``: none).
 
     ``include_unit_tests``: also run dbt's unit tests (excluded by default in a production build:
-    they test the rules' SQL on fixed inputs, not the warehouse's data; tests/test_dbt_rules.py
+    they test the rules' SQL on fixed inputs, not the warehouse's data; tests/warehouse/test_dbt_rules.py
     runs all of them). Every data test and every expectation runs either way.
 
     Raises PublicationBlocked when a dbt node fails (naming it) or an expectation fails (naming the

@@ -1,7 +1,7 @@
 """Hints and change similarity in the warehouse's raw layer (issue #14, seed 004, Layer 1).
 
 Two tables, both beside the run records and never read by a model that feeds a score, a verdict or
-the board (a guard test checks it: tests/test_judging_warehouse.py):
+the board (a guard test checks it: tests/warehouse/test_judging_warehouse.py):
 
 ``raw.attempt_hints``
     One row per (attempt_id, task_revision): the hints document ``argusic.hints/1`` that

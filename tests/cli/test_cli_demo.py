@@ -1,0 +1,58 @@
+"""The `argusic` CLI's refusals. The whole demo cycle end to end is told in
+tests/publication/test_demo_site.py, once
+for its output, its records and its public site."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+from argusic.cli.main import app
+from conftest import write_record
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def test_ingest_refuses_bad_batch_with_field_and_loads_nothing(isolated, record_doc):
+    write_record(isolated / "batch" / "ok", record_doc)
+    write_record(isolated / "batch" / "bad", dict(record_doc, attempt_id="x.2", attempt_no="two"))
+    result = runner.invoke(app, ["ingest", str(isolated / "batch")])
+    assert result.exit_code == 2
+    assert "attempt_no" in result.output and "nothing of this batch was loaded" in result.output
+    assert not (isolated / "warehouse" / "argusic.duckdb").exists()
+
+
+def test_ingest_refuses_unknown_agent(isolated, record_doc):
+    unknown = dict(record_doc, agent_id="mystery-agent", attempt_id="2026-12.board.mystery-agent.wavgen.a1")
+    write_record(isolated / "batch", unknown)
+    result = runner.invoke(app, ["ingest", str(isolated / "batch")])
+    assert result.exit_code == 2 and "unknown agent 'mystery-agent'" in result.output
+
+
+def test_board_and_build_without_warehouse_say_so(isolated):
+    result = runner.invoke(app, ["board", "--cycle", "2026-12"])
+    assert result.exit_code == 2 and "does not exist yet" in result.output
+    result = runner.invoke(app, ["build"])
+    assert result.exit_code == 2 and "run `argusic ingest" in result.output
+
+
+def test_build_on_warehouse_without_run_records_says_so(isolated):
+
+    db = isolated / "warehouse" / "argusic.duckdb"
+    db.parent.mkdir(parents=True)
+    duckdb.connect(str(db)).close()
+    result = runner.invoke(app, ["build"])
+    assert result.exit_code == 2 and "holds no run records yet" in result.output
+
+
+def test_demo_with_unknown_executor_names_it(isolated):
+    result = runner.invoke(app, ["demo", "--executor", "podman"])
+    assert result.exit_code == 2 and "ARGUSIC_EXECUTOR='podman'" in result.output
+
+
+def test_pool_command_reports_bad_cycle(isolated, tmp_path):
+    catalogue = tmp_path / "c.json"
+    catalogue.write_text(json.dumps({"candidates": []}))
+    result = runner.invoke(app, ["pool", "--cycle", "december", "--catalogue", str(catalogue)])
+    assert result.exit_code == 2 and "YYYY-MM" in result.output

@@ -1,0 +1,201 @@
+"""argusic.review without Airflow: the approval binds the exact board, hostile text stays inert in the
+forms, a form's answer is read back whole or not at all, and the disputes' rules (only the attempt
+that counts, ruled once, the correction's name). The DAGs and the REST API:
+tests/review/test_review_dags.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from argusic.publication.board import BoardChanged, compose_publication, publish_board
+from argusic.review import publication
+from argusic.review.text import answer_of, link, quoted
+from argusic.warehouse.decisions import DecisionError
+from test_expectations import good_frames, write_marts
+
+T = datetime(2026, 12, 3, 10, 0, 0)
+
+
+def test_hostile_text_is_inert_in_a_form() -> None:
+    shown = quoted("done ![x](http://evil/p.png) `rm -rf` [click](javascript:1)\x1b[31m\nnext line")
+    assert shown.startswith("`") and shown.endswith("`") and shown.count("`") == 2  # one code span
+    assert "\n" not in shown and "\x1b" not in shown
+    assert quoted("x" * 1000, 50).count("x") <= 50
+    assert (
+        link("https://evidence.example/served/a/log.txt", "log")
+        == "[log](https://evidence.example/served/a/log.txt)"
+    )
+    assert link("file:///srv/evidence/served/a/log.txt", "log").startswith(
+        "log: `file://"
+    )  # text, not a link
+    assert link("https://x/a) [y](https://evil", "log").startswith("log: `")
+    assert link(None, "recording") == "recording: none"
+
+
+def test_an_answer_is_read_whole_or_refused() -> None:
+    answer = answer_of(
+        {
+            "chosen_options": ["Approve"],
+            "params_input": {"note": " fine "},
+            "responded_by_user": {"id": "7", "name": "ana"},
+            "responded_at": "2026-12-03T10:00:00+01:00",
+        }
+    )
+    assert (answer.choice, answer.note, answer.by, answer.at) == (
+        "Approve",
+        "fine",
+        "ana",
+        datetime(2026, 12, 3, 9),
+    )
+    with pytest.raises(DecisionError, match="exactly one option"):
+        answer_of({"chosen_options": [], "responded_at": T})
+    with pytest.raises(DecisionError, match="no response time"):
+        answer_of({"chosen_options": ["Reject"], "responded_by_user": {"name": "bo"}})
+
+
+def test_the_approval_binds_the_exact_board(isolated: Path) -> None:
+    db = isolated / "warehouse" / "argusic.duckdb"
+    db.parent.mkdir(parents=True)
+    write_marts(db, good_frames())
+    out = isolated / "published"
+    composed = compose_publication("c1", db)
+    assert composed.board_sha256 == compose_publication("c1", db).board_sha256  # same data, same bytes
+
+    with pytest.raises(BoardChanged, match="changed after it was approved"):
+        publish_board("c1", out, db, approved_sha256="0" * 64)
+    assert not (out / "c1").exists()  # nothing written
+
+    with pytest.raises(publication.NotApproved, match="nobody approved it yet"):
+        publication.publish_approved("c1", out_dir=out, db_path=db)
+    publication.record("c1", composed.board_sha256, "rejected", "bo", T, "numbers look off", db)
+    with pytest.raises(publication.NotApproved, match="rejected by bo"):
+        publication.publish_approved("c1", out_dir=out, db_path=db)
+    assert not (out / "c1").exists()
+
+    later = T.replace(hour=11)
+    publication.record("c1", composed.board_sha256, "approved", "ana", later, "checked", db)
+    with pytest.raises(publication.NotApproved, match="not 111111111111"):
+        publication.publish_approved("c1", "1" * 64, out_dir=out, db_path=db)  # another board than approved
+    path = publication.publish_approved("c1", composed.board_sha256, out_dir=out, db_path=db)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == composed.board_sha256
+
+    with pytest.raises(DecisionError, match="note: missing"):
+        publication.record("c1", composed.board_sha256, "approved", "ana", later.replace(hour=12), "", db)
+
+
+def test_changes_say_what_publishing_would_change() -> None:
+    rows = [
+        {"agent_id": "a1", "board_score": 90.0, "rank": 1, "sets_under_review": 1},
+        {"agent_id": "a3", "board_score": 70.0, "rank": 2, "sets_under_review": 0},
+    ]
+    previous = {
+        "rows": [
+            {"agent_id": "a1", "board_score": 85.0, "rank": 2, "sets_under_review": 2},
+            {"agent_id": "a2", "board_score": 88.0, "rank": 1, "sets_under_review": 0},
+        ]
+    }
+    agents = [
+        publication.AgentChange(
+            r["agent_id"],
+            r["board_score"],
+            previous["rows"][0]["board_score"] if r["agent_id"] == "a1" else None,
+            r["rank"],
+            2 if r["agent_id"] == "a1" else None,
+            r["sets_under_review"],
+            2 if r["agent_id"] == "a1" else None,
+        )
+        for r in rows
+    ]
+    changes = publication.Changes(
+        "c1",
+        False,
+        added=["a3"],
+        removed=["a2"],
+        agents=agents,
+        excluded=[
+            {
+                "project_id": "p9",
+                "status": "environment_at_fault",
+                "decided_by": "ana",
+                "note": "image lacks `make`",
+            }
+        ],
+        corrected=[
+            {
+                "attempt_id": "c1.board.a1.p1.a2",
+                "dispute_id": "dispute-1",
+                "rerun_attempt_id": "c1.board.a1.p1.a2.r1",
+                "decided_by": "bo",
+                "note": "stale mirror",
+            }
+        ],
+    )
+    body = publication.body_of(changes, "f" * 64)
+    assert "agents added: `a3`" in body and "agents removed: `a2`" in body
+    assert "Harness edition of this cycle: not recorded" in body  # a board of records before environments
+    sponsored = dataclasses.replace(
+        changes,
+        harness_edition="2",
+        sponsors=[{"agent_id": "a1", "sponsor": "Example `Cloud`", "sponsorship": "compute"}],
+    )
+    body_sponsored = publication.body_of(sponsored, "f" * 64)
+    assert "Harness edition of this cycle: `2`." in body_sponsored
+    assert "- `a1` sponsored by `Example 'Cloud'` (`compute`), shown next to its result" in body_sponsored
+    assert "| `a1` | 90.00 | 85.00 | 1 | 2 | 1 | 2 |" in body
+    assert "`p9`: environment at fault by `ana`: `image lacks 'make'`" in body
+    assert "`c1.board.a1.p1.a2` → `c1.board.a1.p1.a2.r1`" in body and "f" * 64 in body
+
+
+def test_a_correction_is_the_disputed_attempts_next_run(isolated: Path) -> None:
+    from argusic.core.layout import plan_dir
+    from argusic.core.spec import AttemptSpec
+    from argusic.review.disputes import DisputeError, dispute_id_for
+    from argusic.workflows.corrections import correction_spec
+
+    spec = AttemptSpec(
+        cycle_id="2026-12",
+        agent_id="readme-runner",
+        project_id="wavgen",
+        repo_url="file:///r",
+        commit="0" * 40,
+        tier="standard",
+        attempt_no=2,
+    )
+    plan_dir("2026-12").mkdir(parents=True)
+    (plan_dir("2026-12") / f"{spec.attempt_id}.json").write_text(spec.model_dump_json())
+    first = correction_spec(spec.attempt_id)
+    assert (first.attempt_id, first.rerun_of) == (f"{spec.attempt_id}.r1", spec.attempt_id)
+    after_invalid = correction_spec(f"{spec.attempt_id}.r1")  # the valid rerun of an invalid attempt
+    assert (after_invalid.attempt_id, after_invalid.rerun_of) == (
+        f"{spec.attempt_id}.r2",
+        f"{spec.attempt_id}.r1",
+    )
+    with pytest.raises(DisputeError, match="no planned spec"):
+        correction_spec("2026-12.board.readme-runner.other.a1")
+    assert dispute_id_for("a", "claim", "c") == dispute_id_for(
+        "a", " claim ", "c"
+    )  # filed twice: one dispute
+
+
+def test_marts_older_than_the_code_get_a_message_saying_to_build(tmp_path, monkeypatch):
+    """A warehouse built by an earlier version (project_review without decision_note) is not a
+    traceback: the command names the missing column and says to run `argusic build`."""
+    import duckdb
+    from argusic.cli.main import app
+    from typer.testing import CliRunner
+
+    db = tmp_path / "wh.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE SCHEMA marts")
+        con.execute(
+            "CREATE TABLE marts.project_review (cycle_id VARCHAR, project_id VARCHAR, under_review BOOLEAN)"
+        )
+    monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(db))
+    result = CliRunner().invoke(app, ["review", "list"])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert "predate this version" in said and "argusic build" in said, said
