@@ -29,7 +29,7 @@ from argusic.warehouse.analyst import AnalystCopyError, analyst_dir
 from argusic.warehouse.decisions import utc_now
 from argusic.warehouse.load_runs import IngestError
 from argusic.warehouse.load_runs import ingest as do_ingest
-from argusic.workflows.repair_round import ingest_items, repair_ingest_paths, repair_round
+from argusic.workflows.repair_round import repair_ingest_paths, repair_round
 
 DEMO_CYCLE = "2026-12-demo"
 DEMO_AGENTS = ["readme-runner", "readme-runner-norecover"]
@@ -78,11 +78,13 @@ def demo(
     repair = _demo_repair_round(cycle, runner)
     try:
         with warehouse_errors(), console.status("warehouse: loading the records, dbt build, expectations…"):
+            # one lock, one transaction: the run records with repairkit's items, validations and the
+            # stand-ins' grades
             result = do_ingest(
-                [Path(p).parent for p in [*records, *repair["records"]]], known_agents=known_agents()
+                [Path(p).parent for p in [*records, *repair["records"]]],
+                known_agents=known_agents(),
+                repair_paths=repair["ingest"],
             )
-            if repair["ingest"]:  # repairkit's items, validations and the stand-ins' grades
-                ingest_items(repair["ingest"])
             dbt_build.build_warehouse(quiet=True)
             # Nothing is published without an approval of the exact board: the demo approves its own
             # fixture board, openly, as "demo" (the cycle's publication_decisions says so).
