@@ -26,7 +26,6 @@ wheel.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -39,7 +38,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from argusic.core.evidence import EvidenceStore, served_key_for
+from test_site import _published as published_cycle
 
 pytestmark = pytest.mark.slow
 
@@ -158,57 +157,6 @@ def _clean_env(venv: Path, **extra: str) -> dict[str, str]:
     return keep | {"PATH": f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", **extra}
 
 
-def _published(folder: Path) -> tuple[Path, str]:
-    """A published cycle of one attempt (board, attempts, public pool) whose served log and recording
-    are in a store."""
-    store = EvidenceStore((folder / "store").as_uri())
-    attempt_id = "2026-11-w.board.readme-runner.demo.a1"
-    served = {}
-    for kind, data in (
-        ("log", b"STEP install: make\nok\n"),
-        ("recording", b'{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "$ make\\r\\n"]\n'),
-    ):
-        sha = hashlib.sha256(data).hexdigest()
-        store.put_bytes(served_key_for(attempt_id, kind, sha), data)
-        served[kind] = (sha, len(data))
-    attempt = {
-        "attempt_id": attempt_id, "agent_id": "readme-runner", "project_id": "demo", "purpose": "board",
-        "attempt_no": 1, "is_valid": True, "invalid_reason": None, "outcome": "pass_full", "score": 100.0,
-        "install_points": 30, "run_points": 30, "recovery_points": 20.0, "depth_points": 20,
-        "commit_sha": "ab" * 20, "tier": "standard", "budget_seconds": 5400, "effective_budget_seconds": 5400,
-        "demo": False, "end_reason": "completed", "started_at": "2026-11-02T10:00:00Z",
-        "ended_at": "2026-11-02T10:05:00Z", "methodology_version": "1.5", "rerun_of": None,
-        "executor": "docker", "image": "argusic-runner:bookworm", "harness_name": "readme-runner",
-        "harness_version": "2.0.1", "model_requested": None, "model_responded": None, "key_kind": "none",
-        "verified_how": "decode out/x.json", "final_state": "It runs.",
-        "log_sha256": "cd" * 32, "recording_sha256": "ef" * 32, "report_sha256": "01" * 32,
-        "served_log_sha256": served["log"][0], "served_log_bytes": served["log"][1],
-        "served_recording_sha256": served["recording"][0], "served_recording_bytes": served["recording"][1],
-        "masking_applied": True, "served_copy_withheld": False,
-    }  # fmt: skip
-    board = {
-        "schema": "argusic.board/1", "cycle_id": "2026-11-w", "attempts_through": "2026-11-02T10:05:00Z",
-        "attempts_file": "attempts.json", "rows": [], "corrections": [], "hardware": {}, "target_kinds": [],
-        "instructions": None,
-        "projects": [{"project_id": "demo", "commit_sha": "ab" * 20, "verdict": "runs",
-                      "verified_by_agent": "readme-runner", "verified_by_attempt_id": attempt_id,
-                      "verified_at": "2026-11-02T10:05:00Z", "complete_attempts": 1, "valid_attempts": 1,
-                      "recorded_attempts": 1, "review_status": "not_under_review"}],
-    }  # fmt: skip
-    cycle = folder / "published" / "2026-11-w"
-    cycle.mkdir(parents=True)
-    (cycle / "board.json").write_text(json.dumps(board))
-    (cycle / "attempts.json").write_text(
-        json.dumps({"schema": "argusic.cycle_attempts/1", "cycle_id": "2026-11-w", "attempts": [attempt]})
-    )
-    (cycle / "public_pool.json").write_text(
-        json.dumps({"schema": "argusic.public_pool/1", "cycle_id": "2026-11-w",
-                    "published_before": "2026-11-01", "private_count": 0,
-                    "projects": [{"project_id": "demo", "commit": "ab" * 20, "tier": "standard"}]})
-    )  # fmt: skip
-    return folder / "published", store.url
-
-
 def _tracked_package_files() -> list[str]:
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--", f"{SOURCE_DIR}/{PACKAGE}"],
@@ -244,14 +192,15 @@ def test_the_wheel_carries_what_it_needs(tmp_path: Path) -> None:
     assert "site" in help_text and "Usage" in help_text
 
     # argusic site build on a small published folder
-    publish, store_url = _published(tmp_path / "data")
+    (tmp_path / "data").mkdir()
+    publish, store_url = published_cycle(tmp_path / "data", masked=True)  # test_site's small cycle
     env = _clean_env(venv, ARGUSIC_PUBLISH_DIR=str(publish), ARGUSIC_EVIDENCE_URL=store_url)
     said = _run([str(venv / "bin" / "argusic"), "site", "build"], cwd=outside, env=env)
     assert "pages in" in said
     built = publish / "site"
-    run_page = built / "cycles/2026-11-w/runs/2026-11-w.board.readme-runner.demo.a1.html"
-    assert (built / "index.html").is_file() and (built / "cycles/2026-11-w/pool.html").is_file()
-    assert "It runs." in run_page.read_text() and 'id="argusic-recording"' in run_page.read_text()
+    run_page = built / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html"
+    assert (built / "index.html").is_file() and (built / "cycles/2026-11-x/pool.html").is_file()
+    assert "the demo works." in run_page.read_text() and 'id="argusic-recording"' in run_page.read_text()
     assert (built / "assets" / "asciinema-player.min.js").stat().st_size > 10_000  # the vendored player
 
     # Every DAG of dags/, imported (no dag.test()); every entry point of the wheel loads.
