@@ -42,7 +42,10 @@ def test_a_missing_or_broken_durations_file_never_stops_the_suite(tmp_path: Path
 
 def test_the_committed_durations_file_is_readable_and_names_test_files() -> None:
     durations = known_durations()
-    assert durations and all(name.startswith("tests/test_") for name in durations)
+    assert durations and all(
+        name.startswith("tests/") and Path(name).name.startswith("test_") and name.endswith(".py")
+        for name in durations
+    )
 
 
 def test_the_budget_script_shows_what_grew_and_refuses_what_is_not_a_timings_file(tmp_path: Path) -> None:
