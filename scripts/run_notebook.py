@@ -23,7 +23,11 @@ def main(argv: list[str]) -> int:
     nb = nbformat.read(path, as_version=4)
     started = time.monotonic()
     NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        coalesce_streams=True,  # a cell's prints saved as one output, whatever the kernel's flushes
+        resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     for cell in nb.cells:  # execution metadata (timings) would change the file at every run
         cell.get("metadata", {}).pop("execution", None)

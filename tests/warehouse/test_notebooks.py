@@ -149,8 +149,14 @@ def _execute(name: str, db: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("ARGUSIC_WAREHOUSE", str(db))
     monkeypatch.delenv("ARGUSIC_CYCLE", raising=False)
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    # coalesce_streams: one cell's prints are one text, as Jupyter shows them; without it a busy
+    # kernel flushes two prints as two outputs (CI once split the board's title from its table).
     client = NotebookClient(
-        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+        nb,
+        timeout=180,
+        kernel_name="python3",
+        coalesce_streams=True,
+        resources={"metadata": {"path": str(cwd)}},
     )
     client.execute()  # raises CellExecutionError on the first failing cell
     return nb
