@@ -172,7 +172,7 @@ Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` 
 def argusic_cycle():
     @task
     def prepare_pool(params: dict) -> str:
-        from argusic.cycle.plan import ConfigurationError
+        from argusic.cycle.ids import ConfigurationError
         from argusic.cycle.pools import resolve_pool
         from argusic.sources.pool import CatalogueError
 

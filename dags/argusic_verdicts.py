@@ -18,7 +18,7 @@ from argusic.orchestration.dag_support import (
     retry_delay,
     run_attempt_task,
 )
-from argusic.workflows.verdicts import MAX_ROUNDS
+from argusic.workflows.verdict_rounds import MAX_ROUNDS
 
 DOC_MD = f"""
 ### Argusic verdicts (manual): does each project of a cycle run, at its pinned commit?
@@ -106,7 +106,8 @@ def _targets(doc: dict):
 def argusic_verdicts():
     @task(**WAREHOUSE_TASK_ARGS)
     def prepare(params: dict) -> dict:
-        from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge
+        from argusic.cycle.ids import ConfigurationError
+        from argusic.cycle.plan import require_scaled_budgets_on_the_forge
         from argusic.workflows.verdicts import VerdictConfigurationError, prepare
 
         dag_run = get_current_context()["dag_run"]

@@ -177,7 +177,8 @@ def test_real_budgets_on_the_forge_are_checked_from_a_pool_in_the_store(
 ) -> None:
     """plan's first check reads the pool prepare_pool left in the store (another host drew it): the
     forge's fixtures with real budgets are refused with the fix, any other pool passes."""
-    from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge
+    from argusic.cycle.ids import ConfigurationError
+    from argusic.cycle.plan import require_scaled_budgets_on_the_forge
     from argusic.cycle.pools import resolve_pool
     from argusic.sources.forge import build_forge
 

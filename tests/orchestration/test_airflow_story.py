@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from argusic.core.layout import attempt_dir
 from argusic.core.spec import AttemptSpec, label_of_attempt_id
-from argusic.cycle.ids import cycle_id_of_run, cycle_of_run_id, run_id_for
-from argusic.cycle.plan import ConfigurationError, require_scaled_budgets_on_the_forge, write_plan
+from argusic.cycle.ids import ConfigurationError, cycle_id_of_run, cycle_of_run_id, run_id_for
+from argusic.cycle.plan import require_scaled_budgets_on_the_forge, write_plan
 from argusic.cycle.pools import resolve_pool
 from argusic.cycle.run import measured_records, records_of_plan
 from argusic.sources.pool import CatalogueError

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from argusic.cli.common import console, fail, warehouse_errors
-from argusic.cycle.plan import ConfigurationError
+from argusic.cycle.ids import ConfigurationError
 from argusic.sandbox.executor import get_executor
 from argusic.warehouse.decisions import DecisionError
 from argusic.workflows import verdicts

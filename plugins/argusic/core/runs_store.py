@@ -22,8 +22,6 @@ import os
 import re
 from pathlib import Path
 
-from fsspec.core import url_to_fs
-
 from argusic.core.settings import runs_dir
 
 RUNS_URL_ENV = "ARGUSIC_RUNS_URL"
@@ -72,6 +70,10 @@ class RunsStore:
     """The runs store rooted at a URL (one code path for s3:// and file://, through fsspec)."""
 
     def __init__(self, url: str) -> None:
+        # deferred: fsspec loads requests once Airflow is imported; a DAG file parse reaches this
+        # module (through the spec) but opens no store
+        from fsspec.core import url_to_fs
+
         self.url = url.rstrip("/")
         self.fs, self.root = url_to_fs(self.url)
         self.protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from argusic.cycle.plan import ConfigurationError
 from argusic.sources.pool import cycle_window
+
+
+class ConfigurationError(ValueError):
+    """A trigger's params that no retry can fix; the message says what to change."""
 
 
 def cycle_id_for(day: date) -> str:

@@ -13,6 +13,7 @@ from argusic.attempts.repair_run import STANDINS, RepairRefused, repair_limits, 
 from argusic.core.runs_store import local_path
 from argusic.core.settings import forge_dir, orchestrator_config
 from argusic.core.spec import AttemptSpec, RepairItemRef, write_spec
+from argusic.cycle.ids import ConfigurationError
 from argusic.sources.pool import load_pool
 
 
@@ -22,10 +23,6 @@ class PlanTooLarge(ValueError):
 
 class NothingPlanned(ValueError):
     """The plan of this run is empty: a cycle that planned nothing fails loudly."""
-
-
-class ConfigurationError(ValueError):
-    """A trigger's params that no retry can fix; the message says what to change."""
 
 
 def require_scaled_budgets_on_the_forge(

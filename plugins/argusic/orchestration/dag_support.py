@@ -12,6 +12,9 @@ from pathlib import Path
 from airflow.sdk import Param, get_current_context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from argusic.core.spec import attempt_label as spec_attempt_label
+from argusic.core.spec import read_spec
+from argusic.cycle.ids import cycle_id_of_run
 from argusic.orchestration.bench_standin import (
     STANDIN_ENV,
     STANDIN_LABEL,
@@ -95,9 +98,6 @@ def budget_params(demo_note: str = "") -> dict:
 
 def attempt_label(spec_path: str | Path) -> str:
     """The DAGs' `attempt_label` macro: `agent / project / attempt N`."""
-    # deferred: the spec module reaches the runs store (fsspec, requests); DAG files parse without it
-    from argusic.core.spec import attempt_label as spec_attempt_label
-
     return spec_attempt_label(spec_path)
 
 
@@ -112,9 +112,6 @@ def fail_at_once(err: Exception):
 def cycle_id_of_context(params: dict) -> str:
     """The cycle of the running DAG run: the `cycle_id` param, else the cycle its run id names, else
     the month of the run (argusic.cycle.ids.cycle_id_of_run)."""
-    # deferred: cycle.ids reaches the runs store (fsspec, requests); DAG files parse without it
-    from argusic.cycle.ids import cycle_id_of_run
-
     context = get_current_context()
     moment = context.get("logical_date") or context["dag_run"].run_after
     return cycle_id_of_run(params.get("cycle_id"), context["dag_run"].run_id, moment.date())
@@ -129,7 +126,6 @@ def run_attempt_task(spec_path: str) -> list[str]:
     from argusic.attempts.environment import EnvironmentRefused, HarnessUnrecorded
     from argusic.attempts.repair_run import RepairRefused
     from argusic.attempts.story import story_of
-    from argusic.core.spec import read_spec
     from argusic.cycle.run import measure_planned_attempt
 
     try:
@@ -156,9 +152,6 @@ def run_attempt_task(spec_path: str) -> list[str]:
 def _bench_standin(spec_path: str) -> list[str]:
     """The attempt as an instant stand-in (scripts/bench_scheduling.py): its spec is read as a real
     attempt's is, nothing runs, nothing is recorded (StandinRefused unless its cycle is a benchmark's)."""
-    # deferred: the spec module reaches the runs store (fsspec, requests); DAG files parse without it
-    from argusic.core.spec import read_spec
-
     spec = read_spec(spec_path)
     standin_for(spec.cycle_id, spec.attempt_id)  # raises StandinRefused for any other cycle
     attempt_log.warning(

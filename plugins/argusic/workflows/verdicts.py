@@ -35,17 +35,17 @@ from argusic.core.layout import pool_path_for
 from argusic.core.record import ID_PART_RE
 from argusic.core.spec import AttemptSpec, write_spec
 from argusic.cycle.plan import budget_scale_for, require_scaled_budgets_on_the_forge
+from argusic.cycle.run import measured_records, records_of_plan, run_planned_attempt
 from argusic.sources.pool import load_pool
+from argusic.warehouse import decisions, load_runs
+from argusic.warehouse.db import connect
+from argusic.warehouse.load_runs import ingest_records, load_pool_entries
+from argusic.workflows.verdict_rounds import MAX_ROUNDS
 
-# The argusic_verdicts DAG imports this module when it is parsed: what loads duckdb, the attempt path
-# or dbt/pandas is imported inside the functions that use it (each says so).
+# The argusic_verdicts DAG's parse reads only verdict_rounds; its tasks import this module.
 
 log = logging.getLogger(__name__)
 
-# A fail needs its second attempt after the first is scored, and a stronger agent comes after both:
-# three rounds settle a project; the fourth serves a second requested agent. A run that stops with
-# something still pending says so; running it again continues.
-MAX_ROUNDS = 4
 PURPOSE = "verdict"
 
 
@@ -169,9 +169,6 @@ def request_stronger_agent(
     """Record a person's request for a stronger agent on a project at a commit (decisions.record:
     journalled, then in the warehouse). True when new; the same request again changes nothing. The
     plan acts on it once the standard agent's two complete attempts found no pass."""
-    # deferred: duckdb (~0.4 s) is kept out of the argusic_verdicts DAG's parse
-    from argusic.warehouse import decisions, load_runs
-
     if not ID_PART_RE.fullmatch(project_id or ""):
         raise VerdictConfigurationError(f"project {project_id!r}: expected a project id ([A-Za-z0-9_-])")
     if not load_runs.COMMIT_RE.fullmatch(commit_sha or ""):
@@ -200,9 +197,6 @@ def prepare(
 ) -> Targets:
     """The run's targets; their pool loaded into the warehouse (raw.pool_entries, idempotent); and,
     with `stronger_agent`, a request for it on every target (who and why are required)."""
-    # deferred: duckdb (~0.4 s) is kept out of the argusic_verdicts DAG's parse
-    from argusic.warehouse.load_runs import load_pool_entries
-
     pool_path = pool_of_cycle(cycle_id, pool)
     targets = select_targets(cycle_id, pool_path, projects)
     if stronger_agent:
@@ -236,9 +230,6 @@ ORDER BY project_id, commit_sha
 
 
 def _rows(sql: str, db_path: Path | None = None) -> list[dict]:
-    # deferred: duckdb (~0.4 s) is kept out of the argusic_verdicts DAG's parse
-    from argusic.warehouse.db import connect
-
     con = connect(db_path, read_only=True)
     try:
         cur = con.execute(sql)
@@ -257,9 +248,6 @@ def read_plan(
     """marts.verdict_plan for the targets, as AttemptSpecs of purpose `verdict` (as the warehouse was
     last built). A new attempt takes the run's cycle; a rerun keeps the cycle of the invalid attempt.
     An attempt whose chain is invalid after the bounded reruns is listed apart (never run again)."""
-    # deferred: cycle.run loads the attempt path (requests, the key broker): not at DAG parse
-    from argusic.cycle.run import measured_records
-
     demo, scale = budget_scale_for(demo, budget_scale)
     wanted = set(targets.projects)
     plan = VerdictPlan()
@@ -357,9 +345,6 @@ def verdict_lines(targets: Targets, db_path: Path | None = None) -> list[str]:
 
 def run_specs(spec_paths: list[str], executor=None, workers: int = 2, live_log: bool = False) -> list[str]:
     """Every planned attempt through the one attempt path (bounded reruns, resumable)."""
-    # deferred: cycle.run loads the attempt path (requests, the key broker): not at DAG parse
-    from argusic.cycle.run import run_planned_attempt
-
     with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
         groups = list(threads.map(lambda p: run_planned_attempt(p, executor, live_log=live_log), spec_paths))
     return [path for group in groups for path in group]
@@ -368,10 +353,6 @@ def run_specs(spec_paths: list[str], executor=None, workers: int = 2, live_log: 
 def ingest_plan(spec_paths: list[str]) -> dict[str, int]:
     """Load every record of the planned attempts (reruns included); a planned attempt without any
     record (its task was marked done without running) is refused by name."""
-    # deferred: cycle.run loads the attempt path (requests, the key broker): not at DAG parse
-    from argusic.cycle.run import records_of_plan
-    from argusic.warehouse.load_runs import ingest_records  # deferred: duckdb, not at DAG parse
-
     found, missing = records_of_plan(spec_paths)
     if missing:
         raise RuntimeError(
@@ -388,7 +369,8 @@ def build() -> str:
     is configured; else in this process, through one BuildSession for all of its builds (a verdict
     run builds once a round, and dbt's plain in-process invocations are one to a process)."""
     global _SESSION
-    # deferred: both load pandas with the expectations engine (and dbt once they build): not at DAG parse
+    # deferred: both load pandas with the expectations engine (and dbt once they build): not when the
+    # command line starts
     from argusic.publication.build_worker import build_warehouse_summary, worker_socket
     from argusic.warehouse.dbt_build import BuildSession, release_semaphores_at_exit  # deferred: as above
 
