@@ -1,8 +1,10 @@
-"""The attempt transaction: evidence landed with fingerprints, run record written, resumable, and
-every way our own tooling can fail kept as an invalid attempt with its reason (then rerun)."""
+"""The attempt transaction: evidence landed with fingerprints, run record written, resumable; every
+way our own tooling can fail kept as an invalid attempt with its reason (then rerun), and every way
+the container can cut its own measurement kept as a measured failure (never rerun: issue #25)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -36,6 +38,8 @@ if mode == "printkey":  # an untrusted project talks the agent into printing its
     write("log.txt", f"step 1\nOPENAI_API_KEY={key}\n")
     header = '{"version": 2, "width": 80, "height": 24}\n'
     write("recording.cast", header + json.dumps([0.1, "o", key]) + "\n")
+if mode == "garbagecast":  # the project overwrites the recording with what no player can read
+    write("recording.cast", "not asciicast\n")
 if mode == "page":  # the project made a page: an artifact when the task's globs match it
     with open(os.path.join(project, "index.html"), "w") as f:
         f.write("<html><body>made</body></html>")
@@ -114,11 +118,17 @@ def test_existing_record_is_not_measured_again(tmp_path, scripted):
         ("norecording", "completed", "incomplete evidence: no recording"),
     ],
 )
-def test_tooling_failures_are_invalid_with_reason(tmp_path, scripted, mode, end_reason, reason):
+def test_what_the_container_cuts_is_a_measured_failure_not_invalid(
+    tmp_path, scripted, mode, end_reason, reason
+):
+    """The harness killed from inside, a report it cannot read, a recording deleted: all within reach
+    of the project and the agent. Were they invalid (rerun, and a set without three valid runs left
+    off the board), the code under test would hold a veto over its own result."""
     path, _ = _run(tmp_path, mode)
     record = load_record_file(path)
     assert record.end_reason == end_reason
-    assert record.invalid_reason is not None and record.invalid_reason.startswith(reason)
+    assert record.invalid_reason is None
+    assert record.container_fault is not None and record.container_fault.startswith(reason)
 
 
 def test_timeout_record_keeps_partial_evidence_and_real_budget(tmp_path, scripted):
@@ -129,22 +139,58 @@ def test_timeout_record_keeps_partial_evidence_and_real_budget(tmp_path, scripte
     assert store.read(record.evidence.recording.uri).startswith(b'{"version": 2')
 
 
+class DaemonLost(LocalExecutor):
+    """Our tooling failing: the first `fail_times` runs end with an executor error (the Docker daemon
+    lost mid-attempt), then the attempt runs."""
+
+    def __init__(self, fail_times: int) -> None:
+        super().__init__()
+        self.fail_times = fail_times
+
+    def run(self, *args, **kwargs):
+        result = super().run(*args, **kwargs)
+        if self.fail_times > 0:
+            self.fail_times -= 1
+            return dataclasses.replace(result, error="the Docker daemon stopped answering")
+        return result
+
+
 def test_invalid_attempt_is_rerun_until_valid(tmp_path, scripted):
-    repo, commit = make_repo(tmp_path, "flaky")
+    repo, commit = make_repo(tmp_path, "ok")
     store = EvidenceStore((tmp_path / "evidence").as_uri())
-    paths = run_with_reruns(_spec(repo, commit, "flaky"), LocalExecutor(), store, tmp_path / "runs")
+    paths = run_with_reruns(_spec(repo, commit, "ok"), DaemonLost(1), store, tmp_path / "runs")
     first, second = (load_record_file(p) for p in paths)
-    assert first.invalid_reason == "harness exited with code 5"
+    assert first.invalid_reason == "executor error: the Docker daemon stopped answering"
+    assert first.container_fault is None
     assert second.invalid_reason is None and second.rerun_of == first.attempt_id
     assert second.attempt_no == first.attempt_no and second.attempt_id.endswith(".a1.r1")
 
 
 def test_reruns_are_bounded(tmp_path, scripted):
-    repo, commit = make_repo(tmp_path, "crash")
+    repo, commit = make_repo(tmp_path, "ok")
     store = EvidenceStore((tmp_path / "evidence").as_uri())
-    paths = run_with_reruns(_spec(repo, commit, "crash"), LocalExecutor(), store, tmp_path / "runs")
+    paths = run_with_reruns(_spec(repo, commit, "ok"), DaemonLost(10), store, tmp_path / "runs")
     assert len(paths) == 3  # the attempt and max_reruns = 2 reruns
     assert all(load_record_file(p).invalid_reason for p in paths)
+
+
+@pytest.mark.parametrize("mode", ["crash", "flaky"])
+def test_a_container_that_cuts_its_attempt_gets_no_rerun(tmp_path, scripted, mode):
+    """A project that kills the harness (every time, or once to try its luck) is measured once: the
+    failure counts, no second draw."""
+    from argusic.attempts.story import story_of
+    from argusic.core.record import RecordFile
+
+    repo, commit = make_repo(tmp_path, mode)
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    spec = _spec(repo, commit, mode)
+    paths = run_with_reruns(spec, LocalExecutor(), store, tmp_path / "runs")
+    assert len(paths) == 1
+    record = load_record_file(paths[0])
+    assert record.invalid_reason is None and record.container_fault.startswith("harness exited with code")
+    story = story_of(spec, [RecordFile.load(paths[0])])  # what the task log says at the end
+    assert not story.invalid and "cut short in its container: harness exited with code" in story.label
+    assert any("a measured failure, 0 points, no rerun" in line for line in story.lines)
 
 
 def test_record_json_is_the_contract_shape(tmp_path, scripted):
@@ -224,6 +270,15 @@ def test_served_copies_are_recorded(tmp_path, scripted):
     record = load_record_file(path)
     assert record.presentation is not None and not record.presentation.withheld
     assert store.read(record.presentation.log.uri) == store.read(record.evidence.log.uri)
+
+
+def test_a_served_copy_the_container_spoiled_is_its_measured_failure(tmp_path, scripted):
+    """A recording overwritten with garbage cannot be served: the copies are withheld, and the attempt
+    is the container's failure (scored 0, no rerun), not ours."""
+    path, _ = _run(tmp_path, "garbagecast")
+    record = load_record_file(path)
+    assert record.presentation.withheld and record.invalid_reason is None
+    assert record.container_fault.startswith("served copy withheld: recording:")
 
 
 def test_cancelled_attempt_leaves_no_key_in_its_output(tmp_path, scripted, routed_agent):

@@ -106,7 +106,11 @@ def test_withheld_attempt_writes_nothing(store: EvidenceStore, record_doc: dict,
         record = parse_record(doc)
     before = raw_snapshot(store)
     result = present_attempt(record, store, [KEY])
-    assert result.withheld and result.rerun_needed and result.served == {"log": None, "recording": None}
+    assert result.withheld and result.served == {"log": None, "recording": None}
+    # a recording the container made unparseable is its doing (a measured failure, no rerun); raw
+    # evidence that no longer matches its fingerprint is our store's failure (invalid, rerun)
+    assert result.rerun_needed is (broken == "fingerprint")
+    assert result.withheld_by_our_tooling is (broken == "fingerprint")
     assert ("unparseable" if broken == "recording" else "does not match") in result.withheld_reason
     assert KEY not in result.withheld_reason
     assert served_files(store) == [] and raw_snapshot(store) == before

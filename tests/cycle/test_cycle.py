@@ -74,6 +74,29 @@ def test_a_run_with_no_valid_attempt_is_refused_before_loading(isolated, record_
     assert ingest_cycle_records("2026-12", mixed)["inserted"] == 3
 
 
+def test_a_run_whose_every_attempt_was_cut_in_its_container_is_refused(isolated, record_doc):
+    """Cut short inside the container is the container's doing, a measured failure (issue #25) -- but
+    when every attempt of the run was cut, it is what they share, our harness: nothing is published
+    as the agents' failure. One attempt measured as usual is enough to load the run."""
+
+    def cut(no: int, fault: str | None) -> str:
+        doc = json.loads(json.dumps(record_doc))
+        doc["attempt_id"] = f"2026-12.board.readme-runner.wavgen.a{no}"
+        doc["attempt_no"] = no
+        if fault:
+            doc |= {"container_fault": fault, "end_reason": "harness_error", "report": None}
+        return str(write_record(isolated / "cut" / str(no), doc))
+
+    every = [cut(no, "harness exited with code 137") for no in (1, 2, 3)]
+    with pytest.raises(
+        CycleFailed, match=r"all 3 attempt\(s\) were cut short.*3 × harness exited with code 137"
+    ):
+        ingest_cycle_records("2026-12", every)
+    assert not (isolated / "warehouse" / "argusic.duckdb").exists()  # nothing loaded
+    some = [cut(1, "harness exited with code 137"), cut(2, None), cut(3, None)]
+    assert ingest_cycle_records("2026-12", some)["inserted"] == 3
+
+
 def test_a_rerun_that_became_valid_counts_once_as_valid(isolated, record_doc):
     first = json.loads(json.dumps(record_doc)) | {
         "invalid_reason": "report unreadable", "end_reason": "completed", "report": None,

@@ -201,28 +201,35 @@ EVIDENCE = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "1" * 64}, "rep
 @pytest.mark.parametrize(
     ("result", "run", "evidence", "expected"),
     [
-        (_result(), _run("completed"), EVIDENCE, ("completed", None, True)),
-        # Worked until it stopped but wrote no report: the harness could not read it (section 11).
-        (_result(), _run("completed", report=False), EVIDENCE, ("completed", "report missing", False)),
-        (_result(timed_out=True, exit_code=None), _run("truncated"), EVIDENCE, ("timeout", None, False)),
-        (_result(exit_code=1), _run("error"), EVIDENCE, ("harness_error", "agent CLI ended in error", False)),
-        (_result(exit_code=137), _run("truncated"), EVIDENCE, ("harness_error", "session log ends", False)),
+        # expected: (end_reason, invalid_reason: ours, container_fault: the container's, keep_report)
+        (_result(), _run("completed"), EVIDENCE, ("completed", None, None, True)),
+        # Worked until it stopped but wrote no report: the agent's doing, a measured failure (#25).
+        (_result(), _run("completed", report=False), EVIDENCE, ("completed", None, "report missing", False)),
+        (_result(timed_out=True, exit_code=None), _run("truncated"), EVIDENCE,
+         ("timeout", None, None, False)),
+        # The CLI's own error event: the model API or our gateway failed mid-run -- ours, rerun.
+        (_result(exit_code=1), _run("error"), EVIDENCE,
+         ("harness_error", "agent CLI ended in error", None, False)),
+        # The CLI killed inside the container (its log cut): the container's.
+        (_result(exit_code=137), _run("truncated"), EVIDENCE,
+         ("harness_error", None, "session log ends", False)),
         (_result(exit_code=1), _run("error", answered=False), EVIDENCE,
-         ("harness_error", "the agent never reached its model", False)),
+         ("harness_error", "the agent never reached its model", None, False)),
         (_result(timed_out=True, exit_code=None), _run("truncated", answered=False), EVIDENCE,
-         ("timeout", "the agent never reached its model", False)),
+         ("timeout", "the agent never reached its model", None, False)),
         (_result(error="docker: gone"), _run("completed"), EVIDENCE,
-         ("harness_error", "executor error", False)),
-        # Kept like the reference harness's path does; the record is invalid anyway.
+         ("harness_error", "executor error", None, False)),
+        # The recording deleted from inside: the container's; its report earns nothing.
         (_result(), _run("completed"), EVIDENCE | {"recording": None},
-         ("completed", "incomplete evidence: no recording", True)),
+         ("completed", None, "incomplete evidence: no recording", False)),
     ],
 )  # fmt: skip
 def test_external_outcome_decisions(result, run, evidence, expected):
     from argusic.attempts.install_run import external_outcome
 
-    end_reason, invalid, keep_report = external_outcome(result, run, evidence)
-    want_end, want_invalid, want_keep = expected
+    end_reason, invalid, fault, keep_report = external_outcome(result, run, evidence)
+    want_end, want_invalid, want_fault, want_keep = expected
     assert end_reason == want_end
     assert (invalid is None) == (want_invalid is None) and (invalid or "").startswith(want_invalid or "")
+    assert (fault is None) == (want_fault is None) and (fault or "").startswith(want_fault or "")
     assert keep_report == want_keep

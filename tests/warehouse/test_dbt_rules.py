@@ -191,8 +191,16 @@ def records() -> list[dict]:
     r += [s_fail(f"nr-env-{i}", NOREC, "p-env", i) for i in (1, 2, 3)]
     # --- board, a rival whose exact median ties the standard agent's (652/7) -----------------------
     r += [s_652_7(f"rival-rerun-{i}", RIVAL, "p-rerun", i) for i in (1, 2, 3)]
-    # an invalid claim: more errors fixed than encountered (not counted anywhere)
-    r += [rec("rival-claim", RIVAL, "p-rerun", 1, errors_encountered=1, errors_fixed=2)]
+    # our tooling failed (not counted anywhere)
+    r += [
+        rec(
+            "rival-daemon",
+            RIVAL,
+            "p-rerun",
+            1,
+            invalid_reason="executor error: the Docker daemon did not answer",
+        )
+    ]
 
     # --- verdict purpose ---------------------------------------------------------------------------
     v = {"purpose": "verdict", "cycle_id": "verdicts"}
@@ -201,9 +209,11 @@ def records() -> list[dict]:
     r += [
         s_fail("v-nyv-1", STD, "v-nyv", 1, **v),
         rec("v-nyv-2", STD, "v-nyv", 2, end_reason="harness_error", has_report=False, **v),
-        rec("v-nyv-3", STD, "v-nyv", 2, errors_encountered=0, errors_fixed=1, **v),  # claims a pass, invalid
+        rec("v-nyv-3", STD, "v-nyv", 2, invalid_reason="key could not be created: gateway down", **v),
         s_fail("v-nyv-4", NOREC, "v-nyv", 1, **v),
     ]
+    # a report that claims more errors fixed than encountered: rejected, a measured failure (#25)
+    r += [rec("v-claim-1", RIVAL, "v-claim", 1, errors_encountered=1, errors_fixed=2, **v)]
     r += [
         s_fail("v-strong-1", STD, "v-strong", 1, started_at=datetime(2026, 10, 1, 8), **v),
         s_fail("v-strong-2", STD, "v-strong", 2, started_at=datetime(2026, 10, 1, 9), **v),
@@ -437,9 +447,9 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
         "std-inc-2": "missing log evidence",
         "std-inc-3": "cut by our tooling (harness_error): not a complete attempt",
         "std-rerun-2": "cancelled: not a complete attempt",
-        "rival-claim": "claims more errors fixed than encountered",
+        "rival-daemon": "executor error: the Docker daemon did not answer",
         "v-nyv-2": "cut by our tooling (harness_error): not a complete attempt",
-        "v-nyv-3": "claims more errors fixed than encountered",
+        "v-nyv-3": "key could not be created: gateway down",
         # corrected after a dispute: kept, never scored, its reason names the dispute and the rerun
         "corr-2": "corrected: dispute dispute-1 found our environment at fault; rerun corr-2c counts "
         "in its place",
@@ -461,6 +471,10 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
                 "score_numerator",
             )
         )
+    # a report's rejected claim is not a veto: the attempt is valid, scores 0 and fails, with its reason
+    claim = q(built, "select * from marts.attempt_scores where attempt_id = 'v-claim-1'")[0]
+    assert (claim["is_valid"], claim["outcome"], frac(claim, "score")) == (True, "fail", 0)
+    assert claim["container_fault"] == "report rejected: claims more errors fixed than encountered"
     # no valid attempt is called invalid, and every attempt has an outcome
     mislabelled = q(
         built, "select attempt_id from marts.attempt_scores where is_valid = (outcome = 'invalid')"
@@ -502,7 +516,7 @@ def test_pair_sets_spread_edges(built):
         "std-exact-3",
     )
     assert incomplete["middle_attempt_id"] is None and incomplete["low_attempt_id"] is not None
-    assert sets[(RIVAL, "p-rerun")]["valid_attempts"] == 3  # the invalid claim is not counted
+    assert sets[(RIVAL, "p-rerun")]["valid_attempts"] == 3  # the invalid attempt is not counted
     assert not any(p.startswith("v-") for _, p in sets)  # verdict attempts form no board sets
 
 

@@ -1,6 +1,17 @@
--- One row per attempt with its validity. An invalid attempt is kept with every reason that
--- applies, never scored, never on the board (METHODOLOGY.md §5 and §7). Only the rubric's purposes
--- (board, verdict): repair attempts are graded by the repair grader (marts.repair_runs), not scored.
+-- One row per attempt with its validity and, for a valid one, what the container did that cut its
+-- own measurement (METHODOLOGY.md §5, §7, §8). Whose failure decides:
+--   * ours -- the pipeline's tooling could not complete the attempt (the executor, the daemon, the
+--     fetch, the gateway, our storage; a reason the pipeline set in the record; cancelled): INVALID,
+--     kept with every reason that applies, rerun, never scored, never on the board;
+--   * the container's -- the agent or the project stopped its own measurement (the harness killed,
+--     /out refused, the report or the evidence missing or unreadable, a served copy withheld, a
+--     report that claims more errors fixed than encountered): VALID, a measured failure with 0
+--     points and its reason (container_fault). An invalid attempt is rerun and a set without three
+--     valid runs is left off the board, so treating these as invalid would hand the code under test
+--     a veto over its own result (issue #25).
+-- A record written before records said whose failure it was (no container_fault) keeps the old
+-- reading: every missing part is ours. Only the rubric's purposes (board, verdict): repair attempts
+-- are graded by the repair grader (marts.repair_runs), not scored.
 with attempts as (
 
     select * from {{ ref('stg_run_records') }}
@@ -15,34 +26,43 @@ reasons as (
         concat_ws('; ',
             recorded_invalid_reason,
             case
+                when recorded_container_fault is not null then null
                 when not has_log and not has_recording then 'missing log and recording evidence'
                 when not has_log then 'missing log evidence'
                 when not has_recording then 'missing recording evidence'
             end,
-            case end_reason
-                when 'harness_error' then 'cut by our tooling (harness_error): not a complete attempt'
-                when 'cancelled' then 'cancelled: not a complete attempt'
+            case
+                when end_reason = 'cancelled' then 'cancelled: not a complete attempt'
+                when recorded_container_fault is not null then null
+                when end_reason = 'harness_error'
+                    then 'cut by our tooling (harness_error): not a complete attempt'
             end,
             case
-                when end_reason = 'completed' and not has_report
+                when end_reason = 'completed' and not has_report and recorded_container_fault is null
                     then 'completed without a report: the harness could not read the agent''s report'
-            end,
+            end
+        ) as reasons_text,
+        -- the agent's own report rejected (§8): its claim earns nothing, the run still counts
+        concat_ws('; ',
+            recorded_container_fault,
             case
                 when errors_fixed > errors_encountered
-                    then 'claims more errors fixed than encountered'
+                    then 'report rejected: claims more errors fixed than encountered'
             end,
             case
                 when errors_fixed < 0 or errors_encountered < 0
-                    then 'negative error counts in the report'
+                    then 'report rejected: negative error counts'
             end
-        ) as reasons_text
+        ) as faults_text
 
     from attempts
 
 )
 
 select
-    * exclude (reasons_text),
+    * exclude (reasons_text, faults_text),
     nullif(reasons_text, '') as invalid_reason,
-    nullif(reasons_text, '') is null as is_valid
+    nullif(reasons_text, '') is null as is_valid,
+    -- only for a valid attempt: an invalid one is not measured at all
+    case when nullif(reasons_text, '') is null then nullif(faults_text, '') end as container_fault
 from reasons

@@ -26,8 +26,10 @@ evidence as (
 )
 
 select
-    scores.*,
-    evidence.* exclude (attempt_id)
+    scores.* exclude (container_fault),
+    evidence.* exclude (attempt_id),
+    -- appended (issue #25): the contract's earlier columns keep their places
+    scores.container_fault
 from scores
 left join evidence
     on evidence.attempt_id = scores.attempt_id

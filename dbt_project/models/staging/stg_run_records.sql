@@ -24,6 +24,8 @@ renamed as (
         coalesce(effective_budget_seconds, budget_seconds) as effective_budget_seconds,
         end_reason,
         invalid_reason as recorded_invalid_reason,
+        -- what the container did that cut its own measurement (issue #25); null in older records
+        json_extract_string(record_json, '$.container_fault') as recorded_container_fault,
         executor,
         is_demo,
         rerun_of,

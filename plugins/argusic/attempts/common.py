@@ -138,8 +138,9 @@ def presentation_secrets() -> list[str]:
 
 def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
     """Derive the served copies (credentials masked, generated private keys redacted, vendor banners
-    hidden). A copy that cannot be shown free of live credentials is withheld: the attempt becomes
-    invalid with that reason, and is rerun like any attempt our tooling could not complete."""
+    hidden). A copy that cannot be shown free of live credentials is withheld: the attempt is a
+    measured failure with that reason (the container's doing), kept and never rerun; one withheld
+    because our evidence store failed is invalid and rerun."""
     # Only an attempt whose output is presented needs the masking engine, which imports numpy.
     # deferred: masking pulls in numpy, about as slow to import as docker
     from argusic.attempts.presentation import present_attempt
@@ -159,8 +160,14 @@ def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
             private_key_sha256=sorted({k["sha256"] for k in shown.private_keys}),
         )
     }
-    if shown.withheld and record.invalid_reason is None:
+    if shown.withheld and shown.withheld_by_our_tooling and record.invalid_reason is None:
+        # our evidence store failed: invalid, rerun
         update["invalid_reason"] = f"served copy withheld: {shown.withheld_reason}"
+    elif shown.withheld and record.invalid_reason is None and record.container_fault is None:
+        # What the container printed could not be shown free of live credentials: its doing (a leaked
+        # key, or output shaped to defeat the masker), so a measured failure, never a rerun (a rerun
+        # would let it veto its own result).
+        update["container_fault"] = f"served copy withheld: {shown.withheld_reason}"
     # The record was validated when it was built; only its presentation (validated just above) and
-    # invalid_reason change, so it is copied rather than parsed again.
+    # invalid_reason or container_fault change, so it is copied rather than parsed again.
     return record.model_copy(update=update)

@@ -77,24 +77,12 @@ def build_record(
     else:
         end_reason = "completed"
 
-    invalid_reason = None
-    if result.error is not None:
-        invalid_reason = f"executor error: {result.error}"
-    elif result.refused is not None:
-        invalid_reason = result.refused
-    elif end_reason == "harness_error":
-        invalid_reason = f"harness exited with code {result.exit_code}"
-    elif end_reason == "completed" and report_problem:
-        invalid_reason = report_problem
-    elif end_reason == "completed" and report is None:
-        invalid_reason = "report missing: the harness ended without writing report.json"
-    if invalid_reason is None and (evidence["log"] is None or evidence["recording"] is None):
-        missing = [n for n in ("log", "recording") if evidence[n] is None]
-        invalid_reason = f"incomplete evidence: no {' and no '.join(missing)}"
+    invalid_reason, container_fault = _fault_of(result, end_reason, report, report_problem, evidence)
 
     doc = _base_doc(spec, result, evidence, environment) | {
         "end_reason": end_reason,
         "invalid_reason": invalid_reason,
+        "container_fault": container_fault,
         "report": report,
         "usage": {
             "input_tokens": {"value": None, "status": "unavailable"},
@@ -113,48 +101,87 @@ def build_record(
     return parse_record(bound_texts(doc), source=spec.attempt_id)
 
 
-def external_outcome(result: ExecutionResult, run, evidence: dict) -> tuple[str, str | None, bool]:
-    """(end_reason, invalid_reason, keep_report) of an external harness's attempt.
+def _missing_evidence(evidence: dict) -> str | None:
+    missing = [n for n in ("log", "recording") if evidence[n] is None]
+    return f"incomplete evidence: no {' and no '.join(missing)}" if missing else None
+
+
+def _fault_of(
+    result: ExecutionResult, end_reason: str, report: dict | None, report_problem: str | None, evidence: dict
+) -> tuple[str | None, str | None]:
+    """(invalid_reason, container_fault) of the reference harness's attempt: whose failure cut it.
+
+    Ours (invalid, rerun): the executor's error -- the daemon, the container's start, the fetch of
+    the pinned commit. The container's (a measured failure, 0 points, never rerun; METHODOLOGY.md §7's
+    "cut by the pipeline's own tooling" is the invalid case, and everything below happens inside the
+    container, within reach of the agent and the project): /out refused at landing, the harness
+    exiting non-zero (killed from inside), a report missing or unreadable, a log or recording missing.
+    A rerun would hand the code under test a veto over its own result."""
+    if result.error is not None:
+        return f"executor error: {result.error}", None
+    if result.refused is not None:
+        fault = result.refused
+    elif end_reason == "harness_error":
+        fault = f"harness exited with code {result.exit_code}"
+    elif end_reason == "completed" and report_problem:
+        fault = report_problem
+    elif end_reason == "completed" and report is None:
+        fault = "report missing: the harness ended without writing report.json"
+    else:
+        fault = None
+    return None, fault or _missing_evidence(evidence)
+
+
+def external_outcome(
+    result: ExecutionResult, run, evidence: dict
+) -> tuple[str, str | None, str | None, bool]:
+    """(end_reason, invalid_reason, container_fault, keep_report) of an external harness's attempt.
 
     Decided (METHODOLOGY.md §7: a complete attempt is one the agent worked until it stopped or hit
-    the time limit; one cut by the pipeline's own tooling is invalid, kept with its reason):
+    the time limit; one cut by the pipeline's own tooling is invalid, kept with its reason). Ours
+    (invalid, rerun):
 
-    - executor error (daemon, fetch): harness_error, invalid;
+    - executor error (daemon, fetch): harness_error;
     - the session log never shows the model answering (gateway or key unusable, network down, CLI
-      failed to start): the agent never got to work, a failure of our tooling: invalid, whatever the
-      ending (harness_error, or timeout when it was still retrying at the budget);
-    - time limit hit after the agent worked: timeout, valid, no report (a timeout scores 0);
-    - the CLI ended in error or its log ends without the CLI's closing event (API failure mid-run,
-      a crash): harness_error, invalid (the harness, CLI included, is our measuring tool);
-    - the CLI closed its session normally: completed. Its report must be readable: a missing or
-      unreadable report is "the harness could not read the agent's report", invalid and rerun, even
-      when the agent stopped of its own accord;
-    - a log or recording missing: invalid (incomplete evidence).
+      failed to start): the agent never got to work, whatever the ending (harness_error, or timeout
+      when it was still retrying at the budget);
+    - the CLI ended in error (its own error event: the model API or the gateway failed mid-run).
+
+    The container's (a measured failure, 0 points, never rerun: all of it happens inside the
+    container, where a project or the agent could cause it to veto its result):
+
+    - the session log ends without the CLI's closing event (the CLI killed or its log cut), or the CLI
+      exited non-zero without an error event: harness_error;
+    - the CLI closed its session normally but its report is missing or unreadable: completed;
+    - a log or recording missing, or /out refused at landing.
+
+    Time limit hit after the agent worked: timeout, valid, no report (a timeout scores 0).
     """
     if result.error is not None:
-        return "harness_error", f"executor error: {result.error}", False
+        return "harness_error", f"executor error: {result.error}", None, False
     if not _model_answered(run):
         detail = run.end_detail or "no session events"
         why = f"the agent never reached its model ({run.end_state}: {detail})"
-        return ("timeout" if result.timed_out else "harness_error"), why, False
+        return ("timeout" if result.timed_out else "harness_error"), why, None, False
+    invalid = fault = None
     if result.timed_out:
-        end_reason, invalid = "timeout", None
+        end_reason = "timeout"
     elif run.end_state == "error":
         end_reason, invalid = "harness_error", f"agent CLI ended in error: {run.end_detail}"
     elif run.end_state == "truncated":
         end_reason = "harness_error"
-        invalid = (
+        fault = (
             f"session log ends without the CLI's closing event ({run.end_detail}); "
             f"exit code {result.exit_code}"
         )
     elif result.exit_code != 0:
-        end_reason, invalid = "harness_error", f"agent CLI exited with code {result.exit_code}"
+        end_reason, fault = "harness_error", f"agent CLI exited with code {result.exit_code}"
     else:
-        end_reason, invalid = "completed", run.report_problem
-    if invalid is None and (evidence["log"] is None or evidence["recording"] is None):
-        missing = [n for n in ("log", "recording") if evidence[n] is None]
-        invalid = f"incomplete evidence: no {' and no '.join(missing)}"
-    return end_reason, invalid, end_reason == "completed" and run.report is not None
+        end_reason, fault = "completed", run.report_problem
+    if invalid is None:
+        fault = result.refused or fault or _missing_evidence(evidence)
+    keep_report = end_reason == "completed" and run.report is not None and fault is None
+    return end_reason, invalid, fault, keep_report
 
 
 def _build_external_record(
@@ -167,9 +194,7 @@ def _build_external_record(
     environment: Environment | None = None,
 ) -> RunRecord:
     run = driver.collect(out_dir)
-    end_reason, invalid_reason, keep_report = external_outcome(result, run, evidence)
-    if result.error is None and result.refused is not None:
-        invalid_reason = result.refused
+    end_reason, invalid_reason, container_fault, keep_report = external_outcome(result, run, evidence)
     key = key_record or {"kind": driver.key_kind, "limit_usd": None}
     parts = record_parts(
         run,
@@ -181,6 +206,7 @@ def _build_external_record(
     doc = _base_doc(spec, result, evidence, environment) | {
         "end_reason": end_reason,
         "invalid_reason": invalid_reason,
+        "container_fault": container_fault,
         "report": parts["report"] if keep_report else None,
         "usage": parts["usage"],
         "harness": parts["harness"],

@@ -73,10 +73,13 @@ class PresentationResult:
     banner_lines_hidden: int = 0
     masking_version: str = MASKING_VERSION
     policy: str = ""
+    # Withheld because our evidence store failed (raw evidence unreadable or not matching its
+    # fingerprint), not because of what the container printed: our fault, the attempt is rerun.
+    withheld_by_our_tooling: bool = False
 
     @property
     def rerun_needed(self) -> bool:
-        return self.withheld
+        return self.withheld and self.withheld_by_our_tooling
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -128,6 +131,7 @@ def _present(
     fingerprints: dict[str, str] = {}
     results: dict[str, MaskResult] = {}
     problems: list[str] = []
+    store_failed = False
     for kind, masker in _MASKERS.items():
         ref = getattr(record.evidence, kind)
         if ref is None:
@@ -138,9 +142,11 @@ def _present(
             sha, _ = store.copy_to_file(ref.uri, raw_path)
         except (EvidenceMissing, ValueError, OSError) as err:
             problems.append(f"{kind}: raw evidence unreadable ({err})")
+            store_failed = True
             continue
         if sha != ref.sha256:
             problems.append(f"{kind}: raw evidence does not match its recorded sha256")
+            store_failed = True
             continue
         result = masker(raw_path, folder / f"{kind}.served", secrets, policy, workdir=folder / f"{kind}.work")
         raw_path.unlink(missing_ok=True)
@@ -168,6 +174,7 @@ def _present(
             served={kind: None for kind in SERVED_NAMES},
             withheld=True,
             withheld_reason="; ".join(problems),
+            withheld_by_our_tooling=store_failed,
             **common,
         )
     served: dict[str, ServedCopy | None] = {kind: None for kind in SERVED_NAMES}

@@ -36,6 +36,8 @@ def _result_words(record) -> str:
     outcome, points and score at build; these words never claim them."""
     if record.invalid_reason is not None:
         return "INVALID: " + _text(record.invalid_reason, 90)
+    if record.container_fault is not None and record.end_reason != "timeout":
+        return "✗ cut short in its container: " + _text(record.container_fault, 90)
     if record.end_reason == "timeout":
         budget = record.effective_budget_seconds or record.budget_seconds
         return f"✗ timeout at {budget} s"
@@ -80,6 +82,11 @@ def story_of(spec: AttemptSpec, measured: Sequence[RecordFile]) -> AttemptStory:
     if last.invalid_reason is not None:
         lines.append(
             f"   invalid (our tooling failed; not scored, kept with its reason): {_text(last.invalid_reason)}"
+        )
+    if last.container_fault is not None:
+        lines.append(
+            "   cut short in its container (the agent's or the project's doing; a measured failure, "
+            f"0 points, no rerun): {_text(last.container_fault)}"
         )
     for earlier in records[:-1]:
         lines.append(f"   rerun of {earlier.attempt_id}: it was invalid: {_text(earlier.invalid_reason)}")

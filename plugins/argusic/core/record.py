@@ -295,6 +295,7 @@ class RunRecord(_Strict):
     ended_at: datetime
     budget_seconds: int = Field(gt=0)
     end_reason: EndReason
+    # Our tooling failed (daemon, fetch, gateway): the attempt is invalid, rerun, never scored.
     invalid_reason: str | None
     evidence: Evidence
     report: Report | None
@@ -317,6 +318,11 @@ class RunRecord(_Strict):
     reproduces: AttemptId | None = None
     # Only in a repair attempt's record (purpose repair), and required there: the item and the grade.
     repair: Repair | None = None
+    # Optional, added for issue #25: what the container (agent or project) did that cut its own
+    # measurement short -- the harness killed, /out refused at landing, the report or evidence missing
+    # or unreadable, a served copy that could not be shown. Not our tooling's failure: the attempt is
+    # valid, counted as a measured failure with this reason (0 points), and never rerun.
+    container_fault: str | None = Field(default=None, max_length=2000)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -24,13 +24,18 @@ class CycleTally:
     valid: int = 0
     invalid: int = 0
     passes: int = 0  # valid attempts whose report shows a pass (the warehouse decides the outcome)
+    cut_by_container: int = 0  # valid attempts the container cut short (a measured failure, #25)
     invalid_reasons: Counter = field(default_factory=Counter)
+    container_faults: Counter = field(default_factory=Counter)
 
     def add(self, record) -> None:
         self.planned += 1
         if record.invalid_reason is None:
             self.valid += 1
             self.passes += int(record_passes(record))
+            if record.container_fault is not None:
+                self.cut_by_container += 1
+                self.container_faults[_reason_kind(record.container_fault)] += 1
         else:
             self.invalid += 1
             self.invalid_reasons[_reason_kind(record.invalid_reason)] += 1
@@ -42,6 +47,7 @@ def record_passes(record) -> bool:
     report = record.report
     return bool(
         record.invalid_reason is None
+        and record.container_fault is None
         and record.end_reason == "completed"
         and report is not None
         and report.install_ok
@@ -94,7 +100,8 @@ def tally_of(records: Iterable[RunRecord]) -> CycleTally:
 
 
 def require_valid_attempts(cycle_id: str, record_paths: Sequence[str | Path | RecordFile]) -> CycleTally:
-    """Refuse to load or publish a cycle run that measured nothing valid (CycleFailed says why)."""
+    """Refuse to load or publish a cycle run that measured nothing valid, or whose every attempt was
+    cut short inside its container (CycleFailed says why)."""
     if not record_paths:
         raise CycleFailed(
             f"cycle {cycle_id}: no attempt was run (the plan was empty): nothing loaded, nothing published"
@@ -106,5 +113,15 @@ def require_valid_attempts(cycle_id: str, record_paths: Sequence[str | Path | Re
             f"cycle {cycle_id}: all {tally.planned} attempt(s) are invalid (our tooling failed, even "
             f"after reruns): {reasons}. Nothing loaded, nothing published; the records and evidence "
             f"are kept under {runs_dir() / cycle_id}. Fix the cause, then run a new cycle id."
+        )
+    if tally.cut_by_container == tally.planned:
+        # A project can cut only its own attempts; every attempt of the run cut at once points at
+        # what they all share -- our harness -- so nothing is published as the agents' failure.
+        faults = "; ".join(f"{n} × {why}" for why, n in tally.container_faults.most_common(5))
+        raise CycleFailed(
+            f"cycle {cycle_id}: all {tally.planned} attempt(s) were cut short inside their containers "
+            f"({faults}): a project can cut only its own attempts, so all of them at once points at "
+            f"our harness. Nothing loaded, nothing published; the records and evidence are kept "
+            f"under {runs_dir() / cycle_id}. Fix the cause, then run a new cycle id."
         )
     return tally
