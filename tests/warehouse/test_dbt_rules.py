@@ -213,7 +213,18 @@ def records() -> list[dict]:
         s_fail("v-nyv-4", NOREC, "v-nyv", 1, **v),
     ]
     # a report that claims more errors fixed than encountered: rejected, a measured failure (#25)
-    r += [rec("v-claim-1", RIVAL, "v-claim", 1, errors_encountered=1, errors_fixed=2, **v)]
+    r += [
+        rec(
+            "v-claim-1",
+            RIVAL,
+            "v-claim",
+            1,
+            errors_encountered=1,
+            errors_fixed=2,
+            methodology_version="1.6",
+            **v,
+        )
+    ]
     r += [
         s_fail("v-strong-1", STD, "v-strong", 1, started_at=datetime(2026, 10, 1, 8), **v),
         s_fail("v-strong-2", STD, "v-strong", 2, started_at=datetime(2026, 10, 1, 9), **v),
@@ -618,7 +629,7 @@ def test_project_verdicts_paths(built):
 
 def test_methodology_editions_effective_dates(built):
     editions = {r["version"]: r for r in q(built, "select * from marts.methodology_editions")}
-    assert list(sorted(editions)) == ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
+    assert list(sorted(editions)) == ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
     assert str(editions["1.2"]["effective_on"]) == "2026-09-04"
     assert editions["1.2"]["effective_before_written"] is True
     assert str(editions["1.3"]["effective_on"]) == "2026-09-05"

@@ -9,58 +9,83 @@
 --     points and its reason (container_fault). An invalid attempt is rerun and a set without three
 --     valid runs is left off the board, so treating these as invalid would hand the code under test
 --     a veto over its own result (issue #25).
--- A record written before records said whose failure it was (no container_fault) keeps the old
--- reading: every missing part is ours. Only the rubric's purposes (board, verdict): repair attempts
--- are graded by the repair grader (marts.repair_runs), not scored.
+-- Edition 1.6 made the rule; a record written before records said whose failure it was (no
+-- container_fault) keeps the old reading: every missing part is ours, and a report claiming more
+-- errors fixed than encountered makes an attempt of an earlier edition invalid. Only the rubric's
+-- purposes (board, verdict): repair attempts are graded by the repair grader (marts.repair_runs).
 with attempts as (
 
-    select * from {{ ref('stg_run_records') }}
+    select
+        *,
+        -- the edition as a comparable number: 1.6 -> 1006 (editions are "<major>.<minor>")
+        split_part(methodology_version, '.', 1)::integer * 1000
+            + split_part(methodology_version, '.', 2)::integer as edition_code
+    from {{ ref('stg_run_records') }}
     where purpose in ('board', 'verdict')
+
+),
+
+editions as (
+
+    select
+        *,
+        -- what the container did to cut its run counts from edition 1.6, the edition that made the rule
+        case when edition_code >= 1006 then recorded_container_fault end as cut_by_container
+    from attempts
 
 ),
 
 reasons as (
 
     select
-        attempts.*,
+        editions.*,
         concat_ws('; ',
             recorded_invalid_reason,
             case
-                when recorded_container_fault is not null then null
+                when cut_by_container is not null then null
                 when not has_log and not has_recording then 'missing log and recording evidence'
                 when not has_log then 'missing log evidence'
                 when not has_recording then 'missing recording evidence'
             end,
             case
                 when end_reason = 'cancelled' then 'cancelled: not a complete attempt'
-                when recorded_container_fault is not null then null
+                when cut_by_container is not null then null
                 when end_reason = 'harness_error'
                     then 'cut by our tooling (harness_error): not a complete attempt'
             end,
             case
-                when end_reason = 'completed' and not has_report and recorded_container_fault is null
+                when end_reason = 'completed' and not has_report and cut_by_container is null
                     then 'completed without a report: the harness could not read the agent''s report'
+            end,
+            case
+                when edition_code < 1006 and errors_fixed > errors_encountered
+                    then 'claims more errors fixed than encountered'
+            end,
+            case
+                when edition_code < 1006 and (errors_fixed < 0 or errors_encountered < 0)
+                    then 'negative error counts in the report'
             end
         ) as reasons_text,
-        -- the agent's own report rejected (§8): its claim earns nothing, the run still counts
+        -- a report claiming more errors fixed than encountered (§5): from edition 1.6 the claim is
+        -- rejected and the run counts as a failure; under earlier editions the run was invalid
         concat_ws('; ',
-            recorded_container_fault,
+            cut_by_container,
             case
-                when errors_fixed > errors_encountered
+                when edition_code >= 1006 and errors_fixed > errors_encountered
                     then 'report rejected: claims more errors fixed than encountered'
             end,
             case
-                when errors_fixed < 0 or errors_encountered < 0
+                when edition_code >= 1006 and (errors_fixed < 0 or errors_encountered < 0)
                     then 'report rejected: negative error counts'
             end
         ) as faults_text
 
-    from attempts
+    from editions
 
 )
 
 select
-    * exclude (reasons_text, faults_text),
+    * exclude (edition_code, cut_by_container, reasons_text, faults_text),
     nullif(reasons_text, '') as invalid_reason,
     nullif(reasons_text, '') is null as is_valid,
     -- only for a valid attempt: an invalid one is not measured at all
