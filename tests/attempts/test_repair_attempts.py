@@ -561,9 +561,7 @@ def test_external_agent_launch_has_the_prompt_its_limits_and_no_patch(tmp_path):
     _, item = make_item_repo(tmp_path)
     limits = repair.repair_limits()
     key = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": "http://127.0.0.1:4000/v1"}
-    launch = repair.repair_launch(driver_for("claude-code"), item, limits, 1800, key, "claude-code / calc")(
-        _paths()
-    )
+    launch = repair.repair_launch(driver_for("claude-code"), item, limits, 1800, key)(_paths())
     script = launch.argv[-1]
     assert "--max-turns 100" in script and "--timeout 1800" in script
     assert "/opt/argusic/task/prompt.md" in script and "session.jsonl" in script
@@ -574,9 +572,7 @@ def test_external_agent_launch_has_the_prompt_its_limits_and_no_patch(tmp_path):
     assert launch.env["HOME"].startswith("/var/lib/a/")  # a fresh HOME, checked before the agent starts
     # instruction check before the agent, patch collection after it
     assert script.index(repair.CHECK_FILE) < script.index("claude") < script.index("diff --cached --binary")
-    codex = repair.repair_launch(driver_for("codex"), item, limits, 1800, {"OPENAI_API_KEY": "k"}, "t")(
-        _paths()
-    )
+    codex = repair.repair_launch(driver_for("codex"), item, limits, 1800, {"OPENAI_API_KEY": "k"})(_paths())
     assert "--max-turns" not in codex.argv[-1] and "codex" in codex.argv[-1]
 
 

@@ -121,8 +121,10 @@ OUTCOME_OF = {
 
 @pytest.mark.parametrize(("project_id", "agent"), sorted(EXPECTED))
 def test_fixture_outcome(catalogue, tmp_path, project_id, agent):
-    title = f"{agent} / {project_id} / attempt 1"  # what the orchestrator passes (AttemptSpec.label)
-    report, out = run_fixture(catalogue, project_id, tmp_path, *DRIVERS[agent].recording_args(title))
+    # The harness's own --title option (run by hand); the orchestrator titles the recording on the
+    # host instead, so that the container never learns which attempt it is.
+    title = f"{agent} / {project_id} / attempt 1"
+    report, out = run_fixture(catalogue, project_id, tmp_path, *DRIVERS[agent].harness_args, "--title", title)
     got = (
         report["install_ok"],
         report["ran_ok"],

@@ -3,8 +3,9 @@
 Each fixture is a git repo made here whose README's run block does the hostile thing; the attempt
 runs under a containment with small caps. What they try and what must happen:
 
-- links out of /out (symbolic and hard, to a planted 0600 host file): the attempt is invalid with a
-  reason naming the file, and the host file's bytes appear in no evidence, record or served copy;
+- links out of /out (symbolic and hard, to a planted 0600 host file): refused with a reason naming
+  the file -- the container's doing, so a measured failure (container_fault), never a rerun -- and
+  the host file's bytes appear in no evidence, record or served copy;
 - devices (mknod must fail), FIFOs and sockets in /out: refused by name, the landing never blocks;
 - filling /workspace, /tmp, HOME and /out: writes stop at the caps with ENOSPC; the orchestrator's
   memory stays bounded while it lands what is there;
@@ -164,7 +165,8 @@ def test_links_out_of_out_never_bring_a_host_file_into_evidence(env, tmp_path):
         ],
     )
     record, landed, store = attempt(env, bare, commit, "links")
-    assert record.invalid_reason == (
+    assert record.invalid_reason is None  # not our tooling's failure: no rerun to veto a result with
+    assert record.container_fault == (
         "evidence refused: folder is a symbolic link; log.txt is a symbolic link; "
         "mine-again.txt has 2 hard links (and 3 more)"  # mine.txt, planted.txt, relative.txt
     )
@@ -191,7 +193,8 @@ def test_devices_fifos_and_sockets_in_out_are_refused_by_name(env, tmp_path):
         ],
     )
     record, _, store = attempt(env, bare, commit, "specials")
-    assert record.invalid_reason == "evidence refused: pipe is a FIFO; sock is a socket"
+    assert record.invalid_reason is None
+    assert record.container_fault == "evidence refused: pipe is a FIFO; sock is a socket"
     shown = recording_text(store, record)
     assert "Operation not permitted" in shown
     assert "mknod in /out: refused" in shown and "mknod in /workspace: refused" in shown
@@ -363,6 +366,43 @@ def test_privilege_probes_find_nothing(env, tmp_path):
         "/workspace rw,nosuid,nodev,noatime",
     ]
     assert record.invalid_reason is None and record.end_reason == "completed"
+
+
+BLIND_PROBE = r"""
+import glob, json, os
+seen = {"environ": dict(os.environ), "cmdlines": [], "mountinfo": open("/proc/self/mountinfo").read()}
+for path in glob.glob("/proc/[0-9]*/cmdline"):
+    try:
+        seen["cmdlines"].append(open(path, "rb").read().replace(b"\0", b" ").decode("utf-8", "replace"))
+    except OSError:
+        seen["cmdlines"].append("unreadable " + path)
+with open("/etc/hostname") as f:
+    seen["hostname"] = f.read()
+json.dump(seen, open("/out/seen.json", "w"))
+print(json.dumps(seen))
+"""
+
+
+def test_the_container_cannot_tell_which_attempt_it_is(env, tmp_path):
+    """Issue #25: a project that knows who measures it can target one agent. Nothing inside names the
+    agent, the project label, the attempt or the rerun -- environment, every process's command line,
+    the mount table, the host name -- and the recording is titled on the host once landed."""
+    bare, commit = hostile_repo(tmp_path, "blind", ["python3 probe.py"], {"probe.py": BLIND_PROBE})
+    store = EvidenceStore((env / "evidence").as_uri())
+    spec = spec_for(bare, commit, "blind", 60)
+    path = run_attempt(spec, DockerExecutor(containment=small_containment()), store, env / "runs")
+    record = load_record_file(path)
+    seen_text = (attempt_dir(spec, env / "runs") / "out" / "seen.json").read_text()
+    seen = json.loads(seen_text)
+    assert seen["cmdlines"], "the probe saw no process"
+    inside = seen_text + store.read(record.evidence.log.uri).decode("utf-8", "replace")
+    header, _, events = recording_text(store, record).partition("\n")
+    inside += events
+    for tell in (spec.attempt_id, spec.label, "attempt 1", "ARGUSIC_ATTEMPT_ID", spec.cycle_id):
+        assert tell not in inside, f"the container could read {tell!r}"
+    assert "ARGUSIC_ATTEMPT_ID" not in seen["environ"], sorted(seen["environ"])
+    assert json.loads(header)["title"] == spec.label  # set outside, before the fingerprint
+    assert record.invalid_reason is None and record.container_fault is None
 
 
 # -- the watchdog, two installations, SIGKILL ----------------------------------------------------------

@@ -64,19 +64,15 @@ class AgentDriver:
             return self.module().PINNED_VERSION
         return HARNESS_VERSION
 
-    def launch(self, key_env: dict[str, str], title: str | None = None) -> LaunchBuilder | None:
+    def launch(self, key_env: dict[str, str]) -> LaunchBuilder | None:
         """How the attempt starts inside the container; None: the reference harness (the executor's
         default, with ``harness_args``). ``key_env`` is ``IssuedKey.container_env(key_env_var,
         base_url_env_var)``: for an external harness it goes into the driver's ``build_env`` (the key
-        then lives only in the container's environment). ``title`` is the recording's title (the
-        attempt's label, ``<agent> / <project> / attempt N``)."""
+        then lives only in the container's environment). No title: the container is not told which
+        attempt it is; the recording is titled on the host (attempts.common.title_recording)."""
         if not self.external:
             return None
-        return _ExternalLaunch(self, dict(key_env), title)
-
-    def recording_args(self, title: str) -> tuple[str, ...]:
-        """The reference harness's arguments with the recording's title (the attempt's label)."""
-        return (*self.harness_args, "--title", title)
+        return _ExternalLaunch(self, dict(key_env))
 
     def collect(self, out_dir: Path) -> CollectedRun:
         """An external harness's session log and report, read by its collector."""
@@ -86,10 +82,9 @@ class AgentDriver:
 class _ExternalLaunch:
     """Build the in-container command of an external harness from the paths the executor gives."""
 
-    def __init__(self, driver: AgentDriver, key_env: dict[str, str], title: str | None = None) -> None:
+    def __init__(self, driver: AgentDriver, key_env: dict[str, str]) -> None:
         self._driver = driver
         self._key_env = key_env
-        self._title = title
 
     def __repr__(self) -> str:
         return f"_ExternalLaunch({self._driver.agent_id!r}, key variables {sorted(self._key_env)})"
@@ -124,8 +119,6 @@ class _ExternalLaunch:
             f"{paths.harness}/recorder.py",
             "--out",
             out,
-            "--title",
-            self._title or f"{driver.agent_id} ({driver.harness_name} {mod.PINNED_VERSION})",
             "--",
             *agent_cmd,
         ]

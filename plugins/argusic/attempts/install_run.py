@@ -23,6 +23,7 @@ from argusic.attempts.common import (
     _read_report,
     artifact_globs,
     presentation_secrets,
+    title_recording,
     with_presentation,
 )
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
@@ -59,6 +60,7 @@ def build_record(
     key_record: dict | None = None,
     environment: Environment | None = None,
 ) -> RunRecord:
+    title_recording(out_dir / EVIDENCE_FILES["recording"], spec.label)  # named outside the container
     evidence: dict[str, dict | None] = {}
     for name, filename in EVIDENCE_FILES.items():
         path = out_dir / filename
@@ -268,9 +270,11 @@ def run_install_attempt(
     ) as key:
         key_env = key.container_env(driver.key_env_var, driver.base_url_env_var)
         run_kwargs: dict = {}
-        harness_args = list(driver.recording_args(spec.label))  # the recording's title names the attempt
+        # Nothing the container is handed names the agent, project, attempt or rerun: the recording
+        # gets its title on the host once landed (title_recording).
+        harness_args = list(driver.harness_args)
         if driver.external:  # the key goes through the driver's own environment (build_env)
-            run_kwargs = {"launch": driver.launch(key_env, title=spec.label)}
+            run_kwargs = {"launch": driver.launch(key_env)}
             key_env = {}
         if pinned_image is not None:
             run_kwargs["image"] = pinned_image

@@ -372,7 +372,7 @@ def _agent_command(driver, paths, prompt_path: str, limits: RepairLimits, key_en
     return ["bash", "-c", script], mod.build_env(key_env, paths.scratch, max_retries=driver.max_retries)
 
 
-def repair_launch(driver, item, limits: RepairLimits, agent_seconds: float, key_env: dict, title: str):
+def repair_launch(driver, item, limits: RepairLimits, agent_seconds: float, key_env: dict):
     """The executor's LaunchBuilder for a repair attempt."""
 
     def build(paths):
@@ -380,7 +380,7 @@ def repair_launch(driver, item, limits: RepairLimits, agent_seconds: float, key_
         agent, env = _agent_command(driver, paths, prompt_path, limits, key_env)
         recorded = [
             "python3", f"{paths.harness}/recorder.py", "--out", paths.out.rstrip("/"),
-            "--title", title, "--timeout", f"{agent_seconds:.0f}", "--", *agent,
+            "--timeout", f"{agent_seconds:.0f}", "--", *agent,
         ]  # fmt: skip
         files = {
             PROMPT_FILE: render_prompt(item, paths.project),
@@ -538,9 +538,7 @@ def run_repair_attempt(
             ttl_seconds=int(agent_seconds + limits.setup_seconds) + 600,
         ) as key:
             key_env = key.container_env(driver.key_env_var, driver.base_url_env_var)
-            run_kwargs: dict = {
-                "launch": repair_launch(driver, item, limits, agent_seconds, key_env, spec.label)
-            }
+            run_kwargs: dict = {"launch": repair_launch(driver, item, limits, agent_seconds, key_env)}
             if pinned_image is not None:
                 run_kwargs["image"] = pinned_image
             if live_log:
@@ -582,6 +580,7 @@ def run_repair_attempt(
 def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path, store, limits: RepairLimits,
                         agent_seconds: float, key_record: dict | None, environment):  # fmt: skip
     """The run record of a repair attempt: evidence stored, outcome judged, patch graded."""
+    board.title_recording(out_dir / board.EVIDENCE_FILES["recording"], spec.label)  # named outside
     evidence = {}
     for name, filename in board.EVIDENCE_FILES.items():
         path = out_dir / filename

@@ -224,10 +224,6 @@ def destroy_scratch(folder: Path) -> list[str]:
 # The scratch folder of one attempt
 
 
-def _safe(attempt_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", attempt_id)[:120]
-
-
 class AttemptScratch:
     """One attempt's scratch folder (see the module's docstring)."""
 
@@ -242,7 +238,9 @@ class AttemptScratch:
         that a kill at any point leaves nothing it does not know about."""
         installation = installation_id()
         root = root or scratch_root()
-        path = root / f"{installation}--{secrets.token_hex(4)}--{_safe(attempt_id)}"
+        # Not named after the attempt: the container sees this path in its mount table, and must not
+        # learn which agent, project or attempt it is (the owner file inside says, for the sweeps).
+        path = root / f"{installation}--{secrets.token_hex(8)}"
         return cls(path, attempt_id, installation)
 
     def create(self, container: str | None = None, reaper: Reaper | None = None) -> AttemptScratch:

@@ -388,7 +388,7 @@ class DockerExecutor:
                     "HOME": AGENT_HOME,
                     "USER": AGENT_USER,
                     "TMPDIR": "/tmp",
-                    "ARGUSIC_ATTEMPT_ID": attempt_id,
+                    # no attempt id, agent or project: the container is not told who is measuring it
                     **(env or {}),
                     **how.env,
                 },
