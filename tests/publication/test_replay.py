@@ -314,6 +314,17 @@ def test_page_is_inert_whatever_the_log_and_recording_hold(record_doc):
     assert str(runs_dir()) not in page and evidence_url() not in page
 
 
+def test_report_page_shows_bidi_controls_as_escapes(record_doc):
+    """`argusic report`: a log line that reorders itself with a bidi override is shown with the
+    override as its escape; Korean, accents and emoji as written."""
+    land_attempt(record_doc, HOSTILE_LOG.encode(), HOSTILE_CAST)
+    log = "all tests \u202eliaf\u202c \u2066ok\u2069 한국어 café 🎉\n"
+    page = render_page(find_attempt(ATTEMPT_ID), log, None, None, "note \u200f", FAKE_ASSETS)
+    assert "\u202e" not in page and "\u2066" not in page and "\u200f" not in page
+    assert "all tests \\u202eliaf\\u202c \\u2066ok\\u2069 한국어 café 🎉" in page
+    assert "note \\u200f" in page
+
+
 def test_report_of_a_withheld_attempt_shows_facts_only(record_doc, tmp_path):
     land_attempt(record_doc, HOSTILE_LOG.encode(), HOSTILE_CAST, withheld=True)
     out = write_report(find_attempt(ATTEMPT_ID), tmp_path / "page.html", assets=FAKE_ASSETS)

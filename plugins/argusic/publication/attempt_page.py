@@ -8,7 +8,8 @@ file:// URL with no network.
 Log and recording are hostile text, so the page stays inert whatever they hold:
 
 - the log is shown as text: terminal escape sequences removed, other control characters shown as
-  visible symbols, then HTML-escaped inside a <pre>;
+  visible symbols, then HTML-escaped inside a <pre>; in it and in every fact, Unicode bidi controls
+  are shown as their escapes (``core.safe_io.visible_bidi``);
 - the recording is embedded as a JSON string in a ``<script type="application/json">`` block (never
   run), with ``<``, ``>``, ``&`` and the line separators written as ``\\uXXXX`` escapes, so no
   ``</script>`` or ``<!--`` in it can end the block; the player draws it as terminal text;
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import RunRecord
+from argusic.core.safe_io import visible_bidi
 from argusic.core.settings import PACKAGE_DIR
 from argusic.publication.replay import (
     AttemptFacts,
@@ -106,7 +108,7 @@ def _csp_hash(script: str) -> str:
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(visible_bidi(str(value)), quote=True)
 
 
 # -- facts ------------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ What the pages hold, and from where:
   ``instructions.html``, ``harness.html`` (the harness changelog: each edition with its written and
   effective dates; the board and run pages link the edition their cycle ran).
 
-Rules the build keeps: autoescaped templates and no sentence written by a model; every number is a
+Rules the build keeps: autoescaped templates, in which every written value has its Unicode bidi
+controls shown as escapes (``shown``), and no sentence written by a model; every number is a
 template field (``<span class="n" data-n=…>``, the published value); quoted text (an agent's final
 state) is shown with authors' dashes turned into commas or full stops while the stored text stays as
 it is; relative links only (or the configured public evidence base), never ``file://``; files 0644
@@ -53,6 +54,7 @@ from argusic.core.evidence import (
     served_key_for,
     served_segment,
 )
+from argusic.core.safe_io import visible_bidi
 from argusic.core.settings import public_evidence_base
 from argusic.publication.attempt_page import (
     DEFAULT_MAX_RECORDING_MB,
@@ -322,12 +324,25 @@ class Served:
     note: str | None = None
 
 
+def shown(value: Any) -> Any:
+    """Every `{{ … }}` a template writes, before it is escaped: text with its bidi controls shown as
+    escapes, so no published string (a claim, a log, an id) reorders what a reader sees; markup a
+    filter made (``tojson``) stays markup."""
+    if not isinstance(value, str):
+        return value
+    text = visible_bidi(value)
+    if text is value:
+        return value
+    return Markup(text) if isinstance(value, Markup) else text
+
+
 class SiteWriter:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.env = Environment(
             loader=FileSystemLoader(TEMPLATES),
             autoescape=True,
+            finalize=shown,
             undefined=StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
