@@ -254,10 +254,16 @@ def test_number_checker_finds_numbers_not_published() -> None:
 
 
 def _published(
-    tmp_path: Path, *, masked: bool, withheld: bool = False, log: bytes | None = None, **fields: object
+    tmp_path: Path,
+    *,
+    masked: bool,
+    withheld: bool = False,
+    log: bytes | None = None,
+    cast: bytes | None = None,
+    **fields: object,
 ) -> tuple[Path, str]:
     """A published cycle of one attempt (hand-made files; its served copies really in a store);
-    `log` replaces the served log, `fields` the attempt's published fields."""
+    `log` and `cast` replace the served copies, `fields` the attempt's published fields."""
     import hashlib
 
     from argusic.core.evidence import EvidenceStore, served_key_for
@@ -267,7 +273,7 @@ def _published(
     log = (
         log or b"STEP install: make\nok\n" + b"".join(b"line %d\n" % i for i in range(30)) + b"stopped here\n"
     )
-    cast = b'{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "$ make\\r\\n"]\n'
+    cast = cast or b'{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "$ make\\r\\n"]\n'
     served = {}
     for kind, data in (("log", log), ("recording", cast)):
         sha = hashlib.sha256(data).hexdigest()
@@ -379,6 +385,32 @@ def test_site_shows_bidi_controls_as_escapes(tmp_path: Path, monkeypatch: pytest
     assert f"It runs \\u202etxt.eludom\\u202c {ordinary}" in run  # the claim
     assert "decode out/\\u2066x.json\\u2069\\u202a" in run  # verified how
     assert f"all tests \\u202eliaf\\u202c {ordinary}" in run  # the served log
+
+
+def test_site_player_gets_the_recording_with_its_terminal_sizes_clamped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A served recording asking for a 20000x20000 terminal (header and resize event): the run page's
+    player gets it within bounds, the page says so, the linked served file is the published one."""
+    from argusic.publication.replay import MAX_COLUMNS, MAX_ROWS
+    from argusic.publication.site import build_site
+
+    cast = (
+        b'{"version": 2, "width": 20000, "height": 20000}\n[0.1, "o", "$ make\\r\\n"]\n'
+        b'[0.2, "r", "20000x20000"]\n[0.3, "\\u0072", "30000x80"]\n'
+    )
+    publish, store_url = _published(tmp_path, masked=False, cast=cast)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    site = build_site(publish)
+    run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    data = run.split('<script type="application/json" id="argusic-recording">', 1)[1].split("</script>")[0]
+    lines = [json.loads(line) for line in json.loads(data).splitlines()]
+    assert (lines[0]["width"], lines[0]["height"]) == (MAX_COLUMNS, MAX_ROWS)
+    assert [e[2] for e in lines[1:] if e[1] == "r"] == [f"{MAX_COLUMNS}x{MAX_ROWS}", f"{MAX_COLUMNS}x80"]
+    assert "outside 10-500 columns and 5-200 rows: 3 size(s) shown within those bounds" in run
+    served = [p for p in (site / "evidence").rglob("*") if p.is_file() and p.read_bytes() == cast]
+    assert len(served) == 1  # the linked copy is the published file, its sha256 unchanged
 
 
 def test_site_withheld_copies_show_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,9 +61,9 @@ from argusic.publication.attempt_page import (
     INIT_SCRIPT,
     PAGE_CSS,
     _read_log,
-    json_for_script,
     load_player_assets,
     player_assets_dir,
+    player_data,
 )
 from argusic.publication.files import (
     BOARD_SCHEMA,
@@ -322,6 +322,7 @@ class Served:
     link: str | None = None  # relative to the site root, or under the public evidence base
     text: str | None = None
     note: str | None = None
+    player_json: str | None = None  # a recording as the player gets it (sizes clamped)
 
 
 def shown(value: Any) -> Any:
@@ -403,6 +404,8 @@ def _served(
         served.text, served.note = strip_terminal_codes(text), note
     elif got_size <= DEFAULT_MAX_RECORDING_MB * 1024**2:
         served.text = dest.read_bytes().decode("utf-8", errors="replace")
+        # The player gets it with its terminal sizes clamped; the linked file stays as published.
+        served.player_json, served.note = player_data(served.text)
     else:
         served.note = f"the served recording is {got_size} bytes, too large to embed: follow its link"
     dest.unlink(missing_ok=True)
@@ -601,7 +604,7 @@ def _write_cycle(
             log_head=head,
             log_tail=tail,
             recording=recording,
-            recording_json=Markup(json_for_script(recording.text)) if recording.text is not None else None,
+            recording_json=Markup(recording.player_json) if recording.player_json is not None else None,
             masking=masking_words(attempt),
             corrections=own,
             redoes=redoes,
