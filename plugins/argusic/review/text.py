@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from argusic.attempts.live_log import clean_line
-from argusic.core.safe_io import visible_bidi
 from argusic.warehouse.decisions import DecisionError
 
 SHOWN_MAX = 300
@@ -16,10 +15,9 @@ SHOWN_MAX = 300
 
 def quoted(value: object, limit: int = SHOWN_MAX) -> str:
     """A value written by someone else, as inline code: one line, no backticks, no controls (bidi
-    controls shown as their escapes), cut short. Inside a code span Markdown neither links nor
+    controls shown as their escapes: `clean_line`), cut short. Inside a code span Markdown neither links nor
     formats, so nothing in it can act."""
-    one_line = " ".join(visible_bidi(str(value if value is not None else "")).split())
-    text = clean_line(one_line, limit) or "—"  # escapes first: the limit counts what is shown
+    text = clean_line(" ".join(str(value if value is not None else "").split()), limit) or "—"
     return "`" + text.replace("`", "'") + "`"
 
 
