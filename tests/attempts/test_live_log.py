@@ -28,6 +28,16 @@ def test_clean_line_strips_escapes_controls_and_cuts() -> None:
     assert clean_line("\x9b2Jcleared") == "cleared"
 
 
+def test_clean_line_shows_bidi_controls_as_escapes() -> None:
+    """A log line or story value that reorders itself (Trojan Source) in the operators' task log: the
+    controls shown as escapes, counted in the cut; other non-ASCII text as written."""
+    assert clean_line("tests \u202eliaf\u202c \u2066x\u2069 한국어 café 🎉") == (
+        "tests \\u202eliaf\\u202c \\u2066x\\u2069 한국어 café 🎉"
+    )
+    assert clean_line("\u202e" * 100, max_line=30).startswith("\\u202e" * 5)
+    assert "\u202e" not in clean_line("\u202e" * 100, max_line=30)
+
+
 def test_streams_lines_as_the_file_grows_and_reads_the_rest_at_stop(tmp_path: Path) -> None:
     live, lines = collect()
     stop = live.watch(tmp_path)

@@ -26,8 +26,13 @@ from argusic.publication.attempt_page import (
     write_report,
 )
 from argusic.publication.replay import (
+    MAX_COLUMNS,
+    MAX_ROWS,
+    MIN_COLUMNS,
+    MIN_ROWS,
     ReplayRefused,
     TerminalFilter,
+    clamp_terminal_sizes,
     fetch_served,
     find_attempt,
     play_cast,
@@ -162,6 +167,58 @@ def test_player_skips_lines_that_are_not_events_and_refuses_other_formats():
     for bad in (b'{"version": 1}\n', b"garbage\n", b'{"version": 2, "width": 0, "height": 5}\n'):
         with pytest.raises(ReplayRefused):
             read_cast(io.BytesIO(bad))
+
+
+# A recording that asks the player for a 20000x20000 terminal, in its header and in resize events
+# (one with its code written as a JSON escape, one without a size, one too small).
+HUGE_CAST = (
+    json.dumps({"version": 2, "width": 20000, "height": 20000, "term": {"cols": 20000, "rows": 20000}})
+    + "\n"
+    + "\n".join(
+        [
+            json.dumps([0.1, "o", "$ ./tool\r\n"]),
+            json.dumps([0.2, "r", "20000x20000"]),
+            '[0.3, "\\u0072", "99999x7"]',
+            json.dumps([0.4, "r", "huge"]),
+            json.dumps([0.5, "r", "1x1"]),
+            json.dumps([0.6, "r", "120x40"]),
+            json.dumps([0.7, "o", 'resize 20000x20000 "r" done\r\n']),
+        ]
+    )
+    + "\n"
+)
+
+
+def _sizes(cast_text: str) -> tuple[dict, list[str], list[list]]:
+    lines = [json.loads(line) for line in cast_text.splitlines() if line.strip()]
+    return lines[0], [e[2] for e in lines[1:] if e[1] == "r"], [e for e in lines[1:] if e[1] == "o"]
+
+
+def test_terminal_sizes_are_clamped_for_the_player():
+    clamped = clamp_terminal_sizes(HUGE_CAST)
+    header, resizes, output = _sizes(clamped.text)
+    assert (header["width"], header["height"]) == (MAX_COLUMNS, MAX_ROWS)
+    assert header["term"] == {"cols": MAX_COLUMNS, "rows": MAX_ROWS}
+    assert resizes == [
+        f"{MAX_COLUMNS}x{MAX_ROWS}",
+        f"{MAX_COLUMNS}x7",
+        f"{MIN_COLUMNS}x{MIN_ROWS}",
+        "120x40",
+    ]
+    assert output == _sizes(HUGE_CAST)[2]  # output events untouched
+    assert (clamped.changed, clamped.dropped) == (4, 1)
+    assert f"{MIN_COLUMNS}-{MAX_COLUMNS} columns" in clamped.note()
+    # A header size that is not a whole number gets the usual terminal's size.
+    odd = clamp_terminal_sizes('{"version": 2, "width": 2e4, "height": true}\n')
+    assert json.loads(odd.text.splitlines()[0]) == {"version": 2, "width": 80, "height": 24}
+    # Another shape the player reads (a v1 document, sizes not clamped here) is not handed over.
+    v1 = json.dumps({"version": 1, "width": 20000, "height": 20000, "stdout": [[0.1, "x"]]}, indent=1)
+    with pytest.raises(ReplayRefused, match="not an asciicast v2 or v3 recording"):
+        clamp_terminal_sizes(v1)
+    # A recording within bounds is handed over as it is.
+    ordinary = HOSTILE_CAST.decode() + json.dumps([2.0, "r", "100x30"]) + "\n"
+    unchanged = clamp_terminal_sizes(ordinary)
+    assert unchanged.text is ordinary and unchanged.note() is None
 
 
 def test_recorded_seconds_reads_the_tail(tmp_path):
@@ -312,6 +369,33 @@ def test_page_is_inert_whatever_the_log_and_recording_hold(record_doc):
 
     assert "its run record (not in the warehouse yet" in page
     assert str(runs_dir()) not in page and evidence_url() not in page
+
+
+def test_report_page_shows_bidi_controls_as_escapes(record_doc):
+    """`argusic report`: a log line that reorders itself with a bidi override is shown with the
+    override as its escape; Korean, accents and emoji as written."""
+    land_attempt(record_doc, HOSTILE_LOG.encode(), HOSTILE_CAST)
+    log = "all tests \u202eliaf\u202c \u2066ok\u2069 한국어 café 🎉\n"
+    page = render_page(find_attempt(ATTEMPT_ID), log, None, None, "note \u200f", FAKE_ASSETS)
+    assert "\u202e" not in page and "\u2066" not in page and "\u200f" not in page
+    assert "all tests \\u202eliaf\\u202c \\u2066ok\\u2069 한국어 café 🎉" in page
+    assert "note \\u200f" in page
+
+
+def test_report_page_clamps_the_recordings_terminal_sizes(record_doc):
+    land_attempt(record_doc, HOSTILE_LOG.encode(), HOSTILE_CAST)
+    page = render_page(find_attempt(ATTEMPT_ID), HOSTILE_LOG, None, HUGE_CAST, None, FAKE_ASSETS)
+    parsed = _Scripts()
+    parsed.feed(page)
+    header, resizes, _ = _sizes(json.loads(parsed.scripts[0][1]))
+    assert (header["width"], header["height"]) == (MAX_COLUMNS, MAX_ROWS)
+    assert max(int(r.split("x")[0]) for r in resizes) <= MAX_COLUMNS
+    assert max(int(r.split("x")[1]) for r in resizes) <= MAX_ROWS
+    assert "outside 10-500 columns and 5-200 rows" in page
+    v1 = json.dumps({"version": 1, "width": 20000, "height": 20000, "stdout": [[0.1, "x"]]}, indent=1)
+    page = render_page(find_attempt(ATTEMPT_ID), HOSTILE_LOG, None, v1, None, FAKE_ASSETS)
+    assert 'id="argusic-recording"' not in page and 'id="player"' not in page
+    assert "not played here: not an asciicast v2 or v3 recording" in page
 
 
 def test_report_of_a_withheld_attempt_shows_facts_only(record_doc, tmp_path):

@@ -253,16 +253,27 @@ def test_number_checker_finds_numbers_not_published() -> None:
 # -- a site from a small published folder ---------------------------------------------------------
 
 
-def _published(tmp_path: Path, *, masked: bool, withheld: bool = False) -> tuple[Path, str]:
-    """A published cycle of one attempt (hand-made files; its served copies really in a store)."""
+def _published(
+    tmp_path: Path,
+    *,
+    masked: bool,
+    withheld: bool = False,
+    log: bytes | None = None,
+    cast: bytes | None = None,
+    **fields: object,
+) -> tuple[Path, str]:
+    """A published cycle of one attempt (hand-made files; its served copies really in a store);
+    `log` and `cast` replace the served copies, `fields` the attempt's published fields."""
     import hashlib
 
     from argusic.core.evidence import EvidenceStore, served_key_for
 
     store = EvidenceStore((tmp_path / "store").as_uri())
     attempt_id = "2026-11-x.board.readme-runner.demo.a1"
-    log = b"STEP install: make\nok\n" + b"".join(b"line %d\n" % i for i in range(30)) + b"stopped here\n"
-    cast = b'{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "$ make\\r\\n"]\n'
+    log = (
+        log or b"STEP install: make\nok\n" + b"".join(b"line %d\n" % i for i in range(30)) + b"stopped here\n"
+    )
+    cast = cast or b'{"version": 2, "width": 80, "height": 24}\n[0.1, "o", "$ make\\r\\n"]\n'
     served = {}
     for kind, data in (("log", log), ("recording", cast)):
         sha = hashlib.sha256(data).hexdigest()
@@ -282,7 +293,7 @@ def _published(tmp_path: Path, *, masked: bool, withheld: bool = False) -> tuple
         "served_log_sha256": served["log"][0], "served_log_bytes": served["log"][1],
         "served_recording_sha256": served["recording"][0], "served_recording_bytes": served["recording"][1],
         "masking_applied": masked, "served_copy_withheld": withheld,
-    }  # fmt: skip
+    } | fields  # fmt: skip
     board = {
         "schema": "argusic.board/1", "cycle_id": "2026-11-x", "attempts_through": "2026-11-02T10:05:00Z",
         "attempts_file": "attempts.json", "rows": [], "corrections": [], "hardware": {}, "target_kinds": [],
@@ -344,6 +355,62 @@ def test_site_run_page_private_pool_masking_and_dashes(
     run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
     assert 'href="https://evidence.example.org/served/2026-11-x.board.readme-runner.demo.a1/' in run
     assert link_problems(site, "https://evidence.example.org/")[1] == []
+
+
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+def test_site_shows_bidi_controls_as_escapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim, a `verified_how` and a served log that reorder themselves with bidi overrides and
+    isolates (Trojan Source): no page of the built site holds a raw control; each is shown as its
+    escape, and ordinary non-ASCII text (Korean, accents, emoji) is shown as written."""
+    from argusic.publication.site import build_site
+
+    ordinary = "한국어 café 🎉"
+    publish, store_url = _published(
+        tmp_path,
+        masked=False,
+        final_state=f"It runs \u202etxt.eludom\u202c {ordinary}",
+        verified_how=f"decode out/\u2066x.json\u2069{BIDI}",
+        log=f"STEP run: ./tool\nall tests \u202eliaf\u202c {ordinary}\nstopped here\n".encode(),
+    )
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    site = build_site(publish)
+    pages = {page: page.read_text(encoding="utf-8") for page in site.rglob("*.html")}
+    assert len(pages) > 5
+    for page, text in pages.items():
+        assert not set(BIDI) & set(text), page
+    run = pages[site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html"]
+    assert f"It runs \\u202etxt.eludom\\u202c {ordinary}" in run  # the claim
+    assert "decode out/\\u2066x.json\\u2069\\u202a" in run  # verified how
+    assert f"all tests \\u202eliaf\\u202c {ordinary}" in run  # the served log
+
+
+def test_site_player_gets_the_recording_with_its_terminal_sizes_clamped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A served recording asking for a 20000x20000 terminal (header and resize event): the run page's
+    player gets it within bounds, the page says so, the linked served file is the published one."""
+    from argusic.publication.replay import MAX_COLUMNS, MAX_ROWS
+    from argusic.publication.site import build_site
+
+    cast = (
+        b'{"version": 2, "width": 20000, "height": 20000}\n[0.1, "o", "$ make\\r\\n"]\n'
+        b'[0.2, "r", "20000x20000"]\n[0.3, "\\u0072", "30000x80"]\n'
+    )
+    publish, store_url = _published(tmp_path, masked=False, cast=cast)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    site = build_site(publish)
+    run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    data = run.split('<script type="application/json" id="argusic-recording">', 1)[1].split("</script>")[0]
+    lines = [json.loads(line) for line in json.loads(data).splitlines()]
+    assert (lines[0]["width"], lines[0]["height"]) == (MAX_COLUMNS, MAX_ROWS)
+    assert [e[2] for e in lines[1:] if e[1] == "r"] == [f"{MAX_COLUMNS}x{MAX_ROWS}", f"{MAX_COLUMNS}x80"]
+    assert "outside 10-500 columns and 5-200 rows: 3 size(s) shown within those bounds" in run
+    served = [p for p in (site / "evidence").rglob("*") if p.is_file() and p.read_bytes() == cast]
+    assert len(served) == 1  # the linked copy is the published file, its sha256 unchanged
 
 
 def test_site_withheld_copies_show_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,6 +36,23 @@ def test_hostile_text_is_inert_in_a_form() -> None:
     assert link(None, "recording") == "recording: none"
 
 
+def test_bidi_controls_are_visible_in_a_form() -> None:
+    """A claim that reorders itself with bidi overrides and isolates (Trojan Source) is shown with the
+    controls as escapes; Korean, accents and emoji stay as written."""
+    from argusic.review.disputes import Dispute, body_of
+
+    others = "\u200f\u200e\u061c\u202a\u202b\u202d\u2067\u2068"
+    claim = f"score is wrong \u202eevil\u202c \u2066x\u2069 {others} 한국어 café 🎉"
+    dispute = Dispute("d1", "2026-12.board.a.p.a1", claim, "me@example.org \u202e", "ops", T)
+    body = body_of(dispute, None)
+    assert not any(
+        chr(c) in body for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x61C)
+    )
+    assert "score is wrong \\u202eevil\\u202c \\u2066x\\u2069" in body
+    assert "한국어 café 🎉" in body
+    assert quoted("\u202e" * 100, 30).count("\\u202e") <= 5  # the limit counts the escapes shown
+
+
 def test_an_answer_is_read_whole_or_refused() -> None:
     answer = answer_of(
         {

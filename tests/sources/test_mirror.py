@@ -221,6 +221,76 @@ def remote_catalogue(git_server: Server, folder: Path, closed: int) -> Path:
     return path
 
 
+def _bare_with_a_commit(path: Path, text: str) -> str:
+    """A real bare repository at `path` with one commit of its own; the commit's id."""
+    work = path.with_name(path.name + ".work")
+    git("init", "--quiet", "--initial-branch=main", str(work))
+    (work / "README").write_text(text)
+    git("-C", str(work), "add", "README")
+    git("-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", text)
+    git("clone", "--quiet", "--bare", "--no-local", str(work), str(path))  # its objects in a pack
+    shutil.rmtree(work)
+    return git("--git-dir", str(path), "rev-parse", "HEAD")
+
+
+def test_a_local_repository_borrowing_objects_from_elsewhere_is_refused(tmp_path, monkeypatch):
+    """A bare repository in an allowed root whose alternates (or http-alternates, commondir, a link
+    in objects/) name a repository outside it would lend that repository's commits to a cycle: refused,
+    naming the file, with or without the roots check; a repository holding its own objects is not."""
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    outside.mkdir()
+    secret = _bare_with_a_commit(outside / "private.git", "a private repository of the host")
+    own = _bare_with_a_commit(allowed / "own.git", "a project of its own")
+    roots = [allowed.resolve()]
+    assert mirror.local_repository(str(allowed / "own.git"), own, roots) == (allowed / "own.git").resolve()
+
+    borrower = allowed / "borrower.git"
+    git("init", "--quiet", "--bare", str(borrower))
+    (borrower / "objects/info/alternates").write_text(f"{outside / 'private.git' / 'objects'}\n")
+    assert has_commit(borrower, secret)  # what git alone would accept
+    for checked in (roots, None):  # the pool's check, and the attempt's (roots=None)
+        with pytest.raises(SourceUnavailable, match=r"borrows objects.*objects/info/alternates exists"):
+            mirror.local_repository(str(borrower), secret, checked)
+    (borrower / "objects/info/alternates").write_text("../../../outside/private.git/objects\n")  # relative
+    with pytest.raises(SourceUnavailable, match=r"alternates exists \(it names '\.\./\.\./\.\./outside"):
+        mirror.local_repository(str(borrower), secret, roots)
+    (borrower / "objects/info/alternates").unlink()
+    for name, text in (("objects/info/http-alternates", "http://127.0.0.1/x.git\n"), ("commondir", "../x")):
+        (borrower / name).write_text(text)
+        with pytest.raises(SourceUnavailable, match=f"borrows objects.*{name} exists"):
+            mirror.local_repository(str(borrower), secret, roots)
+        (borrower / name).unlink()
+    pack = next((outside / "private.git" / "objects" / "pack").glob("*.pack"))
+    for suffix in (".pack", ".idx"):  # the private repository's pack linked in
+        (borrower / "objects/pack" / f"borrowed{suffix}").symlink_to(pack.with_suffix(suffix))
+    with pytest.raises(SourceUnavailable, match=r"borrows objects.*borrowed\.(pack|idx) is a symbolic link"):
+        mirror.local_repository(str(borrower), secret, roots)
+    shutil.rmtree(borrower / "objects")  # the private repository's whole objects folder linked in
+    (borrower / "objects").symlink_to(outside / "private.git" / "objects")
+    with pytest.raises(SourceUnavailable, match=r"borrows objects.*borrower\.git/objects is a symbolic link"):
+        mirror.local_repository(str(borrower), secret, roots)
+
+
+def test_git_runs_without_the_callers_repository_variables(tmp_path, monkeypatch):
+    """GIT_ALTERNATE_OBJECT_DIRECTORIES, GIT_DIR and the like in our own environment never reach the
+    git commands run on a source: a commit only in another repository is not found."""
+    secret = _bare_with_a_commit(tmp_path / "private.git", "a private repository of the host")
+    empty = tmp_path / "empty.git"
+    git("init", "--quiet", "--bare", str(empty))
+    objects = str(tmp_path / "private.git" / "objects")
+    for name, value in (
+        ("GIT_ALTERNATE_OBJECT_DIRECTORIES", objects),
+        ("GIT_OBJECT_DIRECTORY", objects),
+        ("GIT_DIR", str(tmp_path / "private.git")),
+        ("GIT_COMMON_DIR", str(tmp_path / "private.git")),
+    ):
+        monkeypatch.setenv(name, value)
+    assert not has_commit(empty, secret)
+    with pytest.raises(SourceUnavailable, match="is not in"):
+        mirror.local_repository(str(empty), secret, [tmp_path.resolve()])
+
+
 def test_pool_leaves_out_unusable_sources_with_their_reasons(git_server, isolated, mirror_root, monkeypatch):
     monkeypatch.setenv("ARGUSIC_MIRROR_TRIES", "1")
     closed = closed_port()

@@ -13,7 +13,7 @@ The file is written by the project and the agent under test: hostile output. Wha
    the per-run key and every shared key in all their forms, detect-secrets' token formats, private
    key bodies, vendor banners); a batch that cannot be shown clean is replaced by a notice;
 4. terminal escapes and control characters are removed (a ``\\r`` progress line shows its last
-   state) and each line is cut to ``max_line`` characters.
+   state), bidi controls shown as their escapes, and each line is cut to ``max_line`` characters.
 
 Why masked rather than only stripped: the task log is read by operators, not the public, but it is
 kept by Airflow's log store outside the evidence store's guarantees; the per-run key is live while
@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from argusic.core.safe_io import visible_bidi
 from argusic.sandbox.landing import StreamRedactor
 
 log = logging.getLogger("argusic.live")
@@ -53,12 +54,13 @@ Emit = Callable[[str], None]
 
 def clean_line(text: str, max_line: int = 400) -> str:
     """One line as it may be shown: terminal escapes and control characters removed (a line redrawn
-    with carriage returns shows its last state), cut to `max_line` characters."""
+    with carriage returns shows its last state), bidi controls shown as their escapes, cut to
+    `max_line` characters (the escapes counted)."""
     text = _ESCAPES.sub("", text)
     if "\r" in text:
         parts = [p for p in text.split("\r") if p.strip()]
         text = parts[-1] if parts else ""
-    text = _CONTROLS.sub("", text.replace("\t", "    ")).rstrip()
+    text = visible_bidi(_CONTROLS.sub("", text.replace("\t", "    ")).rstrip())
     if len(text) > max_line:
         text = f"{text[:max_line]}… ({len(text) - max_line} more characters)"
     return text

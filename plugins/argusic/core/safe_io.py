@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,23 @@ def read_json_document(path: Path, limit: int, what: str = "document") -> dict[s
     if not isinstance(doc, dict):
         raise UnsafeDocument(f"{path}: a JSON object is expected")
     return doc
+
+
+# Unicode bidirectional controls: embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069),
+# the directional marks (U+200E, U+200F) and the Arabic letter mark (U+061C). Invisible, they reorder
+# the text around them, so quoted text could show a reader something else than what it holds
+# ("Trojan Source"); they are shown as their escape instead.
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+
+
+def visible_bidi(text: str) -> str:
+    """``text`` with every bidirectional control replaced by its visible escape (U+202E becomes the
+    six characters ``\\u202e``); any other character, non-Latin scripts and emoji included, unchanged.
+    Every place that shows quoted untrusted text applies it (review forms, site pages, report page)."""
+    if not _BIDI.search(text):  # the common case: no copy
+        return text
+    return _BIDI.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -8,7 +8,8 @@ file:// URL with no network.
 Log and recording are hostile text, so the page stays inert whatever they hold:
 
 - the log is shown as text: terminal escape sequences removed, other control characters shown as
-  visible symbols, then HTML-escaped inside a <pre>;
+  visible symbols, then HTML-escaped inside a <pre>; in it and in every fact, Unicode bidi controls
+  are shown as their escapes (``core.safe_io.visible_bidi``);
 - the recording is embedded as a JSON string in a ``<script type="application/json">`` block (never
   run), with ``<``, ``>``, ``&`` and the line separators written as ``\\uXXXX`` escapes, so no
   ``</script>`` or ``<!--`` in it can end the block; the player draws it as terminal text;
@@ -34,10 +35,12 @@ from pathlib import Path
 
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import RunRecord
+from argusic.core.safe_io import visible_bidi
 from argusic.core.settings import PACKAGE_DIR
 from argusic.publication.replay import (
     AttemptFacts,
     ReplayRefused,
+    clamp_terminal_sizes,
     fetch_served,
     served_ref,
     strip_terminal_codes,
@@ -101,12 +104,23 @@ def json_for_script(value: object) -> str:
     return text
 
 
+def player_data(cast_text: str) -> tuple[str | None, str | None]:
+    """A recording as the player gets it: (JSON for the page's data block, a note when its terminal
+    sizes were clamped), or (None, why) when it is not a recording the player should get. The one
+    way both pages (`argusic report`, the site's run page) embed one."""
+    try:
+        clamped = clamp_terminal_sizes(cast_text)
+    except ReplayRefused as err:
+        return None, f"The served recording is not played here: {err}."
+    return json_for_script(clamped.text), clamped.note()
+
+
 def _csp_hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode() + "'"
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(visible_bidi(str(value)), quote=True)
 
 
 # -- facts ------------------------------------------------------------------------------------------
@@ -273,8 +287,14 @@ def render_page(
     assets: PlayerAssets,
     generated_at: datetime | None = None,
 ) -> str:
-    """The page as one string: every text from the record, log or recording escaped."""
+    """The page as one string: every text from the record, log or recording escaped, the
+    recording's terminal sizes clamped."""
     r = facts.record
+    recording_json = None
+    if cast_text is not None:
+        recording_json, clamp_note = player_data(cast_text)
+        recording_note = " ".join(n for n in (recording_note, clamp_note) if n) or None
+        cast_text = None if recording_json is None else cast_text  # no player for it
     title = f"{facts.label} — Argusic attempt"
     rows = "\n".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in fact_rows(facts))
     scripts = [assets.js, INIT_SCRIPT] if cast_text is not None else []
@@ -323,7 +343,7 @@ def render_page(
     parts.append("</footer>")
     if cast_text is not None:
         parts += [
-            f'<script type="application/json" id="argusic-recording">{json_for_script(cast_text)}</script>',
+            f'<script type="application/json" id="argusic-recording">{recording_json}</script>',
             f"<script>{assets.js}</script>",
             f"<script>{INIT_SCRIPT}</script>",
         ]
@@ -386,6 +406,7 @@ __all__ = [
     "load_player_assets",
     "masking_note",
     "player_assets_dir",
+    "player_data",
     "render_page",
     "write_report",
 ]

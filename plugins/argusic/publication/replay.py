@@ -17,6 +17,10 @@ OSC (window titles, clipboard writes, hyperlinks), DCS/APC/PM/SOS strings, devic
 attribute queries (which make a terminal type an answer into the shell after the playback), mouse
 and focus reporting, C1 controls. The terminal is put back as it was when the playback ends or is
 stopped.
+
+A recording shown in asciinema-player (the run page, `argusic report`) has its terminal sizes
+clamped first (`clamp_terminal_sizes`): a header or a resize event asking for a 20000x20000 terminal
+would make the player allocate and draw that grid, and the page stop responding.
 """
 
 from __future__ import annotations
@@ -214,6 +218,110 @@ def strip_terminal_codes(text: str) -> str:
         return chr(0x2400 + code) if code < 0x20 else ("\u2421" if code == 0x7F else "\ufffd")
 
     return _CONTROL.sub(visible, text)
+
+
+# -- terminal sizes --------------------------------------------------------------------------------
+
+# The terminal sizes a player is asked to draw: wider than any real screen is a recording trying to
+# exhaust the page, narrower than this is not a terminal anyone works in.
+MIN_COLUMNS, MAX_COLUMNS = 10, 500
+MIN_ROWS, MAX_ROWS = 5, 200
+DEFAULT_COLUMNS, DEFAULT_ROWS = 80, 24  # for a header size that is not a whole number
+_RESIZE = re.compile(r"\s*(\d{1,12})\s*x\s*(\d{1,12})\s*")
+# Every line after the first that is not plainly an output event (its code the literal "o"): the
+# only lines parsed, found in one pass (most lines of a recording are output).
+_NOT_OUTPUT = re.compile(r'\n(?![ \t]*\[[ \t]*[-0-9.eE]+[ \t]*,[ \t]*"o"[ \t]*,)([^\n]+)')
+
+
+@dataclass(frozen=True)
+class ClampedCast:
+    """A recording as handed to a player: `text` with its sizes within bounds; `changed` counts the
+    header sizes and resize events that were clamped, and `dropped` the resize events that named no
+    size (removed)."""
+
+    text: str
+    changed: int = 0
+    dropped: int = 0
+
+    def note(self) -> str | None:
+        if not self.changed and not self.dropped:
+            return None
+        return (
+            f"The recording asked for terminal sizes outside {MIN_COLUMNS}-{MAX_COLUMNS} columns and "
+            f"{MIN_ROWS}-{MAX_ROWS} rows: {self.changed} size(s) shown within those bounds"
+            + (f", {self.dropped} resize event(s) without a size left out" if self.dropped else "")
+            + " (the served file keeps what was recorded)."
+        )
+
+
+def _within(value: object, low: int, high: int, default: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return default
+    return min(max(value, low), high)
+
+
+def _clamped_header(header: dict) -> dict:
+    """The header with v2 sizes (`width`, `height`) and v3 sizes (`term.cols`, `term.rows`) in bounds."""
+    out = dict(header)
+    out["width"] = _within(header.get("width"), MIN_COLUMNS, MAX_COLUMNS, DEFAULT_COLUMNS)
+    out["height"] = _within(header.get("height"), MIN_ROWS, MAX_ROWS, DEFAULT_ROWS)
+    if isinstance(header.get("term"), dict):
+        term = dict(header["term"])
+        term["cols"] = _within(term.get("cols"), MIN_COLUMNS, MAX_COLUMNS, DEFAULT_COLUMNS)
+        term["rows"] = _within(term.get("rows"), MIN_ROWS, MAX_ROWS, DEFAULT_ROWS)
+        out["term"] = term
+    return out
+
+
+def clamp_terminal_sizes(cast_text: str) -> ClampedCast:
+    """`cast_text` (an asciicast) with the header's terminal size and every resize event ("r",
+    "COLSxROWS") clamped to MIN/MAX_COLUMNS and MIN/MAX_ROWS; a resize event whose data is not a
+    size is left out. Every line is parsed as the player will parse it (a code written as `\\u0072`
+    is still "r"); a line that is not JSON is left as it is (the player skips it). ReplayRefused
+    when the first line is not an asciicast v2 or v3 header."""
+    first_end = cast_text.find("\n") if "\n" in cast_text else len(cast_text)
+    changed = dropped = 0
+    parts: list[str] = []  # the text rebuilt from slices, each changed line replaced
+    done = 0
+    try:
+        header = json.loads(cast_text[:first_end])
+    except ValueError:
+        header = None
+    # The player reads other shapes too (a v1 document whose sizes this does not clamp): refused.
+    if (
+        not isinstance(header, dict)
+        or header.get("version") not in (2, 3)
+        or isinstance(header["version"], bool)
+    ):
+        raise ReplayRefused("not an asciicast v2 or v3 recording (its first line is not such a header)")
+    clamped = _clamped_header(header)
+    if clamped != header:
+        parts.append(json.dumps(clamped, ensure_ascii=False))
+        done = first_end
+        changed += 1
+    for match in _NOT_OUTPUT.finditer(cast_text, first_end):
+        try:
+            event = json.loads(match[1])
+        except ValueError:
+            continue
+        if not (isinstance(event, list) and len(event) >= 3 and event[1] == "r"):
+            continue
+        size = _RESIZE.fullmatch(event[2]) if isinstance(event[2], str) else None
+        if size is None:
+            replacement = ""  # the line left empty: the player skips it
+            dropped += 1
+        else:
+            columns = min(max(int(size[1]), MIN_COLUMNS), MAX_COLUMNS)
+            rows = min(max(int(size[2]), MIN_ROWS), MAX_ROWS)
+            if f"{columns}x{rows}" == event[2]:
+                continue
+            replacement = json.dumps([event[0], "r", f"{columns}x{rows}", *event[3:]])
+            changed += 1
+        parts += [cast_text[done : match.start(1)], replacement]
+        done = match.end(1)
+    if not changed and not dropped:
+        return ClampedCast(cast_text)
+    return ClampedCast("".join(parts) + cast_text[done:], changed, dropped)
 
 
 # Private modes a recording may switch (cursor shown, autowrap, alternate screen); every other mode,

@@ -14,8 +14,9 @@ SHOWN_MAX = 300
 
 
 def quoted(value: object, limit: int = SHOWN_MAX) -> str:
-    """A value written by someone else, as inline code: one line, no backticks, no controls, cut
-    short. Inside a code span Markdown neither links nor formats, so nothing in it can act."""
+    """A value written by someone else, as inline code: one line, no backticks, no controls (bidi
+    controls shown as their escapes: `clean_line`), cut short. Inside a code span Markdown neither links nor
+    formats, so nothing in it can act."""
     text = clean_line(" ".join(str(value if value is not None else "").split()), limit) or "—"
     return "`" + text.replace("`", "'") + "`"
 

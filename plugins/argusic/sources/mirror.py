@@ -10,7 +10,10 @@ A candidate's repository is either
   and a size cap. Each pinned commit is kept by a ref `refs/argusic/pinned/<commit>`.
 - **local**: the absolute path (or `file://` URL) of a bare repository, accepted only under an
   allowed root: the demo forge (`ARGUSIC_FORGE_DIR`) and the folders the operator names in
-  `ARGUSIC_REPO_ROOTS` (`os.pathsep`-separated) or with `--repo-root`. Used in place.
+  `ARGUSIC_REPO_ROOTS` (`os.pathsep`-separated) or with `--repo-root`. Used in place, and only
+  when it holds its objects itself: a repository that borrows them from elsewhere on the host
+  (`objects/info/alternates`, `objects/info/http-alternates`, a `commondir`, a link in `objects/`)
+  is refused, whatever the alternate names, so no allowed root lends out another repository.
 
 The pool step calls `check_sources` before the cycle starts: a candidate whose repository cannot be
 fetched, or lacks its pinned commit, is left out of the pool with its reason. An attempt calls
@@ -249,6 +252,9 @@ _TRANSIENT = (
 
 
 def _git_env(protocols: str) -> dict[str, str]:
+    """git's environment, built from nothing: no variable of ours that names where a repository or
+    its objects are (GIT_DIR, GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES,
+    GIT_COMMON_DIR…) reaches it, only the settings below and the network's."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/root"),  # ssh finds the operator's keys and known_hosts here
@@ -367,11 +373,37 @@ def _is_bare_repo(path: Path) -> bool:
 
 # --- local sources -----------------------------------------------------------------------------------
 
+# Files through which git reads a repository's objects from another folder of the host.
+BORROWING_FILES = ("objects/info/alternates", "objects/info/http-alternates", "commondir")
+_SHOWN_LINE = 200
+
+
+def borrowed_objects(repo: Path) -> str | None:
+    """Why the bare repository `repo` would read objects from outside itself, or None: a borrowing
+    file (named, with its first line), or a symbolic link in `objects/` (git follows them)."""
+    for name in BORROWING_FILES:
+        path = repo / name
+        if os.path.lexists(path):
+            first = ""
+            with contextlib.suppress(OSError, ValueError), open(path, "rb") as handle:
+                first = handle.readline(_SHOWN_LINE).decode(errors="replace").strip()
+            return f"{path} exists (it names {first!r})" if first else f"{path} exists"
+    objects = repo / "objects"
+    if objects.is_symlink():
+        return f"{objects} is a symbolic link"
+    for folder, dirs, files in os.walk(objects):
+        for name in (*dirs, *files):
+            if os.path.islink(os.path.join(folder, name)):
+                return f"{os.path.join(folder, name)} is a symbolic link"
+    return None
+
 
 def local_repository(path_text: str, commit: str, roots: list[Path] | None) -> Path:
-    """The real path of a local bare repository holding `commit`; SourceUnavailable otherwise.
+    """The real path of a local bare repository holding `commit` in its own objects;
+    SourceUnavailable otherwise.
 
-    `roots=None` skips the allowed-roots check (an attempt of a pool already checked)."""
+    `roots=None` skips the allowed-roots check (an attempt of a pool already checked); a repository
+    that borrows objects (`borrowed_objects`) is refused either way, as it may have changed since."""
     try:
         real = Path(path_text).resolve(strict=True)
     except (OSError, RuntimeError):
@@ -381,6 +413,13 @@ def local_repository(path_text: str, commit: str, roots: list[Path] | None) -> P
         raise SourceUnavailable(
             f"local path {path_text} is outside the allowed roots ({shown}): if you trust it, add its "
             "folder to ARGUSIC_REPO_ROOTS (or pass --repo-root); otherwise serve it by URL"
+        )
+    # Before git opens it: git itself would follow the alternates.
+    borrowed = borrowed_objects(real)
+    if borrowed is not None:
+        raise SourceUnavailable(
+            f"local repository {path_text} borrows objects from outside itself: {borrowed}; refused "
+            "(to keep it, copy the objects in with `git repack -a -d` and remove the file or link)"
         )
     if not _is_bare_repo(real):
         raise SourceUnavailable(

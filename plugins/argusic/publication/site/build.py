@@ -22,7 +22,8 @@ What the pages hold, and from where:
   ``instructions.html``, ``harness.html`` (the harness changelog: each edition with its written and
   effective dates; the board and run pages link the edition their cycle ran).
 
-Rules the build keeps: autoescaped templates and no sentence written by a model; every number is a
+Rules the build keeps: autoescaped templates, in which every written value has its Unicode bidi
+controls shown as escapes (``shown``), and no sentence written by a model; every number is a
 template field (``<span class="n" data-n=…>``, the published value); quoted text (an agent's final
 state) is shown with authors' dashes turned into commas or full stops while the stored text stays as
 it is; relative links only (or the configured public evidence base), never ``file://``; files 0644
@@ -53,15 +54,16 @@ from argusic.core.evidence import (
     served_key_for,
     served_segment,
 )
+from argusic.core.safe_io import visible_bidi
 from argusic.core.settings import public_evidence_base
 from argusic.publication.attempt_page import (
     DEFAULT_MAX_RECORDING_MB,
     INIT_SCRIPT,
     PAGE_CSS,
     _read_log,
-    json_for_script,
     load_player_assets,
     player_assets_dir,
+    player_data,
 )
 from argusic.publication.files import (
     BOARD_SCHEMA,
@@ -320,6 +322,19 @@ class Served:
     link: str | None = None  # relative to the site root, or under the public evidence base
     text: str | None = None
     note: str | None = None
+    player_json: str | None = None  # a recording as the player gets it (sizes clamped)
+
+
+def shown(value: Any) -> Any:
+    """Every `{{ … }}` a template writes, before it is escaped: text with its bidi controls shown as
+    escapes, so no published string (a claim, a log, an id) reorders what a reader sees; markup a
+    filter made (``tojson``) stays markup."""
+    if not isinstance(value, str):
+        return value
+    text = visible_bidi(value)
+    if text is value:
+        return value
+    return Markup(text) if isinstance(value, Markup) else text
 
 
 class SiteWriter:
@@ -328,6 +343,7 @@ class SiteWriter:
         self.env = Environment(
             loader=FileSystemLoader(TEMPLATES),
             autoescape=True,
+            finalize=shown,
             undefined=StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
@@ -388,6 +404,8 @@ def _served(
         served.text, served.note = strip_terminal_codes(text), note
     elif got_size <= DEFAULT_MAX_RECORDING_MB * 1024**2:
         served.text = dest.read_bytes().decode("utf-8", errors="replace")
+        # The player gets it with its terminal sizes clamped; the linked file stays as published.
+        served.player_json, served.note = player_data(served.text)
     else:
         served.note = f"the served recording is {got_size} bytes, too large to embed: follow its link"
     dest.unlink(missing_ok=True)
@@ -586,7 +604,7 @@ def _write_cycle(
             log_head=head,
             log_tail=tail,
             recording=recording,
-            recording_json=Markup(json_for_script(recording.text)) if recording.text is not None else None,
+            recording_json=Markup(recording.player_json) if recording.player_json is not None else None,
             masking=masking_words(attempt),
             corrections=own,
             redoes=redoes,
