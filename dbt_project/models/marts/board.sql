@@ -1,6 +1,7 @@
 -- One row per (cycle_id, agent_id) with board-purpose attempts (METHODOLOGY.md §6).
--- board_score = median over projects of the per-project middle scores, using only complete,
--- stable sets of projects not excluded by environment review; computed and ranked on exact
+-- board_score = median over projects of the per-project middle scores, using only complete sets
+-- of projects not excluded by environment review, and stable (an unstable set of edition 1.6 or
+-- later counts at its middle: see pair_sets.unstable_counts_at_middle); computed and ranked on exact
 -- fractions (board_score_numerator / board_score_denominator). Agents with nothing left have no
 -- score and no rank and are listed last (display_position).
 with board_attempts as (
@@ -29,7 +30,13 @@ sets as (
 
     select
         pair_sets.*,
-        coalesce(review.excluded_from_board, false) as excluded_by_review
+        coalesce(review.excluded_from_board, false) as excluded_by_review,
+        -- counted: complete, not under review, and stable -- or unstable under edition 1.6, which
+        -- counts an unstable set at its middle instead of setting it aside (pair_sets)
+        pair_sets.is_complete
+            and not coalesce(review.excluded_from_board, false)
+            and (not pair_sets.is_unstable or coalesce(pair_sets.unstable_counts_at_middle, false))
+            as counts
     from {{ ref('pair_sets') }} as pair_sets
     left join {{ ref('project_review') }} as review
         on review.cycle_id = pair_sets.cycle_id
@@ -43,7 +50,7 @@ set_counts as (
         cycle_id,
         agent_id,
         count(*) as sets_total,
-        count(*) filter (where is_complete and not is_unstable and not excluded_by_review) as sets_counted,
+        count(*) filter (where counts) as sets_counted,
         count(*) filter (where is_complete and is_unstable) as sets_unstable,
         count(*) filter (where excluded_by_review) as sets_under_review,
         count(*) filter (where not is_complete) as sets_incomplete
@@ -61,7 +68,7 @@ counted as (
         middle_numerator as n,
         middle_denominator as d
     from sets
-    where is_complete and not is_unstable and not excluded_by_review
+    where counts
 
 ),
 

@@ -29,6 +29,9 @@ keyed as (
         attempt_id,
         attempt_no,
         is_valid,
+        -- the edition as a comparable number: 1.6 -> 1006
+        split_part(methodology_version, '.', 1)::integer * 1000
+            + split_part(methodology_version, '.', 2)::integer as edition_code,
         n * 268435456 + d as p,
         (n // d) * 72057594037927936
             + ((n % d) * 268435456 // d) * 268435456
@@ -69,7 +72,8 @@ sets as (
         sum(p) filter (where is_valid) as sum_p,
         -- the valid attempts from lowest to highest score (equal scores by attempt_no): the first
         -- is the low attempt, the last the high one, and in a complete set the second the middle
-        list(attempt_id order by k, attempt_no, attempt_id) filter (where is_valid) as valid_in_order
+        list(attempt_id order by k, attempt_no, attempt_id) filter (where is_valid) as valid_in_order,
+        min(edition_code) filter (where is_valid) as min_edition_code
     from keyed
     group by cycle_id, agent_id, project_id
 
@@ -145,7 +149,12 @@ final as (
         -- added after the first release (appended: the contract's columns keep their places)
         low_attempt_id,
         middle_attempt_id,
-        high_attempt_id
+        high_attempt_id,
+        -- edition 1.6: an unstable set is flagged and its middle counts like any other (setting it
+        -- aside let an agent or a project drop a set by making its runs differ); a set with a run of
+        -- an earlier edition keeps that edition's rule (set aside)
+        is_complete and spread_n > 30 * spread_d and coalesce(min_edition_code >= 1006, false)
+            as unstable_counts_at_middle
     from spread
 
 )
