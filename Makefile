@@ -56,8 +56,9 @@ render-image: docker
 demo: install image grader-image render-image
 	$(BIN)/argusic demo
 
-# The import contract (pyproject.toml [tool.importlinter]): no import loop anywhere in the package, and
-# the layers of DESIGN.md in their order (the layers not made yet are optional until issue 24 ends)
+# The import contract (pyproject.toml [tool.importlinter]): no import loop anywhere in the package, the
+# layers of DESIGN.md in their order (every package placed), Airflow and typer only where they belong;
+# then every import left inside a function must say why (scripts/check_deferred_imports.py)
 imports: install
 	$(BIN)/lint-imports
 	$(PY) scripts/check_deferred_imports.py
