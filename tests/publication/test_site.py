@@ -425,6 +425,28 @@ def test_site_withheld_copies_show_nothing(tmp_path: Path, monkeypatch: pytest.M
     assert "argusic-recording" not in run and 'id="log"' not in run and not (site / "evidence").exists()
 
 
+def test_site_says_when_the_container_cut_its_own_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A valid attempt the container cut short (issue #25) is published as a failure with its reason."""
+    from argusic.publication.site import build_site
+
+    fault = "harness exited with code 137"
+    publish, store_url = _published(
+        tmp_path, masked=True, outcome="fail", score=0.0, install_points=0, run_points=0, recovery_points=0.0,
+        depth_points=0, end_reason="harness_error", container_fault=fault, methodology_version="1.6",
+    )  # fmt: skip
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    site = build_site(publish)
+    run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    shown = (
+        "fail, cut short in its container (0 points, not rerun): "
+        + f'<span class="quote" data-quote>{fault}</span>'
+    )
+    assert shown in run
+
+
 def test_site_refuses_a_link_in_place_of_a_published_file(tmp_path: Path, monkeypatch) -> None:
     from argusic.publication.site import SiteError, build_site
 

@@ -181,6 +181,7 @@ def fact_rows(facts: AttemptFacts) -> list[tuple[str, str]]:
         ("ran", ran),
         ("end reason", r.end_reason),
         ("invalid reason", r.invalid_reason or "none: a valid attempt"),
+        ("cut short in its container", r.container_fault or "no"),
         ("outcome", outcome),
         ("points", points),
         ("score", score),

@@ -66,7 +66,8 @@ SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_val
        coalesce(r.presentation_withheld, false) AS served_copy_withheld,
        r.harness_edition, r.scaffold_sha256, r.image_role, r.image_reference, r.image_digest,
        r.instructions_version, r.instructions_sha256, r.limit_cpus, r.limit_memory_bytes, r.limit_pids,
-       r.limit_disk_bytes, r.network_mode, r.limit_budget_seconds, r.display
+       r.limit_disk_bytes, r.network_mode, r.limit_budget_seconds, r.display,
+       s.container_fault
 FROM marts.attempt_scores AS s
 JOIN raw.run_records AS r USING (attempt_id)
 WHERE s.cycle_id = ?
