@@ -342,3 +342,53 @@ def test_the_orphan_grace_is_five_minutes_unless_set_and_a_bad_value_is_refused(
         monkeypatch.setenv("ARGUSIC_ORPHAN_GRACE_SECONDS", bad)
         with pytest.raises(ValueError, match="ARGUSIC_ORPHAN_GRACE_SECONDS"):
             orphan_grace_seconds()
+
+
+# --- never fail open (issue 25): the executor is what the configuration says ----------------------
+
+
+@pytest.fixture
+def stopped_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A Docker daemon that does not answer: DOCKER_HOST names a socket nobody listens on (the real
+    dockerd is never stopped). No executor is named."""
+    host = f"unix://{tmp_path}/no-dockerd.sock"
+    monkeypatch.setenv("DOCKER_HOST", host)
+    monkeypatch.delenv("ARGUSIC_EXECUTOR", raising=False)
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
+    assert not docker_available()
+    return host
+
+
+def test_a_stopped_daemon_never_chooses_the_local_executor(stopped_daemon):
+    """Before: no answer to a 3 s ping picked the local executor (the README ran on the host)."""
+    for demo in (False, True):
+        chosen = executor_mod.get_executor(demo=demo)
+        assert isinstance(chosen, DockerExecutor) and chosen.name == "docker"
+    assert executor_mod.executor_name() == "docker"
+
+
+def test_the_local_executor_runs_only_when_named_and_only_for_a_demo(stopped_daemon, monkeypatch):
+    with pytest.raises(executor_mod.ExecutorRefused, match="demo cycles only.*start dockerd"):
+        executor_mod.get_executor("local")
+    monkeypatch.setenv("ARGUSIC_EXECUTOR", "local")
+    with pytest.raises(executor_mod.ExecutorRefused, match="ARGUSIC_EXECUTOR=local"):
+        executor_mod.get_executor(demo=False)
+    assert isinstance(executor_mod.get_executor(demo=True), LocalExecutor)
+    assert isinstance(executor_mod.get_executor("local", demo=True), LocalExecutor)
+    monkeypatch.setenv("ARGUSIC_EXECUTOR", "docker")
+    assert isinstance(executor_mod.get_executor(demo=True), DockerExecutor)  # named docker: docker
+
+
+def test_an_attempt_with_an_unreachable_daemon_fails_as_ours(stopped_daemon, tmp_path):
+    """Not raised past the record, not run elsewhere: an executor error naming the daemon and how
+    to fix it, so that the record is invalid and the attempt rerun."""
+    repo, commit = make_repo(tmp_path, "ok")
+    result = DockerExecutor().run(
+        attempt_id="t.nodaemon", repo_path=repo, commit=commit, harness_args=[], out_dir=tmp_path / "out",
+        budget_seconds=60,
+    )  # fmt: skip
+    assert result.executor == "docker" and result.exit_code is None and not result.timed_out
+    assert result.error is not None
+    assert result.error.startswith(f"the Docker daemon did not answer at {stopped_daemon}")
+    assert "start dockerd" in result.error and "never falls back to the host" in result.error
+    assert list((tmp_path / "out").iterdir()) == []

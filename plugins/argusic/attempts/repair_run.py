@@ -515,7 +515,7 @@ def run_repair_attempt(
     item = load_repair_item(spec)
     limits = repair_limits(item.item_id)
     agent_seconds = effective_budget(limits, spec.demo, spec.budget_scale)
-    executor = executor or get_executor()
+    executor = executor or get_executor(demo=spec.demo)
     role = "agents" if driver.external else "runner"
     pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
     pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
