@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,11 @@ if mode == "artifact":  # a page in the project folder, a link named like one, a
         changed.write("fixed by the agent\n")
     with open(os.path.join(out, "changes.patch"), "w") as forged:
         forged.write("forged changes")
+if mode == "flood":  # 32 MiB into the harness's stdout: dockerd's log of the container, on the host
+    chunk = b"x" * (1 << 20)
+    for _ in range(32):
+        os.write(1, chunk)
+    open(os.path.join(out, "flooded"), "w").close()
 with open(os.path.join(out, "log.txt"), "w") as log:
     log.write("started\n"); log.flush()
     if mode == "hang":
@@ -392,3 +398,34 @@ def test_an_attempt_with_an_unreachable_daemon_fails_as_ours(stopped_daemon, tmp
     assert result.error.startswith(f"the Docker daemon did not answer at {stopped_daemon}")
     assert "start dockerd" in result.error and "never falls back to the host" in result.error
     assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.docker
+@needs_docker
+def test_an_attempt_writing_into_its_stdout_leaves_no_log_on_the_host(tmp_path, probe_harness):
+    """Before: dockerd's json-file log of the attempt container grew with whatever the attempt wrote
+    into the harness's stdout (1 GiB in 23 s), uncapped, on the host's disk."""
+    import docker
+
+    repo, commit = make_repo(tmp_path, "flood")
+    runner = DockerExecutor()
+    seen: dict = {}
+
+    def inspect_while_running(out_area: Path):
+        deadline = time.monotonic() + 90
+        while not (out_area / "flooded").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (container,) = docker.from_env().containers.list(filters={"label": f"{executor_mod.LABEL}=t.flood"})
+        seen["log_config"] = container.attrs["HostConfig"]["LogConfig"]
+        log_path = container.attrs.get("LogPath") or ""
+        seen["log_bytes"] = Path(log_path).stat().st_size if log_path and Path(log_path).exists() else 0
+        return lambda: None
+
+    result = runner.run(
+        attempt_id="t.flood", repo_path=repo, commit=commit, harness_args=[], out_dir=tmp_path / "out",
+        budget_seconds=120, watch=inspect_while_running,
+    )  # fmt: skip
+    assert (result.exit_code, result.error) == (0, None)
+    assert (tmp_path / "out" / "flooded").exists()  # the 32 MiB were written
+    assert seen["log_bytes"] == 0  # before: 33.7 MB of json-file log for the 32 MiB
+    assert seen["log_config"] == {"Type": "none", "Config": {}}

@@ -47,6 +47,7 @@ from argusic.sandbox.containment import (
     Containment,
     ContainmentError,
     Reaper,
+    log_config,
     remove_container,
     sweep_once,
 )
@@ -333,6 +334,9 @@ class DockerExecutor:
             "memswap_limit": c.memory,
             "pids_limit": c.pids_limit,
             "working_dir": CONTAINER_WORKSPACE,
+            # nothing reads the container's stdout (evidence lands from /out): dockerd keeps no log
+            # of it, so an attempt writing into the harness's stdout cannot fill the host's disk
+            "log_config": log_config(None),
         }
 
     def run(
