@@ -31,9 +31,9 @@ def _write_pin(pin: env_mod.Pin) -> None:
     env_mod._write(path, pin)
 
 
-def _docker_pin(cycle_id: str) -> None:
+def _docker_pin(cycle_id: str, demo: bool = False, budget_scale: float = 1.0) -> None:
     """The pin a plan made while the daemon answered (images resolved then); made here without one."""
-    pin = env_mod.current_pin(cycle_id, "docker", [], demo=False, budget_scale=1.0)
+    pin = env_mod.current_pin(cycle_id, "docker", [], demo=demo, budget_scale=budget_scale)
     image = ImageIdentity(role="runner", reference="argusic-runner:latest", digest="sha256:" + "0" * 64)
     _write_pin(pin.model_copy(update={"images": {"runner": image}}))
 
@@ -77,3 +77,18 @@ def test_an_attempt_with_an_unreachable_daemon_is_invalid_as_ours(isolated, tmp_
     chain = [load_record_file(p) for p in run_with_reruns(spec, None, store)]
     assert len(chain) > 1  # rerun, bounded
     assert all(r.invalid_reason and r.invalid_reason.startswith(DAEMON_REASON) for r in chain)
+
+
+@pytest.mark.usefixtures("stopped_daemon")
+def test_a_repair_attempt_with_an_unreachable_daemon_is_invalid_as_ours(isolated, tmp_path, monkeypatch):
+    from argusic.attempts import repair_run as repair
+    from test_repair_attempts import make_item_repo, repair_spec
+
+    _, item = make_item_repo(tmp_path)
+    monkeypatch.setattr(repair, "load_repair_item", lambda spec: item)
+    spec = repair_spec(item)
+    _docker_pin(spec.cycle_id, demo=True, budget_scale=spec.budget_scale)
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    record = repair.run_repair_attempt(spec, None, store).record
+    assert record.executor == "docker" and record.end_reason == "harness_error"
+    assert record.invalid_reason is not None and record.invalid_reason.startswith(DAEMON_REASON)
