@@ -74,6 +74,7 @@ def _spec(repo: Path, commit: str, project: str = "p", **over) -> AttemptSpec:
     fields = dict(
         cycle_id="2026-12", agent_id="readme-runner", project_id=project, repo_url=str(repo), commit=commit,
         tier="standard", attempt_no=1,
+        demo=True,  # the local executor runs demo cycles only; budget_scale 1 keeps the real budgets
     )  # fmt: skip
     return AttemptSpec(**(fields | over))
 

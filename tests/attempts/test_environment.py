@@ -107,11 +107,11 @@ def test_a_plan_under_other_budgets_is_refused(isolated):
 
 
 def test_a_damaged_pin_is_refused_not_replaced(isolated):
-    ensure_pin("2027-02", "local", ["runner"], demo=False, budget_scale=1.0)
+    ensure_pin("2027-02", "local", ["runner"], demo=True, budget_scale=1.0)
     path = isolated / "runs" / "2027-02" / "environment.json"
     path.write_text('{"schema": "argusic.environment_pin/1", "cycle_id": "2027-02"}')
     with pytest.raises(EnvironmentRefused, match="not a valid environment pin"):
-        ensure_pin("2027-02", "local", ["runner"], demo=False, budget_scale=1.0)
+        ensure_pin("2027-02", "local", ["runner"], demo=True, budget_scale=1.0)
 
 
 @pytest.mark.parametrize(
@@ -215,7 +215,7 @@ def test_cli_shows_a_pin_and_what_would_refuse_the_next_attempt(isolated, monkey
     runner = CliRunner()
     missing = runner.invoke(app, ["cycle", "environment", "--cycle", "2027-03"])
     assert missing.exit_code == 2 and "no pinned environment" in missing.output
-    ensure_pin("2027-03", "local", ["runner"], demo=False, budget_scale=1.0)
+    ensure_pin("2027-03", "local", ["runner"], demo=True, budget_scale=1.0)
     same = runner.invoke(app, ["cycle", "environment", "--cycle", "2027-03"])
     assert same.exit_code == 0, same.output
     assert '"harness_edition"' in same.output and "runs under the pinned environment" in same.output

@@ -56,3 +56,16 @@ def test_pool_command_reports_bad_cycle(isolated, tmp_path):
     catalogue.write_text(json.dumps({"candidates": []}))
     result = runner.invoke(app, ["pool", "--cycle", "december", "--catalogue", str(catalogue)])
     assert result.exit_code == 2 and "YYYY-MM" in result.output
+
+
+def test_cycle_run_refuses_the_local_executor_for_a_real_cycle(isolated, tmp_path, monkeypatch):
+    """Local runs the project on this host: named, and for a demo (a scaled cycle) only."""
+    monkeypatch.delenv("ARGUSIC_EXECUTOR", raising=False)
+    catalogue = tmp_path / "c.json"
+    catalogue.write_text("{}")
+    args = ["cycle", "run", "--catalogue", str(catalogue), "--cycle", "2027-01", "--agents", "readme-runner"]
+    result = runner.invoke(app, [*args, "--executor", "local"])
+    assert result.exit_code == 2 and "demo cycles only" in result.output
+    monkeypatch.setenv("ARGUSIC_EXECUTOR", "local")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "ARGUSIC_EXECUTOR=local" in result.output

@@ -126,7 +126,7 @@ def test_a_cycle_planned_on_one_host_runs_on_another_and_is_ingested_on_a_third(
     for host, spec_uri in zip(("attempts-a", "attempts-b"), specs, strict=True):
         runs = _host(monkeypatch, isolated, host)
         assert not runs.exists()  # nothing of the cycle on this host before the task
-        (record,) = run_planned_attempt(spec_uri, executor=get_executor("local"))
+        (record,) = run_planned_attempt(spec_uri, executor=get_executor("local", demo=True))
         assert Path(record).is_relative_to(runs)
         made[spec_uri] = Path(record).read_bytes()
 

@@ -119,3 +119,76 @@ def test_land_changes_without_the_commit_is_logged_not_raised(pinned, tmp_path: 
     out.mkdir()
     assert land_changes("a1", repo, "0" * 40, project, out) is None
     assert not (out / CHANGES_FILE).exists()
+
+
+# --- the host's collector bounded whatever the commit and the project folder hold (issue 25) --------
+
+
+def _commit_all(repo: Path) -> str:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "more")
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_a_deleted_blob_is_sized_before_it_is_read(pinned, tmp_path: Path) -> None:
+    """Before: a 256 MiB blob the agent deleted was read whole by the host (1.3 GB RSS); now it is
+    named from its size (ls-tree -l) and never read."""
+    import tracemalloc
+
+    repo, _, _ = pinned
+    blob_bytes = 32 * 1024**2
+    with open(repo / "huge.bin", "wb") as handle:
+        handle.write(b"\0" * blob_bytes + b"\xff")
+    commit = _commit_all(repo)
+    project = tmp_path / "project2"
+    git(tmp_path, "clone", "-q", str(repo), str(project))
+    (project / "huge.bin").unlink()
+    (project / "README.md").write_text("# demo, changed\n")
+    tracemalloc.start()
+    try:
+        report = collect_changes(repo, commit, project)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024**2, f"{peak} bytes held while collecting"
+    assert report.files == ["README.md"]  # the rest of the collection went on
+    assert any(
+        r.startswith(f"huge.bin (deleted): its committed blob is {blob_bytes + 1} bytes")
+        for r in report.refused
+    )
+    assert b"huge.bin" not in report.patch
+
+
+def test_the_gitignore_is_capped_in_bytes_patterns_and_wildcards(pinned, tmp_path: Path) -> None:
+    repo, _, _ = pinned
+    backtracking = "*a*a*a*a*a*a*b"  # a pattern whose regular expression backtracks as n**6
+    many = [f"generated-{i}.txt" for i in range(3000)]
+    (repo / ".gitignore").write_text("\n".join(["*.log", backtracking, *many]) + "\n")
+    commit = _commit_all(repo)
+    project = tmp_path / "project2"
+    git(tmp_path, "clone", "-q", str(repo), str(project))
+    (project / ("a" * 200)).write_text("new\n")  # what the backtracking pattern is tried against
+    (project / "x.log").write_text("ignored\n")
+    (project / "generated-2999.txt").write_text("past the pattern cap: a change\n")
+    report = collect_changes(repo, commit, project)
+    assert ".gitignore holds more than 1000 patterns: the rest not applied" in report.refused
+    assert any(
+        "pattern(s) longer than 256 characters or with more than 4 wildcards" in r for r in report.refused
+    )
+    assert report.files == ["a" * 200, "generated-2999.txt"]  # *.log still applies
+    big = tmp_path / "big"
+    (big_repo := big / "repo").mkdir(parents=True)
+    git(big_repo, "init", "-q", "-b", "main")
+    (big_repo / ".gitignore").write_text("*.log\n" + "#" * (1024**2) + "\n")
+    big_commit = _commit_all(big_repo)
+    git(big, "clone", "-q", str(big_repo), str(big / "project"))
+    report = collect_changes(big_repo, big_commit, big / "project")
+    assert f".gitignore is {1024**2 + 7} bytes: only its first 65536 read" in report.refused
+
+
+def test_the_collection_stops_at_its_deadline_and_infers_no_deletion(pinned) -> None:
+    repo, commit, project = pinned
+    (project / "README.md").unlink()
+    report = collect_changes(repo, commit, project, deadline_seconds=0)
+    assert report.refused == ["the collection passed its 0 s deadline: stopped there"]
+    assert (report.patch, report.files) == (b"", [])  # nothing claimed deleted from a partial walk

@@ -39,10 +39,13 @@ from argusic.attempts.run import run_attempt
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import attempt_dir
 from argusic.core.record import load_record_file
+from argusic.core.settings import runner_image
 from argusic.core.spec import AttemptSpec
 from argusic.sandbox.containment import (
+    HELPER_LOG_BYTES,
     INSTALLATION_LABEL,
     Containment,
+    locked_container_options,
     loops_backed_by,
     mounts_under,
     sweep_debris,
@@ -622,3 +625,33 @@ def test_the_clean_up_of_a_killed_try_never_removes_a_retrys_container_of_the_sa
     finally:
         with contextlib.suppress(docker.errors.NotFound):
             client.containers.get(name).remove(force=True)
+
+
+def test_helper_containers_keep_a_capped_log_or_none():
+    """dockerd's log of a helper container (render, judge, repair grader) as the Docker API shows it:
+    one json-file capped at HELPER_LOG_BYTES by default, none where nothing reads it."""
+    import docker
+
+    client = docker.from_env()
+    capped = {"Type": "json-file", "Config": {"max-file": "1", "max-size": f"{HELPER_LOG_BYTES // 1024}k"}}
+    for log_bytes, expected in ((HELPER_LOG_BYTES, capped), (None, {"Type": "none", "Config": {}})):
+        options = locked_container_options(
+            tmpfs={"/tmp": "rw,size=1m"}, volumes={}, working_dir="/tmp", environment={}, memory="64m",
+            pids=16, cpus=0.5, log_bytes=log_bytes,
+        )  # fmt: skip
+        container = client.containers.create(
+            runner_image(), ["true"], name=f"argusic-logtest-{uuid.uuid4().hex[:8]}", **options
+        )
+        try:
+            assert container.attrs["HostConfig"]["LogConfig"] == expected
+        finally:
+            container.remove(force=True)
+    default = locked_container_options(
+        tmpfs={}, volumes={}, working_dir="/tmp", environment={}, memory="64m", pids=16, cpus=0.5
+    )
+    assert default["log_config"]["config"] == {"max-size": f"{HELPER_LOG_BYTES // 1024}k", "max-file": "1"}
+    with pytest.raises(ValueError, match="at least 1 MiB"):
+        locked_container_options(
+            tmpfs={}, volumes={}, working_dir="/tmp", environment={}, memory="64m", pids=16, cpus=0.5,
+            log_bytes=4096,
+        )  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,11 @@ if mode == "artifact":  # a page in the project folder, a link named like one, a
         changed.write("fixed by the agent\n")
     with open(os.path.join(out, "changes.patch"), "w") as forged:
         forged.write("forged changes")
+if mode == "flood":  # 32 MiB into the harness's stdout: dockerd's log of the container, on the host
+    chunk = b"x" * (1 << 20)
+    for _ in range(32):
+        os.write(1, chunk)
+    open(os.path.join(out, "flooded"), "w").close()
 with open(os.path.join(out, "log.txt"), "w") as log:
     log.write("started\n"); log.flush()
     if mode == "hang":
@@ -342,3 +348,84 @@ def test_the_orphan_grace_is_five_minutes_unless_set_and_a_bad_value_is_refused(
         monkeypatch.setenv("ARGUSIC_ORPHAN_GRACE_SECONDS", bad)
         with pytest.raises(ValueError, match="ARGUSIC_ORPHAN_GRACE_SECONDS"):
             orphan_grace_seconds()
+
+
+# --- never fail open (issue 25): the executor is what the configuration says ----------------------
+
+
+@pytest.fixture
+def stopped_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A Docker daemon that does not answer: DOCKER_HOST names a socket nobody listens on (the real
+    dockerd is never stopped). No executor is named."""
+    host = f"unix://{tmp_path}/no-dockerd.sock"
+    monkeypatch.setenv("DOCKER_HOST", host)
+    monkeypatch.delenv("ARGUSIC_EXECUTOR", raising=False)
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
+    assert not docker_available()
+    return host
+
+
+def test_a_stopped_daemon_never_chooses_the_local_executor(stopped_daemon):
+    """Before: no answer to a 3 s ping picked the local executor (the README ran on the host)."""
+    for demo in (False, True):
+        chosen = executor_mod.get_executor(demo=demo)
+        assert isinstance(chosen, DockerExecutor) and chosen.name == "docker"
+    assert executor_mod.executor_name() == "docker"
+
+
+def test_the_local_executor_runs_only_when_named_and_only_for_a_demo(stopped_daemon, monkeypatch):
+    with pytest.raises(executor_mod.ExecutorRefused, match="demo cycles only.*start dockerd"):
+        executor_mod.get_executor("local")
+    monkeypatch.setenv("ARGUSIC_EXECUTOR", "local")
+    with pytest.raises(executor_mod.ExecutorRefused, match="ARGUSIC_EXECUTOR=local"):
+        executor_mod.get_executor(demo=False)
+    assert isinstance(executor_mod.get_executor(demo=True), LocalExecutor)
+    assert isinstance(executor_mod.get_executor("local", demo=True), LocalExecutor)
+    monkeypatch.setenv("ARGUSIC_EXECUTOR", "docker")
+    assert isinstance(executor_mod.get_executor(demo=True), DockerExecutor)  # named docker: docker
+
+
+def test_an_attempt_with_an_unreachable_daemon_fails_as_ours(stopped_daemon, tmp_path):
+    """Not raised past the record, not run elsewhere: an executor error naming the daemon and how
+    to fix it, so that the record is invalid and the attempt rerun."""
+    repo, commit = make_repo(tmp_path, "ok")
+    result = DockerExecutor().run(
+        attempt_id="t.nodaemon", repo_path=repo, commit=commit, harness_args=[], out_dir=tmp_path / "out",
+        budget_seconds=60,
+    )  # fmt: skip
+    assert result.executor == "docker" and result.exit_code is None and not result.timed_out
+    assert result.error is not None
+    assert result.error.startswith(f"the Docker daemon did not answer at {stopped_daemon}")
+    assert "start dockerd" in result.error and "never falls back to the host" in result.error
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.docker
+@needs_docker
+def test_an_attempt_writing_into_its_stdout_leaves_no_log_on_the_host(tmp_path, probe_harness):
+    """Before: dockerd's json-file log of the attempt container grew with whatever the attempt wrote
+    into the harness's stdout (1 GiB in 23 s), uncapped, on the host's disk."""
+    import docker
+
+    repo, commit = make_repo(tmp_path, "flood")
+    runner = DockerExecutor()
+    seen: dict = {}
+
+    def inspect_while_running(out_area: Path):
+        deadline = time.monotonic() + 90
+        while not (out_area / "flooded").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (container,) = docker.from_env().containers.list(filters={"label": f"{executor_mod.LABEL}=t.flood"})
+        seen["log_config"] = container.attrs["HostConfig"]["LogConfig"]
+        log_path = container.attrs.get("LogPath") or ""
+        seen["log_bytes"] = Path(log_path).stat().st_size if log_path and Path(log_path).exists() else 0
+        return lambda: None
+
+    result = runner.run(
+        attempt_id="t.flood", repo_path=repo, commit=commit, harness_args=[], out_dir=tmp_path / "out",
+        budget_seconds=120, watch=inspect_while_running,
+    )  # fmt: skip
+    assert (result.exit_code, result.error) == (0, None)
+    assert (tmp_path / "out" / "flooded").exists()  # the 32 MiB were written
+    assert seen["log_bytes"] == 0  # before: 33.7 MB of json-file log for the 32 MiB
+    assert seen["log_config"] == {"Type": "none", "Config": {}}

@@ -154,10 +154,9 @@ def image_digest(reference: str) -> str:
     # deferred: the docker SDK is slow to import; only a docker attempt resolves images
     from docker.errors import DockerException, ImageNotFound
 
-    import docker  # deferred: as above
-
+    client = executors.docker_client()  # DaemonUnreachable: our side failed, not the pin or the image
     try:
-        return docker.from_env().images.get(reference).id
+        return client.images.get(reference).id
     except ImageNotFound:
         raise EnvironmentUnavailable(f"image {reference} is not on this Docker engine") from None
     except DockerException as err:
@@ -234,14 +233,10 @@ def _limits(containment, network: str) -> ContainerLimits:
 
 def executor_profile(executor) -> tuple[str, ContainerLimits | None]:
     """(executor name, container limits) of an executor, or of an executor's name (None: the one
-    ARGUSIC_EXECUTOR or the engine's presence chooses) without starting it: planning pins what the
-    attempts will get."""
+    ARGUSIC_EXECUTOR names, default docker; never inferred from a daemon's answer) without starting
+    it: planning pins what the attempts will get."""
     if executor is None or isinstance(executor, str):
-        name = (
-            executor
-            or os.environ.get("ARGUSIC_EXECUTOR")
-            or ("docker" if executors.docker_available() else "local")
-        )
+        name = executors.executor_name(executor)
         if name != "docker":
             return "local", None
         containment = Containment.from_config()
@@ -257,12 +252,20 @@ def current_pin(cycle_id: str, executor, roles: Iterable[Role], demo: bool, budg
     edition = current_edition()
     config = orchestrator_config()
     executor_name, limits = executor_profile(executor)
+    try:  # a cycle that is not a demo is never pinned to (nor checked against) the local executor
+        executors.check_executor_allowed(executor_name, demo)
+    except executors.ExecutorRefused as err:
+        raise EnvironmentRefused(f"cycle {cycle_id}: {err}") from None
     docker_run = executor_name == "docker"
     images = {}
     if docker_run:
         for role in sorted(set(roles)):
             reference = role_reference(role)
-            images[role] = ImageIdentity(role=role, reference=reference, digest=image_digest(reference))
+            try:
+                digest = image_digest(reference)
+            except executors.DaemonUnreachable as err:  # no pin without the daemon: planning stops
+                raise EnvironmentUnavailable(f"cycle {cycle_id} cannot be pinned: {err}") from None
+            images[role] = ImageIdentity(role=role, reference=reference, digest=digest)
     return Pin(
         cycle_id=cycle_id,
         harness_edition=edition.edition,
@@ -382,7 +385,8 @@ def _offer_pin(cycle_id: str) -> bool:
 
 
 def check_pinned_image(pin: Pin, role: Role) -> str:
-    """The digest an attempt of this role runs in; EnvironmentRefused when the pinned image is gone."""
+    """The digest an attempt of this role runs in; EnvironmentRefused when the pinned image is gone,
+    executors.DaemonUnreachable when the daemon does not answer (the attempt fails as ours)."""
     image = pin.images[role]
     try:
         found = image_digest(image.digest)

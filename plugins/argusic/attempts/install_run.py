@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 from argusic.attempts.agents import driver_for
@@ -45,7 +46,7 @@ from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
 from argusic.external.collect import record_parts
 from argusic.harness.readme_runner import HARNESS_VERSION
-from argusic.sandbox.executor import get_executor
+from argusic.sandbox.executor import DaemonUnreachable, get_executor
 from argusic.sandbox.launch import ExecutionResult, Executor
 from argusic.sources.mirror import attempt_source
 
@@ -245,10 +246,15 @@ def run_install_attempt(
     # is written, when the harness, instructions or limits differ from the cycle's pin; the attempt
     # runs in the pinned image, by digest.
     artifacts = artifact_globs(spec)  # a broken task definition is refused before anything starts
-    executor = executor or get_executor()
+    # The executor the configuration names (docker by default); local only when named, for a demo.
+    executor = executor or get_executor(demo=spec.demo)
     role = "agents" if driver_for(spec.agent_id).external else "runner"
     pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
-    pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
+    daemon_error = None
+    try:
+        pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
+    except DaemonUnreachable as err:  # our side failed: recorded invalid ("executor error"), rerun
+        pinned_image, daemon_error = None, str(err)
     # The local bare repository the container fetches the pinned commit from: the host's mirror of
     # a remote URL, or the local repository. SourceUnavailable: the attempt does not start (retried).
     repo_path = attempt_source(spec.repo_url, spec.commit)
@@ -256,8 +262,31 @@ def run_install_attempt(
     if out_dir.exists():
         shutil.rmtree(out_dir)  # partial output of a crashed try never mixes with a new one
     folder.mkdir(parents=True, exist_ok=True)
-    executor = executor or get_executor()
     store = store or EvidenceStore()
+    if daemon_error is not None:
+        at = datetime.now(UTC)
+        result, key_record = ExecutionResult(executor.name, at, at, None, False, daemon_error), None
+    else:
+        result, key_record = _execute(
+            spec, executor, repo_path, out_dir, artifacts, pinned_image, broker, live_log
+        )
+    environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
+    record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
+    write_atomic(record_path, record.to_json() + "\n")
+    return RecordFile(record_path, record)
+
+
+def _execute(
+    spec: AttemptSpec,
+    executor: Executor,
+    repo_path: Path,
+    out_dir: Path,
+    artifacts: tuple[str, ...],
+    pinned_image: str | None,
+    broker: KeyBroker | None,
+    live_log: bool,
+) -> tuple[ExecutionResult, dict]:
+    """Run the attempt under a key made for it alone: (what the executor saw, the record's key field)."""
     driver = driver_for(spec.agent_id)
     budget = orchestrator_config().budget_seconds(spec.tier)
     effective = max(1.0, budget * spec.budget_scale) if spec.demo else float(budget)
@@ -301,8 +330,4 @@ def run_install_attempt(
             changes=spec.purpose in CHANGES_PURPOSES,
             **run_kwargs,
         )
-        key_record = key.record()
-    environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
-    record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
-    write_atomic(record_path, record.to_json() + "\n")
-    return RecordFile(record_path, record)
+        return result, key.record()

@@ -61,7 +61,7 @@ from argusic.core.settings import PACKAGE_DIR, parse_size
 from argusic.external.collect import JsonlRead, iter_jsonl, record_parts, shell_script
 from argusic.repair.grader import grade_patch
 from argusic.repair.items import items_dir, load_item, local_git_dir
-from argusic.sandbox.executor import get_executor
+from argusic.sandbox.executor import DaemonUnreachable, get_executor
 from argusic.sandbox.launch import Launch
 
 log = logging.getLogger(__name__)
@@ -515,10 +515,13 @@ def run_repair_attempt(
     item = load_repair_item(spec)
     limits = repair_limits(item.item_id)
     agent_seconds = effective_budget(limits, spec.demo, spec.budget_scale)
-    executor = executor or get_executor()
+    executor = executor or get_executor(demo=spec.demo)
     role = "agents" if driver.external else "runner"
     pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
-    pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
+    try:
+        pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
+    except DaemonUnreachable:  # the Docker executor's run fails the same way: recorded invalid, rerun
+        pinned_image = pin.images[role].digest
     # The item's repository as the grader finds it (a local path, file:// or git://127.0.0.1 mirrored):
     # read on the host only, never handed to the container.
     repository = local_git_dir(item.repository, items_dir() / ".repos")

@@ -37,7 +37,7 @@ from argusic.core.spec import read_spec
 from argusic.cycle.plan import NothingPlanned, write_plan
 from argusic.cycle.pools import resolve_pool
 from argusic.cycle.tally import CycleFailed, tally_records
-from argusic.sandbox.executor import get_executor
+from argusic.sandbox.executor import DaemonUnreachable, get_executor
 from argusic.sources.pool import CatalogueError
 from argusic.warehouse.analyst import AnalystCopyError
 from argusic.warehouse.decisions import DecisionError, utc_now
@@ -146,7 +146,7 @@ def cycle_environment(
     for role, image in sorted(pin.images.items()):
         try:
             image_digest(image.digest)
-        except EnvironmentError_ as err:
+        except (EnvironmentError_, DaemonUnreachable) as err:
             problems.append(f"pinned {role} image {image.reference} ({image.digest}) is gone: {err}")
     try:
         now = current_pin(cycle, executor or pin.executor, [], pin.demo, pin.budget_scale)
@@ -171,7 +171,8 @@ def cycle_run(
     ] = "",
     agents: Annotated[str, typer.Option(help="Comma-separated agent ids, e.g. readme-runner,codex")] = "",
     executor: Annotated[
-        str | None, typer.Option(help="docker | local (default: ARGUSIC_EXECUTOR, else docker if up)")
+        str | None,
+        typer.Option(help="docker | local (default: ARGUSIC_EXECUTOR, else docker; local: demo only)"),
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Attempts run side by side")] = 2,
     budget_scale: Annotated[
@@ -223,7 +224,7 @@ def cycle_run(
     if unknown := [a for a in agent_ids if a not in known]:
         fail(f"unknown agent(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     try:
-        runner = get_executor(executor)
+        runner = get_executor(executor, demo=budget_scale < 1)  # a scaled cycle is a demo
     except (ValueError, RuntimeError) as err:
         fail(str(err))
 

@@ -37,7 +37,9 @@ DEMO_AGENTS = ["readme-runner", "readme-runner-norecover"]
 
 def demo(
     cycle: Annotated[str, typer.Option(help="Demo cycle id")] = DEMO_CYCLE,
-    executor: Annotated[str | None, typer.Option(help="docker | local (default: docker if up)")] = None,
+    executor: Annotated[
+        str | None, typer.Option(help="docker | local (default: ARGUSIC_EXECUTOR, else docker)")
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Attempts run side by side")] = 2,
 ) -> None:
     """Run a whole demo cycle on the embedded default: forge → pool → attempts → warehouse → board.
@@ -49,7 +51,7 @@ def demo(
 
     started = time.monotonic()
     try:
-        runner = get_executor(executor)
+        runner = get_executor(executor, demo=True)
     except (ValueError, RuntimeError) as err:
         fail(str(err))
     catalogue = build_forge(forge_dir())

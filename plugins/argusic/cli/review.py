@@ -14,7 +14,7 @@ from argusic.cli import common as cli
 from argusic.review import disputes, environment
 from argusic.sandbox.executor import get_executor
 from argusic.warehouse.decisions import DecisionError, utc_now
-from argusic.workflows.corrections import correct
+from argusic.workflows.corrections import correct, correction_spec
 
 review_app = typer.Typer(help="Environment review of projects every agent failed (METHODOLOGY.md §8).")
 dispute_app = typer.Typer(help="Disputes of an attempt's result (METHODOLOGY.md §10).")
@@ -163,9 +163,9 @@ def dispute_rule(
     cli.console.print(f"dispute {dispute}: {ruled.ruling} by {by}")
     if ruled.ruling != "environment_at_fault":
         return
-    try:
-        runner = get_executor(executor)
-    except (ValueError, RuntimeError) as err:
+    try:  # local only for a demo cycle's attempt
+        runner = get_executor(executor, demo=correction_spec(ruled.attempt_id).demo)
+    except (ValueError, RuntimeError, disputes.DisputeError) as err:
         cli.fail(str(err))
     with cli.console.status(f"rerunning {ruled.attempt_id}…"):
         paths = correct(dispute, runner)

@@ -9,6 +9,7 @@ import typer
 
 from argusic.cli.common import console, fail, warehouse_errors
 from argusic.cycle.ids import ConfigurationError
+from argusic.cycle.plan import budget_scale_for
 from argusic.sandbox.executor import get_executor
 from argusic.warehouse.decisions import DecisionError
 from argusic.workflows import verdicts
@@ -78,7 +79,8 @@ def run_cmd(
         float | None, typer.Option(min=0.0001, max=1.0, help="Multiply every budget by this (dry runs)")
     ] = None,
     executor: Annotated[
-        str | None, typer.Option(help="docker | local (default: ARGUSIC_EXECUTOR, else docker if up)")
+        str | None,
+        typer.Option(help="docker | local (default: ARGUSIC_EXECUTOR, else docker; local: demo only)"),
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Attempts run side by side")] = 2,
     max_rounds: Annotated[int, typer.Option(min=1, help="Rounds of plan → run → ingest → build")] = 4,
@@ -87,7 +89,7 @@ def run_cmd(
     nothing is pending. Resumable: run it again and nothing measured is measured twice; with nothing
     pending it runs nothing. Exit 1 when something is still pending or needs a person."""
     try:
-        runner = get_executor(executor)
+        runner = get_executor(executor, demo=budget_scale_for(demo, budget_scale)[0])
     except (ValueError, RuntimeError) as err:
         fail(str(err))
     with warehouse_errors():

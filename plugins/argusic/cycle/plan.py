@@ -59,7 +59,8 @@ def write_plan(
     A shard holds every attempt of its projects (projects dealt round-robin in pool order), so the
     three attempts of a pair always land in the same DAG run. Rewriting the same plan is a no-op.
     Planning pins the cycle's environment (argusic.attempts.environment) for the executor the attempts will
-    run on (`executor`: an executor or its name; None: ARGUSIC_EXECUTOR or the default), or checks
+    run on (`executor`: an executor or its name; None: ARGUSIC_EXECUTOR, else docker; local is
+    refused for a cycle that is not a demo), or checks
     the pin already made (EnvironmentRefused when the harness, instructions or limits changed).
     """
     if shard_count < 1 or not 0 <= shard_index < shard_count:

@@ -88,7 +88,8 @@ def run_planned_attempt(spec_path: str | Path, executor=None, live_log: bool = F
     """Run one planned attempt (with its bounded reruns); returns every run record path it made.
 
     Idempotent by attempt_id: a retry of the task finds the record and does not measure again.
-    `executor`: the CLI's choice; the DAG leaves it to ARGUSIC_EXECUTOR (default docker when up).
+    `executor`: the CLI's choice; the DAG leaves it to ARGUSIC_EXECUTOR (default docker, never
+    inferred from a daemon's answer; local only for a demo cycle).
     `live_log`: show the attempt's own log, masked, in the task log while it runs (the DAG does).
     """
     return [str(p) for p in run_with_reruns(read_spec(spec_path), executor, live_log=live_log)]

@@ -57,6 +57,8 @@ MAX_ERRORS = 20
 MAX_ERROR_CHARS = 500
 MAX_SCREENSHOT_BYTES = 16 * 1024 * 1024
 MAX_OUTPUT_BYTES = MAX_PAGES * 3 * MAX_SCREENSHOT_BYTES // 8  # what we read of the driver's stdout
+# dockerd's log of the render container (json-file: one line's JSON wrapping on top of the output)
+RENDER_LOG_BYTES = MAX_OUTPUT_BYTES + MAX_OUTPUT_BYTES // 4
 # Chromium's start, per page, before the page's own bound begins: a bound on the host, not the page (a
 # loaded 2-core host took over 15 s to start one, and a start that fails is not the page's fault)
 START_SECONDS = 60.0
@@ -276,6 +278,7 @@ def _run_container(stage: Path, page_paths: list[str], timeout_seconds: float) -
                 memory=MEMORY,
                 pids=PIDS,
                 cpus=2,
+                log_bytes=RENDER_LOG_BYTES,
             ),
         )
         try:

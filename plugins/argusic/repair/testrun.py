@@ -403,6 +403,7 @@ class GraderContainer:
                 memory=lim.memory,
                 pids=lim.pids,
                 cpus=lim.cpus,
+                log_bytes=None,  # its steps' output is read through exec, capped: no log kept
             ),
         )
         return self

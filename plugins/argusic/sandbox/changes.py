@@ -19,7 +19,12 @@ attempt's single-commit copy; git never runs in the agent's folder, whose ``.git
 The project folder is hostile: nothing is followed (the walk opens every folder with O_NOFOLLOW
 relative to its parent), only regular files with one link are read, each file at most
 ``MAX_FILE_BYTES`` (larger ones are named, not diffed), at most ``MAX_EXAMINED`` entries looked at,
-``MAX_CHANGED_FILES`` files and ``MAX_PATCH_BYTES`` of patch. The patch goes through the attempt's
+``MAX_CHANGED_FILES`` files and ``MAX_PATCH_BYTES`` of patch. The commit's blobs are the project's too:
+each is sized (``ls-tree -l``) before it is read, and one over ``MAX_FILE_BYTES`` is named, not read;
+the ``.gitignore`` is read only up to ``MAX_IGNORE_BYTES`` and ``MAX_IGNORE_PATTERNS`` patterns (a
+pattern longer than ``MAX_PATTERN_CHARS`` or with more than ``MAX_PATTERN_WILDCARDS`` wildcards is
+dropped: regular-expression backtracking), and the whole collection stops at ``DEADLINE_SECONDS``.
+Each bound that bites is recorded. The patch goes through the attempt's
 redactions (a per-run key never lands) and is written to ``<out>/changes.patch`` (a harness-written
 file of that name is removed first: the name is ours). What was refused is returned to be logged;
 the changes are a hint's input, never the score's.
@@ -33,9 +38,11 @@ import errno
 import hashlib
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +59,11 @@ MAX_PATCH_BYTES = 8 * 1024**2  # the grader's cap for a repair patch
 MAX_CHANGED_FILES = 200
 MAX_EXAMINED = 100_000
 MAX_DEPTH = 32
+MAX_IGNORE_BYTES = 64 * 1024
+MAX_IGNORE_PATTERNS = 1000
+MAX_PATTERN_CHARS = 256
+MAX_PATTERN_WILDCARDS = 4  # runs of `*`, and `?` and `[`: backtracking grows as a power of these
+DEADLINE_SECONDS = 120.0
 CONTEXT_LINES = 3
 SKIPPED_DIRS = frozenset(
     {
@@ -76,17 +88,37 @@ class ChangesReport:
     examined: int = 0
 
 
-def _git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
-    env = {
+class _Deadline:
+    """When the collection must stop (time.monotonic)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.seconds = seconds
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+    def expired(self) -> bool:
+        return self.left() <= 0
+
+
+def _git_env() -> dict[str, str]:
+    """No configuration but ours: git reads no system or global file and never prompts."""
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_TERMINAL_PROMPT": "0",
         "HOME": os.devnull,
     }
+
+
+def _git(repo: Path, *args: str, data: bytes | None = None, timeout: float = 300) -> bytes:
+    env = _git_env()
     done = subprocess.run(
-        ["git", f"--git-dir={repo}", *args], input=data, env=env, capture_output=True, timeout=300
-    )
+        ["git", f"--git-dir={repo}", *args], input=data, env=env, capture_output=True,
+        timeout=max(1.0, timeout),
+    )  # fmt: skip
     if done.returncode != 0:
         detail = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
         raise ChangesError(f"git {args[0]} in {repo}: {detail[:300]}")
@@ -98,22 +130,76 @@ def _git_dir(repo: Path) -> Path:
     return repo / ".git" if (repo / ".git").is_dir() else repo
 
 
-def tracked_files(repo: Path, commit: str) -> dict[str, str]:
-    """Path → blob sha of every regular file tracked at `commit` (links and submodules left out)."""
-    out = _git(_git_dir(repo), "ls-tree", "-r", "-z", "--full-tree", commit)
-    files: dict[str, str] = {}
+def tracked_blobs(repo: Path, commit: str, timeout: float = 300) -> dict[str, tuple[str, int]]:
+    """Path → (blob sha, size in bytes) of every regular file tracked at `commit` (links and
+    submodules left out): sized before anything is read."""
+    out = _git(_git_dir(repo), "ls-tree", "-r", "-l", "-z", "--full-tree", commit, timeout=timeout)
+    files: dict[str, tuple[str, int]] = {}
     for entry in out.split(b"\0"):
         if not entry:
             continue
         meta, _, path = entry.partition(b"\t")
-        mode, kind, sha = meta.decode().split()
+        mode, kind, sha, size = meta.decode().split()
         if kind == "blob" and mode in ("100644", "100755"):
-            files[path.decode("utf-8", errors="surrogateescape")] = sha
+            files[path.decode("utf-8", errors="surrogateescape")] = (sha, int(size))
     return files
 
 
-def _blob(repo: Path, sha: str) -> bytes:
-    return _git(_git_dir(repo), "cat-file", "blob", sha)
+def tracked_files(repo: Path, commit: str) -> dict[str, str]:
+    """Path → blob sha of every regular file tracked at `commit` (links and submodules left out)."""
+    return {path: sha for path, (sha, _size) in tracked_blobs(repo, commit).items()}
+
+
+def _blob(repo: Path, sha: str, timeout: float = 300) -> bytes:
+    """A blob whose size was checked first (tracked_blobs): never one over the caps."""
+    return _git(_git_dir(repo), "cat-file", "blob", sha, timeout=timeout)
+
+
+_WILDCARDS = re.compile(r"\*+|\?|\[")
+
+
+def ignore_rules(text: bytes, refused: list[str]) -> pathspec.PathSpec:
+    """The .gitignore's rules, bounded (module docstring); what was dropped is added to `refused`."""
+    if len(text) > MAX_IGNORE_BYTES:
+        refused.append(f".gitignore is {len(text)} bytes: only its first {MAX_IGNORE_BYTES} read")
+        text = text[:MAX_IGNORE_BYTES]
+    lines = text.decode("utf-8", errors="replace").splitlines()
+    kept: list[str] = []
+    dropped = 0
+    for line in lines:
+        pattern = line.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        if len(pattern) > MAX_PATTERN_CHARS or len(_WILDCARDS.findall(pattern)) > MAX_PATTERN_WILDCARDS:
+            dropped += 1
+            continue
+        if len(kept) >= MAX_IGNORE_PATTERNS:
+            refused.append(f".gitignore holds more than {MAX_IGNORE_PATTERNS} patterns: the rest not applied")
+            break
+        kept.append(line)
+    if dropped:
+        refused.append(
+            f".gitignore: {dropped} pattern(s) longer than {MAX_PATTERN_CHARS} characters or with more "
+            f"than {MAX_PATTERN_WILDCARDS} wildcards not applied"
+        )
+    return pathspec.PathSpec.from_lines("gitwildmatch", kept)
+
+
+@contextlib.contextmanager
+def _blob_stream(repo: Path, sha: str):
+    """A blob's bytes as a stream (its head read, the rest never): the git process ends with it."""
+    proc = subprocess.Popen(
+        ["git", f"--git-dir={_git_dir(repo)}", "cat-file", "blob", sha],
+        env=_git_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _read_regular(dir_fd: int, name: str, limit: int) -> bytes | str:
@@ -155,6 +241,7 @@ class _Walk:
     tracked_dirs: set[str]
     ignore: object | None
     report: ChangesReport
+    deadline: _Deadline
     changed: dict[str, bytes] = field(default_factory=dict)  # rel path -> bytes now (changed or added)
     seen: set[str] = field(default_factory=set)  # every regular file looked at
     stopped: bool = False
@@ -183,6 +270,14 @@ def _walk(dir_fd: int, folder: tuple[str, ...], depth: int, walk: _Walk) -> None
     with os.scandir(dir_fd) as entries:
         names = sorted(e.name for e in entries)
     for name in names:
+        if walk.stopped:
+            return
+        if walk.deadline.expired():
+            walk.report.refused.append(
+                f"the collection passed its {walk.deadline.seconds:g} s deadline: stopped there"
+            )
+            walk.stopped = True
+            return
         walk.report.examined += 1
         if walk.report.examined > MAX_EXAMINED:
             if not walk.stopped:
@@ -245,22 +340,33 @@ def _diff(path: str, before: bytes | None, after: bytes | None) -> bytes:
     return (head + body).encode("utf-8")
 
 
-def collect_changes(repo: Path, commit: str, project: Path) -> ChangesReport:
+def collect_changes(
+    repo: Path, commit: str, project: Path, deadline_seconds: float = DEADLINE_SECONDS
+) -> ChangesReport:
     """The project folder's changes against `commit` of our repository `repo` (module docstring).
-    Raises ChangesError when the commit cannot be read; never on what the project folder holds."""
-    tracked = tracked_files(repo, commit)
+    Raises ChangesError when the commit cannot be read (subprocess.TimeoutExpired past the
+    deadline); never on what the project folder holds."""
+    deadline = _Deadline(deadline_seconds)
+    blobs = tracked_blobs(repo, commit, timeout=deadline.left())
+    tracked = {path: sha for path, (sha, _size) in blobs.items()}
     tracked_dirs = {"/".join(p.split("/")[:i]) for p in tracked for i in range(1, p.count("/") + 1)}
-    ignore = None
-    if ".gitignore" in tracked:
-        lines = _blob(repo, tracked[".gitignore"]).decode("utf-8", errors="replace").splitlines()
-        ignore = pathspec.PathSpec.from_lines("gitwildmatch", lines)
     report = ChangesReport()
+    ignore = None
+    if ".gitignore" in blobs:
+        sha, size = blobs[".gitignore"]
+        if size > MAX_IGNORE_BYTES:  # read no more of it than is used
+            report.refused.append(f".gitignore is {size} bytes: only its first {MAX_IGNORE_BYTES} read")
+            with _blob_stream(repo, sha) as head:
+                text = head.read(MAX_IGNORE_BYTES)
+        else:
+            text = _blob(repo, sha, timeout=deadline.left())
+        ignore = ignore_rules(text, report.refused)
     try:
         root = os.open(project, _OPEN_DIR)
     except OSError as err:
         report.refused.append(f"the project folder cannot be opened without following links ({err.strerror})")
         return report
-    walk = _Walk(tracked, tracked_dirs, ignore, report)
+    walk = _Walk(tracked, tracked_dirs, ignore, report, deadline)
     try:
         _walk(root, (), 0, walk)
     finally:
@@ -270,7 +376,22 @@ def collect_changes(repo: Path, commit: str, project: Path) -> ChangesReport:
     parts: list[bytes] = []
     size = 0
     for path in sorted(set(walk.changed) | set(deleted)):
-        before = _blob(repo, tracked[path]) if path in tracked else None
+        if deadline.expired():
+            report.refused.append(
+                f"the collection passed its {deadline.seconds:g} s deadline: {path} and the rest left out"
+            )
+            break
+        before = None
+        if path in blobs:
+            sha, blob_size = blobs[path]
+            if blob_size > MAX_FILE_BYTES:  # sized before it is read: never held whole
+                what = "deleted" if path not in walk.changed else "changed"
+                report.refused.append(
+                    f"{path} ({what}): its committed blob is {blob_size} bytes, over {MAX_FILE_BYTES}: "
+                    "named, not diffed"
+                )
+                continue
+            before = _blob(repo, sha, timeout=deadline.left())
         part = _diff(path, before, walk.changed.get(path))
         if size + len(part) > MAX_PATCH_BYTES:
             report.refused.append(

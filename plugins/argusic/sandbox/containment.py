@@ -56,6 +56,23 @@ AGENT_GID = 10001
 AGENT_HOME = "/home/agent"
 
 
+# dockerd keeps what a container writes to its stdout and stderr in a log on the host's disk; a
+# container (the project, the agent) that writes without end would fill it. A helper container whose
+# output we read (render, judges) keeps one capped file; an attempt container keeps none.
+HELPER_LOG_BYTES = 10 * 1024 * 1024
+NO_LOG = {"type": "none", "config": {}}
+
+
+def log_config(max_bytes: int | None) -> dict:
+    """The docker SDK's ``log_config``: one json-file of at most `max_bytes` (what is written past it
+    replaces it), or no log at all (None)."""
+    if max_bytes is None:
+        return dict(NO_LOG)
+    if max_bytes < 1024 * 1024:
+        raise ValueError(f"container log cap {max_bytes} bytes: at least 1 MiB")
+    return {"type": "json-file", "config": {"max-size": f"{max_bytes // 1024}k", "max-file": "1"}}
+
+
 def locked_container_options(
     *,
     tmpfs: dict[str, str],
@@ -65,13 +82,16 @@ def locked_container_options(
     memory: int | str,
     pids: int,
     cpus: float,
+    log_bytes: int | None = HELPER_LOG_BYTES,
 ) -> dict:
     """The docker SDK ``containers.run`` options every helper container shares (the render and the
     repair grader containers, the judges' replay): the images' unprivileged user, every capability
-    dropped, no new privileges, a read-only root, no network, memory without swap, pid and CPU caps.
+    dropped, no new privileges, a read-only root, no network, memory without swap, pid and CPU caps,
+    and dockerd's log of the container capped at `log_bytes` (None: no log kept at all).
     Only the writable tmpfs areas, the mounts and the limits differ between them; one place keeps the
     lock the same everywhere."""
     return {
+        "log_config": log_config(log_bytes),
         "user": f"{AGENT_UID}:{AGENT_GID}",
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],

@@ -9,8 +9,8 @@ globs into ``out/artifacts`` (``land_artifacts``). The Docker executor adds cont
 filesystem whose writable places are size-capped areas (``argusic.sandbox.containment``), networking off
 unless configured, CPU / memory / pids limits, a watchdog as PID 1 that ends the container at budget
 + grace, a reaper that cleans up if we are killed, and names and labels that carry the installation
-id. The local executor is for development where no engine can be had (no isolation, no caps); the
-record says which ran.
+id. The local executor (no isolation, no caps) runs only when named, and only for a demo cycle
+(``get_executor``); it is never chosen because a daemon does not answer. The record says which ran.
 
 What runs after the fetch is a ``Launch`` made from the paths the harness sees (``HarnessPaths``):
 by default the reference harness (``readme_runner.py`` with the driver's arguments); an external
@@ -47,6 +47,7 @@ from argusic.sandbox.containment import (
     Containment,
     ContainmentError,
     Reaper,
+    log_config,
     remove_container,
     sweep_once,
 )
@@ -278,9 +279,13 @@ class DockerExecutor:
         containment: Containment | None = None,
         artifact_limits: LandingLimits | None = None,
     ) -> None:
+        import requests  # deferred: the docker SDK's transport, loaded with it
+
         import docker  # deferred: the docker SDK is slow to import; only the docker executor needs it
 
-        self.client = docker.from_env()
+        # Connected when an attempt runs, not here: a daemon that does not answer fails that attempt
+        # (our fault: invalid, rerun), never the choice of executor.
+        self._client = None
         self.image = image or runner_image()
         self.containment = containment or Containment.from_config()
         # Host-side only (after the container is gone): not part of the environment pin.
@@ -289,7 +294,15 @@ class DockerExecutor:
         # The virtual display every attempt gets (None: none is started)
         self.display_size: str | None = display_size(orchestrator_config().display_size)
         self._docker = docker
+        self._requests = requests
         sweep_once()  # what killed runs of this installation left behind
+
+    @property
+    def client(self):
+        """The Docker client, connected on first use; DaemonUnreachable when the daemon does not answer."""
+        if self._client is None:
+            self._client = docker_client()
+        return self._client
 
     def host_config(
         self, name: str, labels: dict[str, str], areas: dict[str, Path], task_dir: Path, source: Path
@@ -321,6 +334,9 @@ class DockerExecutor:
             "memswap_limit": c.memory,
             "pids_limit": c.pids_limit,
             "working_dir": CONTAINER_WORKSPACE,
+            # nothing reads the container's stdout (evidence lands from /out): dockerd keeps no log
+            # of it, so an attempt writing into the harness's stdout cannot fill the host's disk
+            "log_config": log_config(None),
         }
 
     def run(
@@ -353,11 +369,12 @@ class DockerExecutor:
         installation = installation_id()
         name = container_name(attempt_id, installation)
         started = _now()
-        container = scratch = reaper = stop_watching = None
+        container = scratch = reaper = stop_watching = client = None
         try:
+            client = self.client  # DaemonUnreachable: this attempt fails as ours, nothing runs elsewhere
             # a container of this name left by a crashed earlier try of this attempt (ours only): by
             # name on purpose, whichever try made it
-            remove_container(name, installation, self.client)
+            remove_container(name, installation, client)
             scratch = AttemptScratch.new(attempt_id)
             reaper = Reaper.start(scratch, container=name)
             scratch.create(container=name, reaper=reaper)
@@ -379,7 +396,7 @@ class DockerExecutor:
             }
             watchdog_at = f"{now + budget_seconds + c.watchdog_grace_seconds:.3f}"
             command = ["python3", "-I", "-S", CONTAINER_INIT, watchdog_at, "--", "bash", "-c", script]
-            container = self.client.containers.run(
+            container = client.containers.run(
                 image,
                 command,
                 detach=True,
@@ -426,14 +443,18 @@ class DockerExecutor:
             )  # fmt: skip
         except ContainmentError as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"containment: {err}", image)
+        except DaemonUnreachable as err:
+            return ExecutionResult(self.name, started, _now(), None, False, str(err), image)
         except self._docker.errors.DockerException as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"docker: {err}", image)
+        except self._requests.exceptions.ConnectionError as err:  # the daemon went away mid-attempt
+            return ExecutionResult(self.name, started, _now(), None, False, daemon_down(err), image)
         finally:
-            with contextlib.suppress(self._docker.errors.DockerException):
+            with contextlib.suppress(self._docker.errors.DockerException, self._requests.RequestException):
                 if container is not None:
                     container.remove(force=True)
-                elif scratch is not None:  # created but never started (a bad image): no handle
-                    remove_container(name, installation, self.client, scratch=scratch.path.name)
+                elif scratch is not None and client is not None:  # created, never started: no handle
+                    remove_container(name, installation, client, scratch=scratch.path.name)
             if stop_watching is not None:
                 stop_watching()  # idempotent; before the areas are removed
             if scratch is not None and not (reaper is not None and reaper.hand_over()):
@@ -468,7 +489,7 @@ class DockerExecutor:
 
 
 class LocalExecutor:
-    """No isolation: development only, where no Docker engine can be had. The harness works in the
+    """No isolation: demo cycles only, and only when named (ARGUSIC_EXECUTOR=local). The harness works in the
     attempt's scratch folder (never /tmp); what it leaves is landed like the Docker executor's."""
 
     name = "local"
@@ -576,7 +597,44 @@ class LocalExecutor:
         )  # fmt: skip
 
 
+EXECUTOR_ENV = "ARGUSIC_EXECUTOR"
+EXECUTOR_NAMES = ("docker", "local")
+DEFAULT_EXECUTOR = "docker"
+DOCKER_DEFAULT_HOST = "unix:///var/run/docker.sock"
+
+
+class DaemonUnreachable(RuntimeError):
+    """The Docker daemon did not answer: our side failed, never the attempt's. The attempt it was to
+    run is recorded invalid ("executor error: ...") and rerun; nothing runs on the host instead."""
+
+
+class ExecutorRefused(ValueError):
+    """An executor name that is not one, or the local executor for a cycle that is not a demo."""
+
+
+def daemon_down(err: object) -> str:
+    """What an attempt's record says when the daemon does not answer, and how to fix it."""
+    host = os.environ.get("DOCKER_HOST") or DOCKER_DEFAULT_HOST
+    return (
+        f"the Docker daemon did not answer at {host} ({err}); start dockerd (or point DOCKER_HOST at "
+        "a running one) and run the attempt again: it never falls back to the host"
+    )
+
+
+def docker_client(timeout: int = 60):
+    """A Docker client that has reached the daemon (docker.from_env asks its API version);
+    DaemonUnreachable when it does not answer."""
+    import docker  # deferred: the docker SDK is slow to import; only the docker executor needs it
+
+    try:
+        return docker.from_env(timeout=timeout)
+    except docker.errors.DockerException as err:
+        raise DaemonUnreachable(daemon_down(err)) from None
+
+
 def docker_available() -> bool:
+    """Whether a Docker daemon answers a ping within 3 s: for maintenance and test skips only. It
+    never chooses an executor (executor_name)."""
     try:
         import docker  # deferred: the docker SDK is slow to import (and may be missing: then False)
 
@@ -586,13 +644,35 @@ def docker_available() -> bool:
         return False
 
 
-def get_executor(name: str | None = None) -> Executor:
-    """ARGUSIC_EXECUTOR: docker | local; default docker when a daemon answers."""
-    choice = name or os.environ.get("ARGUSIC_EXECUTOR") or ("docker" if docker_available() else "local")
+def executor_name(name: str | None = None) -> str:
+    """The executor the configuration names: `name`, else ARGUSIC_EXECUTOR, else docker. Never
+    inferred from whether a daemon answers: a stopped daemon must fail attempts, not move them onto
+    the host (issue 25)."""
+    choice = (name or os.environ.get(EXECUTOR_ENV, "")).strip() or DEFAULT_EXECUTOR
+    if choice not in EXECUTOR_NAMES:
+        raise ExecutorRefused(f"{EXECUTOR_ENV}={choice!r}: expected 'docker' or 'local'")
+    return choice
+
+
+def check_executor_allowed(name: str, demo: bool) -> None:
+    """ExecutorRefused for the local executor outside a demo cycle: it runs the project's README on
+    this host, as this user, with no isolation and the orchestrator's environment."""
+    if name == "local" and not demo:
+        raise ExecutorRefused(
+            "the local executor runs the project on this host with no isolation: it is for demo cycles "
+            "only, and this cycle is not a demo. Use the docker executor (start dockerd if it is not "
+            f"running), or run a demo cycle with {EXECUTOR_ENV}=local"
+        )
+
+
+def get_executor(name: str | None = None, *, demo: bool = False) -> Executor:
+    """The executor `name` or ARGUSIC_EXECUTOR names (default docker), for a cycle that is a demo or
+    not: the local executor only when named, and only for a demo (ExecutorRefused otherwise). The
+    Docker executor is returned even when no daemon answers now: its attempts then fail as ours."""
+    choice = executor_name(name)
+    check_executor_allowed(choice, demo)
     if choice == "docker":
         return DockerExecutor()
-    if choice == "local":
-        if shutil.which("git") is None:
-            raise RuntimeError("the local executor needs git on PATH")
-        return LocalExecutor()
-    raise ValueError(f"ARGUSIC_EXECUTOR={choice!r}: expected 'docker' or 'local'")
+    if shutil.which("git") is None:
+        raise RuntimeError("the local executor needs git on PATH")
+    return LocalExecutor()
