@@ -105,7 +105,9 @@ def test_attempt_task_stands_in_only_in_a_bench_cycle(airflow_db, tmp_path) -> N
         airflow_db,
         tmp_path,
         ARGUSIC_REPO_ROOTS=str(tmp_path),
-        ARGUSIC_EXECUTOR="local",  # were the switch ignored, the attempts would run here and leave records
+        # were the switch ignored, the attempts would run in Docker and leave records (`local` is
+        # refused for a cycle that is not a demo, so the plan pins Docker's runner image)
+        ARGUSIC_EXECUTOR="docker",
         **{STANDIN_ENV: "1"},
     )
     bench, real = dag_test(env, runs)
