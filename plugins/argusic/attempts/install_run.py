@@ -253,7 +253,7 @@ def run_install_attempt(
                 "%s: running (budget %.0f s); its log, masked, follows as it grows", spec.label, effective
             )
             shown = LiveLog(
-                redactions=key.redactions(), secrets=presentation_secrets(), budget_seconds=effective
+                redactions=key.redactions(), secrets=presentation_secrets(key), budget_seconds=effective
             )
             run_kwargs["watch"] = shown.watch
         # The key's value is replaced in every file while the output is landed (streaming); a
@@ -273,6 +273,8 @@ def run_install_attempt(
         )
         key_record = key.record()
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
-    record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
+    record = with_presentation(
+        build_record(spec, result, out_dir, store, key_record, environment), store, key
+    )
     write_atomic(record_path, record.to_json() + "\n")
     return RecordFile(record_path, record)
