@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from argusic.attempts.agents import DRIVERS
-from argusic.attempts.keys import KeyBroker, LiteLLMKeyBroker
+from argusic.attempts.keys import IssuedKey, KeyBroker, LiteLLMKeyBroker
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import RECORD_FILE, attempt_dir
 from argusic.core.record import (
@@ -160,25 +160,28 @@ def _broker_for(key_kind: str, broker: KeyBroker | None) -> KeyBroker | None:
     return LiteLLMKeyBroker.from_env()  # raises KeyUnavailable when no routing layer is configured
 
 
-def presentation_secrets() -> list[str]:
-    """Live credential values the orchestrator holds: every shared key an agent may be given.
-    (A per-run key is masked out of the output before it is stored, so it never reaches here.)"""
+def presentation_secrets(key: IssuedKey | None = None) -> list[str]:
+    """Live credential values the orchestrator holds: every shared key an agent may be given, and the
+    attempt's own key. Landing replaced the per-run key only as typed; the code under test can print
+    it reversed, encoded or split, which only a masker that knows the value finds."""
     names = {d.shared_env_var for d in DRIVERS.values() if d.shared_env_var}
-    return [os.environ[name] for name in sorted(names) if os.environ.get(name)]
+    shared = [os.environ[name] for name in sorted(names) if os.environ.get(name)]
+    own = key.masking_values() if key is not None else []
+    return [*own, *(v for v in shared if v not in own)]
 
 
-def with_presentation(record: RunRecord, store: EvidenceStore) -> RunRecord:
+def with_presentation(record: RunRecord, store: EvidenceStore, key: IssuedKey | None = None) -> RunRecord:
     """Derive the served copies (credentials masked, generated private keys redacted, vendor banners
-    hidden). A copy that cannot be shown free of live credentials is withheld: the attempt is a
-    measured failure with that reason (the container's doing), kept and never rerun; one withheld
-    because our evidence store failed is invalid and rerun."""
+    hidden), the attempt's `key` among the known values. A copy that cannot be shown free of live
+    credentials is withheld: the attempt is a measured failure with that reason (the container's
+    doing), kept and never rerun; one withheld because our evidence store failed is invalid and rerun."""
     # Only an attempt whose output is presented needs the masking engine, which imports numpy.
     # deferred: masking pulls in numpy, about as slow to import as docker
     from argusic.attempts.presentation import present_attempt
 
     if record.evidence.log is None and record.evidence.recording is None:
         return record
-    shown = present_attempt(record, store, presentation_secrets())
+    shown = present_attempt(record, store, presentation_secrets(key))
     served = {k: (None if v is None else EvidenceRef(sha256=v.sha256, uri=v.uri, bytes=v.bytes))
               for k, v in shown.served.items()}  # fmt: skip
     update: dict = {

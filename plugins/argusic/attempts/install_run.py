@@ -28,7 +28,7 @@ from argusic.attempts.common import (
     with_presentation,
 )
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
-from argusic.attempts.keys import KeyBroker, key_for_attempt
+from argusic.attempts.keys import IssuedKey, KeyBroker, key_for_attempt
 from argusic.attempts.live_log import LiveLog
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import attempt_dir
@@ -266,12 +266,15 @@ def run_install_attempt(
     if daemon_error is not None:
         at = datetime.now(UTC)
         result, key_record = ExecutionResult(executor.name, at, at, None, False, daemon_error), None
+        key = None
     else:
-        result, key_record = _execute(
+        result, key_record, key = _execute(
             spec, executor, repo_path, out_dir, artifacts, pinned_image, broker, live_log
         )
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
-    record = with_presentation(build_record(spec, result, out_dir, store, key_record, environment), store)
+    record = with_presentation(
+        build_record(spec, result, out_dir, store, key_record, environment), store, key
+    )
     write_atomic(record_path, record.to_json() + "\n")
     return RecordFile(record_path, record)
 
@@ -285,8 +288,9 @@ def _execute(
     pinned_image: str | None,
     broker: KeyBroker | None,
     live_log: bool,
-) -> tuple[ExecutionResult, dict]:
-    """Run the attempt under a key made for it alone: (what the executor saw, the record's key field)."""
+) -> tuple[ExecutionResult, dict, IssuedKey]:
+    """Run the attempt under a key made for it alone: (what the executor saw, the record's key field,
+    the key)."""
     driver = driver_for(spec.agent_id)
     budget = orchestrator_config().budget_seconds(spec.tier)
     effective = max(1.0, budget * spec.budget_scale) if spec.demo else float(budget)
@@ -312,7 +316,7 @@ def _execute(
                 "%s: running (budget %.0f s); its log, masked, follows as it grows", spec.label, effective
             )
             shown = LiveLog(
-                redactions=key.redactions(), secrets=presentation_secrets(), budget_seconds=effective
+                redactions=key.redactions(), secrets=presentation_secrets(key), budget_seconds=effective
             )
             run_kwargs["watch"] = shown.watch
         # The key's value is replaced in every file while the output is landed (streaming); a
@@ -330,4 +334,6 @@ def _execute(
             changes=spec.purpose in CHANGES_PURPOSES,
             **run_kwargs,
         )
-        return result, key.record()
+        # the key object outlives its deletion at the gateway: its value stays a known value of the
+        # masker of the served copies (with_presentation), which run after the attempt
+        return result, key.record(), key

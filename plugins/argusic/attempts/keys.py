@@ -16,7 +16,8 @@ Rules (METHODOLOGY.md §4 "Model keys"):
   ``{"kind": "shared"}``.
 
 The key's value leaves this module only through ``IssuedKey.container_env()`` (environment variables
-for the container) and ``IssuedKey.mask()`` (to mask it in text). It is never logged: logs carry the
+for the container), ``IssuedKey.mask()`` (to mask it in text) and ``IssuedKey.masking_values()`` (the
+values the masker of served copies must know). It is never logged: logs carry the
 alias and a fingerprint (the first 12 hex digits of SHA-256 of the value, which is also the prefix of
 LiteLLM's stored token id).
 """
@@ -157,6 +158,12 @@ class IssuedKey:
         if not self._value:
             return []
         return [(self._value.encode(), self._replacement.encode())]
+
+    def masking_values(self) -> list[str]:
+        """The value as a known value for the masker of served copies (``argusic.masking``): landing
+        replaces it only as typed, while the code under test can print it transformed (reversed,
+        encoded, split), which only a masker that knows the value finds."""
+        return [self._value] if self._value else []
 
     def record(self) -> dict[str, Any]:
         """The run record's ``key`` field (argusic.run_record/1): kind and limit, never the value."""

@@ -547,7 +547,7 @@ def run_repair_attempt(
             if live_log:
                 shown = LiveLog(
                     redactions=key.redactions(),
-                    secrets=board.presentation_secrets(),
+                    secrets=board.presentation_secrets(key),
                     budget_seconds=agent_seconds,
                 )
                 run_kwargs["watch"] = shown.watch
@@ -575,7 +575,7 @@ def run_repair_attempt(
     record = build_repair_record(
         spec, item, driver, result, out_dir, folder, store, limits, agent_seconds, key_record, environment
     )
-    record = board.with_presentation(record, store)
+    record = board.with_presentation(record, store, key)
     write_atomic(record_path, record.to_json() + "\n")
     return RecordFile(record_path, record)
 

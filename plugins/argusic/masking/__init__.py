@@ -24,6 +24,11 @@ What is removed from a served copy:
   harness's ``$ ...`` prompt echo and the log's ``STEP ...:`` lines) is never hidden; a credential
   *inside* a command is still masked.
 
+Finally every served copy is checked the way a viewer sees it (`viewer.py`): the recording's
+streams joined and drawn as a terminal draws them, then folded, stripped and decoded (reversed,
+spaced, full-width, rot13, per-character codes, base64/base32/hex, gzip, halves...). A copy that
+still shows one of the caller's values in any of those forms is withheld.
+
 Masking runs in rounds (`engine.py`): each round reads the stream once in windows and writes it
 redacted; rounds repeat until one finds nothing, which verifies the served bytes with every finder,
 including checks that do not depend on the detectors (every known value in every form, high-entropy
@@ -64,6 +69,7 @@ from argusic.masking.recording import mask_cast, parse_event, parse_header, veri
 from argusic.masking.rules import RulesUnavailable
 from argusic.masking.stream import Buffer, Workspace, find_only, mask_rounds
 from argusic.masking.values import value_forms
+from argusic.masking.viewer import check_cast, check_log
 
 SEPARATOR = b"\xff"  # ends every chunk of a chunked stream (never occurs in UTF-8)
 
@@ -132,6 +138,7 @@ def mask_text(
 
 def mask_log(data: bytes, secrets: Iterable[str], policy: MaskPolicy = DEFAULT_POLICY) -> MaskResult:
     """A served copy of a plain-text log, in memory (bytes that are not UTF-8 are kept as they are)."""
+    secrets = list(secrets)
     try:
         state = _new_state(secrets, policy)
     except RulesUnavailable as err:
@@ -139,6 +146,8 @@ def mask_log(data: bytes, secrets: Iterable[str], policy: MaskPolicy = DEFAULT_P
     clean, remaining = mask_rounds(Buffer(data=data), state, Workspace(None), banners=True)
     if clean is None:
         return MaskResult(None, True, _withhold_reason(remaining), state.stats)
+    if shown := check_log(io.BytesIO(clean.data), secrets):
+        return MaskResult(None, True, _withhold_reason(shown), state.stats)
     return MaskResult(clean.data, False, None, state.stats)
 
 
@@ -152,6 +161,7 @@ def mask_log_file(
 ) -> MaskResult:
     """A served copy of the log at `src` written to `dst`, streamed (memory: a few windows).
     Intermediate rounds live in `workdir` (a private temporary folder by default)."""
+    secrets = list(secrets)
     with _workdir(workdir) as folder:
         try:
             state = _new_state(secrets, policy)
@@ -161,6 +171,11 @@ def mask_log_file(
         if clean is None:
             return MaskResult(None, True, _withhold_reason(remaining), state.stats)
         _place(clean, Path(src), Path(dst))
+        with open(dst, "rb") as served:
+            shown = check_log(served, secrets)
+        if shown:
+            Path(dst).unlink(missing_ok=True)
+            return MaskResult(None, True, _withhold_reason(shown), state.stats)
         return MaskResult(None, False, None, state.stats, path=Path(dst))
 
 
@@ -224,6 +239,7 @@ def mask_recording(data: bytes, secrets: Iterable[str], policy: MaskPolicy = DEF
     """A served copy of an asciicast v2 recording, in memory: same header keys and event times, masked
     data. Each event stream is masked as one text; banners only in the output stream; values found in
     one stream are masked in all of them and in the header."""
+    secrets = list(secrets)
     try:
         state = _new_state(secrets, policy)
     except RulesUnavailable as err:
@@ -235,6 +251,8 @@ def mask_recording(data: bytes, secrets: Iterable[str], policy: MaskPolicy = DEF
         return MaskResult(None, True, f"unparseable recording: {err}", state.stats)
     if findings:
         return MaskResult(None, True, _withhold_reason(findings), state.stats)
+    if shown := check_cast(io.BytesIO(out.getvalue()), secrets):
+        return MaskResult(None, True, _withhold_reason(shown), state.stats)
     return MaskResult(out.getvalue(), False, None, state.stats)
 
 
@@ -248,6 +266,7 @@ def mask_recording_file(
 ) -> MaskResult:
     """A served copy of the recording at `src` written to `dst`, streamed (memory: a few windows and one
     event line). Intermediate streams live in `workdir` (a private temporary folder by default)."""
+    secrets = list(secrets)
     with _workdir(workdir) as folder:
         try:
             state = _new_state(secrets, policy)
@@ -259,6 +278,9 @@ def mask_recording_file(
         except MaskingError as err:
             Path(dst).unlink(missing_ok=True)
             return MaskResult(None, True, f"unparseable recording: {err}", state.stats)
+        if not findings:
+            with open(dst, "rb") as served:
+                findings = check_cast(served, secrets)
         if findings:
             Path(dst).unlink(missing_ok=True)
             return MaskResult(None, True, _withhold_reason(findings), state.stats)

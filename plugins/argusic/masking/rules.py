@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 SUPPLEMENTARY_PATTERNS: tuple[tuple[str, str], ...] = (
     ("Anthropic/OpenAI sk- key", r"sk-(?:ant-|proj-|svcacct-|admin-)[A-Za-z0-9_\-]{30,}"),
     ("OpenAI sk- key", r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{30,}"),
+    # Our gateway's per-run keys (LiteLLM: "sk-" + secrets.token_urlsafe(16), 22 characters), which the
+    # rule above (30 or more) does not reach: a key of another attempt, or one the masker was not told.
+    ("Gateway per-run key", r"\b(sk-[A-Za-z0-9_\-]{22})(?:[^A-Za-z0-9_\-]|$)"),
     ("GitHub fine-grained PAT", r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
     ("GitHub token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}"),
     ("Google API key", r"\bAIza[0-9A-Za-z_\-]{35}"),

@@ -1,0 +1,484 @@
+"""The last check of a served copy: does it still show a known value to someone who looks hard?
+
+The masking rounds (`engine.py`) redact what they find in place. This check runs afterwards, on the
+served bytes, and only answers yes or no: a yes withholds the copy. It looks for the caller's known
+values (the shared keys and the attempt's own per-run key) the way a viewer, or a patient reader,
+would recover them:
+
+* the stream as shown: a recording's events joined per stream (output, input, the rest), escape
+  sequences removed, and each line that moves the cursor drawn on a line of cells (carriage return,
+  backspace, cursor left/right/column, erase line), so text drawn right to left reads left to right;
+* every text *skeleton*: NFKC (full-width and compatibility forms folded), case folded, everything
+  but letters and digits removed (spaces, separators, line breaks, zero-width and control
+  characters, the NULs of UTF-16 text);
+* decoded forms: ``%XX``, ``\\uXXXX``/``\\xXX``/``\\U........``, HTML entities, sequences of hex or
+  decimal character codes (``0x73 0x6b``, ``115,107``), runs of hex, base64 (standard and url-safe,
+  every alignment) and base32 (every alignment), gzip inside base64 opened (output capped);
+* the skeleton read at strides 2 and 3 (one value interleaved with another text);
+* each value searched whole, reversed, in rot13, and as every fragment of 2/5 of its letters and
+  digits (at least `MIN_FRAGMENT`): either half printed in clear is found.
+
+Bounds (a served copy is hostile input): the text is read in windows of `WINDOW` characters that
+overlap by `OVERLAP` (a form whose characters are spread wider than that across a window boundary is
+only seen by the skeleton, which is carried from window to window); a line drawn with cursor moves is
+at most `MAX_COLUMNS` cells wide; gzip output is capped at `MAX_INFLATE` bytes per stream found; a
+copy of more than `MAX_CHECKED` characters is not checked at all and is withheld (a finding).
+Memory is a few windows; time is linear in the input.
+"""
+
+from __future__ import annotations
+
+import binascii
+import codecs
+import html
+import re
+import unicodedata
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import BinaryIO
+
+import hyperscan
+
+from argusic.masking.policy import MaskingError
+from argusic.masking.recording import MAX_LINE, STREAM_CODES, parse_event, parse_header
+from argusic.masking.rules import scan
+
+WINDOW = 1 << 20  # characters decoded and searched at once
+OVERLAP = 64 << 10  # characters shared by consecutive windows
+SKELETON_CARRY = 4 << 10  # skeleton characters carried into the next window's skeleton
+MAX_COLUMNS = 4096  # cells of a line drawn with cursor moves
+MAX_INFLATE = 1 << 20  # bytes inflated from one gzip stream
+MAX_GZIP_STREAMS = 64  # gzip streams opened per window
+MAX_CHECKED = 512 << 20  # characters of one served copy; more is withheld unchecked
+_READ = 1 << 20
+# A fragment of this many letters and digits, or 2/5 of the value's if more, is significant: either half
+# of a value holds one (half of `sk-` + 22 characters is 10 letters and digits once `sk-` is folded).
+MIN_FRAGMENT = 10
+MIN_FRAGMENT_DISTINCT = 6  # fragments with fewer distinct characters are not searched (only whole)
+
+_ESCAPES = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|[ -/]*[0-~])?"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+)
+_CURSOR = re.compile(r"\x1b\[([0-9;]*)([CDGK`])|\r|\x08")
+_MOVES = re.compile(r"[\r\x08]|\x1b\[[0-9;]*[CDGK`]")
+_NOT_ALNUM_BYTES = bytes(b for b in range(256) if not (48 <= b <= 57 or 97 <= b <= 122))
+_WHITESPACE_AND_INVISIBLE = re.compile(r"[\s\x00-\x1f\x7f\u200b-\u200f\u2060-\u2064\ufeff\u00ad]+")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_BACKSLASH = re.compile(
+    r"\\(?:u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|U([0-9a-fA-F]{8}))"
+)
+_DEC_CODES = re.compile(r"(?:\d{2,7}[^0-9A-Za-z]{1,4}){5,}\d{2,7}")
+_DEC_TOKEN = re.compile(r"\d{2,7}")
+_HEX_RUN = re.compile(rb"[0-9a-f]{16,}")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+_B32_RUN = re.compile(r"[A-Z2-7]{16,}=*")
+_TO_STANDARD_B64 = str.maketrans("-_", "+/")
+_B32_AS_DIGITS = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV")
+_ROT13 = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZabcdefghijklm",
+)
+
+
+def skeleton_bytes(text: str | bytes) -> bytes:
+    """Letters and digits only, compatibility forms and case folded (`ｓＫ-1` → `sk1`), as ASCII bytes.
+    Bytes (decoded base64, hex...) are read as ASCII: other bytes fall out."""
+    if isinstance(text, bytes):
+        return text.lower().translate(None, _NOT_ALNUM_BYTES)
+    folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
+    return folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+
+
+def skeleton(text: str | bytes) -> str:
+    return skeleton_bytes(text).decode("ascii")
+
+
+@dataclass(frozen=True)
+class _Needle:
+    value: int  # index of the known value
+    form: str  # whole, fragment, reversed ..., rot13 ...
+
+
+def needles_of(values: Iterable[str]) -> dict[str, _Needle]:
+    """{skeleton literal: what it stands for} for every value: whole, its significant fragments, each
+    also reversed, in rot13, and both."""
+    out: dict[str, _Needle] = {}
+    for index, value in enumerate(values):
+        whole = skeleton(value)
+        if len(whole) < 6:
+            continue  # nothing this short can be told apart from ordinary text once folded
+        width = min(len(whole), max(MIN_FRAGMENT, len(whole) * 2 // 5))
+        pieces = {whole: "whole"}
+        for start in range(len(whole) - width + 1):
+            piece = whole[start : start + width]
+            if piece != whole and len(set(piece)) >= MIN_FRAGMENT_DISTINCT:
+                pieces.setdefault(piece, "fragment")
+        for piece, kind in pieces.items():
+            for literal, form in (
+                (piece, kind),
+                (piece[::-1], f"{kind} reversed"),
+                (piece.translate(_ROT13), f"{kind} rot13"),
+                (piece[::-1].translate(_ROT13), f"{kind} reversed rot13"),
+            ):
+                out.setdefault(literal, _Needle(index, form))
+    return out
+
+
+@dataclass
+class _Search:
+    """The needles, searched with `bytes.find` in short texts and with a Hyperscan literal database
+    (compiled on first need) in long ones: most served copies are short, and compiling costs more
+    than searching them."""
+
+    needles: dict[str, _Needle]
+    literals: list[bytes] = field(init=False)
+    database: object = field(init=False, default=None)
+
+    SHORT = 1 << 18  # text length × needle count below which bytes.find is cheaper than compiling
+
+    def __post_init__(self) -> None:
+        self.literals = [n.encode() for n in sorted(self.needles)]
+
+    @property
+    def empty(self) -> bool:
+        return not self.literals
+
+    def find(self, skel: bytes) -> list[_Needle]:
+        if not self.literals or not skel:
+            return []
+        if self.database is None and len(skel) * len(self.literals) < self.SHORT:
+            found = [i for i, literal in enumerate(self.literals) if literal in skel]
+        else:
+            found = self._scan(skel)
+        return [self.needles[self.literals[i].decode()] for i in found]
+
+    def _scan(self, skel: bytes) -> list[int]:
+        if self.database is None:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(
+                expressions=self.literals,
+                ids=list(range(len(self.literals))),
+                flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(self.literals),
+                literal=True,
+            )
+            self.database = db
+        hits: list[int] = []
+
+        def on_match(idx: int, start: int, end: int, flags: int, context: object) -> None:
+            hits.append(idx)
+
+        scan(self.database, skel, on_match)
+        return sorted(set(hits))
+
+
+@lru_cache(maxsize=4)
+def _search_for(values: tuple[str, ...]) -> _Search:
+    """The compiled search of a set of values: one per set, not per copy (an attempt's log and
+    recording, and every attempt of one agent with the same shared keys, share it)."""
+    return _Search(needles_of(values))
+
+
+# -- what a terminal shows -------------------------------------------------------------------------------
+
+
+def drawn(line: str) -> str:
+    """One line as a terminal shows it after carriage returns, backspaces and horizontal cursor
+    moves (CSI C/D/G/`/K); other escapes removed first. At most MAX_COLUMNS cells."""
+    cells: list[str] = []
+    col = 0
+    pos = 0
+    for m in _CURSOR.finditer(line):
+        for ch in _ESCAPES.sub("", line[pos : m.start()]):
+            if col < MAX_COLUMNS:
+                if col < len(cells):
+                    cells[col] = ch
+                else:
+                    cells.extend(" " * (col - len(cells)))
+                    cells.append(ch)
+                col += 1
+        pos = m.end()
+        token = m.group(0)
+        if token == "\r":
+            col = 0
+        elif token == "\x08":
+            col = max(0, col - 1)
+        else:
+            n = int((m.group(1) or "1").split(";")[0] or "1")
+            op = m.group(2)
+            if op == "C":
+                col = min(MAX_COLUMNS, col + n)
+            elif op == "D":
+                col = max(0, col - n)
+            elif op in "G`":
+                col = min(MAX_COLUMNS, max(0, n - 1))
+            elif op == "K":
+                mode = m.group(1) or "0"
+                if mode == "0":
+                    del cells[col:]
+                elif mode == "1":
+                    cells[: col + 1] = [" "] * min(col + 1, len(cells))
+                else:
+                    cells = []
+    for ch in _ESCAPES.sub("", line[pos:]):
+        if col < MAX_COLUMNS:
+            if col < len(cells):
+                cells[col] = ch
+            else:
+                cells.extend(" " * (col - len(cells)))
+                cells.append(ch)
+            col += 1
+    return "".join(cells)
+
+
+def shown(text: str) -> str:
+    """The text with escapes removed, and lines that move the cursor drawn as a terminal draws them."""
+    if not _MOVES.search(text):
+        return _ESCAPES.sub("", text)
+    lines = text.split("\n")
+    return "\n".join(drawn(line) if _MOVES.search(line) else _ESCAPES.sub("", line) for line in lines)
+
+
+# -- decoders ----------------------------------------------------------------------------------------------
+
+
+def _backslash_char(m: re.Match) -> str:
+    code = int(next(g for g in m.groups() if g is not None), 16)
+    return chr(code) if code < 0x110000 else ""
+
+
+def _codes(run: str, token: re.Pattern, base: int) -> str:
+    codes = (int(t, base) for t in token.findall(run))
+    return "".join(chr(c) for c in codes if c < 0x110000)
+
+
+def _inflated(data: bytes, budget: list[int]) -> Iterator[str]:
+    start = data.find(b"\x1f\x8b")
+    while start >= 0 and budget[0] > 0:
+        budget[0] -= 1
+        inflater = zlib.decompressobj(wbits=47)
+        try:
+            out = inflater.decompress(data[start:], MAX_INFLATE)
+        except zlib.error:
+            out = b""
+        if out:
+            yield out.decode("utf-8", "replace")
+            yield out.decode("utf-16-le", "replace")
+        start = data.find(b"\x1f\x8b", start + 2)
+
+
+def _base64_decodings(compact: str, budget: list[int]) -> Iterator[str | bytes]:
+    runs = [m.group(0).rstrip("=").translate(_TO_STANDARD_B64) for m in _B64_RUN.finditer(compact)]
+    if not runs:
+        return
+    for skip in range(4):
+        chunks = []
+        for run in runs:
+            part = run[skip:]
+            part = part[: len(part) - len(part) % 4]
+            if part:
+                chunks.append(binascii.a2b_base64(part))
+        data = b"\n".join(chunks)
+        yield data
+        yield from _inflated(data, budget)
+
+
+def _base32_decodings(compact: str) -> Iterator[bytes]:
+    """Every base32 run (upper case, as encoders write it) at its 8 alignments, decoded at C speed
+    (base32 read as a base-32 number)."""
+    runs = [m.group(0).rstrip("=").translate(_B32_AS_DIGITS) for m in _B32_RUN.finditer(compact)]
+    for skip in range(8):
+        chunks = []
+        for run in runs:
+            part = run[skip:]
+            part = part[: len(part) - len(part) % 8]
+            if part:
+                chunks.append(int(part, 32).to_bytes(len(part) * 5 // 8, "big"))
+        if chunks:
+            yield b"\n".join(chunks)
+
+
+def _hex_decodings(skel: bytes) -> Iterator[str | bytes]:
+    runs = [m.group(0) for m in _HEX_RUN.finditer(skel)]
+    for skip in range(2):
+        chunks = []
+        for run in runs:
+            part = run[skip:]
+            chunks.append(binascii.unhexlify(part[: len(part) - len(part) % 2]))
+        if chunks:
+            data = b"\n".join(chunks)
+            yield data
+            yield data.decode("utf-16-le", "replace")
+
+
+def decoded_forms(text: str) -> Iterator[tuple[str, str | bytes]]:
+    """(name, text) of every decoding of a window of shown text (the text itself first)."""
+    yield "as shown", text
+    if "%" in text:
+        yield "percent-decoded", _PERCENT.sub(lambda m: chr(int(m.group(0)[1:], 16)), text)
+    if "\\" in text:
+        yield "backslash-decoded", _BACKSLASH.sub(_backslash_char, text)
+    if "&" in text:
+        yield "html-decoded", html.unescape(text)
+    dec_codes = [_codes(m.group(0), _DEC_TOKEN, 10) for m in _DEC_CODES.finditer(text)]
+    if dec_codes:
+        yield "decimal codes", "\n".join(dec_codes)
+    compact = _WHITESPACE_AND_INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    budget = [MAX_GZIP_STREAMS]
+    for decoded in _base64_decodings(compact, budget):
+        yield "base64", decoded
+    for decoded in _base32_decodings(compact):
+        yield "base32", decoded
+    skel = skeleton_bytes(text)
+    # Hex codes however separated (`73 6b`, `0x73,0x6b`, `\\x73`, `U+0073`, `&#x73;`) are one hex run
+    # once the separators and the prefixes are gone.
+    for variant in {skel, skel.replace(b"0x", b""), skel.replace(b"0x", b"").translate(None, b"ux")}:
+        for decoded in _hex_decodings(variant):
+            yield "hex", decoded
+    yield "utf-16", text.encode("utf-16-le", "surrogatepass").decode("utf-8", "replace")
+
+
+# -- the check ---------------------------------------------------------------------------------------------
+
+
+class ViewerCheck:
+    """Fed a served stream's text piece by piece; `finish()` says which known values it still shows."""
+
+    def __init__(self, values: Iterable[str], label: str) -> None:
+        self.search = _search_for(tuple(sorted({v for v in values if isinstance(v, str)})))
+        self.label = label
+        self.parts: list[str] = []
+        self.parts_size = 0
+        self.carry = b""  # the last skeleton characters of the stream so far
+        self.size = 0
+        self.findings: dict[str, None] = {}
+
+    @property
+    def active(self) -> bool:
+        return not self.search.empty
+
+    def feed(self, text: str) -> None:
+        if not self.active or self.findings:
+            return
+        self.size += len(text)
+        if self.size > MAX_CHECKED:
+            self.findings[f"{self.label}: over {MAX_CHECKED} characters, not checked"] = None
+            self.parts, self.parts_size = [], 0
+            return
+        self.parts.append(text)
+        self.parts_size += len(text)
+        if self.parts_size < WINDOW + OVERLAP:
+            return
+        pending = "".join(self.parts)  # many small events: joined once per window, not per event
+        while len(pending) >= WINDOW + OVERLAP and not self.findings:
+            self._window(pending[: WINDOW + OVERLAP], final=False)
+            pending = pending[WINDOW:]
+        self.parts, self.parts_size = [pending], len(pending)
+
+    def finish(self) -> list[str]:
+        if self.active and not self.findings and (self.parts_size or self.size == 0):
+            self._window("".join(self.parts), final=True)
+        self.parts, self.parts_size = [], 0
+        return list(self.findings)
+
+    def _window(self, text: str, *, final: bool) -> None:
+        view = shown(text)
+        # The skeleton goes on across windows (only the part this window adds after the overlap).
+        new_part = view if final else shown(text[:WINDOW])
+        skel_stream = self.carry + skeleton_bytes(new_part)
+        self._look("skeleton", skel_stream)
+        self.carry = skel_stream[-SKELETON_CARRY:]
+        stripped = _ESCAPES.sub("", text)
+        for shown_text in [view] if stripped == view else [view, stripped]:
+            for name, decoded in decoded_forms(shown_text):
+                skel = skeleton_bytes(decoded)
+                self._look(name, skel)
+                if name == "as shown":
+                    for stride in (2, 3):
+                        for phase in range(stride):
+                            self._look(f"every {stride}nd character", skel[phase::stride])
+                if self.findings:
+                    return
+
+    def _look(self, name: str, skel: bytes) -> None:
+        for needle in self.search.find(skel):
+            self.findings[f"{self.label}: known value {needle.value} ({needle.form}, {name})"] = None
+
+
+def check_text(text: str, values: Iterable[str], label: str = "text") -> list[str]:
+    """Findings of one text (empty: it shows none of the values)."""
+    check = ViewerCheck(values, label)
+    check.feed(text)
+    return check.finish()
+
+
+def check_log(stream: BinaryIO, values: Iterable[str]) -> list[str]:
+    """Findings of a served log read from `stream` (UTF-8; bytes that are not are replaced, and NULs
+    of UTF-16 text fall out of the skeleton)."""
+    check = ViewerCheck(values, "log")
+    if not check.active:
+        return []
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    while chunk := stream.read(_READ):
+        check.feed(decoder.decode(chunk))
+        if check.findings:
+            break
+    check.feed(decoder.decode(b"", final=True))
+    return check.finish()
+
+
+def check_cast(stream: BinaryIO, values: Iterable[str]) -> list[str]:
+    """Findings of a served asciicast v2 recording: each event stream joined as a viewer's player
+    plays it (output, input, the rest), and the header's strings. Unparseable is a finding."""
+    values = [v for v in values if isinstance(v, str)]
+    checks = [ViewerCheck(values, f"recording {name!r} events") for name in STREAM_CODES]
+    if not checks[0].active:
+        return []
+    try:
+        header = parse_header(stream.readline(MAX_LINE + 1))
+        findings = check_text("\n".join(_strings(header)), values, "recording header")
+        n = 1
+        while line := stream.readline(MAX_LINE + 1):
+            n += 1
+            if len(line) > MAX_LINE:
+                return [f"recording line {n} is longer than {MAX_LINE} bytes"]
+            if line.strip():
+                event = parse_event(line, n)
+                checks[0 if event[1] == "o" else 1 if event[1] == "i" else 2].feed(event[2])
+    except MaskingError as err:
+        return [f"unparseable recording: {err}"]
+    for check in checks:
+        findings += check.finish()
+    return findings
+
+
+def _strings(obj: object) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _strings(k)
+            yield from _strings(v)
+
+
+__all__ = [
+    "MAX_CHECKED",
+    "MAX_COLUMNS",
+    "MAX_INFLATE",
+    "OVERLAP",
+    "WINDOW",
+    "ViewerCheck",
+    "check_text",
+    "decoded_forms",
+    "drawn",
+    "check_cast",
+    "check_log",
+    "needles_of",
+    "shown",
+    "skeleton",
+]

@@ -1,0 +1,172 @@
+"""Known keys printed transformed by the code under test: every form is masked or the copy withheld.
+
+Each form below is one a hostile project (or agent) can print with the key it finds in its
+environment: the attempt's own per-run key (`sk-` + 22 characters, as the gateway makes them) and a
+shared vendor key the orchestrator holds. Every form is replayed in a log and in a recording (one
+event per chunk); the served copy must not show it. Ordinary logs with no key are served unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from argusic.attempts.keys import IssuedKey
+from argusic.masking import mask_log, mask_log_file, mask_recording, output_text, viewer
+from argusic.masking.viewer import MAX_COLUMNS, check_text, drawn, shown, skeleton
+
+# Fixed, random-looking values (failures reproduce exactly).
+PER_RUN_KEY = "sk-Q7vKx2_mPd9LrT4wZb8N-e"  # "sk-" + secrets.token_urlsafe(16): 22 characters
+SHARED_KEY = "sk-ant-api03-Hq3Zp8WmX1vR7tKc9LbN2yFd5GsJ0uQe"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _chunks(key: str) -> dict[str, list[str]]:
+    """{form: the chunks printed} (a recording makes one output event of each chunk)."""
+    half = len(key) // 2
+    right_to_left = "".join(f"\x1b[{20 + i}G{key[i]}" for i in reversed(range(len(key))))
+    filler = "qwertyuiopasdfghjklzxcvbnm"
+    return {
+        "split over events": [key[:7], key[7:15], key[15:]],
+        "one character per line": ["\n".join(key) + "\n"],
+        "ANSI colour per character": ["".join(f"\x1b[3{i % 7 + 1}m{c}\x1b[0m" for i, c in enumerate(key))],
+        "%XX": ["".join(f"%{ord(c):02X}" for c in key)],
+        "\\uXXXX": ["".join(f"\\u{ord(c):04x}" for c in key)],
+        "\\xXX": ["".join(f"\\x{ord(c):02x}" for c in key)],
+        "UTF-16": [key.encode("utf-16-le").decode("latin-1")],
+        "first half": [f"half: {key[:half]}\n"],
+        "second half": [f"half: {key[half:]}\n"],
+        "HTML &#NN;": ["".join(f"&#{ord(c)};" for c in key)],
+        "HTML &#xHH;": ["".join(f"&#x{ord(c):x};" for c in key)],
+        "hex codes": [" ".join(f"{ord(c):02x}" for c in key)],
+        "0x codes": [", ".join(f"0x{ord(c):02X}" for c in key)],
+        "decimal codes": [",".join(str(ord(c)) for c in key)],
+        "reversed": [key[::-1]],
+        "spaced": [" ".join(key)],
+        "zero-width joined": ["\u200d".join(key)],
+        "full-width": ["".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in key)],
+        "upper case": [key.upper()],
+        "rot13": [codecs.encode(key, "rot13")],
+        "base32": [base64.b32encode(key.encode()).decode()],
+        "gzip+base64": [base64.b64encode(gzip.compress(key.encode(), mtime=0)).decode()],
+        "base64 of UTF-16": [base64.b64encode(key.encode("utf-16-le")).decode()],
+        "interleaved": ["".join(c + filler[i % len(filler)] for i, c in enumerate(key))],
+        "right to left with cursor moves": [right_to_left + "\n"],
+        "backspace per character": ["".join(f"{c}_\b" for c in key)],
+    }
+
+
+FORMS = sorted(_chunks(PER_RUN_KEY))
+
+
+def _log(chunks: list[str]) -> bytes:
+    return ("build ok\n" + "".join(chunks) + "\ndone\n").encode("utf-8", "surrogatepass")
+
+
+def _cast(chunks: list[str]) -> bytes:
+    lines = [json.dumps({"version": 2, "width": 80, "height": 24})]
+    lines += [json.dumps([0.1 * n, "o", c]) for n, c in enumerate(["$ make\r\n", *chunks, "\r\ndone\r\n"])]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _survives(result, chunks: list[str], recording: bool) -> bool:
+    """Whether the served copy still holds what was printed (withheld: it does not)."""
+    if result.withheld:
+        return False
+    served = output_text(result.data) if recording else result.data.decode("utf-8", "surrogatepass")
+    return any(len(c.strip()) >= 8 and c.strip() in served for c in chunks) or "".join(chunks) in served
+
+
+def _per_run_secrets() -> list[str]:
+    key = IssuedKey(value=PER_RUN_KEY, kind="per_run", attempt_id="a1")
+    return [*key.masking_values(), SHARED_KEY]
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("recording", [False, True], ids=["log", "recording"])
+@pytest.mark.parametrize("which", ["per-run", "shared"])
+def test_transformed_key_is_masked_or_withheld(form: str, recording: bool, which: str) -> None:
+    key = PER_RUN_KEY if which == "per-run" else SHARED_KEY
+    secrets = _per_run_secrets() if which == "per-run" else [SHARED_KEY]
+    chunks = _chunks(key)[form]
+    data = _cast(chunks) if recording else _log(chunks)
+    result = mask_recording(data, secrets) if recording else mask_log(data, secrets)
+    assert not _survives(result, chunks, recording), f"{which} key {form!r} served in the {data[:0]!r}copy"
+    if not result.withheld:  # served: nothing of the key is left for the viewer check either
+        text = output_text(result.data) if recording else result.data.decode("utf-8", "replace")
+        assert not check_text(text, [key])
+
+
+def test_withheld_copy_is_reported_with_a_reason(tmp_path: Path) -> None:
+    src, dst = tmp_path / "log.txt", tmp_path / "served.txt"
+    src.write_bytes(_log(_chunks(PER_RUN_KEY)["reversed"]))
+    result = mask_log_file(src, dst, _per_run_secrets())
+    assert result.withheld and "known value 0" in result.reason and PER_RUN_KEY not in result.reason
+    assert not dst.exists()
+
+
+# -- no false withholding ---------------------------------------------------------------------------------
+
+CONTROL_FILES = [
+    FIXTURES / "judging/weatherfetch_readme_runner/log.txt",
+    *sorted((FIXTURES / "judging/needles").glob("*/log.txt")),
+    *sorted((FIXTURES / "sessions").glob("*/*.jsonl")),
+]
+
+
+@pytest.mark.parametrize("path", CONTROL_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_ordinary_logs_are_served_unchanged(path: Path) -> None:
+    data = path.read_bytes()
+    result = mask_log(data, _per_run_secrets())
+    assert not result.withheld, result.reason
+    cast = _cast([line + "\r\n" for line in data.decode("utf-8", "replace").splitlines()])
+    assert not mask_recording(cast, _per_run_secrets()).withheld
+
+
+def test_the_check_alone_finds_nothing_in_real_logs() -> None:
+    for path in CONTROL_FILES:
+        assert check_text(path.read_text("utf-8", "replace"), [PER_RUN_KEY, SHARED_KEY]) == [], path
+
+
+# -- pieces -------------------------------------------------------------------------------------------------
+
+
+def test_terminal_drawing() -> None:
+    assert drawn("abc\rX") == "Xbc"
+    assert drawn("\x1b[5Gb\x1b[4Ga") == "   ab"
+    assert drawn("abc\x08\x08Z") == "aZc"
+    assert drawn("abcdef\x1b[3D\x1b[K") == "abc"
+    assert len(drawn(f"\x1b[{10**9}Gx" + "y" * 10)) <= MAX_COLUMNS + 1
+    assert shown("\x1b[31mred\x1b[0m plain") == "red plain"
+
+
+def test_skeleton_folds_width_case_and_separators() -> None:
+    assert skeleton("ＡＢ-c\u200bd e\n") == "abcde"
+
+
+def test_gzip_bomb_is_bounded() -> None:
+    bomb = base64.b64encode(gzip.compress(b"\0" * (64 << 20))).decode()
+    assert check_text(bomb, [PER_RUN_KEY]) == []
+
+
+def test_a_key_spread_over_windows_is_found_by_the_carried_skeleton() -> None:
+    gap = " " * (viewer.WINDOW // 8)  # 25 characters over about three windows
+    assert check_text(gap.join(PER_RUN_KEY), [PER_RUN_KEY])
+    assert not check_text(gap.join("an ordinary sentence of text"), [PER_RUN_KEY])
+
+
+def test_a_key_in_the_recording_header_is_withheld() -> None:
+    cast = _cast(["hello\r\n"]).replace(b'"width"', f'"title": "{PER_RUN_KEY[::-1]}", "width"'.encode(), 1)
+    result = mask_recording(cast, _per_run_secrets())
+    assert result.withheld and "recording header" in result.reason
+
+
+def test_a_copy_too_long_to_check_is_withheld(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(viewer, "MAX_CHECKED", 1000)
+    result = mask_log(b"ordinary line\n" * 100, _per_run_secrets())
+    assert result.withheld and "not checked" in result.reason
+    assert not mask_log(b"ordinary line\n" * 100, []).withheld  # no live key: nothing to look for
