@@ -8,11 +8,13 @@ branch of the rule is walked on purpose, then the warehouse (real dbt build) say
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from argusic.sandbox import executor as executor_mod
+from argusic.sandbox.executor import LocalExecutor
 from argusic.sources.pool import Pool, PoolEntry
 from test_executor import make_repo
 
@@ -21,20 +23,22 @@ STD = "readme-runner"
 OTHER = "readme-runner-norecover"  # "a stronger agent": any registered agent but the standard one
 
 # Writes log, recording and a report whose verdict-relevant facts the attempt id chooses
-# (VERDICT_OUTCOMES: {attempt_id: full | mock | fail | crash}); an id it was not told about crashes,
-# so an attempt the plan should not have made shows up as an invalid record.
+# (VERDICT_OUTCOMES: {attempt_id: full | mock | fail | ours}). "ours": our tooling fails that attempt
+# (OurToolingFails, below: the Docker daemon lost), which makes it invalid and rerun -- a crash inside
+# the container would be the container's, a measured failure (issue #25). An id it was not told about
+# is "ours" too, so an attempt the plan should not have made shows up as an invalid record.
 SCRIPTED = r"""
 import json, os, sys
 args = sys.argv[1:]
 out = args[args.index("--out") + 1]
 attempt = os.environ["ARGUSIC_ATTEMPT_ID"]
-mode = json.load(open(os.environ["VERDICT_OUTCOMES"])).get(attempt, "crash")
+mode = json.load(open(os.environ["VERDICT_OUTCOMES"])).get(attempt, "ours")
 def write(name, text):
     with open(os.path.join(out, name), "w") as f:
         f.write(text)
 write("log.txt", f"attempt {attempt}: {mode}\n")
 write("recording.cast", json.dumps({"version": 2, "width": 80, "height": 24}) + '\n[0.1, "o", "hi"]\n')
-if mode == "crash":
+if mode == "ours":  # OurToolingFails turns this attempt into an executor error
     sys.exit(3)
 depth = {"full": "tier1_real", "mock": "tier2_mock", "fail": "tier3_none"}[mode]
 write("report.json", json.dumps({
@@ -56,10 +60,10 @@ OUTCOMES = {
     vid(STD, "never", 1): "fail",  # fail, fail: could_not_verify; then a stronger agent passes
     vid(STD, "never", 2): "fail",
     vid(OTHER, "never", 1): "full",
-    vid(STD, "cut", 1): "crash",  # invalid: rerun under its own number, then a fail, then a mock pass
+    vid(STD, "cut", 1): "ours",  # invalid: rerun under its own number, then a fail, then a mock pass
     vid(STD, "cut", 1, 1): "fail",
     vid(STD, "cut", 2): "mock",
-    # "broken": every record crashes: invalid after the bounded reruns, never run again
+    # "broken": our tooling fails every record: invalid after the bounded reruns, never run again
 }
 
 
@@ -90,6 +94,17 @@ def walk(isolated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return {e.project_id: e.commit for e in entries}
 
 
+class OurToolingFails(LocalExecutor):
+    """The local executor, failing as our tooling would (an executor error) on the attempts OUTCOMES
+    marks "ours" or does not name."""
+
+    def run(self, *, attempt_id: str, **kwargs):
+        result = super().run(attempt_id=attempt_id, **kwargs)
+        if OUTCOMES.get(attempt_id, "ours") == "ours":
+            return dataclasses.replace(result, error="the Docker daemon stopped answering")
+        return result
+
+
 def _records(isolated: Path) -> set[str]:
     return {p.parent.name for p in (isolated / "runs").rglob("run_record.json")}
 
@@ -104,7 +119,6 @@ def _verdicts(targets) -> dict[str, tuple]:
 @pytest.mark.slow  # real dbt builds (five), real attempts through the local executor
 def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
     from argusic.attempts.run import run_attempt
-    from argusic.sandbox.executor import LocalExecutor
     from argusic.workflows.verdicts import prepare, read_plan, request_stronger_agent, run_verdicts
 
     commits = walk
@@ -118,14 +132,14 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
     from argusic.workflows.verdicts import build
 
     first = read_plan_spec(targets, "cut")
-    ingest_records([str(run_attempt(first, LocalExecutor()))])
+    ingest_records([str(run_attempt(first, OurToolingFails()))])
     build()
     cut = next(i for i in read_plan(targets).pending if i.spec.project_id == "cut")
     assert (cut.spec.attempt_id, cut.is_rerun) == (vid(STD, "cut", 1), True)
-    assert "is invalid (harness exited with code 3" in cut.reason
+    assert "is invalid (executor error: the Docker daemon stopped answering" in cut.reason
 
     said: list[str] = []
-    run = run_verdicts(targets, demo=True, executor=LocalExecutor(), say=said.append)
+    run = run_verdicts(targets, demo=True, executor=OurToolingFails(), say=said.append)
     assert run.rounds == 2, said
     assert sorted(run.attempts) == sorted([
         vid(STD, "full", 1), vid(STD, "mock", 1), vid(STD, "late", 1), vid(STD, "never", 1),
@@ -150,7 +164,7 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
 
     # Nothing pending: a second run plans nothing and runs nothing.
     before = _records(isolated)
-    again = run_verdicts(targets, demo=True, executor=LocalExecutor(), say=said.append)
+    again = run_verdicts(targets, demo=True, executor=OurToolingFails(), say=said.append)
     assert (again.rounds, again.attempts) == (0, [])
     assert _records(isolated) == before
 
@@ -158,7 +172,7 @@ def test_every_verdict_branch_walked_through_the_attempt_path(isolated, walk):
     # its pass makes the project "runs", naming that agent. Asked again: nothing new.
     assert request_stronger_agent("never", commits["never"], OTHER, "ops-ana", "maintainer says it runs")
     assert not request_stronger_agent("never", commits["never"], OTHER, "ops-ana", "maintainer says it runs")
-    stronger = run_verdicts(targets, demo=True, executor=LocalExecutor(), say=said.append)
+    stronger = run_verdicts(targets, demo=True, executor=OurToolingFails(), say=said.append)
     assert (stronger.rounds, stronger.attempts) == (1, [vid(OTHER, "never", 1)])
     assert _verdicts(targets)["never"] == ("runs", OTHER, vid(OTHER, "never", 1))
     assert _records(isolated) == before | {vid(OTHER, "never", 1)}
