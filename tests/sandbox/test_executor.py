@@ -415,7 +415,11 @@ def test_an_attempt_writing_into_its_stdout_leaves_no_log_on_the_host(tmp_path, 
         deadline = time.monotonic() + 90
         while not (out_area / "flooded").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        (container,) = docker.from_env().containers.list(filters={"label": f"{executor_mod.LABEL}=t.flood"})
+        # all=True: the harness may have exited once "flooded" is there (the executor removes the
+        # container only after this returns)
+        (container,) = docker.from_env().containers.list(
+            all=True, filters={"label": f"{executor_mod.LABEL}=t.flood"}
+        )
         seen["log_config"] = container.attrs["HostConfig"]["LogConfig"]
         log_path = container.attrs.get("LogPath") or ""
         seen["log_bytes"] = Path(log_path).stat().st_size if log_path and Path(log_path).exists() else 0

@@ -142,7 +142,8 @@ def good_frames() -> dict[str, pd.DataFrame]:
         columns=["edition", "written_on", "scaffold_sha256", "effective_before_written", "runs_recorded"],
     )
     return {
-        "attempt_scores": attempts,
+        # container_fault (issue #25): a valid attempt the container cut short, and why; none here
+        "attempt_scores": attempts.assign(container_fault=None),
         "pair_sets": pair_sets,
         "project_review": review,
         "project_verdicts": verdicts,
