@@ -189,16 +189,23 @@ def drawn(line: str) -> str:
     moves (CSI C/D/G/`/K); other escapes removed first. At most MAX_COLUMNS cells."""
     cells: list[str] = []
     col = 0
+
+    def put(text: str) -> None:
+        """Write the text's visible characters at the cursor (nothing past MAX_COLUMNS)."""
+        nonlocal col
+        for ch in _ESCAPES.sub("", text):
+            if col >= MAX_COLUMNS:
+                return
+            if col < len(cells):
+                cells[col] = ch
+            else:
+                cells.extend(" " * (col - len(cells)))
+                cells.append(ch)
+            col += 1
+
     pos = 0
     for m in _CURSOR.finditer(line):
-        for ch in _ESCAPES.sub("", line[pos : m.start()]):
-            if col < MAX_COLUMNS:
-                if col < len(cells):
-                    cells[col] = ch
-                else:
-                    cells.extend(" " * (col - len(cells)))
-                    cells.append(ch)
-                col += 1
+        put(line[pos : m.start()])
         pos = m.end()
         token = m.group(0)
         if token == "\r":
@@ -221,15 +228,8 @@ def drawn(line: str) -> str:
                 elif mode == "1":
                     cells[: col + 1] = [" "] * min(col + 1, len(cells))
                 else:
-                    cells = []
-    for ch in _ESCAPES.sub("", line[pos:]):
-        if col < MAX_COLUMNS:
-            if col < len(cells):
-                cells[col] = ch
-            else:
-                cells.extend(" " * (col - len(cells)))
-                cells.append(ch)
-            col += 1
+                    cells.clear()
+    put(line[pos:])
     return "".join(cells)
 
 
