@@ -111,9 +111,13 @@ def title_recording(path: Path, title: str) -> bool:
             return False
         header["title"] = title
         partial = path.with_name(f".{path.name}.titled")
-        with partial.open("wb") as titled:
-            titled.write(json.dumps(header, ensure_ascii=False).encode() + b"\n")
-            shutil.copyfileobj(raw, titled, 1024 * 1024)
+        try:
+            with partial.open("wb") as titled:
+                titled.write(json.dumps(header, ensure_ascii=False).encode() + b"\n")
+                shutil.copyfileobj(raw, titled, 1024 * 1024)
+        except BaseException:
+            partial.unlink(missing_ok=True)  # the landed recording stays as it was, nothing half-written
+            raise
     partial.replace(path)
     return True
 
