@@ -17,13 +17,15 @@ from argusic.core.spec import AttemptSpec
 from argusic.cycle.run import run_with_reruns
 from argusic.sandbox import executor as executor_mod
 from argusic.sandbox.executor import LocalExecutor
+from scripted_seal import SEAL_PROLOGUE
 from test_executor import make_repo
 
 # Behaviour is chosen by the MODE file of the fixture repo.
-SCRIPTED = r"""
+SCRIPTED = SEAL_PROLOGUE + r"""
 import json, os, sys, time
 args = sys.argv[1:]
 project, out = args[args.index("--project") + 1], args[args.index("--out") + 1]
+_seal_at_exit(out)
 mode = open(os.path.join(project, "MODE")).read().strip()
 def write(name, text):
     with open(os.path.join(out, name), "w") as f:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from argusic.attempts.live_log import LiveLog, clean_line
+from scripted_seal import SEAL_PROLOGUE
 
 KEY = "sk-live-0123456789abcdefghijklmnopqrstuv"
 
@@ -147,10 +148,11 @@ def test_a_quiet_attempt_says_it_is_still_running(tmp_path: Path) -> None:
 
 # --- a real attempt (local executor, scripted harness): its log appears while it runs -----------------
 
-SLOW_HARNESS = r"""
+SLOW_HARNESS = SEAL_PROLOGUE + r"""
 import json, os, sys, time
 args = sys.argv[1:]
 out = args[args.index("--out") + 1]
+_seal_at_exit(out)
 with open(os.path.join(out, "log.txt"), "w") as log:
     log.write("\x1b[1mSTEP install\x1b[0m: echo hi\n"); log.flush()
     log.write("OPENAI_API_KEY=" + os.environ.get("OPENAI_API_KEY", "") + "\n"); log.flush()

@@ -408,6 +408,107 @@ def test_the_container_cannot_tell_which_attempt_it_is(env, tmp_path):
     assert record.invalid_reason is None and record.container_fault is None
 
 
+FORGER = r"""
+import json, os, signal, sys, time
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+harness = parent_of(os.getppid())  # forge.py <- the block's bash <- the harness
+reach = {}
+try:
+    os.fstat(7)
+    reach["own_fd_7"] = "open"
+except OSError as err:
+    reach["own_fd_7"] = err.strerror
+for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+    for fd in ("1", "7"):
+        path = f"/proc/{pid}/fd/{fd}"
+        if pid in (os.getpid(), os.getppid()):
+            continue  # our own terminal
+        try:
+            with open(path, "wb") as f:
+                f.write(b"argusic-seal {\"seal\": 1, \"files\": {}}\n")
+            reach[path] = "written to " + os.readlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            reach[path] = err.strerror
+reach["harness"] = harness
+print("REACH " + json.dumps(reach), flush=True)
+
+if os.fork() == 0:  # a detached forger outlives this command
+    os.setsid()
+    if os.fork() == 0:
+        forged = {"install_ok": True, "ran_ok": True, "errors_encountered": 0, "errors_fixed": 0,
+                  "test_depth": "tier1_real", "verified_how": "trust me", "final_state": "All good."}
+        deadline = time.time() + 50
+        while time.time() < deadline:
+            try:
+                with open("/out/report.json") as f:
+                    real = f.read()
+            except OSError:
+                time.sleep(0.001)
+                continue
+            if '"trust me"' in real:
+                break
+            os.kill(harness, signal.SIGSTOP)  # the harness holds still while its report is replaced
+            with open("/out/report.json.new", "w") as f:
+                json.dump(forged, f)
+            os.replace("/out/report.json.new", "/out/report.json")
+            os.kill(harness, signal.SIGCONT)
+            break
+        os._exit(0)
+    os._exit(0)
+sys.exit(1)  # the run fails: the real report says so
+"""
+
+
+def test_a_report_forged_after_the_harness_wrote_it_is_a_finding_and_the_sealed_one_counts(env, tmp_path):
+    """Issue #25: a detached process of the project replaces /out/report.json once the harness has
+    written it (holding the harness still with SIGSTOP meanwhile). The harness sealed its report
+    through PID 1, which nothing inside can write: the record keeps the sealed report (the run
+    failed), the forged one stays beside it as report.landed.json, the seal names the change. And
+    nothing inside reaches the channel: descriptor 7 is open in no process the project can read,
+    and neither PID 1's nor the harness's descriptors can be opened through /proc."""
+    bare, commit = hostile_repo(tmp_path, "forger", ["python3 forge.py"], {"forge.py": FORGER})
+    record, landed, store = attempt(env, bare, commit, "forger")
+    log_text = store.read(record.evidence.log.uri).decode("utf-8", "replace")
+    reach = json.loads(log_text.split("REACH ", 1)[1].splitlines()[0])
+    harness = reach.pop("harness")
+    assert reach.pop("own_fd_7") == "Bad file descriptor"
+    assert reach, "the probe saw no other process"
+    # what can be written at all is /dev/null or the display's own log file: never a pipe or socket
+    written = {path: how for path, how in reach.items() if how.startswith("written")}
+    assert all(
+        how in ("written to /dev/null", "written to /tmp/.argusic-xvfb.log") for how in written.values()
+    ), reach
+    for path in ("/proc/1/fd/1", "/proc/1/fd/7", f"/proc/{harness}/fd/1", f"/proc/{harness}/fd/7"):
+        assert reach.get(path) == "Permission denied", (path, reach.get(path))
+    forged = json.loads((landed / "report.landed.json").read_text())
+    assert forged["verified_how"] == "trust me"  # the forgery is kept, beside the record's report
+    assert record.seal.status == "altered" and record.seal.altered == ["report.json"]
+    assert record.seal.report_replaced
+    assert (record.report.ran_ok, record.report.test_depth) == (False, "tier3_none")
+    assert json.loads((landed / "report.json").read_text())["ran_ok"] is False
+    assert json.loads(store.read(record.evidence.report.uri))["ran_ok"] is False
+    observed = record.observed
+    assert (observed.source, observed.ran_ok, observed.verified) == ("harness", False, False)
+    assert record.invalid_reason is None and record.container_fault is None
+
+
+def test_an_untouched_attempt_lands_exactly_what_the_harness_sealed(env, tmp_path):
+    """The seal's other side: an attempt nobody tampered with lands intact, its observation is the
+    harness's, and the container's log held nothing but PID 1's seal line (no other process
+    writes there)."""
+    bare, commit = hostile_repo(tmp_path, "plain", ["echo hello > made.txt", "cat made.txt"])
+    record, _, _ = attempt(env, bare, commit, "plain")
+    assert record.seal.status == "intact" and record.seal.altered == []
+    assert record.observed.source == "harness" and record.observed.ran_ok is True
+    assert record.invalid_reason is None and record.container_fault is None
+
+
 # -- the watchdog, two installations, SIGKILL ----------------------------------------------------------
 
 DRIVER = r"""

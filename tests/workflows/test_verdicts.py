@@ -16,6 +16,7 @@ import pytest
 from argusic.sandbox import executor as executor_mod
 from argusic.sandbox.executor import LocalExecutor
 from argusic.sources.pool import Pool, PoolEntry
+from scripted_seal import SEAL_PROLOGUE
 from test_executor import make_repo
 
 CYCLE = "2026-12"
@@ -27,10 +28,11 @@ OTHER = "readme-runner-norecover"  # "a stronger agent": any registered agent bu
 # (OurToolingFails, below: the Docker daemon lost), which makes it invalid and rerun -- a crash inside
 # the container would be the container's, a measured failure (issue #25). An id it was not told about
 # is "ours" too, so an attempt the plan should not have made shows up as an invalid record.
-SCRIPTED = r"""
+SCRIPTED = SEAL_PROLOGUE + r"""
 import json, os, sys
 args = sys.argv[1:]
 out = args[args.index("--out") + 1]
+_seal_at_exit(out)
 attempt = os.environ["ARGUSIC_ATTEMPT_ID"]
 mode = json.load(open(os.environ["VERDICT_OUTCOMES"])).get(attempt, "ours")
 def write(name, text):

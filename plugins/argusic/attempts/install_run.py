@@ -30,6 +30,7 @@ from argusic.attempts.common import (
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
 from argusic.attempts.keys import IssuedKey, KeyBroker, key_for_attempt
 from argusic.attempts.live_log import LiveLog
+from argusic.attempts.sealing import SealCheck, check_seal, observe_session
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import attempt_dir
 from argusic.core.record import (
@@ -61,6 +62,12 @@ def build_record(
     key_record: dict | None = None,
     environment: Environment | None = None,
 ) -> RunRecord:
+    # First, before anything reads or stores /out: is it what the harness sealed? (a replaced
+    # reference report is put back here, the landed one kept as report.landed.json)
+    sealed = check_seal(result, out_dir)
+    if sealed.seal["status"] == "altered":
+        log.warning("%s: the landed output differs from the harness's seal: %s", spec.attempt_id,
+                    ", ".join(sealed.seal["altered"]))  # fmt: skip
     title_recording(out_dir / EVIDENCE_FILES["recording"], spec.label)  # named outside the container
     evidence: dict[str, dict | None] = {}
     for name, filename in EVIDENCE_FILES.items():
@@ -69,7 +76,9 @@ def build_record(
 
     driver = driver_for(spec.agent_id)
     if driver.external:
-        return _build_external_record(spec, result, out_dir, evidence, driver, key_record, environment)
+        return _build_external_record(
+            spec, result, out_dir, evidence, driver, key_record, environment, sealed
+        )
 
     report, report_problem = _read_report(out_dir / EVIDENCE_FILES["report"])
     if result.timed_out:
@@ -81,11 +90,14 @@ def build_record(
         end_reason = "completed"
 
     invalid_reason, container_fault = _fault_of(result, end_reason, report, report_problem, evidence)
+    invalid_reason, container_fault = _with_seal(invalid_reason, container_fault, sealed)
 
     doc = _base_doc(spec, result, evidence, environment) | {
         "end_reason": end_reason,
         "invalid_reason": invalid_reason,
         "container_fault": container_fault,
+        "observed": sealed.observed,
+        "seal": sealed.seal,
         "report": report,
         "usage": {
             "input_tokens": {"value": None, "status": "unavailable"},
@@ -102,6 +114,18 @@ def build_record(
         "key": key_record or {"kind": driver.key_kind, "limit_usd": None},
     }
     return parse_record(bound_texts(doc), source=spec.attempt_id)
+
+
+def _with_seal(
+    invalid_reason: str | None, container_fault: str | None, sealed: SealCheck
+) -> tuple[str | None, str | None]:
+    """The seal's verdict joined to the others: a lost seal is ours (invalid); evidence changed after
+    the harness wrote it is the container's (a measured failure), unless a reason already stands."""
+    if invalid_reason is not None:
+        return invalid_reason, None
+    if sealed.invalid is not None:
+        return sealed.invalid, None
+    return None, container_fault or sealed.fault
 
 
 def _missing_evidence(evidence: dict) -> str | None:
@@ -195,9 +219,13 @@ def _build_external_record(
     driver,
     key_record: dict | None,
     environment: Environment | None = None,
+    sealed: SealCheck | None = None,
 ) -> RunRecord:
+    sealed = sealed or SealCheck({"status": "no_channel"})
     run = driver.collect(out_dir)
     end_reason, invalid_reason, container_fault, keep_report = external_outcome(result, run, evidence)
+    invalid_reason, container_fault = _with_seal(invalid_reason, container_fault, sealed)
+    session_intact = "session.jsonl" not in sealed.seal.get("altered", [])
     key = key_record or {"kind": driver.key_kind, "limit_usd": None}
     parts = record_parts(
         run,
@@ -211,6 +239,8 @@ def _build_external_record(
         "invalid_reason": invalid_reason,
         "container_fault": container_fault,
         "report": parts["report"] if keep_report else None,
+        "observed": observe_session(run, parts["report"], session_intact),
+        "seal": sealed.seal,
         "usage": parts["usage"],
         "harness": parts["harness"],
         "model": parts["model"],

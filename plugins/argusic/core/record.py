@@ -130,6 +130,36 @@ class Report(_Strict):
     final_state: str = Field(max_length=REPORT_TEXT_MAX)
 
 
+class Observed(_Strict):
+    """What our harness observed, beside the agent's report (its claim); issue #25, edition 1.7.
+    source harness: the reference harness's own commands and decodes (sealed); session_log: the
+    external CLI's session log, read by its collector. None in a field: the harness could not tell."""
+
+    source: Literal["harness", "session_log"]
+    install_ok: bool | None = None
+    ran_ok: bool | None = None
+    errors_encountered: int | None = Field(default=None, ge=0)
+    errors_fixed: int | None = Field(default=None, ge=0)
+    verified: bool | None = None
+    verify_command: str | None = Field(default=None, max_length=REPORT_TEXT_MAX)
+    commands_run: int | None = Field(default=None, ge=0)
+    commands_failed: int | None = Field(default=None, ge=0)
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class Seal(_Strict):
+    """Whether the landed /out is what the harness sealed (argusic.attempts.sealing). intact: every
+    sealed file landed with its digest; altered: the files named changed after the harness wrote them
+    (a replaced report is kept as report.landed.json and the sealed one is the record's report);
+    missing: the harness had a channel but sent nothing; no_channel: the executor gave it none."""
+
+    status: Literal["intact", "altered", "missing", "no_channel"]
+    altered: list[Annotated[str, StringConstraints(max_length=200)]] = Field(
+        default_factory=list, max_length=32
+    )
+    report_replaced: bool = False
+
+
 class Measure(_Strict):
     value: float | None
     status: Literal["measured", "derived", "unavailable"]
@@ -323,6 +353,10 @@ class RunRecord(_Strict):
     # or unreadable, a served copy that could not be shown. Not our tooling's failure: the attempt is
     # valid, counted as a measured failure with this reason (0 points), and never rerun.
     container_fault: str | None = Field(default=None, max_length=2000)
+    # Optional, added for issue #25 (edition 1.7): what the harness observed (points come from it;
+    # the report is the agent's claim) and whether the landed files are what the harness sealed.
+    observed: Observed | None = None
+    seal: Seal | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

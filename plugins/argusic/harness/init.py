@@ -16,6 +16,14 @@ The agent runs as the same user, so this process protects itself the ways the ke
 - it makes itself non-dumpable (prctl PR_SET_DUMPABLE 0): its /proc entries become root's and
   ptrace by the same user is refused, so the agent cannot attach to it or rewrite its memory.
 
+It is also the harness's way out of the container that nothing inside can forge (the seal): the
+child gets the write end of a pipe as descriptor SEAL_FD (7) and its standard output and error are
+/dev/null, so this process alone writes to the container's standard output. The harness, itself
+non-dumpable, closes that descriptor in everything it starts and writes one line to it at the end
+(the digests of the files it wrote, and its report); when the child ends, this process copies that
+line, at most SEAL_MAX_BYTES, to its standard output as `argusic-seal <line>`, where the host reads it
+(the container's log) and checks the landed /out against it.
+
 Standard library only (it runs on the image's python3); -I -S keep the environment and site
 packages out of it.
 """
@@ -30,6 +38,9 @@ import time
 
 PR_SET_DUMPABLE = 4
 DEADLINE_STATUS = 124
+SEAL_FD = 7
+SEAL_MAX_BYTES = 60 * 1024  # under a pipe's 64 KiB: the harness's one write never blocks
+SEAL_PREFIX = b"argusic-seal "
 
 
 def _not_dumpable() -> None:
@@ -46,6 +57,39 @@ def _status(wait_status: int) -> int:
     return 1
 
 
+def _forward_seal(read_fd: int) -> None:
+    """Copy the first line the harness sealed (if any) to the container's standard output."""
+    chunks, size = [], 0
+    try:
+        while size <= SEAL_MAX_BYTES and (chunk := os.read(read_fd, SEAL_MAX_BYTES + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    except BlockingIOError:  # a writer left alive: what it wrote so far is all there is
+        pass
+    line = b"".join(chunks).split(b"\n", 1)[0]
+    if line and size <= SEAL_MAX_BYTES:
+        os.write(1, SEAL_PREFIX + line + b"\n")
+    elif line:
+        sys.stderr.write(f"init: seal over {SEAL_MAX_BYTES} bytes, not forwarded\n")
+
+
+def _child(command: list[str], seal_write: int) -> None:
+    """In the forked child: the seal pipe as SEAL_FD, standard output and error to /dev/null (only
+    this process writes the container's output), then the command."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    error_fd = os.dup(2)  # not inherited: where a failed exec is told
+    try:
+        os.dup2(seal_write, SEAL_FD)
+        os.set_inheritable(SEAL_FD, True)  # the bootstrap hands it to the harness
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.execvp(command[0], command)
+    except OSError as err:
+        os.write(error_fd, f"init: cannot run {command[0]}: {err.strerror}\n".encode())
+        os._exit(127)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         sys.stderr.write("usage: init.py DEADLINE_EPOCH -- COMMAND [ARG...]\n")
@@ -54,14 +98,13 @@ def main(argv: list[str]) -> int:
     command = argv[3:]
     _not_dumpable()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    seal_read, seal_write = os.pipe()
+    os.set_blocking(seal_read, False)
     child = os.fork()
     if child == 0:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-        try:
-            os.execvp(command[0], command)
-        except OSError as err:
-            sys.stderr.write(f"init: cannot run {command[0]}: {err.strerror}\n")
-            os._exit(127)
+        os.close(seal_read)
+        _child(command, seal_write)
+    os.close(seal_write)
     while True:
         while True:  # reap everything that has ended: the command and any orphan
             try:
@@ -71,6 +114,7 @@ def main(argv: list[str]) -> int:
             if pid == 0:
                 break
             if pid == child:
+                _forward_seal(seal_read)
                 return _status(wait_status)  # the kernel kills what is left of the namespace
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -35,6 +35,7 @@ if __package__:
     from .readme_document import Checkout, find_readme
     from .readme_parser import parse_readme
     from .recorder import Recorder
+    from .seal import SealChannel, not_dumpable
 else:  # run as a script from the (read-only) harness directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from block_runner import BACKGROUND_RE, Runner, Step, one_line  # type: ignore[no-redef]
@@ -42,6 +43,7 @@ else:  # run as a script from the (read-only) harness directory
     from readme_document import Checkout, find_readme  # type: ignore[no-redef]
     from readme_parser import parse_readme  # type: ignore[no-redef]
     from recorder import Recorder  # type: ignore[no-redef]
+    from seal import SealChannel, not_dumpable  # type: ignore[no-redef]
 
 HARNESS_NAME = "readme-runner"
 HARNESS_VERSION = "2.1.0"
@@ -248,12 +250,34 @@ def _finish(report: dict, details: dict, runner: Runner) -> dict:
     return report
 
 
-def _write_json(path: str, value: dict) -> None:
+def _write_json(path: str, value: dict) -> bytes:
+    """Write `value` as indented JSON (through a temporary file) and return the bytes written."""
+    data = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+    with open(tmp, "wb") as f:
+        f.write(data)
     os.replace(tmp, path)
+    return data
+
+
+def observed(report: dict, steps: list[dict]) -> dict:
+    """What this harness saw, in the run record's `observed` shape. The reference agent is its own
+    observer: every fact of its report comes from a command it ran and whose exit code it read, and
+    its depth from a decode it ran itself, so the observation is the report's facts, with the
+    commands behind them counted."""
+    verified = report["test_depth"] in ("tier1_real", "tier2_mock")
+    return {
+        "source": "harness",
+        "install_ok": report["install_ok"],
+        "ran_ok": report["ran_ok"],
+        "errors_encountered": report["errors_encountered"],
+        "errors_fixed": report["errors_fixed"],
+        "verified": verified,
+        "verify_command": report["verified_how"][:500] if verified else None,
+        "commands_run": len(steps),
+        "commands_failed": sum(1 for s in steps if not s["ok"]),
+        "note": None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(project):
         parser.error(f"--project {project} is not a directory")
     os.makedirs(out, exist_ok=True)
+    not_dumpable()  # before anything of the project runs: its /proc entries and memory out of reach
+    channel = SealChannel.take()
     rec = Recorder(
         os.path.join(out, "recording.cast"),
         os.path.join(out, "log.txt"),
@@ -292,9 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = session(project, out, not args.no_recovery, args.command_timeout, rec)
         details = report.pop("_details")
-        _write_json(os.path.join(out, "harness.json"), details)
-        _write_json(os.path.join(out, "report.json"), report)
+        channel.file_written("harness.json", _write_json(os.path.join(out, "harness.json"), details))
+        channel.file_written("report.json", _write_json(os.path.join(out, "report.json"), report))
         rec.note(f"report written: {json.dumps(report, ensure_ascii=False)}")
+        rec.close()
+        rec.seal_files(channel)
+        channel.send(report=report, observed=observed(report, details["steps"]))
         return 0
     except Exception:  # the harness itself broke: say so, write no report
         text = traceback.format_exc()

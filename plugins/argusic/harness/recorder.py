@@ -27,6 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+if __package__:
+    from .seal import RunningDigest, SealChannel, not_dumpable
+else:  # run as a script from the harness directory
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from seal import RunningDigest, SealChannel, not_dumpable  # type: ignore[no-redef]
+
+SEALED_AGENT_FILES = ("report.json", "session.jsonl")  # argusic.external.layout's names
 DEFAULT_WIDTH = 120
 DEFAULT_HEIGHT = 40
 # Terminal control sequences in what a command printed (colours, cursor moves, window titles): taken
@@ -102,6 +109,9 @@ class Recorder:
         self._last_t = 0.0
         self._cast = open(cast_path, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the session
         self._log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115
+        # what this session wrote, byte for byte: the seal compares the landed files with it
+        self.cast_digest = RunningDigest()
+        self.log_digest = RunningDigest()
         header = {
             "version": 2,
             "width": width,
@@ -111,8 +121,7 @@ class Recorder:
         }
         if title:
             header["title"] = title
-        self._cast.write(json.dumps(header) + "\n")
-        self._cast.flush()
+        self._write_cast(json.dumps(header) + "\n")
         self._log_at_line_start = True
 
     # -- low-level writers -------------------------------------------------------------------------
@@ -123,12 +132,16 @@ class Recorder:
         self._last_t = t
         return t
 
+    def _write_cast(self, line: str) -> None:
+        self._cast.write(line)
+        self._cast.flush()
+        self.cast_digest.add(line)
+
     def event(self, data: str) -> None:
         """One output event in the recording (not in the log)."""
         if not data:
             return
-        self._cast.write(json.dumps([self._elapsed(), "o", data], ensure_ascii=False) + "\n")
-        self._cast.flush()
+        self._write_cast(json.dumps([self._elapsed(), "o", data], ensure_ascii=False) + "\n")
 
     def _log_raw(self, text: str) -> None:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -137,6 +150,7 @@ class Recorder:
         self._log.write(text)
         self._log_at_line_start = text.endswith("\n")
         self._log.flush()
+        self.log_digest.add(text)
 
     def log_line(self, text: str) -> None:
         """A timestamped line in the log only."""
@@ -302,6 +316,11 @@ class Recorder:
                 f.flush()
                 f.close()
 
+    def seal_files(self, channel: SealChannel) -> None:
+        """Put this session's two files in the seal, as they were written (call after close)."""
+        channel.file_digest("recording.cast", self.cast_digest)
+        channel.file_digest("log.txt", self.log_digest)
+
 
 def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -314,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     Writes DIR/recording.cast and DIR/log.txt (the command's terminal output, stdout and stderr
     together) and exits with the command's status. Used to run an external agent CLI under the same
     recorder as the reference harness; the command inherits this process's environment and folder.
+    Given the seal descriptor (seal.py), it seals its two files as written and the agent's report
+    and session log as they are when the command ended; exit 3 when that seal cannot be sent.
     """
     parser = argparse.ArgumentParser(prog="recorder.py", description=main.__doc__)
     parser.add_argument("--out", required=True, help="folder for recording.cast and log.txt")
@@ -324,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command given (after --)")
+    not_dumpable()  # before anything the agent runs exists
+    channel = SealChannel.take()
     os.makedirs(args.out, exist_ok=True)
     recorder = Recorder(
         os.path.join(args.out, "recording.cast"), os.path.join(args.out, "log.txt"), title=args.title
@@ -334,6 +357,14 @@ def main(argv: list[str] | None = None) -> int:
         recorder.note(f"recorder: exit {code}{' (timed out)' if timed_out else ''} after {seconds:.1f} s")
     finally:
         recorder.close()
+    recorder.seal_files(channel)
+    for name in SEALED_AGENT_FILES:  # written by the agent's CLI: sealed as they are now
+        channel.file_as_it_is(name, os.path.join(args.out, name))
+    try:
+        channel.send(exit_code=code)
+    except OSError as err:
+        sys.stderr.write(f"recorder: the seal could not be sent: {err}\n")
+        return 3
     sys.stdout.flush()
     return code
 

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
+from argusic.harness.seal import SEAL_FD, SEAL_MAX_BYTES
 from argusic.sandbox.changes import land_changes
 from argusic.sandbox.containment import (
     AGENT_GID,
@@ -142,9 +143,9 @@ def _display_lines(size: str, harness_dir: str, out: str) -> list[str]:
     return [
         "if command -v Xvfb >/dev/null 2>&1; then",
         f"  Xvfb {display} -screen 0 {q(display_size(size))} -nolisten tcp -noreset "
-        "</dev/null >/tmp/.argusic-xvfb.log 2>&1 &",
+        f"</dev/null >/tmp/.argusic-xvfb.log 2>&1 {SEAL_FD}>&- &",
         f"  python3 -I -S {q(harness_dir + '/xdisplay.py')} wait {display} "
-        f"--timeout {DISPLAY_WAIT_SECONDS} --write {q(out + '/' + DISPLAY_FILE)} >/dev/null "
+        f"--timeout {DISPLAY_WAIT_SECONDS} --write {q(out + '/' + DISPLAY_FILE)} >/dev/null {SEAL_FD}>&- "
         f"&& export DISPLAY={display}",
         "fi",
     ]
@@ -158,20 +159,50 @@ def _bootstrap_script(
     display: tuple[str, str, str] | None = None,
 ) -> str:
     """Fetch exactly one commit, depth 1, then hand over to the agent harness. With `display`
-    (size, harness folder, out folder), first start the virtual display (_display_lines)."""
+    (size, harness folder, out folder), first start the virtual display (_display_lines).
+    The seal descriptor (SEAL_FD, from init.py) reaches the harness alone: every command before
+    the harness closes it for itself."""
     q = shlex.quote
     return "\n".join(
         [
             "set -u",
             'mkdir -p -- "${HOME:-/root}" 2>/dev/null',  # an agent's HOME may not exist yet
             *(_display_lines(*display) if display else []),
-            "git config --global --add safe.directory '*'",
-            f"mkdir -p {q(project)} && cd {q(project)} && git init -q . "
+            f"git config --global --add safe.directory '*' {SEAL_FD}>&-",
+            f"{{ mkdir -p {q(project)} && cd {q(project)} && git init -q . "
             f"&& git fetch -q --depth 1 {q('file://' + source)} {q(commit)} "
-            f"&& git -c advice.detachedHead=false checkout -q FETCH_HEAD || exit {FETCH_FAILED}",
+            f"&& git -c advice.detachedHead=false checkout -q FETCH_HEAD; }} {SEAL_FD}>&- "
+            f"|| exit {FETCH_FAILED}",
             "exec " + " ".join(q(part) for part in harness_cmd),
         ]
     )
+
+
+SEAL_LOG_BYTES = 1024 * 1024  # the container log's cap (log_config's least): one seal line is < 61 KiB
+SEAL_PREFIX = b"argusic-seal "  # init.py's
+
+
+def read_seal(output: bytes, prefixed: bool = True) -> bytes | None:
+    """The seal line in what PID 1 wrote (the container's standard output), or in what came through
+    the pipe itself (`prefixed` False); None when there is none or it is over SEAL_MAX_BYTES."""
+    if prefixed:
+        lines = [line for line in output.split(b"\n") if line.startswith(SEAL_PREFIX)]
+        if len(lines) != 1:  # PID 1 writes one; none, or more than one, is no seal
+            return None
+        line = lines[0][len(SEAL_PREFIX) :]
+    else:
+        line = output.split(b"\n", 1)[0]
+    return line if line and len(line) <= SEAL_MAX_BYTES else None
+
+
+def _drain(fd: int) -> bytes:
+    """What a non-blocking pipe holds, at most SEAL_MAX_BYTES + 1 bytes."""
+    chunks, size = [], 0
+    with contextlib.suppress(BlockingIOError):
+        while size <= SEAL_MAX_BYTES and (chunk := os.read(fd, SEAL_MAX_BYTES + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks)
 
 
 def _harness_command(harness_dir: str, project: str, out: str, harness_args: list[str]) -> list[str]:
@@ -334,9 +365,10 @@ class DockerExecutor:
             "memswap_limit": c.memory,
             "pids_limit": c.pids_limit,
             "working_dir": CONTAINER_WORKSPACE,
-            # nothing reads the container's stdout (evidence lands from /out): dockerd keeps no log
-            # of it, so an attempt writing into the harness's stdout cannot fill the host's disk
-            "log_config": log_config(None),
+            # The container's standard output is PID 1's alone (init.py: every other process has
+            # /dev/null there, and PID 1 and the harness are non-dumpable): it carries the harness's
+            # seal and nothing else. Capped all the same, so no write can fill the host's disk.
+            "log_config": log_config(SEAL_LOG_BYTES),
         }
 
     def run(
@@ -425,6 +457,7 @@ class DockerExecutor:
                 time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
             result = container.wait(timeout=60)
             ended = _now()
+            seal_line = None if timed_out else read_seal(container.logs(stdout=True, stderr=False))
             container.remove(force=True)  # every process of the attempt is gone before we read /out
             container = None
             if stop_watching is not None:
@@ -440,6 +473,7 @@ class DockerExecutor:
             return ExecutionResult(
                 self.name, started, ended, code, timed_out, error, image, landing.refusal,
                 tuple(found.files), tuple(found.refused),
+                seal_channel=True, seal_line=seal_line, landed_sha256=dict(landing.raw_sha256),
             )  # fmt: skip
         except ContainmentError as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"containment: {err}", image)
@@ -541,8 +575,13 @@ class LocalExecutor:
             # The harness waits at a gate until the reaper knows its process group: an orchestrator
             # killed between the two would otherwise leave it running with no one to kill it.
             gate_read, gate_write = os.pipe()
+            seal_read, seal_write = os.pipe()  # the harness's seal, as init.py gives it in a container
+            os.set_blocking(seal_read, False)
             try:
-                gate = f'IFS= read -r go <&{gate_read} && [ "$go" = go ] || exit 1\nexec {gate_read}<&-\n'
+                gate = (
+                    f'IFS= read -r go <&{gate_read} && [ "$go" = go ] || exit 1\n'
+                    f"exec {gate_read}<&- {SEAL_FD}>&{seal_write} {seal_write}>&-\n"
+                )
                 proc = subprocess.Popen(
                     ["bash", "-c", gate + script],
                     cwd=tmp,
@@ -550,13 +589,15 @@ class LocalExecutor:
                     start_new_session=True,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
-                    pass_fds=(gate_read,),
+                    pass_fds=(gate_read, seal_write),
                 )
             except BaseException:
                 os.close(gate_write)
+                os.close(seal_read)
                 raise
             finally:
                 os.close(gate_read)
+                os.close(seal_write)
             try:
                 reaper.watch_group(proc.pid)
                 os.write(gate_write, b"go\n")
@@ -573,6 +614,8 @@ class LocalExecutor:
             proc.wait()
             reaper.forget_group()
             ended = _now()
+            seal_line = None if timed_out else read_seal(_drain(seal_read), prefixed=False)
+            os.close(seal_read)
             if stop_watching is not None:
                 stop_watching()
             landing = land_outputs(raw_out, out_dir, self.landing or LandingLimits.from_config(), redactions)
@@ -594,6 +637,7 @@ class LocalExecutor:
         return ExecutionResult(
             self.name, started, ended, code, timed_out, error, None, landing.refusal,
             tuple(found.files), tuple(found.refused),
+            seal_channel=True, seal_line=seal_line, landed_sha256=dict(landing.raw_sha256),
         )  # fmt: skip
 
 

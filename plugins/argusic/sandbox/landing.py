@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import hashlib
 import os
 import re
 import stat
@@ -74,6 +75,9 @@ class LandingReport:
     entries: int = 0
     refused: list[str] = field(default_factory=list)  # one sentence per entry not landed, naming it
     redacted: int = 0  # occurrences of a redacted value replaced
+    # sha256 of each landed file's bytes as they were in the output folder, before any redaction:
+    # what the harness's seal is compared with (argusic.attempts.sealing)
+    raw_sha256: dict[str, str] = field(default_factory=dict)
 
     @property
     def refusal(self) -> str | None:
@@ -213,7 +217,7 @@ def _land_dir(
             finally:
                 os.close(sub)
         elif stat.S_ISREG(st.st_mode):
-            problem = _land_file(dir_fd, name, st, dest / name, limits, report, redactions)
+            problem = _land_file(dir_fd, name, st, dest / name, limits, report, redactions, rel)
             if problem:
                 report.refused.append(f"{_shown(rel)} {problem}")
             else:
@@ -230,6 +234,7 @@ def _land_file(
     limits: LandingLimits,
     report: LandingReport,
     redactions: Sequence[tuple[bytes, bytes]],
+    rel: str | None = None,
 ) -> str | None:
     """Copy one regular file; the problem (completing "<name> ...") when it is refused."""
     if st.st_nlink != 1:
@@ -253,11 +258,13 @@ def _land_file(
         redactor = StreamRedactor(redactions)
         out = os.open(target, _CREATE, 0o644)
         copied = 0
+        raw = hashlib.sha256()
         try:
             while chunk := os.read(fd, CHUNK):
                 copied += len(chunk)
                 if copied > cap:
                     break
+                raw.update(chunk)
                 _write_all(out, redactor.feed(chunk))
             _write_all(out, redactor.flush())
         finally:
@@ -268,6 +275,8 @@ def _land_file(
             return f"grew over its cap of {_mib(cap)} while it was being landed"
         report.bytes += copied
         report.redacted += redactor.count
+        if rel is not None:
+            report.raw_sha256[rel] = raw.hexdigest()
         return None
     finally:
         os.close(fd)
@@ -454,7 +463,7 @@ def _search_dir(dir_fd: int, folder: tuple[str, ...], depth: int, search: _Searc
                 return
             target = search.dest.joinpath(*path)
             target.parent.mkdir(parents=True, exist_ok=True)  # our own folder: made as files land
-            problem = _land_file(dir_fd, name, st, target, limits, report, search.redactions)
+            problem = _land_file(dir_fd, name, st, target, limits, report, search.redactions, None)
             if problem:
                 search.refuse(f"{_shown(rel)} {problem}")
             else:

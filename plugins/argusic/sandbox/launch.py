@@ -6,7 +6,7 @@ these without importing an executor."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +31,12 @@ class ExecutionResult:
     # hints' input, not evidence: they never make the attempt invalid).
     artifacts: tuple[str, ...] = ()
     artifacts_refused: tuple[str, ...] = ()
+    # The harness's seal (argusic.harness.seal): whether this executor gave it a channel, the line
+    # that came through it (None: nothing came), and the sha256 of each landed /out file as it was
+    # before redaction (argusic.attempts.sealing compares the two).
+    seal_channel: bool = False
+    seal_line: bytes | None = None
+    landed_sha256: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
