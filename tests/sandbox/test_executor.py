@@ -404,7 +404,8 @@ def test_an_attempt_with_an_unreachable_daemon_fails_as_ours(stopped_daemon, tmp
 @needs_docker
 def test_an_attempt_writing_into_its_stdout_leaves_no_log_on_the_host(tmp_path, probe_harness):
     """Before: dockerd's json-file log of the attempt container grew with whatever the attempt wrote
-    into the harness's stdout (1 GiB in 23 s), uncapped, on the host's disk."""
+    into the harness's stdout (1 GiB in 23 s), uncapped, on the host's disk. Now the harness's stdout
+    is /dev/null (PID 1 alone writes the container's output: the seal) and the log is capped."""
     import docker
 
     repo, commit = make_repo(tmp_path, "flood")
@@ -432,4 +433,4 @@ def test_an_attempt_writing_into_its_stdout_leaves_no_log_on_the_host(tmp_path, 
     assert (result.exit_code, result.error) == (0, None)
     assert (tmp_path / "out" / "flooded").exists()  # the 32 MiB were written
     assert seen["log_bytes"] == 0  # before: 33.7 MB of json-file log for the 32 MiB
-    assert seen["log_config"] == {"Type": "none", "Config": {}}
+    assert seen["log_config"] == {"Type": "json-file", "Config": {"max-file": "1", "max-size": "1024k"}}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,11 +125,22 @@ def _put_back(out_dir: Path, report: dict) -> None:
 # An external CLI's session, observed
 
 
+_SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh")
+
+
 def _command(call: ToolCall) -> str:
+    """The command a shell tool call ran, whitespace folded; a CLI's own `bash -lc '<command>'`
+    wrapper (Codex) taken off, so the command is the one the agent wrote."""
     value = call.arguments.get("command") if isinstance(call.arguments, dict) else None
     if isinstance(value, list):  # codex may give argv
-        value = " ".join(str(v) for v in value)
+        value = shlex.join(str(v) for v in value)
     text = value if isinstance(value, str) else (call.target or "")
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = []
+    if len(words) == 3 and words[0] in _SHELLS and words[1] in ("-c", "-lc", "-l -c"):
+        text = words[2]
     return " ".join(text.split())
 
 
