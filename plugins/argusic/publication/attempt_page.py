@@ -191,16 +191,57 @@ def fact_rows(facts: AttemptFacts) -> list[tuple[str, str]]:
     if r.report is not None:
         rep = r.report
         rows += [
-            ("installed / ran", f"{'yes' if rep.install_ok else 'no'} / {'yes' if rep.ran_ok else 'no'}"),
-            ("errors fixed", f"{rep.errors_fixed} of {rep.errors_encountered} encountered"),
-            ("verification", f"{rep.test_depth}: {rep.verified_how}"),
+            ("claimed: installed / ran", f"{_yes(rep.install_ok)} / {_yes(rep.ran_ok)}"),
+            ("claimed: errors fixed", f"{rep.errors_fixed} of {rep.errors_encountered} encountered"),
+            ("claimed: verification", f"{rep.test_depth}: {rep.verified_how}"),
             ("final state (the agent's words)", rep.final_state),
         ]
+    rows += observed_rows(r)
     rows.append(("masking", masking_note(r)))
     refs = {kind: getattr(r.evidence, kind) for kind in ("log", "recording", "report")}
     fingerprints = ", ".join(f"{kind} {ref.sha256}" for kind, ref in refs.items() if ref is not None)
     rows.append(("raw evidence (sha256)", fingerprints or "none"))
     rows.append(("found in", facts.source_kind))
+    return rows
+
+
+def _yes(value: bool | None) -> str:
+    return "could not tell" if value is None else ("yes" if value else "no")
+
+
+def observed_rows(record: RunRecord) -> list[tuple[str, str]]:
+    """What the harness observed, beside the claim (methodology 1.7: points come from it), and
+    whether the landed files are what the harness sealed. Nothing for records older than both."""
+    rows = []
+    seen = record.observed
+    if seen is not None:
+        source = "its own commands" if seen.source == "harness" else "the CLI's session log"
+        rows.append(("observed: from", source + (f" ({seen.note})" if seen.note else "")))
+        rows.append(("observed: installed / ran", f"{_yes(seen.install_ok)} / {_yes(seen.ran_ok)}"))
+        if seen.errors_encountered is not None:
+            fixed = "?" if seen.errors_fixed is None else seen.errors_fixed
+            rows.append(("observed: errors fixed", f"{fixed} of {seen.errors_encountered} encountered"))
+        verified = (
+            f"yes: `{seen.verify_command}`" if seen.verified and seen.verify_command
+            else _yes(seen.verified) if seen.verified is not None else "could not tell"
+        )  # fmt: skip
+        rows.append(("observed: verification ran and succeeded", verified))
+    elif record.report is not None:
+        rows.append(("observed", "not recorded: this record predates observations (methodology 1.7)"))
+    seal = record.seal
+    if seal is not None:
+        text = {
+            "intact": "intact: every file the harness wrote landed as it wrote it",
+            "altered": "changed after the harness wrote them: " + ", ".join(seal.altered),
+            "missing": "no seal came from the harness",
+            "no_channel": "this executor gave the harness no channel to seal through",
+        }[seal.status]
+        if seal.report_replaced:
+            text += (
+                " (the report shown is the one the harness sealed; the landed one is kept as "
+                "report.landed.json)"
+            )
+        rows.append(("seal", text))
     return rows
 
 
