@@ -111,6 +111,10 @@ def test_external_agent_attempt_in_the_agents_image(
         assert took < BUDGETS[agent_id], f"{agent_id} ran {took:.0f} s: still retrying at the budget?"
     assert record.invalid_reason and record.invalid_reason.startswith("the agent never reached its model")
     assert record.report is None and record.evidence.report is None
+    # The recorder sealed what it wrote through PID 1 (the CLI ended before the budget: its seal came;
+    # at the budget the container is killed and nothing is sealed), and the session was observed.
+    assert record.seal.status == ("missing" if end_reason == "timeout" else "intact"), record.seal
+    assert record.observed.source == "session_log"
 
     # The CLI really started: its session JSONL was teed to /out and into the recorded terminal.
     session = (out / SESSION_LOG).read_text()
