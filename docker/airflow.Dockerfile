@@ -3,9 +3,10 @@
 # real hosts this image is loaded from a `docker save` archive (docs/deployment.md).
 FROM python:3.11-slim-bookworm
 # git: the mirror cache and the attempts' single-commit sources; e2fsprogs (mkfs.ext4) and mount
-# (mount, umount, losetup): the attempts' size-capped areas (README "Threat model").
+# (mount, umount, losetup): the attempts' size-capped areas (README "Threat model"); iptables and
+# util-linux's nsenter: the section-7 attempt network's firewall, set in the host's network namespace.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git e2fsprogs mount \
+ && apt-get install -y --no-install-recommends git e2fsprogs mount iptables util-linux \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/argusic
 COPY requirements.txt constraints.txt pyproject.toml ./

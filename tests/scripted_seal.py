@@ -5,7 +5,7 @@ report and the observation the real harness would send with it. Prepend SEAL_PRO
 stand-in's source (it needs `out`, so it registers itself once the arguments are read: call
 `_seal_at_exit(out)`)."""
 
-SEAL_PROLOGUE = r'''
+SEAL_PROLOGUE = r"""
 import atexit as _atexit, hashlib as _hashlib, json as _json, os as _os
 
 _REPORT_FIELDS = {"install_ok", "ran_ok", "errors_encountered", "errors_fixed", "test_depth",
@@ -40,4 +40,4 @@ def _seal_at_exit(out):
             }
         _os.write(7, (_json.dumps(doc) + "\n").encode())
     _atexit.register(seal)
-'''
+"""

@@ -21,7 +21,9 @@ from scripted_seal import SEAL_PROLOGUE
 from test_executor import make_repo
 
 # Behaviour is chosen by the MODE file of the fixture repo.
-SCRIPTED = SEAL_PROLOGUE + r"""
+SCRIPTED = (
+    SEAL_PROLOGUE
+    + r"""
 import json, os, sys, time
 args = sys.argv[1:]
 project, out = args[args.index("--project") + 1], args[args.index("--out") + 1]
@@ -60,6 +62,7 @@ elif mode == "flaky" and not os.path.exists(os.path.join(out, "..", "..", "flaky
 else:
     write("report.json", json.dumps(report))
 """
+)
 
 
 @pytest.fixture

@@ -148,7 +148,9 @@ def test_a_quiet_attempt_says_it_is_still_running(tmp_path: Path) -> None:
 
 # --- a real attempt (local executor, scripted harness): its log appears while it runs -----------------
 
-SLOW_HARNESS = SEAL_PROLOGUE + r"""
+SLOW_HARNESS = (
+    SEAL_PROLOGUE
+    + r"""
 import json, os, sys, time
 args = sys.argv[1:]
 out = args[args.index("--out") + 1]
@@ -165,6 +167,7 @@ with open(os.path.join(out, "report.json"), "w") as f:
     json.dump({"install_ok": True, "ran_ok": True, "errors_encountered": 0, "errors_fixed": 0,
                "test_depth": "tier1_real", "verified_how": "x", "final_state": "done"}, f)
 """
+)
 
 
 def test_a_running_attempt_streams_its_log_into_the_task_log(isolated, tmp_path, monkeypatch, caplog) -> None:

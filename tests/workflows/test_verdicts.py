@@ -28,7 +28,9 @@ OTHER = "readme-runner-norecover"  # "a stronger agent": any registered agent bu
 # (OurToolingFails, below: the Docker daemon lost), which makes it invalid and rerun -- a crash inside
 # the container would be the container's, a measured failure (issue #25). An id it was not told about
 # is "ours" too, so an attempt the plan should not have made shows up as an invalid record.
-SCRIPTED = SEAL_PROLOGUE + r"""
+SCRIPTED = (
+    SEAL_PROLOGUE
+    + r"""
 import json, os, sys
 args = sys.argv[1:]
 out = args[args.index("--out") + 1]
@@ -48,6 +50,7 @@ write("report.json", json.dumps({
     "test_depth": depth, "verified_how": "not verified" if mode == "fail" else "decoded 10 frames",
     "final_state": f"{mode}."}))
 """
+)
 
 
 def vid(agent: str, project: str, n: int, rerun: int = 0) -> str:

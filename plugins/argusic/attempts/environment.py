@@ -231,7 +231,7 @@ def _limits(containment, network: str) -> ContainerLimits:
     )
 
 
-def executor_profile(executor) -> tuple[str, ContainerLimits | None]:
+def executor_profile(executor, demo: bool = True) -> tuple[str, ContainerLimits | None]:
     """(executor name, container limits) of an executor, or of an executor's name (None: the one
     ARGUSIC_EXECUTOR names, default docker; never inferred from a daemon's answer) without starting
     it: planning pins what the attempts will get."""
@@ -239,7 +239,7 @@ def executor_profile(executor) -> tuple[str, ContainerLimits | None]:
         name = executors.executor_name(executor)
         if name != "docker":
             return "local", None
-        containment = Containment.from_config()
+        containment = Containment.from_config(demo=demo)
         return "docker", _limits(containment, containment.network)
     containment = getattr(executor, "containment", None)
     if getattr(executor, "name", None) != "docker" or containment is None:
@@ -251,7 +251,7 @@ def current_pin(cycle_id: str, executor, roles: Iterable[Role], demo: bool, budg
     """The environment this host would give the cycle now (images resolved to their digests)."""
     edition = current_edition()
     config = orchestrator_config()
-    executor_name, limits = executor_profile(executor)
+    executor_name, limits = executor_profile(executor, demo)
     try:  # a cycle that is not a demo is never pinned to (nor checked against) the local executor
         executors.check_executor_allowed(executor_name, demo)
     except executors.ExecutorRefused as err:

@@ -35,7 +35,11 @@ class OrchestratorConfig:
     container_out_bytes: int = 3 * 1024**3
     container_work_bytes: int = 16 * 1024**3
     container_shm_bytes: int = 64 * 1024**2
-    container_network: str = "none"
+    container_network: str = "none"  # a real cycle's attempts ("section7": argusic.sandbox.attempt_network)
+    container_demo_network: str = "none"  # a demo's, or a scaled cycle's
+    network_allow_host_ports: tuple[int, ...] = ()
+    network_blocked: tuple[str, ...] = ()
+    network_allow: tuple[str, ...] = ()
     watchdog_grace_seconds: int = 10
     # Landing /out: caps on what the orchestrator copies out of a finished container.
     landing_max_file_bytes: int = 1536 * 1024**2
@@ -73,6 +77,10 @@ def orchestrator_config(path: str | None = None) -> OrchestratorConfig:
         container_work_bytes=parse_size(data["container"]["work_size"]),
         container_shm_bytes=parse_size(data["container"]["shm_size"]),
         container_network=str(data["container"]["network"]),
+        container_demo_network=str(data["container"].get("demo_network", "none")),
+        network_allow_host_ports=tuple(int(p) for p in data.get("network", {}).get("allow_host_ports", [])),
+        network_blocked=tuple(str(c) for c in data.get("network", {}).get("blocked", [])),
+        network_allow=tuple(str(c) for c in data.get("network", {}).get("allow", [])),
         watchdog_grace_seconds=int(data["container"]["watchdog_grace_seconds"]),
         landing_max_file_bytes=parse_size(data["landing"]["max_file_size"]),
         landing_max_total_bytes=parse_size(data["landing"]["max_total_size"]),

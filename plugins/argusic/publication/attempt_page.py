@@ -197,12 +197,28 @@ def fact_rows(facts: AttemptFacts) -> list[tuple[str, str]]:
             ("final state (the agent's words)", rep.final_state),
         ]
     rows += observed_rows(r)
+    if r.environment is not None:
+        rows.append(("network", network_note(r.environment.limits.network)))
     rows.append(("masking", masking_note(r)))
     refs = {kind: getattr(r.evidence, kind) for kind in ("log", "recording", "report")}
     fingerprints = ", ".join(f"{kind} {ref.sha256}" for kind, ref in refs.items() if ref is not None)
     rows.append(("raw evidence (sha256)", fingerprints or "none"))
     rows.append(("found in", facts.source_kind))
     return rows
+
+
+NETWORK_NOTES = {
+    "none": "none: the container had no network at all (a demo or a test)",
+    "section7": (
+        "section 7: outbound access open (downloads, the model gateway); nothing inbound; no other "
+        "attempt's container, no service of the host, no link-local or private control-plane range"
+    ),
+}
+
+
+def network_note(network: str) -> str:
+    """The network an attempt had and its policy, as the run page states it."""
+    return NETWORK_NOTES.get(network, f"{network}: a Docker network the operator named")
 
 
 def _yes(value: bool | None) -> str:

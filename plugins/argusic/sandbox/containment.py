@@ -144,8 +144,11 @@ class Containment:
     landing: LandingLimits
 
     @classmethod
-    def from_config(cls) -> Containment:
+    def from_config(cls, demo: bool = True) -> Containment:
+        """The configured containment; the network a real cycle's attempts get (`demo` False), or a
+        demo's, a scaled cycle's or a test's (the default: no network unless named)."""
         config = orchestrator_config()
+        network = config.container_demo_network if demo else config.container_network
         return cls(
             cpus=config.container_cpus,
             memory=config.container_memory,
@@ -153,7 +156,7 @@ class Containment:
             out_bytes=config.container_out_bytes,
             work_bytes=config.container_work_bytes,
             shm_bytes=config.container_shm_bytes,
-            network=os.environ.get(NETWORK_ENV) or config.container_network,
+            network=os.environ.get(NETWORK_ENV) or network,
             watchdog_grace_seconds=config.watchdog_grace_seconds,
             landing=LandingLimits.from_config(),
         )

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
 from argusic.harness.seal import SEAL_FD, SEAL_MAX_BYTES
+from argusic.sandbox.attempt_network import SECTION7, ensure_network
 from argusic.sandbox.changes import land_changes
 from argusic.sandbox.containment import (
     AGENT_GID,
@@ -335,8 +336,21 @@ class DockerExecutor:
             self._client = docker_client()
         return self._client
 
+    def _network_mode(self, client) -> str:
+        """The Docker network mode of this executor's attempts: "none", the section-7 network (made
+        with its firewall first: argusic.sandbox.attempt_network), or the network the operator named."""
+        if self.network == SECTION7:
+            return ensure_network(client).name
+        return self.network
+
     def host_config(
-        self, name: str, labels: dict[str, str], areas: dict[str, Path], task_dir: Path, source: Path
+        self,
+        name: str,
+        labels: dict[str, str],
+        areas: dict[str, Path],
+        task_dir: Path,
+        source: Path,
+        network: str | None = None,
     ) -> dict:
         """Every setting of an attempt container (README "Threat model" explains each)."""
         c = self.containment
@@ -358,8 +372,8 @@ class DockerExecutor:
             "read_only": True,
             "volumes": volumes,
             "shm_size": c.shm_bytes,
-            "network_disabled": self.network == "none",
-            "network_mode": self.network,
+            "network_disabled": (network or self.network) == "none",
+            "network_mode": network or self.network,
             "nano_cpus": int(c.cpus * 1e9),
             "mem_limit": c.memory,
             "memswap_limit": c.memory,
@@ -410,6 +424,7 @@ class DockerExecutor:
             scratch = AttemptScratch.new(attempt_id)
             reaper = Reaper.start(scratch, container=name)
             scratch.create(container=name, reaper=reaper)
+            network = self._network_mode(client)  # ContainmentError: ours, before anything starts
             task_dir = scratch.task_dir(how.files)
             source = scratch.plain_dir("source")
             if problem := single_commit_source(repo_path, commit, source):
@@ -441,7 +456,7 @@ class DockerExecutor:
                     **(env or {}),
                     **how.env,
                 },
-                **self.host_config(name, labels, areas, task_dir, source),
+                **self.host_config(name, labels, areas, task_dir, source, network),
             )
             stop_watching = watch(areas["out"]) if watch else None
             deadline = time.monotonic() + budget_seconds
@@ -715,8 +730,8 @@ def get_executor(name: str | None = None, *, demo: bool = False) -> Executor:
     Docker executor is returned even when no daemon answers now: its attempts then fail as ours."""
     choice = executor_name(name)
     check_executor_allowed(choice, demo)
-    if choice == "docker":
-        return DockerExecutor()
+    if choice == "docker":  # a real cycle's network (section 7) or a demo's (none)
+        return DockerExecutor(containment=Containment.from_config(demo=demo))
     if shutil.which("git") is None:
         raise RuntimeError("the local executor needs git on PATH")
     return LocalExecutor()
