@@ -108,6 +108,12 @@ def rec(attempt_id: str, agent: str, project: str, attempt_no: int, **kw) -> dic
     return row
 
 
+def observed(row: dict, observation: dict, seal: dict) -> dict:
+    """The record with what the harness observed and its seal (edition 1.7), as its JSON carries them."""
+    row["record_json"] = json.dumps({"attempt_id": row["attempt_id"], "observed": observation, "seal": seal})
+    return row
+
+
 def s_502_7(aid, agent, project, no, **kw):  # 60 + 20*41/70 = 502/7, tier3_none -> fail
     return rec(aid, agent, project, no, test_depth="tier3_none", errors_encountered=70, errors_fixed=41, **kw)
 
@@ -239,6 +245,22 @@ def records() -> list[dict]:
     ]
     r += [
         s_fail("ed-13", STD, "v-ed", 2, methodology_version="1.3", started_at=datetime(2026, 9, 5, 12), **v)
+    ]
+    # --- edition 1.7 (issue #25): points from what the harness observed, read from the record's
+    # `observed` and `seal` parts. An honest full pass; a forged pass (the report claims a verified
+    # run with no errors, the harness saw the install succeed, the run fail, 2 failed commands and 1
+    # fixed, no verifying command, and a report replaced after it was sealed); no observation at all
+    e = {**v, "methodology_version": "1.7", "started_at": datetime(2026, 12, 2, 12)}
+    seen = {"source": "harness", "install_ok": True, "ran_ok": True, "errors_encountered": 0,
+            "errors_fixed": 0, "verified": True, "verify_command": "python decode.py out.wav"}  # fmt: skip
+    r += [
+        observed(rec("v-evid-1", STD, "v-evid", 1, **e), seen, {"status": "intact", "altered": []}),
+        observed(
+            rec("v-evid-2", RIVAL, "v-evid", 1, **e),
+            seen | {"ran_ok": False, "errors_encountered": 2, "errors_fixed": 1, "verified": False},
+            {"status": "altered", "altered": ["report.json"], "report_replaced": True},
+        ),
+        rec("v-evid-3", NOREC, "v-evid", 1, **e),
     ]
     # --- a dispute (cycle CORR): attempt 2 timed out (0); the maintainer's dispute was ruled our
     # environment's fault and the attempt rerun (2c, rerun_of 2: a pass, 100) -> the set counts
@@ -493,6 +515,41 @@ def test_invalid_attempts_are_kept_with_reason_and_never_scored(built):
     assert mislabelled == []
 
 
+def test_edition_1_7_scores_what_the_harness_observed(built):
+    """Edition 1.7, end to end from the record's JSON: an honest pass scores as before; a forged pass
+    earns only what the harness saw (install 30, recovery 20 x 1/2), fails, and names each claim not
+    shown, its report's claims published beside the observation; no observation earns nothing."""
+    rows = {
+        r["attempt_id"]: r for r in q(built, "select * from marts.attempt_scores where project_id = 'v-evid'")
+    }
+    honest, forged, unseen = rows["v-evid-1"], rows["v-evid-2"], rows["v-evid-3"]
+    assert (frac(honest, "score"), honest["outcome"], honest["claims_not_shown"]) == (100, "pass_full", None)
+    assert (honest["seal_status"], honest["observed_verified"]) == ("intact", True)
+    assert (forged["install_points"], forged["run_points"], forged["recovery_points"]) == (30, 0, 10.0)
+    assert (forged["depth_points"], frac(forged, "score"), forged["outcome"]) == (0, 40, "fail")
+    assert forged["claims_not_shown"] == (
+        "ran_ok claimed, not observed; 0 errors encountered claimed, 2 observed; "
+        "tier1_real claimed, no verifying command observed"
+    )
+    claims = (
+        "claimed_ran_ok",
+        "observed_ran_ok",
+        "claimed_errors_encountered",
+        "observed_errors_encountered",
+    )
+    assert [forged[c] for c in claims] == [True, False, 0, 2]
+    assert (forged["claimed_test_depth"], forged["observed_verified"], forged["seal_status"]) == (
+        "tier1_real",
+        False,
+        "altered",
+    )
+    assert (frac(unseen, "score"), unseen["outcome"], unseen["observed_install_ok"]) == (0, "fail", None)
+    assert unseen["claims_not_shown"] == "no observation recorded: no claim is shown, none earns points"
+    # older editions are scored on the claim: nothing is named as not shown
+    assert q(built, "select attempt_id from marts.attempt_scores where methodology_version <> '1.7' "
+             "and claims_not_shown is not null") == []  # fmt: skip
+
+
 def test_pair_sets_spread_edges(built):
     sets = {(r["agent_id"], r["project_id"]): r for r in q(built, "select * from marts.pair_sets")}
     exact = sets[(STD, "p-exact")]
@@ -629,7 +686,19 @@ def test_project_verdicts_paths(built):
 
 def test_methodology_editions_effective_dates(built):
     editions = {r["version"]: r for r in q(built, "select * from marts.methodology_editions")}
-    assert list(sorted(editions)) == ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
+    assert list(sorted(editions)) == [
+        "0.2",
+        "0.3",
+        "0.4",
+        "1.0",
+        "1.1",
+        "1.2",
+        "1.3",
+        "1.4",
+        "1.5",
+        "1.6",
+        "1.7",
+    ]
     assert str(editions["1.2"]["effective_on"]) == "2026-09-04"
     assert editions["1.2"]["effective_before_written"] is True
     assert str(editions["1.3"]["effective_on"]) == "2026-09-05"

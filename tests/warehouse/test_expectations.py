@@ -132,7 +132,9 @@ def good_frames() -> dict[str, pd.DataFrame]:
         [["m1", "7-8B", 111.5, "estimate"], ["m1", "14B", 63.7, "estimate"], ["m2", "7-8B", None, "unknown"]],
         columns=["machine_id", "tier", "tokens_per_s_max", "status"],
     )
-    editions = pd.DataFrame({"version": ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]})
+    editions = pd.DataFrame(
+        {"version": ["0.2", "0.3", "0.4", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7"]}
+    )
     environments = pd.DataFrame(
         [["c1", 6, 6, 0, "1", 1, 1, True, None], ["c0", 4, 0, 4, None, 0, 0, None, None]],
         columns=ENV_COLUMNS,
@@ -476,7 +478,7 @@ BREAKAGES = [
      ["machine_id"]),
     ("null-bound-tier", _set("hardware_speed_bounds", 2, "tier", None), "hardware_speed_bounds", NOT_NULL,
      ["tier"]),
-    ("null-written-on", _add("methodology_editions", "written_on", [None] + ["2026-01-01"] * 8),
+    ("null-written-on", _add("methodology_editions", "written_on", [None] + ["2026-01-01"] * 10),
      "methodology_editions", NOT_NULL, ["written_on"]),
     ("scaled-budget-above-budget", _many(_add(A, "budget_seconds", [5400] * 7),
                                          _add(A, "effective_budget_seconds", [15] * 6 + [6000])),

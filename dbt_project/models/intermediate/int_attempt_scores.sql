@@ -11,23 +11,73 @@
 -- The fraction is computed in BIGINT, which cannot overflow: errors_encountered and errors_fixed
 -- are INTEGERs (|x| < 2^31), so |raw numerator| <= 80 * 2^31 + 20 * 2^31 < 2^38; the reduced
 -- numerator and denominator are published as HUGEINT (the contract type).
+-- Edition 1.7 (issue #25): points come from what the harness observed. The agent's report is its
+-- claim; a claim earns points only when the observation shows it (install, run, a verifying
+-- command), and recovery is counted on the observed failed and fixed commands, not on the reported
+-- ones. A record of edition 1.7 or later with no observation earns nothing (it never fails open).
+-- Records of earlier editions keep the reading of their edition: the report alone.
 with attempts as (
 
-    select * from {{ ref('int_attempts_corrected') }}
+    select
+        *,
+        -- the edition as a comparable number: 1.7 -> 1007 (as in int_attempts_validated)
+        split_part(methodology_version, '.', 1)::integer * 1000
+            + split_part(methodology_version, '.', 2)::integer as edition_code
+    from {{ ref('int_attempts_corrected') }}
 
 ),
 
-facts as (
+claims as (
 
     select
         *,
         end_reason = 'timeout' as is_timeout,
         container_fault is not null as is_cut_by_container,
-        coalesce(install_ok, false) as installed,
-        coalesce(install_ok, false) and coalesce(ran_ok, false) as ran,
-        coalesce(errors_encountered, 0) as n_encountered,
-        coalesce(errors_fixed, 0) as n_fixed
+        -- from edition 1.7 a claim counts only as far as the harness's observation shows it
+        coalesce(edition_code >= 1007, false) as scored_from_evidence,
+        observed_source is not null as has_observation
     from attempts
+
+),
+
+-- The credited facts: what the points are computed from. Under edition 1.7 each is the agent's claim
+-- AND the observation (no observation: nothing is credited); under earlier editions, the claim.
+facts as (
+
+    select
+        *,
+        case
+            when not scored_from_evidence then coalesce(install_ok, false)
+            else has_observation and coalesce(install_ok, false) and coalesce(observed_install_ok, false)
+        end as installed,
+        case
+            when not scored_from_evidence then coalesce(install_ok, false) and coalesce(ran_ok, false)
+            else has_observation
+                and coalesce(install_ok, false) and coalesce(observed_install_ok, false)
+                and coalesce(ran_ok, false) and coalesce(observed_ran_ok, false)
+        end as ran,
+        -- the claimed depth counts only when a verifying command was observed to succeed
+        case
+            when not scored_from_evidence then true
+            else has_observation and coalesce(observed_verified, false)
+        end as depth_shown,
+        -- the error counts recovery is computed on: the report's before 1.7, the observed ones from
+        -- 1.7; an observation that cannot tell (null or negative counts) earns no recovery
+        case
+            when not scored_from_evidence then true
+            else has_observation
+                and coalesce(observed_errors_encountered >= 0 and observed_errors_fixed >= 0, false)
+        end as recovery_known,
+        case
+            when not scored_from_evidence then coalesce(errors_encountered, 0)
+            else coalesce(observed_errors_encountered, 0)
+        end as n_encountered,
+        -- observed fixes are capped at the observed failures: recovery never exceeds 20
+        case
+            when not scored_from_evidence then coalesce(errors_fixed, 0)
+            else coalesce(least(observed_errors_fixed, observed_errors_encountered), 0)
+        end as n_fixed
+    from claims
 
 ),
 
@@ -51,19 +101,19 @@ points as (
         -- recovery as an exact fraction: 20 * fixed / encountered, the full 20 when none encountered
         case
             when not is_valid then null
-            when is_timeout or is_cut_by_container then 0::bigint
+            when is_timeout or is_cut_by_container or not recovery_known then 0::bigint
             when n_encountered = 0 then 20::bigint
             else 20::bigint * n_fixed
         end as recovery_numerator,
         case
             when not is_valid then null
-            when is_timeout or is_cut_by_container or n_encountered = 0 then 1::bigint
+            when is_timeout or is_cut_by_container or not recovery_known or n_encountered = 0 then 1::bigint
             else n_encountered::bigint
         end as recovery_denominator,
-        -- depth points need a successful run
+        -- depth points need a successful run (and, from 1.7, an observed verifying command)
         case
             when not is_valid then null
-            when is_timeout or is_cut_by_container or not ran then 0
+            when is_timeout or is_cut_by_container or not ran or not depth_shown then 0
             when test_depth = 'tier1_real' then 20
             when test_depth = 'tier2_mock' then 12
             else 0
@@ -113,15 +163,60 @@ final as (
             when not is_valid then 'invalid'
             when is_timeout then 'timeout'
             when is_cut_by_container then 'fail'
-            when ran and test_depth = 'tier1_real' then 'pass_full'
-            when ran and test_depth = 'tier2_mock' then 'pass_mock'
+            when ran and depth_shown and test_depth = 'tier1_real' then 'pass_full'
+            when ran and depth_shown and test_depth = 'tier2_mock' then 'pass_mock'
             else 'fail'
         end as outcome,
         -- added after the first release (appended: the contract's columns keep their places)
         budget_seconds,
         effective_budget_seconds,
         epoch(ended_at) - epoch(started_at) as duration_seconds,
-        container_fault
+        container_fault,
+        -- edition 1.7: which of the agent's claims the harness's observation did not show (a claim
+        -- not shown earns nothing); null when every claim was shown, for an invalid attempt (not
+        -- measured) and under earlier editions (the claim was the reading)
+        case
+            when is_valid and scored_from_evidence then nullif(
+                case
+                    when not has_observation then
+                        case
+                            when coalesce(install_ok or ran_ok, false)
+                                or test_depth in ('tier1_real', 'tier2_mock')
+                                or errors_encountered is not null
+                                then 'no observation recorded: no claim is shown, none earns points'
+                        end
+                    else concat_ws('; ',
+                        case
+                            when install_ok and not coalesce(observed_install_ok, false)
+                                then 'install_ok claimed, not observed'
+                        end,
+                        case
+                            when ran_ok and not coalesce(observed_ran_ok, false)
+                                then 'ran_ok claimed, not observed'
+                        end,
+                        case
+                            when errors_encountered is not null and observed_errors_encountered is null
+                                then 'errors_encountered claimed, not observed'
+                            when errors_encountered is distinct from observed_errors_encountered
+                                and errors_encountered is not null
+                                then errors_encountered::varchar || ' errors encountered claimed, '
+                                    || observed_errors_encountered::varchar || ' observed'
+                        end,
+                        case
+                            when errors_fixed is not null and observed_errors_fixed is null
+                                then 'errors_fixed claimed, not observed'
+                            when errors_fixed > observed_errors_fixed
+                                then errors_fixed::varchar || ' errors fixed claimed, '
+                                    || observed_errors_fixed::varchar || ' observed'
+                        end,
+                        case
+                            when test_depth in ('tier1_real', 'tier2_mock')
+                                and not coalesce(observed_verified, false)
+                                then test_depth || ' claimed, no verifying command observed'
+                        end
+                    )
+                end, '')
+        end as claims_not_shown
     from fractions
 
 )

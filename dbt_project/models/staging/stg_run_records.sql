@@ -86,7 +86,22 @@ renamed as (
         -- a repair attempt's item (null for board and verdict attempts): groups its patch with the
         -- same agent's other patches for the same item in marts.change_similarity (issue #14)
         json_extract_string(record_json, '$.repair.item_id') as repair_item_id,
-        json_extract_string(record_json, '$.repair.item_revision') as repair_item_revision
+        json_extract_string(record_json, '$.repair.item_revision') as repair_item_revision,
+
+        -- what our harness observed of the session (edition 1.7, issue #25), beside the agent's report
+        -- above: the report is the agent's claim, this is the evidence that credits it. Every column
+        -- null when the record has no observation (older records; one the harness could not make)
+        json_extract_string(record_json, '$.observed.source') as observed_source,
+        try_cast(json_extract(record_json, '$.observed.install_ok') as boolean) as observed_install_ok,
+        try_cast(json_extract(record_json, '$.observed.ran_ok') as boolean) as observed_ran_ok,
+        try_cast(json_extract(record_json, '$.observed.errors_encountered') as integer)
+            as observed_errors_encountered,
+        try_cast(json_extract(record_json, '$.observed.errors_fixed') as integer) as observed_errors_fixed,
+        try_cast(json_extract(record_json, '$.observed.verified') as boolean) as observed_verified,
+        json_extract_string(record_json, '$.observed.verify_command') as observed_verify_command,
+        -- whether the landed files are the ones the harness sealed (null in older records)
+        json_extract_string(record_json, '$.seal.status') as seal_status,
+        try_cast(json_extract(record_json, '$.seal.report_replaced') as boolean) as seal_report_replaced
 
     from source
 
