@@ -64,8 +64,9 @@ def resolve_pool(
 ) -> str:
     """The pool a cycle run uses: an explicit pool file; else the one the rotation DAG recorded for the
     cycle; else draw it now from the catalogue (same rules, idempotent: a different pool is refused).
-    Drawing mirrors every candidate's repository and verifies its pinned commit first; a candidate
-    that fails is left out with its reason (runs/pools/<cycle>/selection.json)."""
+    Drawing reads the earlier cycles' pools in the pools folder (the rotation: no project private
+    twice), mirrors every candidate's repository and verifies its pinned commit first; a candidate
+    that fails or that the rotation bars is left out with its reason (runs/pools/<cycle>/selection.json)."""
     if pool:
         path = local_path(pool)
         if load_pool(path).cycle_id != cycle_id:
