@@ -18,7 +18,9 @@ Runs at 00:00 UTC on the first day of each month, before any attempt of that mon
 * **rotate_pool** — draws the cycle's pool from the candidate catalogue (seeded by the cycle id,
   so re-running gives the same pool; a *different* pool for a recorded cycle is refused), writes the
   internal pool to `runs/pools/<cycle>/pool.json` and publishes the public list with pinned commits
-  to `<ARGUSIC_PUBLISH_DIR>/<cycle>/public_pool.json`. XCom: those two paths.
+  to `<ARGUSIC_PUBLISH_DIR>/<cycle>/public_pool.json`. XCom: those two paths. The rotation reads the
+  earlier cycles' pools in `runs/pools/`: a project private last cycle is left out, one private before
+  is never private again (docs/catalogue.md#rotation); an unreadable pool file fails the task.
 * **reveal_previous_private** — publishes `private_pool.json` of the *previous* cycle once it has
   ended. Skipped (not failed) when that cycle has no recorded pool or has not ended yet.
 

@@ -209,3 +209,37 @@ def test_the_key_sweep_keeps_keys_of_attempts_running_on_other_hosts(
     assert elsewhere in running and "../odd" in running and finished not in running
     monkeypatch.delenv("ARGUSIC_RUNS_URL")
     assert running_attempt_ids({elsewhere}) == set()  # one machine: its own containers and folders
+
+
+@pytest.mark.parametrize("kind", ["s3", "file"])
+def test_the_rotation_reads_the_pools_other_hosts_recorded(
+    kind: str, request: pytest.FixtureRequest, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host drawing January's pool has never seen December's in its own runs folder: the rotation
+    reads it from the store, and December's private project is left out of January."""
+    from argusic.cycle.pools import pool_history, resolve_pool
+    from argusic.sources.forge import build_forge
+    from argusic.sources.pool import load_pool
+
+    if kind == "s3":
+        request.getfixturevalue("s3_runs")
+    else:
+        monkeypatch.setenv("ARGUSIC_RUNS_URL", (isolated / "store").as_uri())
+    catalogue = build_forge(isolated / "forge")
+    _host(monkeypatch, isolated, "december")
+    december = load_pool(runs_store.local_path(resolve_pool("2026-12", catalogue=str(catalogue), size=5)))
+    (star,) = [e.project_id for e in december.private]
+    doc = json.loads(catalogue.read_text())
+    for cand in doc["candidates"]:
+        if cand["project_id"] == star:
+            cand["popular_since"] = "2026-12-10"  # popular again in January's window
+    january_catalogue = isolated / "forge" / "january.json"
+    january_catalogue.write_text(json.dumps(doc))
+    runs = _host(monkeypatch, isolated, "january")
+    assert not (runs / "pools").exists()
+    assert [p.cycle_id for p in pool_history()] == ["2026-12"]
+    january = load_pool(runs_store.local_path(resolve_pool("2027-01", catalogue=str(january_catalogue))))
+    assert star not in {e.project_id for e in january.entries}
+    assert january.excluded[star].startswith("private in cycle 2026-12, the last cycle")
+    selection = json.loads((runs / "pools" / "2027-01" / "selection.json").read_text())
+    assert selection["rotation_excluded"] == {"private_last_cycle": 1, "already_revealed": 0}

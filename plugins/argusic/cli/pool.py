@@ -12,7 +12,7 @@ import typer
 from argusic.cli.common import console, fail
 from argusic.cycle.pools import read_selection, rotate_pool, source_check
 from argusic.sources.catalogue import CatalogueError, load_catalogue
-from argusic.sources.pool import load_pool
+from argusic.sources.pool import load_pool, rotation_line
 
 
 def print_selection(pool_path: Path) -> None:
@@ -29,8 +29,10 @@ def print_selection(pool_path: Path) -> None:
         f"pool of {pool.cycle_id}: {report['size']} project(s), {len(pool.public)} public and "
         f"{len(pool.private)} private, from {report['candidates']} candidate(s): "
         f"{report['public_available']} public and {report['recent_available']} recently popular "
-        f"(popular_since {first}..{last}) usable"
+        f"(popular_since {first}..{last}, the month before the cycle) usable"
     )
+    if "rotation_excluded" in report:  # reports written before the rotation rule have none
+        console.print(rotation_line(report["rotation_excluded"], report.get("history", [])))
     if report.get("shortfall"):
         console.print(f"[yellow]{report['shortfall']}[/]")
     for pid, reason in report["excluded"].items():

@@ -217,6 +217,19 @@ def pull(key: str) -> Path | None:
     return local
 
 
+def pull_each(prefix: str, name: str) -> list[Path]:
+    """Bring every object `<prefix>/<folder>/<name>` of the store into this host's runs folder (e.g.
+    every cycle's `pools/<cycle>/pool.json`); their local paths. Single machine: nothing to bring, []."""
+    store = shared()
+    if store is None:
+        return []
+    if problem := key_problem(f"{prefix}/x/{name}"):
+        raise RunsStoreError(f"runs store keys {prefix}/*/{name}: {problem}")
+    found = store.fs.glob(f"{store.root}/{prefix}/*/{name}")
+    keys = sorted(str(path)[len(store.root.rstrip("/")) + 1 :] for path in found)
+    return [local for key in keys if (local := pull(key)) is not None]
+
+
 def local_path(reference: str | Path) -> Path:
     """The local file an XCom reference names: a store URI is pulled into the runs folder (RunsStoreError
     when the store does not hold it, or the URI is outside the store); a path is returned as it is."""

@@ -11,17 +11,19 @@ from datetime import date, datetime
 from pathlib import Path
 
 from argusic.core.layout import pool_path_for, pools_dir, publish_dir
-from argusic.core.runs_store import local_path, pull, push
+from argusic.core.runs_store import local_path, pull, pull_each, push
 from argusic.core.settings import forge_dir
 from argusic.sources import mirror
 from argusic.sources.forge import build_forge
 from argusic.sources.pool import (
     Candidate,
     CatalogueError,
+    Pool,
     PoolSelection,
     cycle_window,
     draw_pool,
     load_pool,
+    load_pool_history,
     reveal_private,
     write_pool,
 )
@@ -62,8 +64,9 @@ def resolve_pool(
 ) -> str:
     """The pool a cycle run uses: an explicit pool file; else the one the rotation DAG recorded for the
     cycle; else draw it now from the catalogue (same rules, idempotent: a different pool is refused).
-    Drawing mirrors every candidate's repository and verifies its pinned commit first; a candidate
-    that fails is left out with its reason (runs/pools/<cycle>/selection.json)."""
+    Drawing reads the earlier cycles' pools in the pools folder (the rotation: no project private
+    twice), mirrors every candidate's repository and verifies its pinned commit first; a candidate
+    that fails or that the rotation bars is left out with its reason (runs/pools/<cycle>/selection.json)."""
     if pool:
         path = local_path(pool)
         if load_pool(path).cycle_id != cycle_id:
@@ -124,20 +127,35 @@ def source_check(repo_roots: Iterable[Path | str] = ()) -> Callable[[list[Candid
     return check
 
 
+def pool_history() -> list[Pool]:
+    """The pools recorded in the pools folder (on a cluster, the runs store's first): the history the
+    rotation reads (which projects were private in earlier cycles). An unreadable one is a
+    CatalogueError naming the file."""
+    pull_each("pools", "pool.json")
+    return load_pool_history(pools_dir())
+
+
 def draw_checked_pool(
-    cycle_id: str, catalogue: Path, size: int | None = None, repo_roots: Iterable[Path | str] = ()
+    cycle_id: str,
+    catalogue: Path,
+    size: int | None = None,
+    repo_roots: Iterable[Path | str] = (),
+    history: Iterable[Pool] | None = None,
 ) -> PoolSelection:
-    """Draw the cycle's pool, every candidate's repository mirrored and its commit verified first."""
+    """Draw the cycle's pool, every candidate's repository mirrored and its commit verified first.
+    `history`: the earlier cycles' pools (None: those recorded in the pools folder, `pool_history`)."""
     cycle_window(cycle_id)  # a bad cycle id is refused before any fetch
-    return draw_pool(Path(catalogue), cycle_id, size, check_sources=source_check(repo_roots))
+    earlier = pool_history() if history is None else list(history)  # a bad pool file: before any fetch
+    return draw_pool(Path(catalogue), cycle_id, size, check_sources=source_check(repo_roots), history=earlier)
 
 
 def rotate_pool(
     cycle_id: str, catalogue: Path, size: int | None = None, repo_roots: Iterable[Path | str] = ()
 ) -> dict[str, str]:
-    """Select and write the cycle's pool; returns the paths written (internal pool, public list, and
-    the selection report: counts, shortfall, every exclusion with its reason)."""
-    selection = draw_checked_pool(cycle_id, catalogue, size, repo_roots)
+    """Select and write the cycle's pool, the earlier cycles' pools (the pools folder) as its history;
+    returns the paths written (internal pool, public list, and the selection report: counts, shortfall,
+    every exclusion with its reason, what the rotation left out)."""
+    selection = draw_checked_pool(cycle_id, catalogue, size, repo_roots, history=pool_history())
     for line in selection.lines():
         log.info("%s", line)
     paths = write_pool(selection.pool, pools_dir(), publish_dir())

@@ -236,8 +236,9 @@ class Candidate(BaseModel):
     owner_marked_heavy: bool = Field(False, description="The owner marks it heavy (120-minute budget).")
     needs_gpu: bool = Field(False, description="Needs a GPU (gpu tier).")
     popular_since: date = Field(
-        description="When it became popular (YYYY-MM-DD). Within the 30 days before a cycle starts: "
-        "eligible for the private 20%; before that: public; after the start: not this cycle."
+        description="When it became popular (YYYY-MM-DD). In the calendar month before a cycle's month: "
+        "eligible for the private 20% (once only: never two cycles running, never after its reveal); "
+        "before that month: public; on or after the cycle's first day: not this cycle."
     )
     paid_account_required: bool = Field(False, description="Cannot run without a paid account.")
 

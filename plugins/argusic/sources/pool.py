@@ -1,9 +1,24 @@
 """Pool rotation: pick a cycle's projects from the candidate catalogue, deterministically.
 
 Methodology section 6: 80% public (list and pinned commits published before the cycle), 20% private
-(projects that gained popularity in the 30 days before the cycle starts, revealed after it ends).
+(projects that gained popularity just before the cycle, revealed after it ends, rotated monthly).
 Eligible: permissive licence, a README, runnable without a paid account. Selection is seeded by the
-cycle id, so a cycle's pool can be reproduced from the same catalogue.
+cycle id, so a cycle's pool can be reproduced from the same catalogue and the same earlier pools.
+
+Rotation (**decided**, docs/catalogue.md#rotation):
+- The popularity window of cycle YYYY-MM is the calendar month before it (`popularity_window`): the
+  windows of consecutive cycles tile the calendar, every day in exactly one, whatever the months'
+  lengths (a fixed 30 days overlapped across February and left gaps after 31-day months).
+- A project is private at most once. The history is the earlier cycles' recorded pools (every
+  `<pools dir>/<cycle>/pool.json` of an earlier month, suffixed cycles such as `2026-11-trial`
+  included; other pools of the same month are alternatives of this cycle, not history):
+  * private in the previous month's cycle ("private last cycle"): left out of this cycle entirely,
+    neither private (never two months running) nor public (this cycle's public list is published
+    before the previous cycle ends, while that project is still sealed);
+  * private in any earlier cycle ("already revealed"): never private again; once it is no longer
+    recently popular it may be drawn into the public part like any other project.
+- Projects the rotation leaves out are never used to fill the pool: the selection reports how many
+  were left out for each reason, and a smaller pool is a reported shortfall.
 """
 
 from __future__ import annotations
@@ -12,13 +27,13 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import orchestrator_config
@@ -33,7 +48,10 @@ from argusic.sources.catalogue import (
 SourceCheck = Callable[[list[Candidate]], dict[str, str]]
 
 PRIVATE_SHARE = 0.2
-POPULARITY_WINDOW_DAYS = 30
+# Why the rotation leaves a project out of a cycle (PoolSelection.rotation_excluded's keys).
+PRIVATE_LAST_CYCLE = "private_last_cycle"
+ALREADY_REVEALED = "already_revealed"
+ROTATION_REASONS = {PRIVATE_LAST_CYCLE: "private last cycle", ALREADY_REVEALED: "already revealed"}
 # A cycle id is one part of an attempt id (run record contract): A-Z a-z 0-9 _ - only, no dots.
 CYCLE_ID = re.compile(r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})(?:-[A-Za-z0-9_-]{1,120})?")
 
@@ -86,6 +104,88 @@ def cycle_window(cycle_id: str) -> tuple[date, date]:
     return start, end
 
 
+def popularity_window(cycle_id: str) -> tuple[date, date]:
+    """The first and last day of the calendar month before the cycle's month: a candidate whose
+    `popular_since` falls in it is recently popular, eligible for the cycle's private part. Consecutive
+    cycles' windows tile the calendar (`2027-03`: 2027-02-01..2027-02-28; `2028-03`: ..2028-02-29)."""
+    starts, _ = cycle_window(cycle_id)
+    last = starts - timedelta(days=1)
+    return last.replace(day=1), last
+
+
+def load_pool_history(pools_dir: Path) -> list[Pool]:
+    """Every pool recorded under `pools_dir` (`<cycle>/pool.json`), in folder order: the history the
+    rotation reads. A folder without a pool.json is skipped; a pool file that cannot be read, is not a
+    valid pool, or names another cycle than its folder is a CatalogueError naming the file: the rotation
+    cannot know which projects were private without it, so nothing is drawn."""
+    pools_dir = Path(pools_dir)
+    if not pools_dir.is_dir():
+        return []
+    history: list[Pool] = []
+    for folder in sorted(pools_dir.iterdir()):
+        path = folder / "pool.json"
+        if not folder.is_dir() or not (path.exists() or path.is_symlink()):
+            continue
+        why = None
+        try:
+            pool = load_pool(path)
+        except OSError as err:
+            why = f"cannot be read ({err.strerror or err})"
+        except ValidationError as err:
+            first = err.errors()[0] if err.errors() else {}
+            where = ".".join(str(part) for part in first.get("loc", ())) or "the file"
+            why = f"is not a valid pool ({err.error_count()} problem(s); {where}: {first.get('msg', err)})"
+        except ValueError as err:  # not UTF-8
+            why = f"is not a valid pool ({err})"
+        else:
+            if pool.cycle_id != folder.name:
+                why = f"is the pool of cycle {pool.cycle_id!r}, in the folder of {folder.name!r}"
+            else:
+                try:
+                    cycle_window(pool.cycle_id)
+                except ValueError as err:
+                    why = f"names a bad cycle id ({err})"
+        if why:
+            raise CatalogueError(
+                f"earlier pool {path} {why}: the rotation reads every recorded pool to know which "
+                "projects were private before, so no pool is drawn until it is restored (or the folder "
+                "is moved out of the pools folder, if it was never a real cycle's pool)"
+            )
+        history.append(pool)
+    return history
+
+
+def rotation_bars(cycle_id: str, history: Iterable[Pool]) -> dict[str, tuple[str, str]]:
+    """{project_id: (reason key, reason)} for the projects private in a cycle of an earlier month than
+    `cycle_id`'s: PRIVATE_LAST_CYCLE for the month just before (it wins over an older one),
+    ALREADY_REVEALED for any month before that. Pools of the same or a later month are not history."""
+    starts, _ = cycle_window(cycle_id)
+    previous_starts = popularity_window(cycle_id)[0]
+    pools = list(history)
+    for pool in pools:
+        if not isinstance(pool, Pool):
+            raise TypeError(f"history holds {type(pool).__name__}, not a Pool")
+    bars: dict[str, tuple[str, str]] = {}
+    for pool in sorted(pools, key=lambda p: (cycle_window(p.cycle_id)[0], p.cycle_id)):
+        pool_starts, pool_ends = cycle_window(pool.cycle_id)
+        if pool_starts >= starts:
+            continue
+        for entry in pool.private:
+            if pool_starts == previous_starts:
+                bars[entry.project_id] = (
+                    PRIVATE_LAST_CYCLE,
+                    f"private in cycle {pool.cycle_id}, the last cycle: never private two cycles running, "
+                    "and not public while that cycle's private part is sealed",
+                )
+            elif bars.get(entry.project_id, ("",))[0] != PRIVATE_LAST_CYCLE:
+                bars[entry.project_id] = (
+                    ALREADY_REVEALED,
+                    f"private in cycle {pool.cycle_id}, revealed after it ended on {pool_ends}: never "
+                    "private again",
+                )
+    return bars
+
+
 def tier_of(candidate: Candidate) -> Literal["standard", "heavy", "gpu"]:
     if candidate.needs_gpu:
         return "gpu"
@@ -136,16 +236,24 @@ class PoolSelection:
     pool: Pool
     candidates: int
     public_available: int  # eligible, popular before the window, repository checked (when checked)
-    recent_available: int  # eligible, popular within the 30 days before the cycle starts
+    recent_available: int  # eligible, popular in the calendar month before the cycle's
     largest: int  # the largest pool an 80/20 split allows from them
     popularity_window: tuple[date, date]
     notices: list[str] = field(default_factory=list)
     not_drawn: list[str] = field(default_factory=list)  # eligible and available, not in this pool
+    # how many candidates the rotation left out, by reason (ROTATION_REASONS' keys), and the earlier
+    # cycles whose pools it read
+    rotation_excluded: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROTATION_REASONS, 0))
+    history: list[str] = field(default_factory=list)
 
     @property
     def shortfall(self) -> str | None:
         return shortfall_message(
-            self.public_available, self.recent_available, self.largest, self.popularity_window
+            self.public_available,
+            self.recent_available,
+            self.largest,
+            self.popularity_window,
+            self.rotation_excluded,
         )
 
     def lines(self) -> list[str]:
@@ -158,6 +266,7 @@ class PoolSelection:
             f"public and {self.recent_available} recently popular (popular_since {first}..{last}) usable, "
             f"{len(pool.excluded)} excluded, {len(self.not_drawn)} eligible not drawn"
         ]
+        out.append(rotation_line(self.rotation_excluded, self.history))
         if shortfall := self.shortfall:
             out.append(shortfall)
         out += [f"excluded {pid}: {reason}" for pid, reason in sorted(pool.excluded.items())]
@@ -182,6 +291,8 @@ class PoolSelection:
                 "excluded": dict(sorted(self.pool.excluded.items())),
                 "not_drawn": self.not_drawn,
                 "notices": self.notices,
+                "rotation_excluded": self.rotation_excluded,
+                "history": self.history,
             },
             indent=2,
         )
@@ -197,10 +308,38 @@ def largest_split(public: int, recent: int) -> int:
     return largest
 
 
-def shortfall_message(public: int, recent: int, largest: int, window: tuple[date, date]) -> str | None:
-    """Say why usable candidates are left out by the 80/20 split, and how many more would use them."""
+def rotation_line(rotation_excluded: dict[str, int], history: list[str]) -> str:
+    """What the rotation left out, by reason (printed with every selection, zero counts included)."""
+    counts = ", ".join(f"{rotation_excluded.get(k, 0)} {label}" for k, label in ROTATION_REASONS.items())
+    read = f"earlier pools read: {', '.join(history)}" if history else "no earlier pool recorded"
+    return (
+        f"rotation: {sum(rotation_excluded.values())} candidate(s) left out ({counts}), never used to "
+        f"fill the pool; {read}"
+    )
+
+
+def shortfall_message(
+    public: int,
+    recent: int,
+    largest: int,
+    window: tuple[date, date],
+    rotation_excluded: dict[str, int] | None = None,
+) -> str | None:
+    """Say why usable candidates are left out by the 80/20 split, and how many more would use them
+    (and, when the rotation left candidates out, how many for each reason: they do not fill it)."""
     if largest >= public + recent:
         return None
+    message = _split_shortfall(public, recent, largest, window)
+    if rotation_excluded and any(rotation_excluded.values()):
+        counts = ", ".join(f"{rotation_excluded.get(k, 0)} {label}" for k, label in ROTATION_REASONS.items())
+        message += (
+            f" The rotation left out {sum(rotation_excluded.values())} candidate(s) ({counts}); "
+            "they are not used to fill it."
+        )
+    return message
+
+
+def _split_shortfall(public: int, recent: int, largest: int, window: tuple[date, date]) -> str:
     n_private = round(largest * PRIVATE_SHARE)
     n_public = largest - n_private
     first, last = window
@@ -253,25 +392,46 @@ def _take(
 
 
 def draw_pool(
-    catalogue: Path, cycle_id: str, size: int | None = None, check_sources: SourceCheck | None = None
+    catalogue: Path,
+    cycle_id: str,
+    size: int | None = None,
+    check_sources: SourceCheck | None = None,
+    *,
+    history: Iterable[Pool] = (),
 ) -> PoolSelection:
     """Pick the pool: `size` projects (default: as many as the 80/20 split allows).
+
+    Recently popular (private part): `popular_since` in the calendar month before the cycle's
+    (`popularity_window`); public part: popular before that month. `history` is the earlier cycles'
+    pools (`load_pool_history` of the pools folder; empty: no earlier cycle): a project private in
+    the previous month's cycle is left out of this one, and one private in any earlier cycle is never
+    private again (it may be public once it is no longer recently popular); see the module's rotation
+    rule. Those left out are counted by reason and never fill the pool.
 
     With `check_sources`, candidates whose repository cannot be fetched or lacks its pinned commit are
     excluded with their reason (the default size checks every eligible candidate; an explicit size
     checks them in draw order until the pool is full)."""
     starts, ends = cycle_window(cycle_id)
+    window = popularity_window(cycle_id)
+    history = list(history)
+    bars = rotation_bars(cycle_id, history)
+    earlier = sorted(p.cycle_id for p in history if cycle_window(p.cycle_id)[0] < starts)
     loaded = load_catalogue(catalogue)
-    window = (starts - timedelta(days=POPULARITY_WINDOW_DAYS), starts - timedelta(days=1))
     excluded: dict[str, str] = {}
+    rotation_excluded = dict.fromkeys(ROTATION_REASONS, 0)
     recent, established = [], []
     for cand in loaded.candidates:
+        bar = bars.get(cand.project_id)
+        is_recent = window[0] <= cand.popular_since <= window[1]
         if reason := _ineligible_reason(cand):
             excluded[cand.project_id] = reason
-        elif window[0] <= cand.popular_since < starts:
-            recent.append(cand)
         elif cand.popular_since >= starts:
             excluded[cand.project_id] = "gained popularity after the cycle starts"
+        elif bar and (bar[0] == PRIVATE_LAST_CYCLE or is_recent):
+            excluded[cand.project_id] = bar[1]
+            rotation_excluded[bar[0]] += 1
+        elif is_recent:
+            recent.append(cand)
         else:
             established.append(cand)
     recent_order = _seeded_order(cycle_id, recent)
@@ -288,7 +448,8 @@ def draw_pool(
         raise _refusal(
             f"cannot draw a pool of {size} for {cycle_id}: {len(public_order)} public and "
             f"{len(recent_order)} recently popular (popular_since {window[0]}..{window[1]}) eligible "
-            f"candidates of {len(loaded.candidates)} allow at most {largest} at an 80/20 split",
+            f"candidates of {len(loaded.candidates)} allow at most {largest} at an 80/20 split\n"
+            + rotation_line(rotation_excluded, earlier),
             excluded,
         )
     n_private = round(size * PRIVATE_SHARE)
@@ -335,14 +496,21 @@ def draw_pool(
         popularity_window=window,
         notices=loaded.notices,
         not_drawn=not_drawn,
+        rotation_excluded=rotation_excluded,
+        history=earlier,
     )
 
 
 def select_pool(
-    catalogue: Path, cycle_id: str, size: int | None = None, check_sources: SourceCheck | None = None
+    catalogue: Path,
+    cycle_id: str,
+    size: int | None = None,
+    check_sources: SourceCheck | None = None,
+    *,
+    history: Iterable[Pool] = (),
 ) -> Pool:
     """The pool alone (see draw_pool)."""
-    return draw_pool(catalogue, cycle_id, size, check_sources).pool
+    return draw_pool(catalogue, cycle_id, size, check_sources, history=history).pool
 
 
 def write_pool(pool: Pool, pools_dir: Path, publish_dir: Path) -> dict[str, str]:
