@@ -16,11 +16,14 @@ TAG="${ARGUSIC_RUNNER_IMAGE:-argusic-runner:bookworm}"
 SUITE="${ARGUSIC_RUNNER_SUITE:-bookworm}"
 # Desktop applications (methodology section 7, item 6) get a virtual display: Debian's Xvfb (the
 # harness starts it on :99), xauth, Tk for Python, x11-utils (xdpyinfo, xwininfo: an agent can look at
-# the display without screenshots) and one font family. Layout 3 added them.
+# the display without screenshots) and one font family. Layout 3 added them. Layout 4: the native
+# build tools methodology edition 1.1 promised (build-essential, pkg-config) and ffmpeg, which
+# section 16's "verify media by decoding it" needs (ffprobe, ffmpeg -f null).
 PACKAGES="python3,git,ca-certificates,xvfb,xauth,python3-tk,x11-utils,fonts-dejavu-core"
+PACKAGES="$PACKAGES,build-essential,pkg-config,ffmpeg"
 PACKAGES="$PACKAGES${ARGUSIC_IMAGE_EXTRA_PACKAGES:+,$ARGUSIC_IMAGE_EXTRA_PACKAGES}"
 LAYOUT_LABEL="${ARGUSIC_IMAGE_LAYOUT_LABEL:-argusic.runner.layout}"
-LAYOUT="${ARGUSIC_IMAGE_LAYOUT:-3}"
+LAYOUT="${ARGUSIC_IMAGE_LAYOUT:-4}"
 AGENT_UID=10001
 
 layout=$(docker image inspect -f '{{ index .Config.Labels "'"$LAYOUT_LABEL"'" }}' "$TAG" 2>/dev/null || true)

@@ -282,6 +282,43 @@ def records() -> list[dict]:
             started_at=T0 - timedelta(days=30),
         )
     ]  # fmt: skip
+    return r + veto_records()
+
+
+# Issue #25's veto routes, replayed as three cycles of edition 1.7 records that differ only in how the
+# standard agent's attempts at p-b ended: honestly failed (80: installed and ran, not verified), cut
+# inside the container every time (the project killed the harness: "self-invalidation"), or cut and
+# failed in turn (randomising between two ways of failing to have the set dropped as unstable).
+VETO_CYCLES = {"honest": "2026-v-honest", "cut": "2026-v-cut", "random": "2026-v-random"}
+
+
+def _seen(row: dict, fault: str | None = None) -> dict:
+    """A 1.7 record whose observation is what its report says (the reference harness), or a run the
+    container cut (no report, no observation, its fault)."""
+    if fault is not None:
+        row["record_json"] = json.dumps({"attempt_id": row["attempt_id"], "container_fault": fault})
+        return row
+    seen = {"source": "harness", "install_ok": row["install_ok"], "ran_ok": row["ran_ok"],
+            "errors_encountered": row["errors_encountered"], "errors_fixed": row["errors_fixed"],
+            "verified": row["test_depth"] in ("tier1_real", "tier2_mock")}  # fmt: skip
+    return observed(row, seen, {"status": "intact", "altered": [], "report_replaced": False})
+
+
+def veto_records() -> list[dict]:
+    r: list[dict] = []
+    cut = dict(end_reason="harness_error", has_report=False, install_ok=None, ran_ok=None,
+               errors_encountered=None, errors_fixed=None, test_depth=None)  # fmt: skip
+    for how, cycle in VETO_CYCLES.items():
+        v = dict(cycle_id=cycle, methodology_version="1.7")
+        for agent in (STD, RIVAL):  # both pass p-a; the rival passes p-b
+            r += [_seen(rec(f"{cycle}-{agent}-a{i}", agent, "p-a", i, **v)) for i in (1, 2, 3)]
+        r += [_seen(rec(f"{cycle}-{RIVAL}-b{i}", RIVAL, "p-b", i, **v)) for i in (1, 2, 3)]
+        for i in (1, 2, 3):
+            aid = f"{cycle}-{STD}-b{i}"
+            if how == "cut" or (how == "random" and i != 2):
+                r.append(_seen(rec(aid, STD, "p-b", i, **v, **cut), fault="harness exited with code 137"))
+            else:
+                r.append(_seen(s_fail(aid, STD, "p-b", i, **v)))
     return r
 
 
@@ -634,6 +671,30 @@ def test_a_dispute_ruled_against_our_environment_puts_the_rerun_in_the_original_
     assert board["board_score"] == 100 and board["sets_counted"] == 1  # not 0: the timeout no longer counts
 
 
+def test_the_board_does_not_move_when_the_container_cuts_or_randomises_its_runs(built):
+    """Issue #25: a project that fails an agent and then kills the harness (or alternates between
+    killing it and failing) used to make those attempts invalid, drop the set and lift the agent
+    from 65 points and rank 2 to 100 and rank 1. Now every such attempt is a valid measured failure
+    (0), the set counts, and the agent is never better off than when it failed honestly."""
+    boards = {
+        how: {r["agent_id"]: r for r in q(built, "select * from marts.board where cycle_id = ?", cycle)}
+        for how, cycle in VETO_CYCLES.items()
+    }
+    honest, cut, random = (boards[h][STD] for h in ("honest", "cut", "random"))
+    assert frac(honest, "board_score") == 90  # (100 + 80) / 2, rank 2 behind the rival's 100
+    for moved in (cut, random):
+        assert moved["invalid_attempts"] == 0 and moved["sets_counted"] == 2, moved
+        assert frac(moved, "board_score") <= frac(honest, "board_score")
+        assert moved["rank"] >= honest["rank"] == 2
+    assert frac(cut, "board_score") == 50  # the cut set counts at 0
+    assert random["sets_unstable"] == 1 and frac(random, "board_score") == 50  # unstable: its middle, 0
+    scores = q(built, "select outcome, container_fault from marts.attempt_scores where cycle_id = ? "
+               "and agent_id = ? and project_id = 'p-b'", VETO_CYCLES["cut"], STD)  # fmt: skip
+    assert {(s["outcome"], s["container_fault"]) for s in scores} == {
+        ("fail", "harness exited with code 137")
+    }
+
+
 def test_board_scores_ranks_and_pass_rates(built):
     board = {r["agent_id"]: r for r in q(built, "select * from marts.board where cycle_id = ?", CYCLE)}
     std = board[STD]
@@ -714,7 +775,7 @@ def test_cycle_environments_and_the_board_say_which_harness_ran(built):
     """The board cycle's valid attempts all carry one environment: uniform, edition 1, on the board of
     every agent. The other cycles' records predate environments: nothing compared, no edition."""
     envs = {r["cycle_id"]: r for r in q(built, "select * from marts.cycle_environments")}
-    assert set(envs) == {CYCLE, "verdicts", CORR}
+    assert set(envs) == {CYCLE, "verdicts", CORR, *VETO_CYCLES.values()}
     board_cycle = envs[CYCLE]
     valid = one(
         built, "select count(*) as n from marts.attempt_scores where cycle_id = ? and is_valid", CYCLE

@@ -112,7 +112,7 @@ def locked_container_options(
 # Images with that user carry this label (scripts/build_runner_image.sh, Dockerfile); a runner tag
 # without it is rebuilt.
 LAYOUT_LABEL = "argusic.runner.layout"
-RUNNER_LAYOUT = "3"  # 3: Xvfb, Tk and x11-utils for desktop applications
+RUNNER_LAYOUT = "4"  # 3: Xvfb, Tk and x11-utils for desktop applications; 4: build tools, ffmpeg
 
 INSTALLATION_LABEL = "argusic.installation"
 # The scratch folder (its name) of the try that made a container. A retry of the same attempt makes a
