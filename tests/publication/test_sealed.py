@@ -269,3 +269,32 @@ def test_a_publication_that_would_still_name_a_sealed_commit_is_refused(cycle, m
     monkeypatch.setattr(board_module, "_publication_extras", leaky)
     with pytest.raises(PublicationBlocked, match="would name sealed private projects"):
         compose_publication(CYCLE, cycle["db"], out_dir=cycle["published"])
+
+
+@pytest.mark.slow
+def test_a_sealed_run_page_in_chromium(cycle, tmp_path: Path) -> None:
+    """The sealed run, project and pool pages as a visitor's browser shows them: the labels and the
+    seal's note, no console error, and none of the private projects' strings in the rendered DOM."""
+    from test_attempt_page_browser import BROWSER_ARGS, chromium
+
+    out = cycle["published"]
+    _approve_and_publish(cycle["db"], out, "ana", T)
+    attempts = json.loads((out / CYCLE / "attempts.json").read_text())["attempts"]
+    (quiet,) = [a for a in attempts if a.get("sealed")]
+    site = out / "site" / "cycles" / CYCLE
+    pages = [site / "runs" / f"{quiet['attempt_id']}.html", site / "projects" / f"{quiet['project_id']}.html",
+             site / "pool.html", site / "index.html"]  # fmt: skip
+    with chromium(tmp_path, BROWSER_ARGS) as browser:
+        for page in pages:
+            browser.get(page.as_uri())
+            dom = browser.execute_script("return document.documentElement.outerHTML")
+            text = browser.execute_script("return document.body.innerText")
+            assert "private project" in text, page.name
+            for project in PRIVATE:
+                for needle in _needles(project):
+                    assert needle not in dom, (page.name, needle)
+            errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+            assert errors == [], (page.name, errors)
+        browser.get(pages[0].as_uri())
+        facts = browser.find_element("id", "sealed").text
+        assert "revealed after the cycle ends" in facts
