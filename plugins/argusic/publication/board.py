@@ -438,17 +438,29 @@ def _rows(con, query: str, *params: Any) -> list[dict[str, Any]]:
     return [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in cur.fetchall()]
 
 
+def _published_seal(cycle_id: str) -> Seal:
+    """The seal the cycle's publication applied, for the operator's lines (a private project's
+    attempts are published under labels); no seal when the warehouse cannot be read now."""
+    try:
+        with connect(None, read_only=True) as con:
+            private = private_projects(con, cycle_id)
+        return Seal(cycle_id, private, read_revealed(publish_dir(), cycle_id))
+    except Exception:  # noqa: BLE001 (only the log lines' lookup depends on it)
+        return Seal(cycle_id)
+
+
 def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
     """The planned attempts of a run as the rubric scored them (published/<cycle>/attempts.json,
     written from marts.attempt_scores): outcome, points, score, served evidence. One line each."""
     path = publish_dir() / cycle_id / "attempts.json"
     rows = {a["attempt_id"]: a for a in json.loads(path.read_text())["attempts"]}
+    seal = _published_seal(cycle_id)
     lines = [f"attempts of this run as scored by the rubric ({path}):"]
     for spec_path in spec_paths:
         spec = read_spec(spec_path)
         current, chain = spec, []
-        while current.attempt_id in rows:
-            chain.append(rows[current.attempt_id])
+        while (published := seal.attempt_id(current.attempt_id, current.project_id)) in rows:
+            chain.append(rows[published])
             current = current.rerun()
         if not chain:
             lines.append(f"  {spec.label}: not in the published attempts")
@@ -461,8 +473,10 @@ def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
         points = (
             f"{row['install_points']}+{row['run_points']}+{row['recovery_points']:g}+{row['depth_points']}"
         )
+        log = row["served_log_uri"] or (
+            "sealed until the reveal (a private project)" if row.get("sealed") else "none (no served copy)"
+        )
         lines.append(
-            f"  {spec.label}: {row['outcome']}, points {points}, score {row['score']:.1f}{reruns}; "
-            f"log {row['served_log_uri'] or 'none (no served copy)'}"
+            f"  {spec.label}: {row['outcome']}, points {points}, score {row['score']:.1f}{reruns}; log {log}"
         )
     return lines

@@ -35,6 +35,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -103,17 +104,20 @@ class Seal:
 
     def order(self) -> list[str]:
         """Every private project, in the published order of the labels (see the module's doc)."""
+        return list(self._order)
+
+    @cached_property
+    def _order(self) -> tuple[str, ...]:
         listing = sorted((p.project_id, p.commit or "") for p in self.private.values())
         key = hashlib.sha256(json.dumps(listing, separators=(",", ":")).encode()).hexdigest()
 
         def place(pid: str) -> str:
             return hashlib.sha256(f"{key}\n{self.cycle_id}\n{pid}".encode()).hexdigest()
 
-        return sorted(self.private, key=place)
+        return tuple(sorted(self.private, key=place))
 
     def number(self, project_id: str) -> tuple[int, int]:
-        order = self.order()
-        return order.index(project_id) + 1, len(order)
+        return self._order.index(project_id) + 1, len(self._order)
 
     def slug(self, project_id: str) -> str:
         k, n = self.number(project_id)
