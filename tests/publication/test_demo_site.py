@@ -141,8 +141,15 @@ def test_demo_cycle_end_to_end_twice(demo_run) -> None:
     board_bytes = (published / "board.json").read_bytes()
     trace = json.loads((published / "attempts.json").read_text())["attempts"]
     assert len(trace) == board_rows  # the board's trace: repair attempts are never on the board
-    # Every published number traces to a served log and recording and the raw fingerprints.
-    for attempt in trace:
+    # Every published number traces to a served log and recording and the raw fingerprints; a
+    # private project's attempts (sealed until the cycle's private pool is revealed, issue 32) to
+    # the raw fingerprints only: their served copies are published with the reveal.
+    sealed = [a for a in trace if a.get("sealed")]
+    assert len(sealed) == 12  # the demo pool's 2 private projects of 8, 2 agents × 3 attempts each
+    for attempt in sealed:
+        assert attempt["served_log_uri"] is None and attempt["served_recording_uri"] is None
+        assert len(attempt["log_sha256"]) == 64 and len(attempt["recording_sha256"]) == 64
+    for attempt in (a for a in trace if not a.get("sealed")):
         assert attempt["served_log_uri"] and attempt["served_recording_uri"], attempt["attempt_id"]
         assert len(attempt["log_sha256"]) == 64 and len(attempt["recording_sha256"]) == 64
         # linked relative to the published file, to the copy the public site holds (never file://)
@@ -223,6 +230,8 @@ def test_published_files_are_public_and_carry_no_file_links(demo: Path) -> None:
     attempts = json.loads((folder / "attempts.json").read_text())["attempts"]
     for attempt in attempts:
         assert attempt["started_at"].endswith("Z") and attempt["ended_at"].endswith("Z")
+        if attempt.get("sealed"):  # a private project's: no served copy until the reveal
+            continue
         link = attempt["served_log_uri"]
         assert link.startswith("../site/evidence/served/") and (folder / link).is_file()
     # Every file and folder of the site is readable by everyone.
@@ -233,6 +242,47 @@ def test_published_files_are_public_and_carry_no_file_links(demo: Path) -> None:
     # install-and-run attempts only: the demo's repair attempts (repairkit) are not the site's runs
     assert kinds["repository"]["runs_recorded"] == 48
     assert all("targets_tested" not in k for name, k in kinds.items() if name != "repository")
+
+
+def _readme_lines(entry) -> tuple[str, list[str], str]:
+    """A pool entry's README at its pinned commit: its first sentence, the commands it gives, all of it."""
+    import subprocess
+
+    text = subprocess.run(
+        ["git", "-C", entry.repo_url, "show", f"{entry.commit}:README.md"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    readme = text.splitlines()
+    prose = next(line for line in readme if line.strip() and not line.startswith("#"))
+    fenced, commands = False, []
+    for line in readme:
+        if line.startswith("```"):
+            fenced = not fenced
+        elif fenced and len(line.strip()) >= 12:
+            commands.append(line.strip())
+    return prose, commands, text
+
+
+def test_no_published_byte_names_a_private_project(demo: Path) -> None:
+    """The demo publishes mid-cycle (its cycle ends on the month's last day): nothing under the
+    publish dir names a private project of its pool: id, repository, commit, its README's first
+    sentence or a command its README gives that no public project's README gives too (the reference
+    harness's log quotes them). Issue 32."""
+    from argusic.sources.pool import load_pool
+
+    pool = load_pool(demo.parent / "runs" / "pools" / CYCLE / "pool.json")
+    assert len(pool.private) == 2
+    files = [p.read_bytes() for p in demo.rglob("*") if p.is_file()]
+    assert len(files) > 100
+    public = "\n".join(_readme_lines(e)[2] for e in pool.public)
+    for entry in pool.private:
+        prose, commands, _ = _readme_lines(entry)
+        distinctive = [c for c in commands if c not in public]
+        assert distinctive, entry.project_id
+        for needle in [entry.project_id, entry.repo_url, entry.commit, prose, *distinctive]:
+            assert not any(needle.encode() in data for data in files), needle
 
 
 def test_every_link_resolves(demo: Path) -> None:
@@ -326,7 +376,7 @@ def test_project_page_links_where_each_attempt_stopped(demo: Path, served: str, 
     from selenium.webdriver.common.by import By
 
     board = json.loads((demo / CYCLE / "board.json").read_text())
-    project = next(p for p in board["projects"] if p["verdict"] != "runs")
+    project = next(p for p in board["projects"] if p["verdict"] != "runs" and not p.get("sealed"))
     browser.get(f"{served}cycles/{CYCLE}/projects/{project['project_id']}.html")
     assert browser.find_element(By.ID, "verdict").text == "Verdict: " + project["verdict"].replace("_", " ")
     stops = browser.find_elements(By.CSS_SELECTOR, "#attempts a[href$='#stopped']")
@@ -395,7 +445,8 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
     from selenium.webdriver.common.by import By
 
     attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
-    original, rerun = attempts[0]["attempt_id"], attempts[1]["attempt_id"]
+    public = [a for a in attempts if not a.get("sealed")]
+    original, rerun = public[0]["attempt_id"], public[1]["attempt_id"]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ARGUSIC_WAREHOUSE", str(demo.parent / "warehouse" / "argusic.duckdb"))
         mp.setenv("ARGUSIC_EVIDENCE_URL", (demo.parent / "evidence_store").as_uri())

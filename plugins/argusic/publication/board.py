@@ -31,6 +31,14 @@ from argusic.external import INSTRUCTIONS_TEMPLATE
 from argusic.publication.attempt_page import PlayerMissing
 from argusic.publication.audit import audit_refs, refs_of_connection
 from argusic.publication.files import ATTEMPTS_SCHEMA, BOARD_SCHEMA, _write_atomically
+from argusic.publication.sealing import (
+    Seal,
+    private_projects,
+    read_revealed,
+    seal_attempt,
+    seal_correction,
+    seal_project,
+)
 from argusic.publication.site.build import SiteError, build_site
 from argusic.warehouse.db import connect
 from argusic.warehouse.dbt_build import BuildResult, PublicationBlocked
@@ -167,7 +175,7 @@ def publish_board(
     nothing is written (the pipeline's publish steps always pass it: argusic.review.publication).
     Last, ``site`` (default): the public site is built from the files just written
     (``argusic.publication.site.build_site``)."""
-    publication = compose_publication(cycle_id, db_path, build_result)
+    publication = compose_publication(cycle_id, db_path, build_result, out_dir=out_dir)
     if approved_sha256 is not None and publication.board_sha256 != approved_sha256:
         raise BoardChanged(
             f"board of cycle {cycle_id!r} not published: it changed after it was approved (approved "
@@ -191,7 +199,11 @@ def publish_board(
 
 
 def compose_publication(
-    cycle_id: str, db_path: Path | None = None, build_result: BuildResult | None = None
+    cycle_id: str,
+    db_path: Path | None = None,
+    build_result: BuildResult | None = None,
+    *,
+    out_dir: Path | None = None,
 ) -> Publication:
     """board.json and attempts.json of a cycle as publishing would write them, from marts.board, only
     if every expectation passes now and the evidence of every attempt of the cycle passes the audit.
@@ -207,6 +219,13 @@ def compose_publication(
     Evidence is linked only through its served copies: under ``ARGUSIC_PUBLIC_EVIDENCE_BASE`` when
     set, else by links relative to the files (the copies the site holds); times are UTC with their
     zone.
+
+    Sealed until revealed (methodology section 6, ``argusic.publication.sealing``): a private project
+    of the cycle's pool is published under a label ("private project K of N"), without its id,
+    commit, the agent's words or its served copies, until ``<out_dir>/<cycle>/private_pool.json``
+    (written by ``reveal_private`` once the cycle has ended; ``out_dir`` defaults to the publish
+    dir) reveals it. The board's rows do not change; the revealing publication is a new board (new
+    sha256), approved and published like any other.
     """
     path = Path(db_path) if db_path else (build_result.db_path if build_result else warehouse_path())
     if build_result is not None:
@@ -232,6 +251,7 @@ def compose_publication(
             attempts = _rows(con, ATTEMPTS_SQL, cycle_id)
             extra = _publication_extras(con, cycle_id) if rows else {}
             refs = refs_of_connection(con, cycle_id) if rows else []
+            private = private_projects(con, cycle_id) if rows else {}
     if not rows:
         raise PublicationBlocked(f"no board rows for cycle {cycle_id!r} in marts.board")
     audit = audit_refs(refs, EvidenceStore())
@@ -250,6 +270,8 @@ def compose_publication(
     for attempt in attempts:
         for kind in ("log", "recording"):
             attempt[f"served_{kind}_uri"] = served_link(attempt, kind, base)
+    seal = Seal(cycle_id, private, read_revealed(Path(out_dir or publish_dir()), cycle_id))
+    attempts, extra = _sealed(seal, attempts, extra)
     board = {
         "schema": BOARD_SCHEMA,
         "cycle_id": cycle_id,
@@ -265,14 +287,45 @@ def compose_publication(
         "instructions": standard_instructions(),
         "environment": extra["environment"],
         "harness_editions": extra["harness_editions"],
+        "private_projects": {
+            "count": len(seal.private),
+            "sealed": [seal.label(p) for p in seal.order() if p in seal.sealed],
+            "revealed": sorted(p for p in seal.private if p not in seal.sealed),
+        },
     }
     trace = {"schema": ATTEMPTS_SCHEMA, "cycle_id": cycle_id, "attempts": attempts}
-    return Publication(
-        cycle_id,
-        board_text=json.dumps(board, indent=2, allow_nan=False) + "\n",
-        attempts_text=json.dumps(trace, indent=2, allow_nan=False) + "\n",
-        rows=rows,
+    board_text = json.dumps(board, indent=2, allow_nan=False) + "\n"
+    attempts_text = json.dumps(trace, indent=2, allow_nan=False) + "\n"
+    if leaks := seal.leaks(board_text + attempts_text):
+        raise PublicationBlocked(
+            f"board of cycle {cycle_id!r} not published: it would name sealed private projects "
+            f"({'; '.join(leaks[:LISTED_PROBLEMS])})"
+        )
+    return Publication(cycle_id, board_text=board_text, attempts_text=attempts_text, rows=rows)
+
+
+def _sealed(
+    seal: Seal, attempts: list[dict[str, Any]], extra: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The attempts and the board's projects and corrections as published while some of the cycle's
+    private projects are sealed (unchanged when none is). Sealed rows are put back in order by their
+    labels, so where they sit in a list says nothing of the project's name."""
+    if not seal.sealed:
+        return attempts, extra
+    project_of = {a["attempt_id"]: a["project_id"] for a in attempts}
+    attempts = sorted(
+        (seal_attempt(seal, a) for a in attempts),
+        key=lambda a: (a["agent_id"] or "", a["project_id"] or "", a["attempt_no"] or 0, a["attempt_id"]),
     )
+    projects = sorted(
+        (seal_project(seal, p, project_of) for p in extra["projects"]),
+        key=lambda p: (p["project_id"] or "", p.get("commit_sha") or ""),
+    )
+    corrections = sorted(
+        (seal_correction(seal, c, project_of) for c in extra["corrections"]),
+        key=lambda c: (c["attempt_id"] or "", str(c.get("decided_at") or ""), c.get("dispute_id") or ""),
+    )
+    return attempts, {**extra, "projects": projects, "corrections": corrections}
 
 
 # Where the published JSON (in <publish dir>/<cycle>/) finds the served copies the site holds.
@@ -385,17 +438,29 @@ def _rows(con, query: str, *params: Any) -> list[dict[str, Any]]:
     return [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in cur.fetchall()]
 
 
+def _published_seal(cycle_id: str) -> Seal:
+    """The seal the cycle's publication applied, for the operator's lines (a private project's
+    attempts are published under labels); no seal when the warehouse cannot be read now."""
+    try:
+        with connect(None, read_only=True) as con:
+            private = private_projects(con, cycle_id)
+        return Seal(cycle_id, private, read_revealed(publish_dir(), cycle_id))
+    except Exception:  # noqa: BLE001 (only the log lines' lookup depends on it)
+        return Seal(cycle_id)
+
+
 def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
     """The planned attempts of a run as the rubric scored them (published/<cycle>/attempts.json,
     written from marts.attempt_scores): outcome, points, score, served evidence. One line each."""
     path = publish_dir() / cycle_id / "attempts.json"
     rows = {a["attempt_id"]: a for a in json.loads(path.read_text())["attempts"]}
+    seal = _published_seal(cycle_id)
     lines = [f"attempts of this run as scored by the rubric ({path}):"]
     for spec_path in spec_paths:
         spec = read_spec(spec_path)
         current, chain = spec, []
-        while current.attempt_id in rows:
-            chain.append(rows[current.attempt_id])
+        while (published := seal.attempt_id(current.attempt_id, current.project_id)) in rows:
+            chain.append(rows[published])
             current = current.rerun()
         if not chain:
             lines.append(f"  {spec.label}: not in the published attempts")
@@ -408,8 +473,10 @@ def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
         points = (
             f"{row['install_points']}+{row['run_points']}+{row['recovery_points']:g}+{row['depth_points']}"
         )
+        log = row["served_log_uri"] or (
+            "sealed until the reveal (a private project)" if row.get("sealed") else "none (no served copy)"
+        )
         lines.append(
-            f"  {spec.label}: {row['outcome']}, points {points}, score {row['score']:.1f}{reruns}; "
-            f"log {row['served_log_uri'] or 'none (no served copy)'}"
+            f"  {spec.label}: {row['outcome']}, points {points}, score {row['score']:.1f}{reruns}; log {log}"
         )
     return lines

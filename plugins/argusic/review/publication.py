@@ -57,6 +57,8 @@ class Changes:
     unchanged: bool = False
     harness_edition: str | None = None  # the harness edition the cycle ran (marts.board)
     sponsors: list[dict] = field(default_factory=list)  # agent_id, sponsor, sponsorship
+    sealed: list[str] = field(default_factory=list)  # private projects' labels, sealed in this board
+    revealing: list[str] = field(default_factory=list)  # private projects this board names first
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,15 @@ def _review_state(cycle_id: str, db_path: Path | None) -> tuple[list[dict], list
     )
 
 
-def changes(cycle_id: str, rows: list[dict], previous: dict | None, db_path: Path | None = None) -> Changes:
-    """The board rows about to be published against the last published board of the cycle."""
+def changes(
+    cycle_id: str,
+    rows: list[dict],
+    previous: dict | None,
+    db_path: Path | None = None,
+    private: dict | None = None,
+) -> Changes:
+    """The board rows about to be published against the last published board of the cycle;
+    ``private``: the board's ``private_projects`` (sealed labels, revealed ids)."""
     excluded, corrected = _review_state(cycle_id, db_path)
     now = {r["agent_id"]: r for r in rows}
     before = {r.get("agent_id"): r for r in (previous or {}).get("rows", []) if isinstance(r, dict)}
@@ -147,6 +156,11 @@ def changes(cycle_id: str, rows: list[dict], previous: dict | None, db_path: Pat
             if r.get("sponsor")
         ],
         unchanged=same,
+        sealed=list((private or {}).get("sealed") or []),
+        revealing=sorted(
+            set((private or {}).get("revealed") or [])
+            - set(((previous or {}).get("private_projects") or {}).get("revealed") or [])
+        ),
     )
 
 
@@ -187,6 +201,18 @@ def body_of(changes: Changes, board_sha256: str) -> str:
         lines.append(
             f"- `{sp['agent_id']}` sponsored by {quoted(sp['sponsor'])}{what}, shown next to its result"
         )
+    if c.sealed:
+        lines.append(
+            f"Private projects sealed in this board (methodology section 6): {len(c.sealed)}, published "
+            "as labels with no name, commit, agent's words, log or recording until the cycle's private "
+            "pool is revealed."
+        )
+    if c.revealing:
+        lines.append(
+            "**This publication reveals** the cycle's private projects "
+            + ", ".join(f"`{p}`" for p in c.revealing)
+            + ": their names, commits, pages, logs and recordings become public."
+        )
     lines.append("")
     if c.excluded:
         lines.append("Projects kept out of the scores by environment review:")
@@ -215,9 +241,11 @@ def body_of(changes: Changes, board_sha256: str) -> str:
 def prepare(cycle_id: str, db_path: Path | None = None, out_dir: Path | None = None) -> Prepared:
     """The board as it would be published now (expectations and evidence audit included), and the
     approval form's subject and body. PublicationBlocked when it could not be published at all."""
-    publication = compose_publication(cycle_id, db_path)
+    publication = compose_publication(cycle_id, db_path, out_dir=out_dir)
     board = json.loads(publication.board_text)
-    found = changes(cycle_id, board["rows"], last_published(cycle_id, out_dir), db_path)
+    found = changes(
+        cycle_id, board["rows"], last_published(cycle_id, out_dir), db_path, board.get("private_projects")
+    )
     subject = f"Publish the board of cycle {cycle_id}?"
     return Prepared(cycle_id, publication.board_sha256, subject, body_of(found, publication.board_sha256))
 

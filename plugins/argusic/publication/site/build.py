@@ -102,7 +102,7 @@ FIELDS = {
     ),
     "project": (
         "project_id commit_sha verdict verified_by_agent verified_by_attempt_id verified_at "
-        "complete_attempts valid_attempts recorded_attempts review_status"
+        "complete_attempts valid_attempts recorded_attempts review_status project_label sealed"
     ),
     "attempt": (
         "attempt_id agent_id project_id purpose attempt_no is_valid invalid_reason outcome score "
@@ -113,7 +113,7 @@ FIELDS = {
         "served_log_bytes served_recording_sha256 served_recording_bytes masking_applied "
         "served_copy_withheld harness_edition scaffold_sha256 image_role image_reference image_digest "
         "instructions_version instructions_sha256 limit_cpus limit_memory_bytes limit_pids "
-        "limit_disk_bytes network_mode limit_budget_seconds display container_fault"
+        "limit_disk_bytes network_mode limit_budget_seconds display container_fault project_label sealed"
     ),
     "correction": "attempt_id dispute_id note decided_by decided_at rerun_attempt_id",
     "tier": "tier reference_model weights_gb context_gb overhead_gb required_gb required_unified_gb",
@@ -301,7 +301,16 @@ def run_href(attempt_id: str) -> str:
     return href(served_segment(attempt_id))
 
 
+SEALED_WORDS = (
+    "sealed: this project is in the cycle's private pool, which is revealed after the cycle ends; "
+    "until then its name, commit, the agent's words, log and recording are not published (the raw "
+    "evidence's fingerprints below commit to them now, and can be checked after the reveal)"
+)
+
+
 def masking_words(attempt: dict[str, Any]) -> str:
+    if attempt.get("sealed"):
+        return SEALED_WORDS
     if attempt.get("served_copy_withheld"):
         return "served copies withheld: nothing is shown, the attempt is invalid and rerun"
     if not attempt.get("served_log_sha256") and not attempt.get("served_recording_sha256"):
@@ -384,6 +393,8 @@ def _served(
     """Fetch a served copy from the store, check it against the published sha256 and size, and keep
     it in the site (or link it under the public base)."""
     sha, size = attempt.get(f"served_{kind}_sha256"), attempt.get(f"served_{kind}_bytes")
+    if attempt.get("sealed"):  # never fetched, copied or linked (argusic.publication.sealing)
+        return Served(note=f"no served {kind}: " + SEALED_WORDS)
     if attempt.get("served_copy_withheld") or not sha:
         return Served(note=f"no served {kind}: " + masking_words(attempt))
     key = served_key_for(attempt["attempt_id"], kind, sha)
