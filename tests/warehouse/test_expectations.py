@@ -145,7 +145,26 @@ def good_frames() -> dict[str, pd.DataFrame]:
     )
     return {
         # container_fault (issue #25): a valid attempt the container cut short, and why; none here
-        "attempt_scores": attempts.assign(container_fault=None),
+        # and the claims beside the observations (edition 1.7): these records predate them (None)
+        "attempt_scores": attempts.assign(
+            container_fault=None,
+            **dict.fromkeys(
+                [
+                    "claimed_install_ok",
+                    "observed_install_ok",
+                    "claimed_ran_ok",
+                    "observed_ran_ok",
+                    "claimed_errors_encountered",
+                    "observed_errors_encountered",
+                    "claimed_errors_fixed",
+                    "observed_errors_fixed",
+                    "claimed_test_depth",
+                    "observed_verified",
+                    "seal_status",
+                    "claims_not_shown",
+                ]
+            ),
+        ),
         "pair_sets": pair_sets,
         "project_review": review,
         "project_verdicts": verdicts,

@@ -75,7 +75,12 @@ SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_val
        r.harness_edition, r.scaffold_sha256, r.image_role, r.image_reference, r.image_digest,
        r.instructions_version, r.instructions_sha256, r.limit_cpus, r.limit_memory_bytes, r.limit_pids,
        r.limit_disk_bytes, r.network_mode, r.limit_budget_seconds, r.display,
-       s.container_fault
+       s.container_fault,
+       -- the agent's claim beside what the harness observed (edition 1.7), and the seal
+       s.claimed_install_ok, s.observed_install_ok, s.claimed_ran_ok, s.observed_ran_ok,
+       s.claimed_errors_encountered, s.observed_errors_encountered, s.claimed_errors_fixed,
+       s.observed_errors_fixed, s.claimed_test_depth, s.observed_verified, s.seal_status,
+       s.claims_not_shown
 FROM marts.attempt_scores AS s
 JOIN raw.run_records AS r USING (attempt_id)
 WHERE s.cycle_id = ?

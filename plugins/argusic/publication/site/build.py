@@ -113,7 +113,10 @@ FIELDS = {
         "served_log_bytes served_recording_sha256 served_recording_bytes masking_applied "
         "served_copy_withheld harness_edition scaffold_sha256 image_role image_reference image_digest "
         "instructions_version instructions_sha256 limit_cpus limit_memory_bytes limit_pids "
-        "limit_disk_bytes network_mode limit_budget_seconds display container_fault project_label sealed"
+        "limit_disk_bytes network_mode limit_budget_seconds display container_fault project_label sealed "
+        "claimed_install_ok observed_install_ok claimed_ran_ok observed_ran_ok claimed_errors_encountered "
+        "observed_errors_encountered claimed_errors_fixed observed_errors_fixed claimed_test_depth "
+        "observed_verified seal_status claims_not_shown"
     ),
     "correction": "attempt_id dispute_id note decided_by decided_at rerun_attempt_id",
     "tier": "tier reference_model weights_gb context_gb overhead_gb required_gb required_unified_gb",
