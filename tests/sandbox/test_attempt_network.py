@@ -94,6 +94,14 @@ def outside(tmp_path: Path):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
+def _answers(url: str, tries: int = 100) -> bool:
+    for _ in range(tries):
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
@@ -115,6 +123,8 @@ def test_an_attempt_reaches_the_outside_but_not_the_host_or_a_neighbour(env, tmp
     try:
         neighbour.reload()
         neighbour_ip = neighbour.attrs["NetworkSettings"]["Networks"][net.name]["IPAddress"]
+        # the neighbour answers the host (so a refusal below is the firewall, not a server still starting)
+        assert _answers(f"http://{neighbour_ip}:8766/"), "the neighbour's server never came up"
         targets = {
             "outside": outside,
             "host": f"http://{net.gateway}:{host_service.server_address[1]}/",
@@ -132,6 +142,9 @@ def test_an_attempt_reaches_the_outside_but_not_the_host_or_a_neighbour(env, tmp
         assert record.environment.limits.network == "section7"
         assert record.invalid_reason is None and record.container_fault is None
         rules = subprocess.run(["iptables", "-S", "DOCKER-USER"], capture_output=True, text=True).stdout
+        inputs = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout
+        print("seen from the attempt:", json.dumps(seen, indent=1))  # shown with -s: the closing note's
+        print("\n".join(line for line in (inputs + rules).splitlines() if net.bridge in line))
         assert f"-A DOCKER-USER -d 169.254.0.0/16 -i {net.bridge}" in rules  # metadata: rejected, never sent
         inspected = client.networks.get(net.name).attrs
         assert inspected["Options"]["com.docker.network.bridge.enable_icc"] == "false"
