@@ -377,3 +377,50 @@ def test_run_attempt_without_the_tasks_package_lands_no_artifacts(tmp_path, scri
     path, _ = _run(tmp_path, "page")
     assert load_record_file(path).invalid_reason is None
     assert not (path.parent / "out" / "artifacts").exists()
+
+
+def test_the_seal_comes_through_when_its_pipe_is_descriptor_7(tmp_path, scripted, monkeypatch):
+    """Under load the orchestrator's seal pipe got descriptor 7 itself, and the bootstrap's
+    `7>&7 7>&-` closed it: every attempt of that process ended "seal did not reach us" (found by
+    test_analyst in a whole run). The local executor now moves such a pipe first. Here the seal's
+    pipe is given descriptor 7 (what held 7 in this process is put back afterwards)."""
+    import os
+    import sys
+
+    from argusic.sandbox import executor as executor_module
+
+    real_pipe, made = os.pipe, []
+    held = os.dup(7) if _open(7) else None
+
+    def pipe_on_7() -> tuple[int, int]:
+        read, write = real_pipe()
+        caller = sys._getframe(1)
+        if caller.f_code.co_name != "run" or caller.f_globals is not vars(executor_module):
+            return read, write  # another pipe (subprocess, the reaper): left alone
+        made.append(write)
+        if len(made) == 2:  # the local executor's second: the seal's; its write end becomes 7
+            os.dup2(write, 7, inheritable=False)
+            os.close(write)
+            write = 7
+        return read, write
+
+    monkeypatch.setattr(executor_module.os, "pipe", pipe_on_7)
+    try:
+        path, _ = _run(tmp_path, "ok")
+    finally:
+        if held is not None:
+            os.dup2(held, 7, inheritable=False)
+            os.close(held)
+    record = load_record_file(path)
+    assert len(made) == 2
+    assert record.invalid_reason is None and record.seal.status == "intact", record.invalid_reason
+
+
+def _open(fd: int) -> bool:
+    import os
+
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True

@@ -591,6 +591,10 @@ class LocalExecutor:
             # killed between the two would otherwise leave it running with no one to kill it.
             gate_read, gate_write = os.pipe()
             seal_read, seal_write = os.pipe()  # the harness's seal, as init.py gives it in a container
+            if seal_write == SEAL_FD:  # `7>&7 7>&-` below would close it: give it another number
+                moved = os.dup(seal_write)
+                os.close(seal_write)
+                seal_write = moved
             os.set_blocking(seal_read, False)
             try:
                 gate = (
