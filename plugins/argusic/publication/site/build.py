@@ -517,6 +517,7 @@ table.list td.num, table.list th.num { text-align: right; }
   border-bottom: 1px solid #e3e3e3; }
 #dispute { margin-top: 1.5rem; border-top: 1px solid #e3e3e3; }
 #rules a { margin-right: .3rem; }
+#editions td:nth-child(-n+2) { white-space: nowrap; }
 """
 
 
