@@ -19,6 +19,8 @@ RUN pip install --no-cache-dir -r requirements.txt -c constraints.txt \
  && pip install --no-cache-dir --no-deps -e .
 COPY dags ./dags
 COPY dbt_project ./dbt_project
+# The methodology: published with every board and rendered on the site (methodology.html).
+COPY METHODOLOGY.md ./
 ENV AIRFLOW_HOME=/opt/airflow
 # Airflow's plugins folder: empty on purpose (not plugins/, whose *.py Airflow would execute).
 RUN mkdir -p /opt/airflow/plugins /opt/airflow/logs /var/cache/argusic/runs

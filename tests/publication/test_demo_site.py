@@ -29,7 +29,7 @@ import pytest
 from argusic.sandbox.executor import docker_available
 from test_attempt_page_browser import BROWSER_ARGS, chromium
 from test_dbt_rules import DBT_PROJECT, sponsor
-from test_site import link_problems, number_problems, published_values
+from test_site import RULE_PAGES, link_problems, number_problems, published_values
 
 pytestmark = [
     pytest.mark.slow,
@@ -196,7 +196,7 @@ const marks = [];
 document.querySelectorAll('[data-n]').forEach(e => marks.push(
   {page: page, n: e.dataset.n, scale: e.dataset.scale, digits: e.dataset.digits, text: e.textContent}));
 document.querySelectorAll('[data-v]').forEach(e => marks.push({page: page, v: e.dataset.v}));
-const skip = '[data-n], [data-v], [data-quote], pre, script, style, #player';
+const skip = '[data-n], [data-v], [data-quote], [data-doc], [data-setting], pre, script, style, #player';
 const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 const loose = [];
 while (walker.nextNode()) {
@@ -205,7 +205,10 @@ while (walker.nextNode()) {
     loose.push(node.textContent.trim());
   }
 }
-return {marks: marks, loose: loose, title: document.title};
+const rules = Array.from(document.querySelectorAll('#rules a')).map(a => a.getAttribute('href'));
+const dispute = document.getElementById('dispute');
+return {marks: marks, loose: loose, title: document.title, rules: rules,
+        dispute: dispute ? dispute.innerText : null};
 """
 
 
@@ -297,19 +300,27 @@ def test_every_page_in_chromium_shows_only_published_numbers(
     site = demo / "site"
     pages = sorted(str(p.relative_to(site)) for p in site.rglob("*.html"))
     kinds = {_kind(p) for p in pages}
-    assert kinds == {"index", "pool", "projects", "runs", "hardware", "kinds", "instructions", "harness"}, (
-        kinds
-    )
+    assert kinds == {
+        "index", "pool", "projects", "runs", "hardware", "kinds", "instructions", "harness",
+        "methodology", "content", "disputes",
+    }, kinds  # fmt: skip
     assert len([p for p in pages if "/runs/" in p]) == 48
     numbers, strings = published_values(demo)
-    marks, loose, errors = [], [], []
+    marks, loose, errors, footers, disputes = [], [], [], [], []
     for page in pages:
         browser.get(served + page)
         found = browser.execute_script(MARKS_JS, page)
         marks += found["marks"]
         loose += [f"{page}: {text!r}" for text in found["loose"]]
         errors += [f"{page}: {e['message']}" for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        root = "../" * page.count("/")
+        if found["rules"] != [f"{root}{name}" for name in RULE_PAGES]:
+            footers.append(f"{page}: {found['rules']}")
+        result = "/runs/" in page or "/projects/" in page
+        if result and "Dispute this result" not in (found["dispute"] or ""):
+            disputes.append(page)
     assert errors == []  # no console error anywhere (a blocked script or a missing file would be one)
+    assert footers == [] and disputes == []  # the rules in every footer, a dispute section on each result
     assert loose == []  # no number outside a marked field (a published number or string) or quoted text
     assert number_problems(marks, numbers, strings) == []
     shown = [m for m in marks if "n" in m]
@@ -370,6 +381,42 @@ def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served:
     )
     assert browser.find_element(By.ID, "edition").text.startswith(edition)
     assert attempt["image_digest"] in browser.find_element(By.ID, "ran-under").text
+
+
+def test_the_rules_pages_in_chromium(demo: Path, served: str, browser, tmp_path) -> None:
+    """The methodology page lists every edition the publication carries with its effective date from
+    the records (the demo's attempts ran under the current edition: effective, with its runs) and
+    renders the published METHODOLOGY.md; a sealed project's run page disputes under its label."""
+    from argusic.core.evidence import served_segment
+    from selenium.webdriver.common.by import By
+
+    board = json.loads((demo / CYCLE / "board.json").read_text())
+    document, editions = board["methodology"], board["methodology_editions"]
+    assert hashlib.sha256(document["text"].encode()).hexdigest() == document["sha256"]
+    assert len(editions) >= 11 and all(e["summary"] for e in editions)
+    attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
+    ran = {a["methodology_version"] for a in attempts}
+    assert {e["edition"] for e in editions if e["effective_on"]} >= ran
+    browser.get(served + "methodology.html")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#editions tbody tr")
+    assert [r.get_attribute("id") for r in rows] == [f"methodology-{e['edition']}" for e in editions]
+    for row, edition in zip(rows, editions, strict=True):
+        if edition["effective_on"]:
+            assert edition["effective_on"] in row.text
+    article = browser.find_element(By.ID, "methodology-text")
+    assert article.get_attribute("data-doc") == document["sha256"]
+    assert "Argusic methodology" in article.find_element(By.TAG_NAME, "h1").text
+    assert article.find_elements(By.CSS_SELECTOR, "h2#m-11-editions-changelog")
+    browser.save_screenshot(str(_shots_dir(tmp_path) / "site-methodology.png"))
+    browser.get(served + "content.html")
+    assert (
+        "It runs, the demo works."
+        in browser.find_element(By.ID, "dashes").find_element(By.XPATH, "following-sibling::p").text
+    )
+    sealed = next(a for a in attempts if a.get("sealed"))
+    browser.get(f"{served}cycles/{CYCLE}/runs/{served_segment(sealed['attempt_id'])}.html")
+    assert sealed["attempt_id"] in browser.find_element(By.ID, "dispute").text
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
 def test_project_page_links_where_each_attempt_stopped(demo: Path, served: str, browser, tmp_path) -> None:

@@ -202,6 +202,13 @@ def test_a_mid_cycle_publication_names_no_private_project_and_the_reveal_names_t
     assert 'id="sealed"' in page and "sealed until the reveal" in page and 'id="log"' not in page
     project_page = out / "site" / "cycles" / CYCLE / "projects" / f"{quiet['project_id']}.html"
     assert "private project" in project_page.read_text()
+    # The dispute sections name the sealed attempt id and label, never the project (issue 32).
+    run_dispute = page.split('<section id="dispute">', 1)[1].split("</section>")[0]
+    assert quiet["attempt_id"] in run_dispute and "quietwave" not in run_dispute
+    project_dispute = project_page.read_text().split('<section id="dispute">', 1)[1].split("</section>")[0]
+    assert quiet["project_label"] in project_dispute
+    for needle in (n for project in PRIVATE for n in _needles(project)):
+        assert needle not in run_dispute and needle not in project_dispute, needle
     served = list((out / "site" / "evidence").rglob("*"))
     assert not any("private-" in str(p) for p in served)
 
@@ -298,3 +305,6 @@ def test_a_sealed_run_page_in_chromium(cycle, tmp_path: Path) -> None:
         browser.get(pages[0].as_uri())
         facts = browser.find_element("id", "sealed").text
         assert "revealed after the cycle ends" in facts
+        assert quiet["attempt_id"] in browser.find_element("id", "dispute").text
+        browser.get(pages[1].as_uri())
+        assert f"Each result of {quiet['project_label']}" in browser.find_element("id", "dispute").text

@@ -45,10 +45,13 @@ def _parse(page: Path) -> _Links:
     return parser
 
 
-def link_problems(site: Path, public_base: str | None = None) -> tuple[int, list[str]]:
+def link_problems(
+    site: Path, public_base: str | None = None, addresses: tuple[str, ...] = ()
+) -> tuple[int, list[str]]:
     """(links checked, problems): every <a href>, <script src>, <link href> of every page must be a
     relative link to a file of the site (and to an id of it, with a #fragment), or under the public
-    evidence base; no file:// anywhere in the site."""
+    evidence base, or one of the configured ``addresses`` (where disputes are sent); no file://
+    anywhere in the site."""
     problems, checked, parsed = [], 0, {}
     root = site.resolve()
     for path in sorted(site.rglob("*")):  # the pages and styles (the vendored player's code names it)
@@ -61,6 +64,8 @@ def link_problems(site: Path, public_base: str | None = None) -> tuple[int, list
             if parts.scheme == "data":  # inline (the empty favicon): nothing to fetch
                 continue
             if parts.scheme or parts.netloc:
+                if link in addresses:
+                    continue
                 if not (public_base and link.startswith(public_base)):
                     problems.append(f"{page.relative_to(site)}: absolute link {link}")
                 continue
@@ -120,6 +125,48 @@ def number_problems(marked: list[dict], numbers: set[float], strings: set[str]) 
         if mark["text"] != shown:
             problems.append(f"{mark['page']}: shows {mark['text']!r} for {mark['n']} (expected {shown!r})")
     return problems
+
+
+# Elements whose text may hold digits that are not a published number: a marked published value,
+# quoted text (the agent's words, a log), a published document rendered whole (``data-doc``: the
+# methodology, its sha256 published beside it), a setting of the site (``data-setting``: where
+# disputes are sent), scripts and styles, the player.
+LOOSE_DIGITS_SKIP = ("data-n", "data-v", "data-quote", "data-doc", "data-setting")
+_VOID = {"meta", "link", "br", "img", "input", "hr", "source", "col", "wbr"}
+
+
+class _Loose(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[bool] = []  # per open element: is its text skipped
+        self.in_body = False
+        self.loose: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body":
+            self.in_body = True
+        if tag in _VOID:
+            return
+        names = {name for name, _ in attrs}
+        skipped = (self.stack[-1] if self.stack else False) or tag in ("pre", "script", "style")
+        skipped = skipped or bool(names & set(LOOSE_DIGITS_SKIP)) or ("id", "player") in attrs
+        self.stack.append(skipped)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in _VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self.in_body and not (self.stack and self.stack[-1]) and re.search(r"(^|[^A-Za-z0-9])[0-9]", data):
+            self.loose.append(data.strip())
+
+
+def loose_digits(html: str) -> list[str]:
+    """The page's text nodes (in <body>) holding a number outside a marked field, quoted text or a
+    published document: the browser test's rule, without a browser."""
+    parser = _Loose()
+    parser.feed(html)
+    return parser.loose
 
 
 # -- quoted text ------------------------------------------------------------------------------------
@@ -575,3 +622,143 @@ def test_an_edition_published_as_a_number_still_links_its_entry(tmp_path: Path, 
     assert 'href="harness.html#edition-1"' in (site / "index.html").read_text()
     assert 'id="edition-1"' in (site / "harness.html").read_text()
     assert link_problems(site)[1] == []
+
+
+# -- the rules on the site (issue 32) ---------------------------------------------------------------
+
+RULE_PAGES = ("methodology.html", "content.html", "disputes.html")
+
+
+def _with_methodology(publish: Path) -> dict:
+    """The small published cycle's board with the methodology and its editions, as publication writes
+    them (the document from this checkout; 1.5 effective before it was written, 1.7 not run yet)."""
+    from argusic.publication.board import changelog_summaries, methodology_document
+
+    document = methodology_document()
+    summaries = changelog_summaries(document["text"])
+    board_path = publish / "2026-11-x" / "board.json"
+    board = json.loads(board_path.read_text())
+    board["methodology"] = document
+    board["methodology_editions"] = [
+        {"edition": "1.5", "written_on": "2026-10-08", "effective_on": "2026-10-07",
+         "effective_before_written": True, "runs_recorded": 1, "summary": summaries["1.5"]},
+        {"edition": "1.7", "written_on": "2026-12-02", "effective_on": None,
+         "effective_before_written": False, "runs_recorded": 0, "summary": summaries["1.7"]},
+    ]  # fmt: skip
+    board_path.write_text(json.dumps(board))
+    return board
+
+
+def _marks(html: str, page: str) -> list[dict]:
+    marks = [
+        {"page": page, "n": n_value, "scale": scale, "digits": digits, "text": shown}
+        for n_value, scale, digits, shown in re.findall(
+            r'data-n="([^"]*)" data-scale="([^"]*)" data-digits="([^"]*)">([^<]*)<', html
+        )
+    ]
+    return marks + [{"page": page, "v": html_unescape(v)} for v in re.findall(r'data-v="([^"]*)"', html)]
+
+
+def test_the_rules_pages_footer_links_and_dispute_sections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The methodology (rendered from the published METHODOLOGY.md, no raw HTML, links or inline
+    style; every edition with its written date, its effective date from the records and what
+    changed), how content is written and how to dispute a result: linked from every page's footer;
+    every run and project page ends with a dispute section naming what to send; no number on them
+    outside a published value; no dispute address configured: the pages say so."""
+    from argusic.publication.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=True)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    monkeypatch.delenv("ARGUSIC_DISPUTE_ADDRESS", raising=False)
+    board = _with_methodology(publish)
+    site = build_site(publish)
+    pages = sorted(site.rglob("*.html"))
+    assert {p.name for p in pages} >= set(RULE_PAGES)
+    for page in pages:  # every page's footer links the three rule pages, relative to where it is
+        html = page.read_text()
+        root = "../" * len(page.relative_to(site).parent.parts)
+        footer = html.split('<p id="rules">', 1)[1].split("</p>", 1)[0]
+        assert [f'href="{root}{name}"' in footer for name in RULE_PAGES] == [True] * 3, page
+    checked, problems = link_problems(site)
+    assert problems == [] and checked > 20
+
+    def text(page: str) -> str:
+        return " ".join(html_unescape(re.sub(r"<[^>]+>", " ", (site / page).read_text())).split())
+
+    methodology = (site / "methodology.html").read_text()
+    rows = methodology.split('id="editions"', 1)[1].split("</table>", 1)[0]
+    assert 'id="methodology-1.5"' in rows and 'id="methodology-1.7"' in rows
+    assert "2026-10-07 (before the edition was written)" in text("methodology.html")
+    assert "no run recorded under it yet" in rows
+    assert html_unescape(board["methodology_editions"][1]["summary"]) in html_unescape(rows)
+    article = methodology.split('<article class="doc" id="methodology-text"', 1)[1].split("</article>")[0]
+    assert f'data-doc="{board["methodology"]["sha256"]}"' in article
+    assert '<h2 id="m-11-editions-changelog">11. Editions (changelog)</h2>' in article
+    assert "<table>" in article and "style=" not in article and "<a " not in article
+    assert "<script" not in methodology and "style=" not in methodology
+    content = text("content.html")
+    for words in ("Masking", "Dashes in quoted text", "never edited or deleted", "It runs, the demo works."):
+        assert words in content, words
+    disputes = text("disputes.html")
+    assert "the attempt's id" in disputes and "never published" in disputes
+    assert "The address to send it to is not configured yet for this site" in disputes
+    # the run and project pages end with a dispute section
+    run = "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html"
+    section = (site / run).read_text().split('<section id="dispute">', 1)[1].split("</section>")[0]
+    assert "2026-11-x.board.readme-runner.demo.a1" in section and "disputes.html" in section
+    assert 'href="../../../methodology.html#methodology-1.5"' in (site / run).read_text()
+    project = (site / "cycles/2026-11-x/projects/demo.html").read_text()
+    assert '<section id="dispute">' in project and "open its run page" in project
+    # every number on these pages is a published value, or inside the rendered document
+    numbers, strings = published_values(publish)
+    marks, loose = [], []
+    for page in (*RULE_PAGES, run, "cycles/2026-11-x/projects/demo.html", "index.html"):
+        html = (site / page).read_text()
+        marks += _marks(html, page)
+        loose += [f"{page}: {t!r}" for t in loose_digits(html)]
+    assert loose == [] and number_problems(marks, numbers, strings) == []
+    assert any(m.get("v") == "2026-10-07" for m in marks)
+
+
+def test_a_board_without_the_methodology_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from argusic.publication.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    site = build_site(publish)
+    assert (site / "methodology.html").read_text().count("Not published.") == 2
+    assert link_problems(site)[1] == []
+
+
+def test_the_dispute_address_comes_from_the_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argusic.core.settings import dispute_address
+    from argusic.publication.site import build_site
+
+    for bad in ("http://example.org/d", "ftp://x", "file:///tmp/x", "mailto:nobody", "https://a b"):
+        monkeypatch.setenv("ARGUSIC_DISPUTE_ADDRESS", bad)
+        with pytest.raises(ValueError, match="ARGUSIC_DISPUTE_ADDRESS"):
+            dispute_address()
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    address = "https://disputes.example.org/new?kind=result"
+    monkeypatch.setenv("ARGUSIC_DISPUTE_ADDRESS", address)
+    site = build_site(publish)
+    link = f'<a href="{address.replace("&", "&amp;")}" data-setting>'
+    for page in ("disputes.html", "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html",
+                 "cycles/2026-11-x/projects/demo.html"):  # fmt: skip
+        html = (site / page).read_text()
+        assert link in html and "not configured" not in html, page
+        assert loose_digits(html) == [], page
+    assert link_problems(site)[1] != []  # an absolute link, allowed only as the configured address
+    assert link_problems(site, addresses=(address,))[1] == []
+    monkeypatch.setenv("ARGUSIC_DISPUTE_ADDRESS", "mailto:disputes@example.org")
+    site = build_site(publish)
+    assert (
+        '<a href="mailto:disputes@example.org" data-setting>disputes@example.org</a>'
+        in (site / "disputes.html").read_text()
+    )

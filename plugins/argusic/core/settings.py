@@ -188,3 +188,24 @@ def public_evidence_base() -> str | None:
             "quotes); leave it unset to link the site's own copies"
         )
     return base.rstrip("/") + "/"
+
+
+DISPUTE_ADDRESS_ENV = "ARGUSIC_DISPUTE_ADDRESS"
+DISPUTE_ADDRESS_PLACEHOLDER = "not configured yet"
+
+
+def dispute_address() -> str | None:
+    """ARGUSIC_DISPUTE_ADDRESS: where the public site tells a maintainer to send a dispute of a
+    result: a public https:// page (a form, an issue tracker) or a ``mailto:`` address the operator
+    reads. Whoever reads it files the dispute as today (``argusic dispute file`` or the
+    ``argusic_disputes`` DAG). Unset: the pages say no address is configured yet
+    (``DISPUTE_ADDRESS_PLACEHOLDER``); nothing is invented."""
+    address = os.environ.get(DISPUTE_ADDRESS_ENV, "").strip()
+    if not address:
+        return None
+    if not re.fullmatch(r"https://[^\s\"'<>\\]+|mailto:[^\s\"'<>\\@/]+@[^\s\"'<>\\@/]+", address):
+        raise ValueError(
+            f"{DISPUTE_ADDRESS_ENV}={address!r}: expected a public https:// address or a mailto: "
+            "address (no spaces or quotes); leave it unset until there is one"
+        )
+    return address

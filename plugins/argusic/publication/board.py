@@ -18,6 +18,7 @@ import decimal
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 from argusic.attempts.story import _text
 from argusic.core.evidence import EvidenceStore, served_key_for
 from argusic.core.layout import publish_dir
-from argusic.core.settings import public_evidence_base, warehouse_path
+from argusic.core.settings import code_root, public_evidence_base, warehouse_path
 from argusic.core.spec import read_spec
 from argusic.external import INSTRUCTIONS_TEMPLATE
 from argusic.publication.attempt_page import PlayerMissing
@@ -114,6 +115,12 @@ ORDER BY c.attempt_id, c.decided_at, c.dispute_id
 # cycle's valid attempts ran under one environment (marts.cycle_environments); read when they exist.
 HARNESS_EDITIONS_SQL = "SELECT * FROM marts.harness_editions ORDER BY written_on, edition"
 CYCLE_ENVIRONMENT_SQL = "SELECT * FROM marts.cycle_environments WHERE cycle_id = ?"
+# The methodology's editions with each one's effective date read from the run records
+# (marts.methodology_editions); what changed is the edition's row of METHODOLOGY.md's changelog.
+METHODOLOGY_EDITIONS_SQL = "SELECT * FROM marts.methodology_editions"
+METHODOLOGY_EDITION_FIELDS = ("written_on", "effective_on", "effective_before_written", "runs_recorded")
+METHODOLOGY_FILE = "METHODOLOGY.md"
+_CHANGELOG_ROW = re.compile(r"^\|\s*v?([0-9][0-9A-Za-z.]*)\s*\|[^|]*\|[^|]*\|\s*(.*?)\s*\|\s*$")
 # What the published files may show of the standard instructions (the prompt every external harness
 # gets; the reference harness takes none: it reads the project's README).
 INSTRUCTED_HARNESSES = ("claude-code", "codex")
@@ -292,6 +299,8 @@ def compose_publication(
         "instructions": standard_instructions(),
         "environment": extra["environment"],
         "harness_editions": extra["harness_editions"],
+        "methodology": extra["methodology"],
+        "methodology_editions": extra["methodology_editions"],
         "private_projects": {
             "count": len(seal.private),
             "sealed": [seal.label(p) for p in seal.order() if p in seal.sealed],
@@ -402,6 +411,40 @@ def standard_instructions() -> dict[str, Any]:
     }
 
 
+def methodology_document(path: Path | None = None) -> dict[str, Any] | None:
+    """METHODOLOGY.md as published (the site renders it): its text and sha256; None when this
+    installation has no copy (the page then says it is not published)."""
+    path = path or code_root() / METHODOLOGY_FILE
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return {"file": METHODOLOGY_FILE, "sha256": sha256, "text": text}
+
+
+def changelog_summaries(text: str | None) -> dict[str, str]:
+    """Each edition's "Change" cell of the changelog table in METHODOLOGY.md, by version ("1.6")."""
+    found: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        if match := _CHANGELOG_ROW.match(line.strip()):
+            found.setdefault(match[1], match[2])
+    return found
+
+
+def methodology_editions(con, document: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Every methodology edition with its written date, its effective date from the run records
+    (marts.methodology_editions) and what changed (the document's changelog); [] before the mart."""
+    if not _relation_exists(con, "marts", "methodology_editions"):
+        return []
+    summaries = changelog_summaries(document["text"] if document else None)
+    rows = [
+        {"edition": row.get("version"), **{k: row.get(k) for k in METHODOLOGY_EDITION_FIELDS}}
+        for row in _rows(con, METHODOLOGY_EDITIONS_SQL)
+    ]
+    rows.sort(key=lambda r: (str(r["written_on"] or ""), str(r["edition"] or "")))
+    return [{**row, "summary": summaries.get(str(row["edition"]))} for row in rows]
+
+
 def _relation_exists(con, schema: str, name: str) -> bool:
     query = "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?"
     return con.execute(query, [schema, name]).fetchone()[0] > 0
@@ -417,7 +460,8 @@ def _hardware(con) -> dict[str, list[dict[str, Any]]]:
 
 def _publication_extras(con, cycle_id: str) -> dict[str, Any]:
     """What board.json carries beside the board: verdicts, corrections, hardware, target kinds, the
-    cycle's environment (one harness per cycle) and the harness changelog."""
+    cycle's environment (one harness per cycle), the harness changelog, and the methodology with its
+    editions (the site's rule pages)."""
     corrections = []
     if _relation_exists(con, "marts", "attempt_corrections"):
         corrections = _rows(con, CORRECTIONS_SQL, cycle_id)
@@ -427,7 +471,10 @@ def _publication_extras(con, cycle_id: str) -> dict[str, Any]:
     editions = []
     if _relation_exists(con, "marts", "harness_editions"):
         editions = _rows(con, HARNESS_EDITIONS_SQL)
+    document = methodology_document()
     return {
+        "methodology": document,
+        "methodology_editions": methodology_editions(con, document),
         "projects": _rows(con, PROJECTS_SQL, cycle_id, cycle_id),
         "corrections": corrections,
         "hardware": _hardware(con),

@@ -20,7 +20,14 @@ What the pages hold, and from where:
 - ``cycles/<cycle>/pool.html``: the public pool, and the private part once it is revealed;
 - ``hardware.html``, ``kinds.html`` (target kinds, status counted from the records),
   ``instructions.html``, ``harness.html`` (the harness changelog: each edition with its written and
-  effective dates; the board and run pages link the edition their cycle ran).
+  effective dates; the board and run pages link the edition their cycle ran);
+- the rules, linked from every page's footer: ``methodology.html`` (``METHODOLOGY.md`` as published
+  in board.json, rendered as Markdown without raw HTML, links or images, and every edition with its
+  written date, its effective date from the run records and what changed), ``content.html`` (how
+  content is written: what the presentation layer may and may not do, masking, dashes) and
+  ``disputes.html`` (what to send, where: ``ARGUSIC_DISPUTE_ADDRESS``, and how a dispute is ruled);
+  every run and project page ends with a "Dispute this result" section (a sealed project's names
+  only its label).
 
 Rules the build keeps: autoescaped templates, in which every written value has its Unicode bidi
 controls shown as escapes (``shown``), and no sentence written by a model; every number is a
@@ -45,6 +52,7 @@ from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from argusic.core.evidence import (
@@ -55,7 +63,7 @@ from argusic.core.evidence import (
     served_segment,
 )
 from argusic.core.safe_io import visible_bidi
-from argusic.core.settings import public_evidence_base
+from argusic.core.settings import DISPUTE_ADDRESS_PLACEHOLDER, dispute_address, public_evidence_base
 from argusic.publication.attempt_page import (
     DEFAULT_MAX_RECORDING_MB,
     INIT_SCRIPT,
@@ -130,6 +138,7 @@ FIELDS = {
         "edition written_on effective_on effective_before_written runs_recorded cycles_recorded "
         "instructions_version scaffold_sha256 summary"
     ),
+    "methodology_edition": "edition written_on effective_on effective_before_written runs_recorded summary",
     "environment": (
         "cycle_id valid_attempts attempts_with_environment attempts_without_environment harness_edition "
         "environments is_uniform disagrees_on"
@@ -245,6 +254,10 @@ def published_cycles(publish_dir: Path) -> list[PublishedCycle]:
         board.setdefault("attempts_through", None)
         board.setdefault("instructions", None)
         board["harness_editions"] = complete(board.get("harness_editions"), "edition")
+        board["methodology_editions"] = complete(board.get("methodology_editions"), "methodology_edition")
+        methodology = board.get("methodology")
+        usable = isinstance(methodology, dict) and isinstance(methodology.get("text"), str)
+        board["methodology"] = methodology if usable else None
         environment = complete([board.get("environment")], "environment")
         board["environment"] = environment[0] if environment else None
         cycle = PublishedCycle(
@@ -297,6 +310,47 @@ def edition_anchor(edition: Any) -> str:
     """The id of a harness edition's row on harness.html (letters, digits, '.', '_' and '-' kept; a
     file that wrote the edition as a number gets the same id as one that wrote it as text)."""
     return "edition-" + re.sub(r"[^A-Za-z0-9._-]", "-", str(edition))
+
+
+def methodology_anchor(edition: Any) -> str:
+    """The id of a methodology edition's row on methodology.html."""
+    return "methodology-" + re.sub(r"[^A-Za-z0-9._-]", "-", str(edition))
+
+
+# -- the methodology, rendered ---------------------------------------------------------------------
+
+
+def _markdown() -> MarkdownIt:
+    """CommonMark with tables; no raw HTML (it is shown as text), no links, images or autolinks (their
+    text is shown, nothing is fetched or followed), no typographic replacements."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable("table")
+    md.disable(["link", "image", "autolink", "reference", "html_inline", "html_block"])
+    return md
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
+
+
+def render_markdown(text: str) -> Markup:
+    """A published Markdown document (METHODOLOGY.md) as HTML: bidi controls shown as escapes, every
+    character of the text escaped, headings given ids (``m-<slug>``), and no inline style (a table
+    column's alignment would be one, which the pages' policy refuses)."""
+    md = _markdown()
+    tokens = md.parse(visible_bidi(text))
+    used: set[str] = set()
+    for i, token in enumerate(tokens):
+        if token.type in ("th_open", "td_open") and token.attrs:
+            token.attrs.pop("style", None)
+        if token.type == "heading_open" and i + 1 < len(tokens):
+            anchor, n = "m-" + _slug(tokens[i + 1].content), 1
+            while anchor in used:
+                n += 1
+                anchor = f"m-{_slug(tokens[i + 1].content)}-{n}"
+            used.add(anchor)
+            token.attrSet("id", anchor)
+    return Markup(md.renderer.render(tokens, md.options, {}))
 
 
 def run_href(attempt_id: str) -> str:
@@ -367,6 +421,7 @@ class SiteWriter:
             run_href=run_href,
             verdict_words=VERDICT_WORDS,
             edition_anchor=edition_anchor,
+            methodology_anchor=methodology_anchor,
             GIB=1 / 1024**3,
         )
         self.env.filters["quote"] = display_quote
@@ -457,6 +512,12 @@ table.list td.num, table.list th.num { text-align: right; }
 #stopped { background: #2b2411; display: block; border-left: 3px solid #e0b000; }
 .demo { background: #ffe9e9; border-left: 4px solid #c00; padding: .5rem .8rem; }
 .sponsor { font-size: .9em; color: #6b4a00; }
+.doc table { border-collapse: collapse; margin: .5rem 0 1rem; }
+.doc th, .doc td { text-align: left; padding: .25rem .6rem .25rem 0; vertical-align: top;
+  border-bottom: 1px solid #e3e3e3; }
+#dispute { margin-top: 1.5rem; border-top: 1px solid #e3e3e3; }
+#rules a { margin-right: .3rem; }
+#editions td:nth-child(-n+2) { white-space: nowrap; }
 """
 
 
@@ -491,10 +552,14 @@ def _build_into(
         os.chmod(staging, PUBLISHED_DIR_MODE)
         writer = SiteWriter(staging)
         assets = _write_assets(writer)
+        methodology_cycle, methodology = latest_carrying(front, cycles, "methodology")
         common = {
             "front": front.cycle_id,
             "cycles": [c.cycle_id for c in cycles],
             "harness_editions": harness_changelog(front, cycles),
+            "methodology_editions": latest_carrying(front, cycles, "methodology_editions")[1] or [],
+            "dispute_address": dispute_address(),
+            "dispute_placeholder": DISPUTE_ADDRESS_PLACEHOLDER,
             **assets,
         }
         with tempfile.TemporaryDirectory(prefix="argusic-site-") as tmp:
@@ -511,6 +576,16 @@ def _build_into(
         writer.page("kinds.html", "kinds.html.j2", kinds=shared["target_kinds"], **common)
         writer.page("instructions.html", "instructions.html.j2", ins=shared["instructions"], **common)
         writer.page("harness.html", "harness.html.j2", editions=common["harness_editions"], **common)
+        writer.page(
+            "methodology.html",
+            "methodology.html.j2",
+            doc=methodology,
+            doc_cycle=methodology_cycle,
+            rendered=render_markdown(methodology["text"]) if methodology else None,
+            **common,
+        )
+        writer.page("content.html", "content.html.j2", **common)
+        writer.page("disputes.html", "disputes.html.j2", **common)
         _swap(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -538,6 +613,15 @@ def harness_changelog(front: PublishedCycle, cycles: list[PublishedCycle]) -> li
         if cycle.board.get("harness_editions"):
             return cycle.board["harness_editions"]
     return []
+
+
+def latest_carrying(front: PublishedCycle, cycles: list[PublishedCycle], key: str) -> tuple[str | None, Any]:
+    """(cycle id, value): what the front cycle's board.json carries under ``key``, else the latest
+    board that carries it (a board published before the methodology was has none)."""
+    for cycle in [front, *sorted(cycles, key=lambda c: c.cycle_id, reverse=True)]:
+        if cycle.board.get(key):
+            return cycle.cycle_id, cycle.board[key]
+    return None, None
 
 
 def cycle_edition(cycle: PublishedCycle) -> str | None:
@@ -626,5 +710,6 @@ def _write_cycle(
             instructed=attempt.get("harness_name") in instructions.get("harnesses", []),
             instructions_sha256=instructions.get("sha256"),
             sponsor=sponsors.get(attempt["agent_id"]),
+            rerun_by=[x["attempt_id"] for x in cycle.attempts if x.get("rerun_of") == attempt["attempt_id"]],
             **common,
         )
