@@ -183,3 +183,21 @@ def test_a_session_log_changed_after_the_cli_ended_observes_nothing() -> None:
 def test_a_cut_session_log_says_its_counts_are_lower_bounds() -> None:
     run = claude_code.collect(SESSIONS / "claude_code" / "truncated_midline.jsonl", None)
     assert "lower bounds" in observe_session(run, None)["note"]
+
+
+def test_init_and_the_harness_agree_on_the_seal_channel() -> None:
+    """init.py is mounted alone and imports nothing: its copy of the channel's values must be seal.py's."""
+    from argusic.harness import init, seal
+
+    assert (init.SEAL_FD, init.SEAL_MAX_BYTES) == (seal.SEAL_FD, seal.SEAL_MAX_BYTES)
+
+
+def test_a_put_back_report_is_the_harness_bytes_even_outside_ascii(tmp_path: Path) -> None:
+    report = REPORT | {"final_state": "Décodé: 440 Hz ✓"}
+    written = {"report.json": report_bytes(report)}
+    landed = {"report.json": b"{}"}
+    land(tmp_path, landed)
+    seal = {"seal": 1, "files": {"report.json": sha(written["report.json"])}, "report": report,
+            "observed": OBSERVED}  # fmt: skip
+    check_seal(result(landed, seal), tmp_path)
+    assert (tmp_path / "report.json").read_bytes() == written["report.json"]

@@ -71,3 +71,15 @@ def test_the_run_page_says_what_the_network_allowed() -> None:
         "section7"
     )
     assert network_note("none").startswith("none") and "operator named" in network_note("ops-net")
+
+
+def test_the_rules_are_checked_again_before_every_attempt(monkeypatch) -> None:
+    """A firewall reloaded between two attempts must not let the second run without the rules: the
+    network is made once per process, its rules are checked (and put back) every time."""
+    net = an.AttemptNetwork("argusic-s7-x", "ars7-abc", "172.30.0.0/16", "172.30.0.1")
+    applied = []
+    monkeypatch.setitem(an._ready, an.installation_id(), net)
+    monkeypatch.setattr(an, "_apply", lambda rules: applied.append(len(rules)))
+    policy = an.NetworkPolicy(allow_host_ports=(), blocked=("169.254.0.0/16",), allow=())
+    assert an.ensure_network(None, policy) is net and an.ensure_network(None, policy) is net
+    assert applied == [5, 5]  # three INPUT rules, the metadata range and the neighbours

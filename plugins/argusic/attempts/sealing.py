@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from argusic.core.record import Observed, Report
 from argusic.core.safe_io import write_atomic
 from argusic.external.collect import CollectedRun, ToolCall
+from argusic.harness.seal import json_bytes
 from argusic.sandbox.launch import ExecutionResult
 
 LANDED_REPORT_COPY = "report.landed.json"  # the landed report when it was not the sealed one
@@ -118,7 +119,7 @@ def _put_back(out_dir: Path, report: dict) -> None:
     path = out_dir / "report.json"
     if path.exists():
         os.replace(path, out_dir / LANDED_REPORT_COPY)
-    write_atomic(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(path, json_bytes(report))
 
 
 # ---------------------------------------------------------------------------------------------------

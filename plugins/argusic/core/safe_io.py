@@ -100,12 +100,17 @@ def visible_bidi(text: str) -> str:
     return _BIDI.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, so a reader sees the old or the
-    new file, never half of one; the parent is made, and an identical file is left alone (mtime kept)."""
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or exact bytes) to ``path`` through a temporary file and a rename, so a reader
+    sees the old or the new file, never half of one; the parent is made, and an identical file is left
+    alone (mtime kept)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.read_text() == text:
+    exact = isinstance(text, bytes)
+    if path.exists() and (path.read_bytes() if exact else path.read_text()) == text:
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    if exact:
+        tmp.write_bytes(text)
+    else:
+        tmp.write_text(text)
     tmp.replace(path)

@@ -179,15 +179,21 @@ def public_evidence_base() -> str | None:
 
     Unset: the published files link the copies the site holds, by relative links. Never a file://
     or s3:// address (those name this machine's or the operator's store, not a public place)."""
-    base = os.environ.get(PUBLIC_EVIDENCE_BASE_ENV, "").strip()
-    if not base:
-        return None
-    if not re.fullmatch(r"https?://[^\s\"'<>\\]+", base):
-        raise ValueError(
-            f"{PUBLIC_EVIDENCE_BASE_ENV}={base!r}: expected a public http(s):// address (no spaces or "
-            "quotes); leave it unset to link the site's own copies"
-        )
-    return base.rstrip("/") + "/"
+    base = _public_address(
+        PUBLIC_EVIDENCE_BASE_ENV,
+        r"https?://[^\s\"'<>\\]+",
+        "a public http(s):// address (no spaces or quotes); leave it unset to link the site's own copies",
+    )
+    return None if base is None else base.rstrip("/") + "/"
+
+
+def _public_address(env: str, pattern: str, expected: str) -> str | None:
+    """The address setting `env` (None when unset or blank), refused with ValueError naming it and
+    what was `expected` unless it matches `pattern` whole: it goes into public pages as a link."""
+    value = os.environ.get(env, "").strip()
+    if value and not re.fullmatch(pattern, value):
+        raise ValueError(f"{env}={value!r}: expected {expected}")
+    return value or None
 
 
 DISPUTE_ADDRESS_ENV = "ARGUSIC_DISPUTE_ADDRESS"
@@ -200,12 +206,9 @@ def dispute_address() -> str | None:
     reads. Whoever reads it files the dispute as today (``argusic dispute file`` or the
     ``argusic_disputes`` DAG). Unset: the pages say no address is configured yet
     (``DISPUTE_ADDRESS_PLACEHOLDER``); nothing is invented."""
-    address = os.environ.get(DISPUTE_ADDRESS_ENV, "").strip()
-    if not address:
-        return None
-    if not re.fullmatch(r"https://[^\s\"'<>\\]+|mailto:[^\s\"'<>\\@/]+@[^\s\"'<>\\@/]+", address):
-        raise ValueError(
-            f"{DISPUTE_ADDRESS_ENV}={address!r}: expected a public https:// address or a mailto: "
-            "address (no spaces or quotes); leave it unset until there is one"
-        )
-    return address
+    return _public_address(
+        DISPUTE_ADDRESS_ENV,
+        r"https://[^\s\"'<>\\]+|mailto:[^\s\"'<>\\@/]+@[^\s\"'<>\\@/]+",
+        "a public https:// address or a mailto: address (no spaces or quotes); leave it unset until "
+        "there is one",
+    )

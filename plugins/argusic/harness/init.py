@@ -38,6 +38,8 @@ import time
 
 PR_SET_DUMPABLE = 4
 DEADLINE_STATUS = 124
+# seal.py's values (this file is mounted alone and imports nothing; tests/attempts/test_sealing.py
+# checks that the two agree)
 SEAL_FD = 7
 SEAL_MAX_BYTES = 60 * 1024  # under a pipe's 64 KiB: the harness's one write never blocks
 SEAL_PREFIX = b"argusic-seal "
@@ -57,8 +59,9 @@ def _status(wait_status: int) -> int:
     return 1
 
 
-def _forward_seal(read_fd: int) -> None:
-    """Copy the first line the harness sealed (if any) to the container's standard output."""
+def drain_seal(read_fd: int) -> bytes:
+    """What the non-blocking seal pipe holds, at most SEAL_MAX_BYTES + 1 bytes (one more than a seal
+    may have, so that an oversized one shows). The local executor reads its pipe with it too."""
     chunks, size = [], 0
     try:
         while size <= SEAL_MAX_BYTES and (chunk := os.read(read_fd, SEAL_MAX_BYTES + 1 - size)):
@@ -66,8 +69,14 @@ def _forward_seal(read_fd: int) -> None:
             size += len(chunk)
     except BlockingIOError:  # a writer left alive: what it wrote so far is all there is
         pass
-    line = b"".join(chunks).split(b"\n", 1)[0]
-    if line and size <= SEAL_MAX_BYTES:
+    return b"".join(chunks)
+
+
+def _forward_seal(read_fd: int) -> None:
+    """Copy the first line the harness sealed (if any) to the container's standard output."""
+    held = drain_seal(read_fd)
+    line = held.split(b"\n", 1)[0]
+    if line and len(held) <= SEAL_MAX_BYTES:
         os.write(1, SEAL_PREFIX + line + b"\n")
     elif line:
         sys.stderr.write(f"init: seal over {SEAL_MAX_BYTES} bytes, not forwarded\n")

@@ -35,7 +35,7 @@ if __package__:
     from .readme_document import Checkout, find_readme
     from .readme_parser import parse_readme
     from .recorder import Recorder
-    from .seal import SealChannel, not_dumpable
+    from .seal import SealChannel, json_bytes, not_dumpable
 else:  # run as a script from the (read-only) harness directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from block_runner import BACKGROUND_RE, Runner, Step, one_line  # type: ignore[no-redef]
@@ -43,7 +43,7 @@ else:  # run as a script from the (read-only) harness directory
     from readme_document import Checkout, find_readme  # type: ignore[no-redef]
     from readme_parser import parse_readme  # type: ignore[no-redef]
     from recorder import Recorder  # type: ignore[no-redef]
-    from seal import SealChannel, not_dumpable  # type: ignore[no-redef]
+    from seal import SealChannel, json_bytes, not_dumpable  # type: ignore[no-redef]
 
 HARNESS_NAME = "readme-runner"
 HARNESS_VERSION = "2.1.0"
@@ -252,7 +252,7 @@ def _finish(report: dict, details: dict, runner: Runner) -> dict:
 
 def _write_json(path: str, value: dict) -> bytes:
     """Write `value` as indented JSON (through a temporary file) and return the bytes written."""
-    data = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    data = json_bytes(value)
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(data)

@@ -27,6 +27,12 @@ SEAL_VERSION = 1
 PR_SET_DUMPABLE = 4
 
 
+def json_bytes(value: object) -> bytes:
+    """A JSON file as the harness writes it (report.json, harness.json): indented, UTF-8, one final
+    newline. The host puts a replaced report back in these same bytes (argusic.attempts.sealing)."""
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def not_dumpable() -> bool:
     """prctl(PR_SET_DUMPABLE, 0): the same user can no longer ptrace this process or open its
     /proc/<pid>/fd, mem or environ. Its children become dumpable again when they exec."""

@@ -145,12 +145,16 @@ def _apply(rules: list[tuple[str, list[str]]]) -> None:
 
 
 def ensure_network(client, policy: NetworkPolicy | None = None) -> AttemptNetwork:
-    """The installation's attempt network with its rules, made once per process (idempotent)."""
+    """The installation's attempt network with its rules. The network is made once per process; its
+    rules are checked (``iptables -C``) and put back if missing before every attempt, so a firewall
+    reloaded since the last attempt never lets one run without them."""
     installation = installation_id()
     with _lock:
-        if installation in _ready:
-            return _ready[installation]
         policy = policy or NetworkPolicy.from_config()
+        if installation in _ready:
+            net = _ready[installation]
+            _apply(_rules(net, policy, installation))
+            return net
         import docker  # deferred: the docker SDK is slow to import
 
         name, bridge = network_name(installation), bridge_name(installation)

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
+from argusic.harness.init import SEAL_PREFIX, drain_seal
 from argusic.harness.seal import SEAL_FD, SEAL_MAX_BYTES
 from argusic.sandbox.attempt_network import SECTION7, ensure_network
 from argusic.sandbox.changes import land_changes
@@ -180,7 +181,6 @@ def _bootstrap_script(
 
 
 SEAL_LOG_BYTES = 1024 * 1024  # the container log's cap (log_config's least): one seal line is < 61 KiB
-SEAL_PREFIX = b"argusic-seal "  # init.py's
 
 
 def read_seal(output: bytes, prefixed: bool = True) -> bytes | None:
@@ -194,16 +194,6 @@ def read_seal(output: bytes, prefixed: bool = True) -> bytes | None:
     else:
         line = output.split(b"\n", 1)[0]
     return line if line and len(line) <= SEAL_MAX_BYTES else None
-
-
-def _drain(fd: int) -> bytes:
-    """What a non-blocking pipe holds, at most SEAL_MAX_BYTES + 1 bytes."""
-    chunks, size = [], 0
-    with contextlib.suppress(BlockingIOError):
-        while size <= SEAL_MAX_BYTES and (chunk := os.read(fd, SEAL_MAX_BYTES + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-    return b"".join(chunks)
 
 
 def _harness_command(harness_dir: str, project: str, out: str, harness_args: list[str]) -> list[str]:
@@ -633,7 +623,7 @@ class LocalExecutor:
             proc.wait()
             reaper.forget_group()
             ended = _now()
-            seal_line = None if timed_out else read_seal(_drain(seal_read), prefixed=False)
+            seal_line = None if timed_out else read_seal(drain_seal(seal_read), prefixed=False)
             os.close(seal_read)
             if stop_watching is not None:
                 stop_watching()
