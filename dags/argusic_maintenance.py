@@ -21,6 +21,7 @@ DOC_MD = """
   and containers removed. XCom: the folders removed.
 * **sweep_model_keys** — deletes every per-run model key at the gateway that belongs to no running
   attempt (a worker killed before its clean-up ran). Does nothing when no gateway is configured.
+  `argusic_key_sweep` runs the same every five minutes; this hourly one is its backstop.
 * **audit_evidence** — re-hashes every evidence object referenced by `raw.run_records` and fails,
   naming the attempts, when any is missing or its bytes no longer match. Report:
   `runs/audit/<day>.json`.
@@ -60,7 +61,7 @@ def argusic_maintenance():
     def sweep_model_keys() -> dict:
         from argusic.ops.maintenance import sweep_model_keys as sweep
 
-        return sweep()
+        return sweep(_interval_end())
 
     @task(**WAREHOUSE_TASK_ARGS)
     def audit_evidence() -> dict:

@@ -194,21 +194,45 @@ def test_real_budgets_on_the_forge_are_checked_from_a_pool_in_the_store(
     require_scaled_budgets_on_the_forge(pool, demo=False, budget_scale=None)  # not the forge's pool
 
 
-def test_the_key_sweep_keeps_keys_of_attempts_running_on_other_hosts(
+def test_the_key_sweep_keeps_keys_of_attempts_alive_on_other_hosts_and_deletes_a_dead_ones(
     s3_runs: str, isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On a cluster the warehouse host sees none of the attempt hosts' containers or folders: a key's
-    attempt counts as running until its record is in the runs store (then the key is swept)."""
-    from argusic.ops.maintenance import running_attempt_ids
+    attempt counts as running while its lease in the runs store is renewed (issue 26: before, a killed
+    attempt that was never retried kept its key until the gateway's expiry, since it never got a
+    record). Leases shortened here to seconds; the real ones are renewed every 60 s, valid 300 s."""
+    import time
+    from datetime import UTC, datetime
 
-    _host(monkeypatch, isolated, "warehouse")
+    from argusic.attempts import leases
+    from argusic.attempts.keys import LiteLLMKeyBroker
+    from argusic.ops.maintenance import running_attempt_ids, sweep_model_keys
+    from test_keys import FakeBroker
+
+    monkeypatch.setattr(leases, "LEASE_SECONDS", 2)
+    monkeypatch.setattr(leases, "RENEW_SECONDS", 0.3)
     monkeypatch.setattr("argusic.sandbox.executor.docker_available", lambda: False)
-    finished, elsewhere = "2026-12-cl.board.readme-runner.p1.a1", "2026-12-cl.board.readme-runner.p1.a2"
-    runs_store.shared().write(f"2026-12-cl/{finished}/run_record.json", b"{}", write_once=True)
-    running = running_attempt_ids({finished, elsewhere, "../odd"})
-    assert elsewhere in running and "../odd" in running and finished not in running
+    broker = FakeBroker()
+    alive, killed = "2026-12-cl.board.readme-runner.p1.a1", "2026-12-cl.board.readme-runner.p1.a2"
+    keys = {a: broker.create(a, 3.0) for a in (alive, killed)}
+    _host(monkeypatch, isolated, "attempts-1")
+    with leases.attempt_lease(killed):
+        pass  # its worker was killed: nobody renews the lease from now on
+    with leases.attempt_lease(alive):  # still running on this host
+        _host(monkeypatch, isolated, "warehouse")
+        assert running_attempt_ids({alive, killed}, datetime.now(UTC)) == {alive, killed}  # both leased
+        time.sleep(3)
+        now = datetime.now(UTC)
+        assert running_attempt_ids({alive, killed, "../odd"}, now) == {alive}
+        monkeypatch.setenv("LITELLM_BASE_URL", "http://127.0.0.1:9")
+        monkeypatch.setenv("LITELLM_MASTER_KEY", "sk-master")
+        monkeypatch.setattr(LiteLLMKeyBroker, "from_env", classmethod(lambda cls: broker))
+        assert sweep_model_keys(now)["deleted"] == [keys[killed].alias]
+        assert [ref.attempt_id for ref in broker.list_attempt_keys()] == [alive]
+        with pytest.raises(ValueError, match="needs the time"):
+            running_attempt_ids({alive})
     monkeypatch.delenv("ARGUSIC_RUNS_URL")
-    assert running_attempt_ids({elsewhere}) == set()  # one machine: its own containers and folders
+    assert running_attempt_ids({alive}) == set()  # one machine: its own containers and folders
 
 
 @pytest.mark.parametrize("kind", ["s3", "file"])

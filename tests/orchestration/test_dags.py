@@ -200,6 +200,8 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
         "argusic_verdicts",
         "argusic_items",
         "argusic_judging_review",
+        "argusic_emergency_stop",
+        "argusic_key_sweep",
     )
     assert set(ours) <= set(info["dags"])
     for dag_id in ours:
@@ -501,6 +503,34 @@ print("@@RESULT@@" + json.dumps(doc["evidence"]))
     assert states(tampered, "audit_evidence") == ["failed"], tampered
     report = json.loads((tmp_path / "runs" / "audit" / "2026-01-02.json").read_text())
     assert [(f["kind"], f["problem"]) for f in report["findings"]] == [("log", "mismatch")]
+
+
+@pytest.mark.slow
+def test_the_emergency_stop_from_the_ui_records_who_when_and_why(airflow_db, tmp_path) -> None:
+    """Stop (one cycle), resume, and a resume with nothing to lift (refused at once, not retried)."""
+    env = env_for(airflow_db, tmp_path)
+    cycle = "2026-12-stop-dag"  # a cycle no other test runs: the stop ends nothing of theirs
+    stop, lifted, refused = dag_test(
+        env,
+        [
+            {"dag_id": "argusic_emergency_stop",
+             "conf": {"action": "stop", "reason": "incident 7: keys leaking", "cycle": cycle}},
+            {"dag_id": "argusic_emergency_stop", "conf": {"action": "resume", "reason": "keys rotated"}},
+            {"dag_id": "argusic_emergency_stop", "conf": {"action": "resume", "reason": "again"}},
+        ],
+    )  # fmt: skip
+    assert states(stop, "decide") == ["success"], stop
+    assert states(lifted, "decide") == ["success"], lifted
+    assert states(refused, "decide") == ["failed"], refused
+    decisions = sorted((tmp_path / "runs" / "control" / "decisions").iterdir())
+    recorded = [json.loads(p.read_text()) for p in decisions]
+    assert [(d["active"], d["reason"], d["cycle"]) for d in recorded] == [
+        (True, "incident 7: keys leaking", cycle),
+        (False, "keys rotated", cycle),
+    ]
+    assert all(d["by"] and d["at"].startswith("20") for d in recorded)  # who, and when Airflow recorded it
+    switch = json.loads((tmp_path / "runs" / "control" / "emergency_stop.json").read_text())
+    assert switch["active"] is False and switch["reason"] == "keys rotated"
 
 
 @pytest.mark.slow

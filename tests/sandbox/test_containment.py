@@ -587,6 +587,64 @@ def test_two_installations_on_one_daemon_never_touch_each_other(env, tmp_path, m
         assert containers_of(installation) == []
 
 
+def test_an_emergency_stop_and_a_cancel_end_real_attempts_and_leave_their_records(env, tmp_path):
+    """Issue 26, every run on record: an attempt running in Docker is ended by an emergency stop (its
+    executor polls the switch) and another by SIGTERM to its process (a task cleared in Airflow); each
+    lands the log it has and gets a run record with its reason; no container or debris is left."""
+    from datetime import UTC, datetime
+
+    from argusic.core.emergency import lift_stop
+    from argusic.ops.emergency import emergency_stop
+
+    bare, commit = hostile_repo(tmp_path, "worker", ["echo started working", "sleep 300"])
+    installation = os.environ["ARGUSIC_INSTALLATION"]
+    spec = spec_for(bare, commit, "worker", budget=300)
+    store = EvidenceStore((env / "evidence").as_uri())
+    ended: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_attempt(spec, DockerExecutor(containment=small_containment()), store, env / "runs")
+        except BaseException as err:  # noqa: BLE001 - the stop is the test's subject
+            ended.append(err)
+
+    import threading
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert wait_for(lambda: containers_of(installation, running_only=True), 60)
+    time.sleep(3)  # the harness at work
+    at = datetime(2026, 12, 3, 1, 30, tzinfo=UTC)
+    report = emergency_stop(by="ops-carol", reason="incident 12", at=at, cycle="hostile", wait_seconds=30)
+    worker.join(60)
+    assert not worker.is_alive() and type(ended[0]).__name__ == "EmergencyStopInForce", ended
+    assert report.ended_by_executor == [container_name(spec.attempt_id, installation)]
+    assert report.removed == []
+    record = load_record_file(attempt_dir(spec, env / "runs") / "run_record.json")
+    assert record.end_reason == "emergency_stop"
+    assert "by ops-carol at 2026-12-03T01:30:00+00:00: incident 12" in record.invalid_reason
+    assert record.evidence.log is not None and b"started working" in store.read(record.evidence.log.uri)
+    assert record.evidence.recording is not None and record.report is None
+    assert_no_debris(env, installation)
+    lift_stop(by="ops-carol", reason="incident 12 closed", at=at)
+
+    # a cancel: SIGTERM to the process running the attempt, as Airflow sends it to a cleared task
+    other = f"c-{uuid.uuid4().hex[:8]}"
+    cancelled_spec = spec_for(bare, commit, "worker2", budget=300)
+    proc = start_driver(tmp_path, env, other, cancelled_spec)
+    assert wait_for(lambda: containers_of(other, running_only=True), 60), proc.communicate()
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "AttemptCancelled" in stderr, stderr[-2000:]
+    record = load_record_file(attempt_dir(cancelled_spec, env / other / "runs") / "run_record.json")
+    assert record.end_reason == "cancelled" and "signal 15 (SIGTERM)" in record.invalid_reason
+    other_store = EvidenceStore((env / other / "evidence").as_uri())
+    assert b"started working" in other_store.read(record.evidence.log.uri)
+    assert wait_for(lambda: not containers_of(other), 20)
+    assert_no_debris(env, other)
+
+
 @pytest.mark.parametrize("seed", [11, 23, 37, 41])
 def test_sigkill_at_a_random_point_leaves_nothing_running_or_behind(env, tmp_path, seed):
     """The orchestrator is killed with SIGKILL at a random moment (setting up, running, landing);

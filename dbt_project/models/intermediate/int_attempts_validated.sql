@@ -1,7 +1,8 @@
 -- One row per attempt with its validity and, for a valid one, what the container did that cut its
 -- own measurement (METHODOLOGY.md §5, §7, §8). Whose failure decides:
 --   * ours -- the pipeline's tooling could not complete the attempt (the executor, the daemon, the
---     fetch, the gateway, our storage; a reason the pipeline set in the record; cancelled): INVALID,
+--     fetch, the gateway, our storage; a reason the pipeline set in the record; an operator's cancel
+--     or emergency stop): INVALID,
 --     kept with every reason that applies, rerun, never scored, never on the board;
 --   * the container's -- the agent or the project stopped its own measurement (the harness killed,
 --     /out refused, the report or the evidence missing or unreadable, a served copy withheld, a
@@ -49,6 +50,7 @@ reasons as (
             end,
             case
                 when end_reason = 'cancelled' then 'cancelled: not a complete attempt'
+                when end_reason = 'emergency_stop' then 'emergency stop: not a complete attempt'
                 when cut_by_container is not null then null
                 when end_reason = 'harness_error'
                     then 'cut by our tooling (harness_error): not a complete attempt'

@@ -1,7 +1,7 @@
 -- One row per graded patch (grade_id) with whom it measures: an attempt's grade joins its run record
 -- (purpose repair only) for the agent and the cycle; a predictions file's grade carries its label
 -- and is its own set (the file's sha256). An attempt counts only while it stands: not cut by our
--- tooling (harness_error, cancelled) and not replaced by a loaded rerun.
+-- tooling (harness_error, cancelled, emergency_stop) and not replaced by a loaded rerun.
 with grades as (
 
     select * from {{ ref('stg_repair_grades') }}
@@ -46,7 +46,7 @@ select
                 then 'attempt record not loaded (a run record of purpose repair)'
         end,
         case
-            when records.end_reason in ('harness_error', 'cancelled')
+            when records.end_reason in ('harness_error', 'cancelled', 'emergency_stop')
                 then 'attempt cut by our tooling (' || records.end_reason || ')'
         end,
         case

@@ -5,7 +5,7 @@
 -- (computed at ingest: rapidfuzz normalized Indel similarity of the non-test changed lines,
 -- docs/judging.md); a pair
 -- counts while both its attempts stand, as in the repair rates: the record is loaded, was not cut
--- by our tooling (harness_error, cancelled) and no loaded rerun replaces it. Informational only.
+-- by our tooling (harness_error, cancelled, emergency_stop) and no loaded rerun replaces it. Informational only.
 with pairs as (
 
     select * from {{ ref('stg_change_similarity') }}
@@ -46,7 +46,7 @@ standing as (
     select records.*
     from records
     left join replaced on replaced.attempt_id = records.attempt_id
-    where records.end_reason not in ('harness_error', 'cancelled')
+    where records.end_reason not in ('harness_error', 'cancelled', 'emergency_stop')
         and replaced.attempt_id is null
 
 ),

@@ -81,7 +81,9 @@ def build_record(
         )
 
     report, report_problem = _read_report(out_dir / EVIDENCE_FILES["report"])
-    if result.timed_out:
+    if result.stopped is not None:  # ended from outside: on record with its reason, not scored
+        end_reason, report = result.stopped, None
+    elif result.timed_out:
         end_reason = "timeout"
         report = None  # the agent did not finish: a timeout scores 0 whatever was written
     elif result.error is not None or result.exit_code != 0:
@@ -144,6 +146,8 @@ def _fault_of(
     container, within reach of the agent and the project): /out refused at landing, the harness
     exiting non-zero (killed from inside), a report missing or unreadable, a log or recording missing.
     A rerun would hand the code under test a veto over its own result."""
+    if result.stopped is not None:  # an operator's cancel or emergency stop: ours, whatever the rest
+        return result.stop_reason or result.stopped, None
     if result.error is not None:
         return f"executor error: {result.error}", None
     if result.refused is not None:
@@ -184,6 +188,8 @@ def external_outcome(
 
     Time limit hit after the agent worked: timeout, valid, no report (a timeout scores 0).
     """
+    if result.stopped is not None:  # an operator's cancel or emergency stop: ours, not scored
+        return result.stopped, result.stop_reason or result.stopped, None, False
     if result.error is not None:
         return "harness_error", f"executor error: {result.error}", None, False
     if not _model_answered(run):

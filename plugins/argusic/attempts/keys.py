@@ -44,7 +44,9 @@ from tenacity import (
     wait_exponential,
 )
 
+from argusic.attempts.leases import attempt_lease
 from argusic.core.settings import installation_id, orchestrator_config
+from argusic.sandbox.launch import AttemptCancelled, sigterm_cancels
 
 log = logging.getLogger("argusic.attempts.keys")
 
@@ -66,14 +68,6 @@ class KeyUnavailable(KeysError):
 
 class KeyBrokerError(KeysError):
     """The gateway answered a key operation with an error that retrying will not fix."""
-
-
-class AttemptCancelled(BaseException):
-    """Raised inside ``attempt_key()`` when the process receives SIGTERM (a cancel).
-
-    A BaseException, like KeyboardInterrupt, so that ``except Exception`` in the attempt body does
-    not swallow a cancel.
-    """
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -490,26 +484,6 @@ def _describe(err: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _sigterm_cancels() -> Iterator[None]:
-    """In the main thread: SIGTERM raises AttemptCancelled (after any previous Python handler runs)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def handler(signum: int, frame: Any) -> None:
-        if callable(previous):
-            previous(signum, frame)  # e.g. Airflow's handler raises its own exception: fine, it unwinds
-        raise AttemptCancelled(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
 def _signals_deferred() -> Iterator[list[int]]:
     """Hold SIGTERM/SIGINT while the key is deleted, then act on them."""
     pending: list[int] = []
@@ -554,7 +528,7 @@ def attempt_key(
     """
     if limit_usd is None:
         limit_usd = orchestrator_config().per_run_key_limit_usd
-    with _sigterm_cancels():
+    with sigterm_cancels():
         key = broker.create(attempt_id, limit_usd, ttl_seconds=ttl_seconds)
         try:
             yield key
@@ -600,7 +574,12 @@ def key_for_attempt(
     if key_kind == "per_run":
         if broker is None:
             raise KeyUnavailable(f"attempt {attempt_id}: per-run key needed but no routing layer configured")
-        with attempt_key(broker, attempt_id, limit_usd, ttl_seconds=ttl_seconds) as key:
+        # the lease first (a cluster's sweep never takes a starting attempt for a dead one), and held
+        # until the key is deleted
+        with (
+            attempt_lease(attempt_id),
+            attempt_key(broker, attempt_id, limit_usd, ttl_seconds=ttl_seconds) as key,
+        ):
             yield key
     elif key_kind == "shared":
         if not shared_env_var:

@@ -433,6 +433,8 @@ def repair_outcome(
 ) -> tuple[str, str | None, str | None, Any]:
     """(end_reason, invalid_reason, limit_hit, collected run or None) of a repair attempt."""
     status = _status(out_dir)
+    if result.stopped is not None:  # an operator's cancel or emergency stop: ours, on record, not graded
+        return result.stopped, result.stop_reason or result.stopped, None, None
     if result.error is not None:
         return "harness_error", f"executor error: {result.error}", None, None
     if result.refused is not None:

@@ -5,7 +5,7 @@ same steps as the argusic_cycle DAG), and a cycle's pinned environment; the atte
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Annotated
 
@@ -32,12 +32,14 @@ from argusic.attempts.environment import (
 from argusic.cli.board import print_attempts, print_board
 from argusic.cli.common import console, err_console, fail
 from argusic.cli.pool import RepoRoots, print_selection
+from argusic.core.emergency import EmergencyStopInForce
 from argusic.core.runs_store import local_path
 from argusic.core.spec import read_spec
 from argusic.cycle.plan import NothingPlanned, write_plan
 from argusic.cycle.pools import resolve_pool
 from argusic.cycle.tally import CycleFailed, tally_records
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
+from argusic.sandbox.launch import AttemptCancelled, cancel_reason, request_cancel, sigterm_cancels
 from argusic.sources.pool import CatalogueError
 from argusic.warehouse.analyst import AnalystCopyError
 from argusic.warehouse.decisions import DecisionError, utc_now
@@ -99,26 +101,55 @@ def run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[li
             f"{len(specs)} attempt(s), {measured} already measured (resumed: not measured again); "
             f"{len(todo)} to run"
         )
-    with _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
+    stopped: list[str] = []
+    cancelled = None
+    with sigterm_cancels(), _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
         bar = progress.add_task(title, total=len(todo), **counts)
         futures = {pool_exec.submit(run_planned_attempt, path, runner): spec for path, spec in todo.items()}
-        for future in as_completed(futures):
-            spec = futures[future]
+        pending = set(futures)
+        while pending:
             try:
-                paths = future.result()
-            except Exception as err:  # the attempt did not start (source, key, engine): reported, not run
-                not_started.append(f"{spec.label}: {type(err).__name__}: {err}")
-                counts["failed"] += 1
-                progress.console.print(f"  [red]not started[/] {spec.label}: {err}")
-            else:
-                records.extend(paths)
-                tally = tally_records(paths)
-                counts["passes"] += tally.passes
-                counts["invalid"] += tally.invalid
-                what = "pass" if tally.passes else ("invalid" if tally.invalid else "no pass")
-                reruns = f", {len(paths) - 1} rerun(s)" if len(paths) > 1 else ""
-                progress.console.print(f"  {what:8} {spec.label}{reruns}")
-            progress.update(bar, advance=1, **counts)
+                for future in as_completed(pending):
+                    pending.discard(future)
+                    spec = futures[future]
+                    try:
+                        paths = future.result()
+                    except CancelledError:  # cancelled before it started: nothing ran, nothing to record
+                        not_started.append(f"{spec.label}: not started (the run was cancelled)")
+                        counts["failed"] += 1
+                    except (AttemptCancelled, EmergencyStopInForce) as err:  # ended from outside: on record
+                        stopped.append(f"{spec.label}: {err}")
+                        counts["invalid"] += 1  # its record is invalid: not scored, rerun on resume
+                        progress.console.print(f"  [yellow]stopped[/] {spec.label}: {err}")
+                    except Exception as err:  # did not start (source, key, engine): reported, not run
+                        not_started.append(f"{spec.label}: {type(err).__name__}: {err}")
+                        counts["failed"] += 1
+                        progress.console.print(f"  [red]not started[/] {spec.label}: {err}")
+                    else:
+                        records.extend(paths)
+                        tally = tally_records(paths)
+                        counts["passes"] += tally.passes
+                        counts["invalid"] += tally.invalid
+                        what = "pass" if tally.passes else ("invalid" if tally.invalid else "no pass")
+                        reruns = f", {len(paths) - 1} rerun(s)" if len(paths) > 1 else ""
+                        progress.console.print(f"  {what:8} {spec.label}{reruns}")
+                    progress.update(bar, advance=1, **counts)
+            except (KeyboardInterrupt, AttemptCancelled) as err:  # Ctrl-C or SIGTERM to this process
+                cancelled = cancel_reason(err)
+                request_cancel(cancelled)  # the attempts in other threads end at their next poll
+                for future in pending:
+                    future.cancel()  # those not started never start
+                progress.console.print(
+                    "[yellow]cancelling:[/] the running attempts end, land what they left and are "
+                    "recorded as cancelled; waiting for them"
+                )
+    if cancelled is not None or stopped:
+        why = cancelled or "an emergency stop is in force (`argusic resume --reason ...` lifts it)"
+        cycle_failed(
+            f"{why}; {len(stopped)} attempt(s) ended and recorded, {len(not_started)} not started. "
+            "Run the same command again to resume: what is recorded is not measured again, and "
+            "the stopped attempts are rerun."
+        )
     return records, not_started, counts
 
 

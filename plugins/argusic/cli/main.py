@@ -30,6 +30,7 @@ from argusic.cli import (
     board,
     cycle,
     demo,
+    emergency,
     judge,
     judging,
     judging_review,
@@ -63,6 +64,10 @@ app.command("publish")(review.publish)
 app.command("grade")(repair.grade)
 # Model judges, Layer 2 (issue 14).
 app.command("judge")(judge.judge)
+# The emergency stop (issue 26): every running attempt ended and recorded, keys deleted.
+app.command("stop")(emergency.stop)
+app.command("resume")(emergency.resume_attempts)
+app.command("stop-status")(emergency.stop_status)
 
 # Command groups.
 app.add_typer(pool.catalogue_app, name="catalogue")

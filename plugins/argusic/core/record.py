@@ -92,7 +92,7 @@ def make_attempt_id(
 
 
 Tier = Literal["standard", "heavy", "gpu"]
-EndReason = Literal["completed", "timeout", "cancelled", "harness_error"]
+EndReason = Literal["completed", "timeout", "cancelled", "emergency_stop", "harness_error"]
 TestDepth = Literal["tier1_real", "tier2_mock", "tier3_none"]
 
 

@@ -11,7 +11,8 @@ from datetime import datetime
 from pathlib import Path
 
 from argusic.attempts.keys import LiteLLMKeyBroker
-from argusic.core.runs_store import RunsStoreError, shared
+from argusic.attempts.leases import lease_alive
+from argusic.core.runs_store import shared
 from argusic.core.settings import installation_id, runs_dir, warehouse_path
 from argusic.publication.audit import audit_warehouse
 from argusic.sandbox import containment, executor
@@ -31,12 +32,13 @@ def sweep_debris() -> list[str]:
     return containment.sweep_debris()
 
 
-def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
+def running_attempt_ids(candidates: Iterable[str] = (), at: datetime | None = None) -> set[str]:
     """Attempts that may still hold a key: a live container of this installation, or a folder
     without its run record yet (starting, or its worker died before writing it — those keys expire
     at the gateway anyway). On a cluster this host sees only its own containers and folders: each of
-    `candidates` (the attempts the keys name) also counts as running until its run record is in the
-    runs store, wherever it runs."""
+    `candidates` (the attempts the keys name) also counts as running while its lease in the runs
+    store is valid at `at` (``argusic.attempts.leases``: renewed every minute by the attempt's
+    process, valid five); a killed worker's lease runs out, and its key goes at the next sweep."""
     running: set[str] = set()
     if executor.docker_available():
         import docker  # deferred: the Docker SDK loads only when an engine answers
@@ -48,28 +50,22 @@ def running_attempt_ids(candidates: Iterable[str] = ()) -> set[str]:
     for folder in [*runs_dir().glob("*/*"), *runs_dir().glob("reproductions/*/*")]:
         if (folder / "out").is_dir() and not (folder / "run_record.json").exists():
             running.add(folder.name)
-    if (store := shared()) is not None:
-        running |= {a for a in candidates if not _recorded_in(store, a)}
+    if shared() is not None:
+        if at is None:
+            raise ValueError("on a cluster the sweep needs the time it runs for (`at`) to read leases")
+        running |= {a for a in candidates if lease_alive(a, at.timestamp())}
     return running
 
 
-def _recorded_in(store, attempt_id: str) -> bool:
-    """Whether the attempt's run record is in the runs store (`<cycle>/<attempt>/run_record.json`; the
-    cycle is the id's first part). An id that names no such key counts as not recorded: kept."""
-    try:
-        return store.exists(f"{attempt_id.split('.', 1)[0]}/{attempt_id}/run_record.json")
-    except RunsStoreError:
-        return False
-
-
-def sweep_model_keys() -> dict:
+def sweep_model_keys(at: datetime | None = None) -> dict:
     """Delete every per-run key that belongs to no running attempt. Skipped (None) when no routing
-    layer is configured (LITELLM_BASE_URL unset): then no per-run key can exist either."""
+    layer is configured (LITELLM_BASE_URL unset): then no per-run key can exist either. `at`: the time
+    of the run (its data interval's end), against which leases are read."""
     if not os.environ.get("LITELLM_BASE_URL"):
         return {"configured": False, "deleted": []}
     broker = LiteLLMKeyBroker.from_env()
     named = {ref.attempt_id for ref in broker.list_attempt_keys() if ref.attempt_id}
-    deleted = broker.sweep(running_attempt_ids(named))
+    deleted = broker.sweep(running_attempt_ids(named, at))
     return {"configured": True, "deleted": [ref.alias for ref in deleted]}
 
 

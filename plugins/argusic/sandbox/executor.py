@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from argusic.core.emergency import StopPoller
 from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, runner_image
 from argusic.harness.init import SEAL_PREFIX, drain_seal
 from argusic.harness.seal import SEAL_FD, SEAL_MAX_BYTES
@@ -64,12 +65,16 @@ from argusic.sandbox.landing import (
 )
 from argusic.sandbox.launch import (
     DISPLAY_FILE,
+    AttemptCancelled,
     ExecutionResult,
     Executor,
     HarnessPaths,
     Launch,
     LaunchBuilder,
+    StopKind,
     Watch,
+    cancel_reason,
+    cancel_requested,
 )
 
 log = logging.getLogger(__name__)
@@ -450,19 +455,34 @@ class DockerExecutor:
             )
             stop_watching = watch(areas["out"]) if watch else None
             deadline = time.monotonic() + budget_seconds
-            timed_out = False
-            while True:
-                container.reload()
-                if container.status in ("exited", "dead"):
-                    break
-                if time.monotonic() >= deadline:
+            timed_out, stopped, stop_reason = False, None, None
+            emergency = StopPoller(attempt_id)
+            try:
+                while True:
+                    container.reload()
+                    if container.status in ("exited", "dead"):
+                        break
+                    if (stop := emergency()) is not None:
+                        container.kill()
+                        stopped, stop_reason = "emergency_stop", stop.describe()
+                        break
+                    if (why := cancel_requested()) is not None:  # this process was cancelled
+                        container.kill()
+                        stopped, stop_reason = "cancelled", why
+                        break
+                    if time.monotonic() >= deadline:
+                        container.kill()
+                        timed_out = True
+                        break
+                    time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+            except (AttemptCancelled, KeyboardInterrupt) as err:  # what exists is landed and recorded
+                with contextlib.suppress(self._docker.errors.DockerException):
                     container.kill()
-                    timed_out = True
-                    break
-                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+                stopped, stop_reason = "cancelled", cancel_reason(err)
+                log.warning("%s: %s; ending its container and landing what it left", attempt_id, stop_reason)
             result = container.wait(timeout=60)
             ended = _now()
-            seal_line = None if timed_out else read_seal(container.logs(stdout=True, stderr=False))
+            seal_line = None if timed_out or stopped else read_seal(container.logs(stdout=True, stderr=False))
             container.remove(force=True)  # every process of the attempt is gone before we read /out
             container = None
             if stop_watching is not None:
@@ -473,12 +493,13 @@ class DockerExecutor:
             found = land_artifacts(attempt_id, project, out_dir, artifacts, self.artifact_limits, redactions)
             if changes:  # against the single-commit copy we made, never the agent's .git
                 land_changes(attempt_id, source, commit, project, out_dir, redactions)
-            code = None if timed_out else int(result.get("StatusCode", -1))
+            code = None if timed_out or stopped else int(result.get("StatusCode", -1))
             error = _fetch_error(code, commit, repo_path)
             return ExecutionResult(
                 self.name, started, ended, code, timed_out, error, image, landing.refusal,
                 tuple(found.files), tuple(found.refused),
                 seal_channel=True, seal_line=seal_line, landed_sha256=dict(landing.raw_sha256),
+                stopped=stopped, stop_reason=stop_reason,
             )  # fmt: skip
         except ContainmentError as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"containment: {err}", image)
@@ -613,17 +634,14 @@ class LocalExecutor:
             finally:
                 os.close(gate_write)
             stop_watching = watch(raw_out) if watch else None
-            timed_out = False
-            try:
-                code: int | None = proc.wait(timeout=budget_seconds)
-            except subprocess.TimeoutExpired:
-                code, timed_out = None, True
+            code, timed_out, stopped, stop_reason = self._wait(proc, attempt_id, budget_seconds)
             with contextlib.suppress(ProcessLookupError):  # what the harness left running goes too
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             reaper.forget_group()
             ended = _now()
-            seal_line = None if timed_out else read_seal(drain_seal(seal_read), prefixed=False)
+            drained = drain_seal(seal_read)
+            seal_line = None if timed_out or stopped else read_seal(drained, prefixed=False)
             os.close(seal_read)
             if stop_watching is not None:
                 stop_watching()
@@ -647,7 +665,34 @@ class LocalExecutor:
             self.name, started, ended, code, timed_out, error, None, landing.refusal,
             tuple(found.files), tuple(found.refused),
             seal_channel=True, seal_line=seal_line, landed_sha256=dict(landing.raw_sha256),
+            stopped=stopped, stop_reason=stop_reason,
         )  # fmt: skip
+
+    @staticmethod
+    def _wait(
+        proc: subprocess.Popen, attempt_id: str, budget_seconds: float
+    ) -> tuple[int | None, bool, StopKind | None, str | None]:
+        """(exit code, timed out, stopped as, why) of the harness's process group, which is killed on
+        a timeout, an emergency stop or a cancel (SIGTERM, Ctrl-C) so that what it wrote is landed."""
+        deadline = time.monotonic() + budget_seconds
+        emergency = StopPoller(attempt_id)
+        try:
+            while True:
+                try:
+                    code = proc.wait(timeout=max(0.0, min(0.5, deadline - time.monotonic())))
+                    return code, False, None, None
+                except subprocess.TimeoutExpired:
+                    pass
+                if (stop := emergency()) is not None:
+                    return None, False, "emergency_stop", stop.describe()
+                if (why := cancel_requested()) is not None:  # this process was cancelled
+                    return None, False, "cancelled", why
+                if time.monotonic() >= deadline:
+                    return None, True, None, None
+        except (AttemptCancelled, KeyboardInterrupt) as err:
+            why = cancel_reason(err)
+            log.warning("%s: %s; ending its processes and landing what they left", attempt_id, why)
+            return None, False, "cancelled", why
 
 
 EXECUTOR_ENV = "ARGUSIC_EXECUTOR"

@@ -5,16 +5,90 @@ these without importing an executor."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
 from argusic.core.record import Display
+
+StopKind = Literal["cancelled", "emergency_stop"]
+
+
+class AttemptCancelled(BaseException):
+    """The process running an attempt was told to stop it (SIGTERM: a cancel; see ``sigterm_cancels``).
+
+    A BaseException, like KeyboardInterrupt, so that ``except Exception`` in the attempt body does not
+    swallow a cancel. Executors catch it (and KeyboardInterrupt) while the container runs, end it, land
+    what exists and return a result marked ``stopped="cancelled"``; the caller writes the run record
+    and raises it again.
+    """
+
+
+_cancel_lock = threading.Lock()
+_cancel_reason: list[str] = []  # set once: every attempt the process runs in that scope ends
+_handlers: list[Callable] = []  # the sigterm_cancels scopes open in the main thread, innermost last
+
+
+def request_cancel(reason: str) -> None:
+    """Cancel every attempt this process is running, in whichever thread: their executors end them
+    at their next poll, land what exists and record them as cancelled (the CLI's Ctrl-C, SIGTERM)."""
+    with _cancel_lock:
+        if not _cancel_reason:
+            _cancel_reason.append(reason)
+
+
+def cancel_requested() -> str | None:
+    """Why this process's attempts are being cancelled, or None."""
+    return _cancel_reason[0] if _cancel_reason else None
+
+
+def clear_cancel() -> None:
+    """Forget a cancel (a process that goes on after one: tests)."""
+    with _cancel_lock:
+        _cancel_reason.clear()
+
+
+@contextlib.contextmanager
+def sigterm_cancels() -> Iterator[None]:
+    """In the main thread: SIGTERM cancels this process's attempts (``request_cancel``, for those in
+    other threads) and raises AttemptCancelled here (after any previous Python handler runs, e.g.
+    Airflow's, which calls the task's on_kill)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum: int, frame: Any) -> None:
+        why = f"signal {signum} (SIGTERM) to the process running it"
+        request_cancel(f"cancelled: {why}")
+        if callable(previous):
+            previous(signum, frame)  # a handler that raises its own exception unwinds as well: fine
+        raise AttemptCancelled(why)
+
+    signal.signal(signal.SIGTERM, handler)
+    _handlers.append(handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _handlers.pop()
+        if not _handlers:  # the outermost scope has ended: the cancel was handled where it belonged
+            clear_cancel()
+
+
+def cancel_reason(err: BaseException) -> str:
+    """What a cancelled attempt's record says about the interruption."""
+    if isinstance(err, KeyboardInterrupt):
+        return "cancelled: interrupted (SIGINT, Ctrl-C) in the process running it"
+    return f"cancelled: {err}" if str(err) else "cancelled"
 
 
 @dataclass(frozen=True)
@@ -37,6 +111,10 @@ class ExecutionResult:
     seal_channel: bool = False
     seal_line: bytes | None = None
     landed_sha256: Mapping[str, str] | None = None
+    # Ended from outside before it finished: cancelled (SIGTERM, Ctrl-C, the task cleared or marked)
+    # or an emergency stop; `stop_reason` says who and why. What existed was landed all the same.
+    stopped: StopKind | None = None
+    stop_reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ RAW_COLUMN_COMMENTS = {
     "started_at": "Start (UTC)",
     "ended_at": "End (UTC)",
     "budget_seconds": "The tier's budget in seconds (the real one, also in scaled runs)",
-    "end_reason": "completed | timeout | cancelled | harness_error",
+    "end_reason": "completed | timeout | cancelled | emergency_stop | harness_error",
     "invalid_reason": "Reason the pipeline marked the attempt invalid when it recorded it (null if none)",
     "executor": "docker | local (development only, no isolation)",
     "is_demo": "Ran with scaled-down budgets (demo or dry run)",

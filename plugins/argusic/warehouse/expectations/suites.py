@@ -38,7 +38,7 @@ HINTS = ("needles", "rendering", "agent_logic")
 HINT_STATUSES = ["measured", "not_applicable", "unavailable"]
 
 
-END_REASONS = ["completed", "timeout", "cancelled", "harness_error"]
+END_REASONS = ["completed", "timeout", "cancelled", "emergency_stop", "harness_error"]
 
 
 SIMILARITY_METHODS = ["indel_nontest_lines/1"]
@@ -391,7 +391,7 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             for hint in HINTS
         ],
         _between("rendering_page_count", 0, 200, "at most 200 pages (the ingest's cap)"),
-        _in_set("end_reason", END_REASONS, "end_reason is completed, timeout, cancelled or harness_error"),
+        _in_set("end_reason", END_REASONS, "end_reason is one of " + ", ".join(END_REASONS)),
         _in_set("outcome", OUTCOMES, "outcome is pass_full, pass_mock, fail, timeout or invalid"),
         *[
             _check(f"check_{hint}_null_iff_unmeasured", f"the {hint} score is null exactly when not measured")
