@@ -22,7 +22,7 @@ from argusic.external import claude_code, codex
 print(claude_code.PINNED_VERSION, codex.PINNED_VERSION)')
 read -r CLAUDE_VERSION CODEX_VERSION <<<"$pins"
 
-LAYOUT=4  # argusic.runner.layout of the runner image (the `agent` user, Xvfb): inherited by this image
+LAYOUT=5  # argusic.runner.layout of the runner image (the `agent` user, Xvfb): inherited by this image
 label() { docker image inspect -f "{{ index .Config.Labels \"$1\" }}" "$TAG" 2>/dev/null || true; }
 if docker image inspect "$TAG" >/dev/null 2>&1 \
   && [ "$(label argusic.runner.layout)" = "$LAYOUT" ] \

@@ -18,12 +18,18 @@ SUITE="${ARGUSIC_RUNNER_SUITE:-bookworm}"
 # harness starts it on :99), xauth, Tk for Python, x11-utils (xdpyinfo, xwininfo: an agent can look at
 # the display without screenshots) and one font family. Layout 3 added them. Layout 4: the native
 # build tools methodology edition 1.1 promised (build-essential, pkg-config) and ffmpeg, which
-# section 16's "verify media by decoding it" needs (ffprobe, ffmpeg -f null).
+# section 16's "verify media by decoding it" needs (ffprobe, ffmpeg -f null). Layout 5: the package
+# managers of the two most common languages on the board, as a clean Debian machine has them (pip
+# and venv, Node.js and npm): without them no Python or JavaScript project could install anything.
 PACKAGES="python3,git,ca-certificates,xvfb,xauth,python3-tk,x11-utils,fonts-dejavu-core"
 PACKAGES="$PACKAGES,build-essential,pkg-config,ffmpeg"
+PACKAGES="$PACKAGES,python3-pip,python3-venv,nodejs"
+# Installed by apt inside the new root after debootstrap: debootstrap's own resolver cannot configure
+# npm's web of node-* packages (dependency loops), apt can.
+APT_PACKAGES="npm"
 PACKAGES="$PACKAGES${ARGUSIC_IMAGE_EXTRA_PACKAGES:+,$ARGUSIC_IMAGE_EXTRA_PACKAGES}"
 LAYOUT_LABEL="${ARGUSIC_IMAGE_LAYOUT_LABEL:-argusic.runner.layout}"
-LAYOUT="${ARGUSIC_IMAGE_LAYOUT:-4}"
+LAYOUT="${ARGUSIC_IMAGE_LAYOUT:-5}"
 AGENT_UID=10001
 
 layout=$(docker image inspect -f '{{ index .Config.Labels "'"$LAYOUT_LABEL"'" }}' "$TAG" 2>/dev/null || true)
@@ -52,6 +58,17 @@ trap 'rm -rf "$rootfs" "$log"' EXIT
 echo "build_runner_image: debootstrap $SUITE from $mirror" >&2
 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$mirror" >"$log" 2>&1 \
   || { tail -30 "$log" >&2; exit 1; }
+if [ -n "$APT_PACKAGES" ]; then
+  echo "build_runner_image: apt-get install $APT_PACKAGES" >&2
+  printf 'deb %s %s main\n' "$mirror" "$SUITE" >"$rootfs/etc/apt/sources.list"
+  cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+  { chroot "$rootfs" apt-get update -qq \
+      && DEBIAN_FRONTEND=noninteractive chroot "$rootfs" apt-get install -y -qq --no-install-recommends \
+        $APT_PACKAGES; } >>"$log" 2>&1 \
+    || { tail -30 "$log" >&2; exit 1; }
+  chroot "$rootfs" apt-get clean
+  : >"$rootfs/etc/resolv.conf"
+fi
 if [ "${ARGUSIC_IMAGE_SECURITY_UPDATES:-0}" = "1" ]; then
   security="${ARGUSIC_DEBIAN_SECURITY_MIRROR:-}"
   if [ -z "$security" ]; then

@@ -46,7 +46,7 @@ else:  # run as a script from the (read-only) harness directory
     from seal import SealChannel, json_bytes, not_dumpable  # type: ignore[no-redef]
 
 HARNESS_NAME = "readme-runner"
-HARNESS_VERSION = "2.1.0"
+HARNESS_VERSION = "2.2.0"
 
 DEFAULT_COMMAND_TIMEOUT = 1800.0
 MAX_README_BYTES = 2_000_000  # a README larger than this is read up to here

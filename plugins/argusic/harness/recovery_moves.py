@@ -2,8 +2,9 @@
 
 README.md next to this file, "Errors and recovery moves": the first move that fits the failed
 command's output, each at most once per step: chmod +x a project file, a `python` -> python3 link,
-a `sudo` that runs its command (already root), the variables of an env example file, mkdir -p a
-missing folder inside the project. `RecoveryMoves` is a part of the block runner (block_runner.py):
+a `sudo` that runs its command (already root), a virtual environment first on PATH when Python is
+externally managed (PEP 668), the variables of an env example file, mkdir -p a missing folder
+inside the project. `RecoveryMoves` is a part of the block runner (block_runner.py):
 the moves change its environment (`env`, `overrides`) and look at its folders.
 """
 
@@ -14,6 +15,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 
 if __package__:
     from .recorder import ANSI_RE
@@ -34,6 +36,7 @@ NOFILE_RES = [
 ]
 PYTHON_MISSING_RE = re.compile(r"\bpython: (command )?not found|'python': No such file or directory")
 SUDO_MISSING_RE = re.compile(r"\bsudo: (command )?not found|'sudo': No such file or directory")
+EXTERNALLY_MANAGED_RE = re.compile(r"externally-managed-environment")
 SUDO_SHIM = """#!/bin/sh
 # readme-runner's sudo: the harness already runs as root, so the command runs as it is.
 while [ $# -gt 0 ]; do
@@ -64,6 +67,7 @@ class RecoveryMoves:
             ("chmod", self._move_chmod),
             ("python3", self._move_python),
             ("sudo", self._move_sudo),
+            ("venv", self._move_venv),
             ("dotenv", self._move_dotenv),
             ("mkdir", self._move_mkdir),
         ):
@@ -126,6 +130,27 @@ class RecoveryMoves:
             self.env["PATH"] = shims + os.pathsep + self.env.get("PATH", "")
         self.overrides["PATH"] = self.env["PATH"]
         return "`sudo` not found and already root: put a `sudo` that runs its command first on PATH"
+
+    def _move_venv(self, command: str, output: str) -> str | None:
+        if not EXTERNALLY_MANAGED_RE.search(output):
+            return None
+        python3 = shutil.which("python3", path=self.env.get("PATH"))
+        if not python3:
+            return None
+        venv = os.path.join(self.state_dir, "venv")
+        bin_dir = os.path.join(venv, "bin")
+        if not os.path.exists(os.path.join(bin_dir, "python")):
+            made = subprocess.run(
+                [python3, "-m", "venv", venv], capture_output=True, timeout=300, env=self.env, check=False
+            )
+            if made.returncode != 0:
+                return None
+        if not self.env.get("PATH", "").startswith(bin_dir):
+            self.env["PATH"] = bin_dir + os.pathsep + self.env.get("PATH", "")
+        self.env["VIRTUAL_ENV"] = venv
+        self.overrides["PATH"] = self.env["PATH"]
+        self.overrides["VIRTUAL_ENV"] = venv
+        return f"Python is externally managed (PEP 668): made a virtual environment ({venv}), first on PATH"
 
     def _move_dotenv(self, command: str, output: str) -> str | None:
         if not ENV_HINT_RE.search(output):

@@ -112,7 +112,8 @@ def locked_container_options(
 # Images with that user carry this label (scripts/build_runner_image.sh, Dockerfile); a runner tag
 # without it is rebuilt.
 LAYOUT_LABEL = "argusic.runner.layout"
-RUNNER_LAYOUT = "4"  # 3: Xvfb, Tk and x11-utils for desktop applications; 4: build tools, ffmpeg
+# 3: Xvfb, Tk and x11-utils for desktop applications; 4: build tools, ffmpeg; 5: pip, venv, Node.js, npm
+RUNNER_LAYOUT = "5"
 
 INSTALLATION_LABEL = "argusic.installation"
 # The scratch folder (its name) of the try that made a container. A retry of the same attempt makes a
