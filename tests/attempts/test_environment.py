@@ -225,3 +225,46 @@ def test_cli_shows_a_pin_and_what_would_refuse_the_next_attempt(isolated, monkey
     refused = runner.invoke(app, ["cycle", "environment", "--cycle", "2027-03"])
     assert refused.exit_code == 1
     assert "would be refused" in refused.output and "instructions: pinned" in refused.output
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://user:secret@mirror.example/simple",  # credentials every agent could read
+        "ftp://mirror.example/simple",
+        "https://mirror.example/simple?token=x",
+        "https://mirror.example/simple\nX-Evil: 1",
+        "mirror.example/simple",
+    ],
+)
+def test_a_package_index_that_is_not_a_plain_url_is_refused_naming_the_setting(monkeypatch, url):
+    from argusic.sandbox.containment import Containment
+
+    monkeypatch.setenv("ARGUSIC_PIP_INDEX_URL", url)
+    monkeypatch.setenv("ARGUSIC_CONTAINER_NETWORK", "argusic-test-net")
+    with pytest.raises(ValueError, match=r"\[network\] pip_index_url \(ARGUSIC_PIP_INDEX_URL\)"):
+        Containment.from_config(demo=False)
+
+
+def test_the_package_indexes_are_given_pinned_and_recorded_only_with_a_network(monkeypatch):
+    """The operator's mirrors reach every attempt on a network as PIP_INDEX_URL / npm_config_registry,
+    are part of the cycle's pin (a change mid-cycle is a different environment) and of every record;
+    an attempt without a network gets none (nothing to reach them with)."""
+    from argusic.core.record import Limits
+    from argusic.sandbox.containment import Containment
+
+    monkeypatch.setenv("ARGUSIC_PIP_INDEX_URL", "http://198.51.100.2:8765/simple/")
+    monkeypatch.setenv("ARGUSIC_NPM_REGISTRY", "https://npm.mirror.example/")
+    monkeypatch.setenv("ARGUSIC_CONTAINER_NETWORK", "argusic-test-net")
+    containment = Containment.from_config(demo=False)
+    expected = {
+        "PIP_INDEX_URL": "http://198.51.100.2:8765/simple/",
+        "npm_config_registry": "https://npm.mirror.example/",
+    }
+    assert dict(containment.package_indexes) == expected
+    executor = DockerExecutor(containment=containment)
+    _, limits = env_mod.executor_profile(executor, demo=False)
+    assert limits.package_indexes == expected
+    assert Limits(**limits.model_dump(), budget_seconds=60).package_indexes == expected
+    monkeypatch.setenv("ARGUSIC_CONTAINER_NETWORK", "none")
+    assert Containment.from_config(demo=False).package_indexes == ()

@@ -192,6 +192,8 @@ class ContainerLimits(BaseModel):
     pids: int | None
     disk_bytes: int | None
     network: str
+    # variable -> URL of the package indexes the attempts are pointed at ({}: the public ones)
+    package_indexes: dict[str, str] = Field(default_factory=dict)
 
 
 class Pin(BaseModel):
@@ -228,6 +230,7 @@ def _limits(containment, network: str) -> ContainerLimits:
         pids=containment.pids_limit,
         disk_bytes=containment.out_bytes + containment.work_bytes,
         network=network,
+        package_indexes=dict(containment.package_indexes) if network != "none" else {},
     )
 
 
@@ -416,6 +419,7 @@ def attempt_environment(pin: Pin, role: Role, tier: str, display: Display | None
             pids=limits.pids,
             disk_bytes=limits.disk_bytes,
             network=limits.network,
+            package_indexes=limits.package_indexes,
             budget_seconds=pin.budget_for(tier),
         ),
         display=display,

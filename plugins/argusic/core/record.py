@@ -265,6 +265,8 @@ class Limits(_Strict):
     pids: int | None = Field(gt=0)
     disk_bytes: int | None = Field(gt=0)  # the writable areas together (/out plus the work area)
     network: str = Field(min_length=1, max_length=LABEL_MAX)  # a Docker network mode; "host" locally
+    # variable -> URL of the package indexes the operator pointed the attempt at ({}: the public ones)
+    package_indexes: dict[str, str] = Field(default_factory=dict, max_length=8)
     budget_seconds: int = Field(gt=0)  # what the attempt was actually allowed (a scaled budget in demos)
 
 

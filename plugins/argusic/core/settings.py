@@ -40,6 +40,8 @@ class OrchestratorConfig:
     network_allow_host_ports: tuple[int, ...] = ()
     network_blocked: tuple[str, ...] = ()
     network_allow: tuple[str, ...] = ()
+    network_pip_index_url: str = ""  # "": pip's default (PyPI)
+    network_npm_registry: str = ""  # "": npm's default (registry.npmjs.org)
     watchdog_grace_seconds: int = 10
     # Landing /out: caps on what the orchestrator copies out of a finished container.
     landing_max_file_bytes: int = 1536 * 1024**2
@@ -81,6 +83,8 @@ def orchestrator_config(path: str | None = None) -> OrchestratorConfig:
         network_allow_host_ports=tuple(int(p) for p in data.get("network", {}).get("allow_host_ports", [])),
         network_blocked=tuple(str(c) for c in data.get("network", {}).get("blocked", [])),
         network_allow=tuple(str(c) for c in data.get("network", {}).get("allow", [])),
+        network_pip_index_url=str(data.get("network", {}).get("pip_index_url", "")),
+        network_npm_registry=str(data.get("network", {}).get("npm_registry", "")),
         watchdog_grace_seconds=int(data["container"]["watchdog_grace_seconds"]),
         landing_max_file_bytes=parse_size(data["landing"]["max_file_size"]),
         landing_max_total_bytes=parse_size(data["landing"]["max_total_size"]),
@@ -212,3 +216,33 @@ def dispute_address() -> str | None:
         "a public https:// address or a mailto: address (no spaces or quotes); leave it unset until "
         "there is one",
     )
+
+
+# Package indexes a real cycle's attempts are pointed at: (setting, variable overriding it, variable
+# the attempt gets). Unset: the public ones, as the methodology's open outbound network reaches them.
+PACKAGE_INDEXES = (
+    ("pip_index_url", "ARGUSIC_PIP_INDEX_URL", "PIP_INDEX_URL"),
+    ("npm_registry", "ARGUSIC_NPM_REGISTRY", "npm_config_registry"),
+)
+_INDEX_URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/%+\-]*)?")
+
+
+def package_index_env() -> dict[str, str]:
+    """The variables every attempt on a network gets for the package indexes the operator set
+    (orchestrator.toml [network] pip_index_url / npm_registry, or ARGUSIC_PIP_INDEX_URL /
+    ARGUSIC_NPM_REGISTRY): a mirror or caching proxy of PyPI and npm. The same for every attempt of
+    a cycle and pinned with it. An address with credentials, or that is not a plain http(s) URL, is
+    refused (ValueError naming the setting): whatever is given here, every agent can read."""
+    config = orchestrator_config()
+    found = {}
+    for setting, override, variable in PACKAGE_INDEXES:
+        value = os.environ.get(override) or getattr(config, f"network_{setting}")
+        if not value:
+            continue
+        if len(value) > 500 or not _INDEX_URL.fullmatch(value):
+            raise ValueError(
+                f"[network] {setting} ({override}) {value[:80]!r} is not a plain http(s) URL without "
+                "credentials (scheme, host[:port], path; no user:password@, query or fragment)"
+            )
+        found[variable] = value
+    return found

@@ -43,7 +43,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from argusic.core.settings import PACKAGE_DIR, installation_id, orchestrator_config, scratch_root
+from argusic.core.settings import (
+    PACKAGE_DIR,
+    installation_id,
+    orchestrator_config,
+    package_index_env,
+    scratch_root,
+)
 from argusic.sandbox.landing import LandingLimits
 
 log = logging.getLogger(__name__)
@@ -143,13 +149,18 @@ class Containment:
     network: str
     watchdog_grace_seconds: int
     landing: LandingLimits
+    # Package indexes the attempt is pointed at (variable, URL): only with a network to reach them
+    package_indexes: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_config(cls, demo: bool = True) -> Containment:
         """The configured containment; the network a real cycle's attempts get (`demo` False), or a
         demo's, a scaled cycle's or a test's (the default: no network unless named)."""
         config = orchestrator_config()
-        network = config.container_demo_network if demo else config.container_network
+        network = os.environ.get(NETWORK_ENV) or (
+            config.container_demo_network if demo else config.container_network
+        )
+        indexes = tuple(sorted(package_index_env().items())) if network != "none" else ()
         return cls(
             cpus=config.container_cpus,
             memory=config.container_memory,
@@ -157,9 +168,10 @@ class Containment:
             out_bytes=config.container_out_bytes,
             work_bytes=config.container_work_bytes,
             shm_bytes=config.container_shm_bytes,
-            network=os.environ.get(NETWORK_ENV) or network,
+            network=network,
             watchdog_grace_seconds=config.watchdog_grace_seconds,
             landing=LandingLimits.from_config(),
+            package_indexes=indexes,
         )
 
 

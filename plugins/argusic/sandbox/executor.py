@@ -448,6 +448,7 @@ class DockerExecutor:
                     "USER": AGENT_USER,
                     "TMPDIR": "/tmp",
                     # no attempt id, agent or project: the container is not told who is measuring it
+                    **dict(c.package_indexes),  # the operator's package mirrors, pinned with the cycle
                     **(env or {}),
                     **how.env,
                 },
