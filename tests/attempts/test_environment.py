@@ -259,6 +259,7 @@ def test_the_package_indexes_are_given_pinned_and_recorded_only_with_a_network(m
     containment = Containment.from_config(demo=False)
     expected = {
         "PIP_INDEX_URL": "http://198.51.100.2:8765/simple/",
+        "PIP_TRUSTED_HOST": "198.51.100.2:8765",  # pip ignores a plain-http index it does not trust
         "npm_config_registry": "https://npm.mirror.example/",
     }
     assert dict(containment.package_indexes) == expected

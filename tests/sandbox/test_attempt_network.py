@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from argusic.core.settings import package_index_env
 from argusic.sandbox.attempt_network import ensure_network, network_name, remove_network
 from argusic.sandbox.executor import docker_available
 from test_containment import attempt, env, hostile_repo  # noqa: F401 - env is a fixture
@@ -156,3 +157,82 @@ def test_an_attempt_reaches_the_outside_but_not_the_host_or_a_neighbour(env, tmp
     assert network_name() in removed
     left = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     assert net.bridge not in left  # every rule of ours is gone with the network
+
+
+TINY_README = """# tinypkg
+
+## Install
+
+```sh
+pip install tinypkg
+```
+
+## Usage
+
+```sh
+tinypkg-answer > answer.txt
+cat answer.txt
+```
+"""
+
+
+def _tiny_wheel(folder: Path) -> str:
+    """A pure-Python wheel made here (zipfile: no build tool), its file name."""
+    import base64
+    import hashlib
+    import zipfile
+
+    name, info = "tinypkg-1.0-py3-none-any.whl", "tinypkg-1.0.dist-info"
+    files = {
+        "tinypkg.py": "def main():\n    print(6 * 7)\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: argusic-test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+        f"{info}/entry_points.txt": "[console_scripts]\ntinypkg-answer = tinypkg:main\n",
+    }
+    record = []
+    with zipfile.ZipFile(folder / name, "w") as wheel:
+        for path, text in files.items():
+            data = text.encode()
+            wheel.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{path},sha256={digest},{len(data)}")
+        wheel.writestr(f"{info}/RECORD", "\n".join([*record, f"{info}/RECORD,,"]) + "\n")
+    return name
+
+
+def test_a_python_project_installs_its_dependency_from_the_operators_package_index(
+    env,  # noqa: F811 - the fixture
+    tmp_path,
+    outside,
+    monkeypatch,
+):
+    """The whole chain of a real cycle's install: the section-7 network, the operator's package index
+    (here in this test's namespace, standing for PyPI or a mirror of it) given as PIP_INDEX_URL, Debian's
+    pip refusing the system site (PEP 668) and the reference agent's venv move: installed, ran, one
+    error fixed; the index saw the download."""
+    www = tmp_path / "www"  # what the `outside` fixture serves
+    (www / "packages").mkdir()
+    wheel = _tiny_wheel(www / "packages")
+    (www / "simple" / "tinypkg").mkdir(parents=True)
+    (www / "simple" / "tinypkg" / "index.html").write_text(f'<a href="../../packages/{wheel}">{wheel}</a>\n')
+    index = outside.rsplit("/", 1)[0] + "/simple/"
+    bare, commit = hostile_repo(tmp_path, "tinypkg", [], {"README.md": TINY_README})
+    monkeypatch.setenv("ARGUSIC_PIP_INDEX_URL", index)  # as the operator sets it
+    given = package_index_env()
+    indexes = tuple(sorted(given.items()))
+    record, _, store = attempt(
+        env, bare, commit, "tinypkg", budget=300, network="section7", package_indexes=indexes
+    )
+    try:
+        log = store.read(record.evidence.log.uri).decode()
+        assert "externally-managed-environment" in log, log[-3000:]
+        assert record.report.install_ok and record.report.ran_ok, log[-3000:]
+        assert (record.report.errors_encountered, record.report.errors_fixed) == (1, 1), log[-3000:]
+        assert f"Looking in indexes: {index}" in log and "Successfully installed tinypkg-1.0" in log, log[
+            -3000:
+        ]
+        assert "\n42\n" in log, log[-3000:]
+        assert record.environment.limits.package_indexes == given
+    finally:
+        remove_network(__import__("docker").from_env())

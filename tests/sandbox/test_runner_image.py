@@ -81,7 +81,7 @@ def test_the_reference_agent_installs_a_python_project_into_a_virtual_environmen
     record, _, store = attempt(env, bare, commit, "tinypkg", budget=300)
     log = store.read(record.evidence.log.uri).decode()
     assert "externally-managed-environment" in log, log[-3000:]
-    assert "Python is externally managed (PEP 668)" in log, log[-3000:]
+    assert "Python's system site is not writable (PEP 668)" in log, log[-3000:]
     assert (record.report.errors_encountered, record.report.errors_fixed) == (1, 1), log[-3000:]
     assert record.report.install_ok and record.report.ran_ok, log[-3000:]
     assert record.observed.install_ok and record.observed.ran_ok

@@ -245,4 +245,7 @@ def package_index_env() -> dict[str, str]:
                 "credentials (scheme, host[:port], path; no user:password@, query or fragment)"
             )
         found[variable] = value
+        if variable == "PIP_INDEX_URL" and value.startswith("http://"):
+            # pip ignores a plain-http index unless its host is trusted: the operator chose it
+            found["PIP_TRUSTED_HOST"] = value.split("/", 3)[2]
     return found

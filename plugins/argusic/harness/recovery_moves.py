@@ -36,7 +36,13 @@ NOFILE_RES = [
 ]
 PYTHON_MISSING_RE = re.compile(r"\bpython: (command )?not found|'python': No such file or directory")
 SUDO_MISSING_RE = re.compile(r"\bsudo: (command )?not found|'sudo': No such file or directory")
-EXTERNALLY_MANAGED_RE = re.compile(r"externally-managed-environment")
+# Python's system site is not ours to install into: PEP 668's refusal, or setuptools (`setup.py
+# install`) or pip finding it read-only or not writable (the agent is not root, the root read-only)
+EXTERNALLY_MANAGED_RE = re.compile(
+    r"externally-managed-environment"
+    r"|can't create or remove files in install directory"
+    r"|\[Errno (?:13|30)\] [^\n]*: '/usr/(?:local/)?lib/python3"
+)
 SUDO_SHIM = """#!/bin/sh
 # readme-runner's sudo: the harness already runs as root, so the command runs as it is.
 while [ $# -gt 0 ]; do
@@ -150,7 +156,10 @@ class RecoveryMoves:
         self.env["VIRTUAL_ENV"] = venv
         self.overrides["PATH"] = self.env["PATH"]
         self.overrides["VIRTUAL_ENV"] = venv
-        return f"Python is externally managed (PEP 668): made a virtual environment ({venv}), first on PATH"
+        return (
+            f"Python's system site is not writable (PEP 668): made a virtual environment ({venv}), "
+            "first on PATH"
+        )
 
     def _move_dotenv(self, command: str, output: str) -> str | None:
         if not ENV_HINT_RE.search(output):
