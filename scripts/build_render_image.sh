@@ -10,6 +10,7 @@ set -euo pipefail
 export ARGUSIC_IMAGE_FROM_DOCKERFILE=0  # the Dockerfile describes the runner, not this image
 ARGUSIC_RUNNER_IMAGE="${ARGUSIC_RENDER_IMAGE:-argusic-render:bookworm}" \
 ARGUSIC_IMAGE_EXTRA_PACKAGES="chromium,fonts-liberation,dbus-x11" \
+ARGUSIC_IMAGE_APT_PACKAGES="" \
 ARGUSIC_IMAGE_LAYOUT_LABEL="argusic.render.layout" \
 ARGUSIC_IMAGE_LAYOUT="2" \
 ARGUSIC_IMAGE_SECURITY_UPDATES=1 \

@@ -24,9 +24,10 @@ SUITE="${ARGUSIC_RUNNER_SUITE:-bookworm}"
 PACKAGES="python3,git,ca-certificates,xvfb,xauth,python3-tk,x11-utils,fonts-dejavu-core"
 PACKAGES="$PACKAGES,build-essential,pkg-config,ffmpeg"
 PACKAGES="$PACKAGES,python3-pip,python3-venv,nodejs"
-# Installed by apt inside the new root after debootstrap: debootstrap's own resolver cannot configure
+# Installed by apt inside the new root after debootstrap (ARGUSIC_IMAGE_APT_PACKAGES; the grader and
+# render images set none): debootstrap's own resolver cannot configure
 # npm's web of node-* packages (dependency loops), apt can.
-APT_PACKAGES="npm"
+APT_PACKAGES="${ARGUSIC_IMAGE_APT_PACKAGES-npm}"
 PACKAGES="$PACKAGES${ARGUSIC_IMAGE_EXTRA_PACKAGES:+,$ARGUSIC_IMAGE_EXTRA_PACKAGES}"
 LAYOUT_LABEL="${ARGUSIC_IMAGE_LAYOUT_LABEL:-argusic.runner.layout}"
 LAYOUT="${ARGUSIC_IMAGE_LAYOUT:-5}"
