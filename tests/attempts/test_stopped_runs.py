@@ -302,3 +302,27 @@ def test_cancelling_the_cli_ends_every_running_attempt_with_a_record_and_starts_
         assert record.end_reason == "cancelled" and record.evidence.log is not None
     assert "2 attempt(s) ended and recorded, 1 not started" in output, output[-3000:]
     assert "invalid 2 · not started 1" in output, output[-3000:]
+
+
+def test_an_emergency_stop_deletes_the_keys_it_covers_running_or_not(tmp_path, monkeypatch):
+    """Every key of the stopped cycle goes at once (a running attempt's too: its container is being
+    ended); another cycle's keys, and another installation's, stay."""
+    from argusic.attempts.keys import LiteLLMKeyBroker
+    from argusic.ops import emergency as ops_emergency
+    from test_keys import FakeBroker
+
+    monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.delenv("ARGUSIC_RUNS_URL", raising=False)
+    monkeypatch.setenv("LITELLM_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("LITELLM_MASTER_KEY", "sk-master")
+    monkeypatch.setattr("argusic.sandbox.executor.docker_available", lambda: False)
+    broker = FakeBroker()
+    stopped = [broker.create(f"2026-12.board.a.p.a{n}", 3.0) for n in (1, 2)]
+    other = broker.create("2027-01.board.a.p.a1", 3.0)
+    monkeypatch.setattr(LiteLLMKeyBroker, "from_env", classmethod(lambda cls: broker))
+    report = ops_emergency.emergency_stop(
+        by="ops", reason="incident 9", at=AT, cycle="2026-12", wait_seconds=0
+    )
+    assert report.keys_configured and sorted(report.keys_deleted) == sorted(k.alias for k in stopped)
+    assert [ref.alias for ref in broker.list_attempt_keys()] == [other.alias]
+    assert report.as_dict()["stop"].startswith("emergency stop (cycle 2026-12) by ops")
