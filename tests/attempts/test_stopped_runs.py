@@ -306,7 +306,7 @@ def test_cancelling_the_cli_ends_every_running_attempt_with_a_record_and_starts_
 
 def test_an_emergency_stop_deletes_the_keys_it_covers_running_or_not(tmp_path, monkeypatch):
     """Every key of the stopped cycle goes at once (a running attempt's too: its container is being
-    ended); another cycle's keys, and another installation's, stay."""
+    ended); another cycle's keys stay."""
     from argusic.attempts.keys import LiteLLMKeyBroker
     from argusic.ops import emergency as ops_emergency
     from test_keys import FakeBroker
