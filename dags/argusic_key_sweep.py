@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import dag, get_current_context, task
-from argusic.orchestration.dag_support import retry_delay
+from airflow.sdk import dag, task
+from argusic.orchestration.dag_support import interval_end, retry_delay
 
 DOC_MD = """
 ### Model key sweep (every five minutes)
@@ -35,8 +35,7 @@ def argusic_key_sweep():
     def sweep_model_keys() -> dict:
         from argusic.ops.maintenance import sweep_model_keys as sweep
 
-        context = get_current_context()
-        return sweep(context.get("data_interval_end") or context["dag_run"].run_after)
+        return sweep(interval_end())
 
     sweep_model_keys()
 

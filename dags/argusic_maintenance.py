@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import dag, get_current_context, task
-from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
+from airflow.sdk import dag, task
+from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, interval_end, retry_delay
 
 DOC_MD = """
 ### Argusic maintenance (hourly)
@@ -28,11 +28,6 @@ DOC_MD = """
 """
 
 
-def _interval_end():
-    context = get_current_context()
-    return context.get("data_interval_end") or context["dag_run"].run_after
-
-
 @dag(
     dag_id="argusic_maintenance",
     schedule="@hourly",
@@ -49,7 +44,7 @@ def argusic_maintenance():
     def remove_orphaned_containers() -> list[str]:
         from argusic.ops.maintenance import remove_orphaned_containers as remove
 
-        return remove(_interval_end())
+        return remove(interval_end())
 
     @task
     def sweep_debris() -> list[str]:
@@ -61,13 +56,13 @@ def argusic_maintenance():
     def sweep_model_keys() -> dict:
         from argusic.ops.maintenance import sweep_model_keys as sweep
 
-        return sweep(_interval_end())
+        return sweep(interval_end())
 
     @task(**WAREHOUSE_TASK_ARGS)
     def audit_evidence() -> dict:
         from argusic.ops.maintenance import audit_evidence as audit
 
-        return audit(_interval_end().date().isoformat())
+        return audit(interval_end().date().isoformat())
 
     remove_orphaned_containers() >> sweep_debris() >> sweep_model_keys()
     audit_evidence()

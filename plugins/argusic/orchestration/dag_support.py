@@ -109,6 +109,13 @@ def fail_at_once(err: Exception):
     return AirflowFailException(str(err))
 
 
+def interval_end():
+    """The time a scheduled run stands for: its data interval's end, or run_after for a manual run
+    without one (never now(): a rerun of the task sees the same time)."""
+    context = get_current_context()
+    return context.get("data_interval_end") or context["dag_run"].run_after
+
+
 def cycle_id_of_context(params: dict) -> str:
     """The cycle of the running DAG run: the `cycle_id` param, else the cycle its run id names, else
     the month of the run (argusic.cycle.ids.cycle_id_of_run)."""
