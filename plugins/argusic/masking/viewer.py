@@ -341,29 +341,42 @@ def _hex_decodings(skel: bytes) -> Iterator[str | bytes]:
 
 def decoded_forms(text: str) -> Iterator[tuple[str, str | bytes]]:
     """(name, text) of every decoding of a window of shown text (the text itself first)."""
-    yield "as shown", text
+    for name, decoded, _ in _forms(text):
+        yield name, decoded
+
+
+def _forms(text: str) -> Iterator[tuple[str, str | bytes, bytes | None]]:
+    """`decoded_forms`, each with its skeleton when it is already known (the text's own: NFKC and
+    case folding done once for the text, its skeleton and its hex runs)."""
+    ascii_only = text.isascii()
+    nfkc = text if ascii_only else unicodedata.normalize("NFKC", text)
+    folded = text.lower() if ascii_only else nfkc.casefold()
+    skel = folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+    yield "as shown", text, skel
     if "%" in text:
-        yield "percent-decoded", _PERCENT.sub(lambda m: chr(int(m.group(0)[1:], 16)), text)
+        yield "percent-decoded", _PERCENT.sub(lambda m: chr(int(m.group(0)[1:], 16)), text), None
     if "\\" in text:
-        yield "backslash-decoded", _BACKSLASH.sub(_backslash_char, text)
+        yield "backslash-decoded", _BACKSLASH.sub(_backslash_char, text), None
     if "&" in text:
-        yield "html-decoded", html.unescape(text)
+        yield "html-decoded", html.unescape(text), None
     dec_codes = [_codes(run, _DEC_TOKEN, 10) for run in _dec_code_runs(text)]
     if dec_codes:
-        yield "decimal codes", "\n".join(dec_codes)
-    compact = _WHITESPACE_AND_INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+        yield "decimal codes", "\n".join(dec_codes), None
+    compact = _WHITESPACE_AND_INVISIBLE.sub("", nfkc)
     budget = [MAX_GZIP_STREAMS]
     for decoded in _base64_decodings(compact, budget):
-        yield "base64", decoded
+        yield "base64", decoded, None
     for decoded in _base32_decodings(compact):
-        yield "base32", decoded
-    skel = skeleton_bytes(text)
+        yield "base32", decoded, None
     # Hex codes however separated (`73 6b`, `0x73,0x6b`, `\\x73`, `U+0073`, `&#x73;`) are one hex run
     # once the separators and the prefixes are gone.
     for variant in {skel, skel.replace(b"0x", b""), skel.replace(b"0x", b"").translate(None, b"ux")}:
         for decoded in _hex_decodings(variant):
-            yield "hex", decoded
-    yield "utf-16", text.encode("utf-16-le", "surrogatepass").decode("utf-8", "replace")
+            yield "hex", decoded, None
+    # UTF-16 text read as UTF-8: its ASCII bytes are what a reader sees (a byte below 0x80 is never
+    # part of a multi-byte sequence), so the skeleton is read from the bytes (NFKC of the rest skipped).
+    utf16 = text.encode("utf-16-le", "surrogatepass")
+    yield "utf-16", utf16.decode("utf-8", "replace"), skeleton_bytes(utf16)
 
 
 # -- the check ---------------------------------------------------------------------------------------------
@@ -418,8 +431,8 @@ class ViewerCheck:
         self.carry = skel_stream[-SKELETON_CARRY:]
         stripped = _ESCAPES.sub("", text)
         for shown_text in [view] if stripped == view else [view, stripped]:
-            for name, decoded in decoded_forms(shown_text):
-                skel = skeleton_bytes(decoded)
+            for name, decoded, known in _forms(shown_text):
+                skel = known if known is not None else skeleton_bytes(decoded)
                 self._look(name, skel)
                 if name == "as shown":
                     for stride in (2, 3):
