@@ -4,6 +4,7 @@ protocol endpoint) and a file:// store; "hosts" are separate runs folders in one
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -267,3 +268,69 @@ def test_the_rotation_reads_the_pools_other_hosts_recorded(
     assert january.excluded[star].startswith("private in cycle 2026-12, the last cycle")
     selection = json.loads((runs / "pools" / "2027-01" / "selection.json").read_text())
     assert selection["rotation_excluded"] == {"private_last_cycle": 1, "already_revealed": 0}
+
+
+@pytest.mark.parametrize("kind", ["s3", "file"])
+def test_a_batch_is_written_once_rerun_for_free_and_a_conflict_is_refused_by_name(
+    kind: str, request: pytest.FixtureRequest, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """create_many: every object created once; the same batch again changes nothing (its manifest is
+    there); a batch that would change one object is refused naming it, and the object keeps its bytes."""
+    url = request.getfixturevalue("s3_runs") if kind == "s3" else f"file://{isolated / 'store'}"
+    store = RunsStore(url)
+    items = {f"2026-12/plan/2026-12.board.a.p{i}.a1.json": f'{{"n": {i}}}\n'.encode() for i in range(50)}
+    manifest = runs_store.manifest_key("2026-12/plan", items)
+    assert store.create_many(items, manifest) == 50
+    assert all(store.read(key) == data for key, data in items.items())
+    assert json.loads(store.read(manifest)) == {k: hashlib.sha256(v).hexdigest() for k, v in items.items()}
+    assert store.create_many(items, manifest) == 0  # a rerun: nothing written
+    assert store.create_many(items) == 0  # without the manifest: each object compared, none replaced
+
+    changed = dict(items)
+    key = "2026-12/plan/2026-12.board.a.p7.a1.json"
+    changed[key] = b'{"n": "other"}\n'
+    changed["2026-12/plan/2026-12.board.a.p99.a1.json"] = b"{}\n"
+    with pytest.raises(
+        RunsStoreConflict,
+        match=r"1 object\(s\) .* already hold other bytes: 2026-12/plan/2026-12\.board\.a\.p7\.a1\.json;",
+    ):
+        store.create_many(changed, runs_store.manifest_key("2026-12/plan", changed))
+    assert store.read(key) == items[key]  # never replaced
+    assert (
+        store.read(runs_store.manifest_key("2026-12/plan", changed)) is None
+    )  # no manifest of a refused batch
+
+
+def test_a_plan_rerun_on_the_store_is_idempotent_and_a_changed_spec_is_refused(
+    s3_runs: str, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """write_specs on a cluster: one batch, the same URIs on a rerun (from another host too), and a
+    spec that would change refused by its attempt id in the store even when this host has no copy."""
+    from argusic.core.spec import AttemptSpec, SpecConflict, read_spec, write_specs
+
+    specs = [
+        AttemptSpec(cycle_id="2026-12-bt", agent_id="readme-runner", project_id=f"p{i}", repo_url="/r.git",
+                    commit="a" * 40, tier="standard", attempt_no=n)
+        for i in range(20) for n in (1, 2, 3)
+    ]  # fmt: skip
+    _host(monkeypatch, isolated, "one")
+    uris = write_specs(specs)
+    assert len(uris) == 60 and all(u.startswith(s3_runs + "/2026-12-bt/plan/") for u in uris)
+    store = runs_store.shared()
+    before = {u: store.read(store.key_of_uri(u)) for u in uris}
+    assert write_specs(specs) == uris
+    _host(monkeypatch, isolated, "two")
+    assert write_specs(specs) == uris  # another host, nothing local: the store's manifest says done
+    assert {u: store.read(store.key_of_uri(u)) for u in uris} == before
+    assert read_spec(uris[4]) == specs[4]
+
+    _host(monkeypatch, isolated, "three")
+    changed = [*specs[:-1], specs[-1].model_copy(update={"commit": "b" * 40})]
+    with pytest.raises(RunsStoreConflict, match=r"2026-12-bt\.board\.readme-runner\.p19\.a3"):
+        write_specs(changed)
+    assert {u: store.read(store.key_of_uri(u)) for u in uris} == before
+    _host(monkeypatch, isolated, "one")
+    with pytest.raises(
+        SpecConflict, match=r"1 planned attempt\(s\) already have another spec: 2026-12-bt\.board"
+    ):
+        write_specs(changed)  # the host that planned it refuses before asking the store

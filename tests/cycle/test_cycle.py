@@ -4,11 +4,12 @@ budgets scale only on request, and "the latest cycle" is decided by date, not by
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import datetime
 
 import pytest
 from argusic.attempts.environment import EnvironmentRefused
-from argusic.core.spec import read_spec
+from argusic.core.spec import SpecConflict, read_spec
 from argusic.cycle.plan import NothingPlanned, write_plan
 from argusic.cycle.pools import latest_cycle_of
 from argusic.cycle.tally import CycleFailed, tally_records
@@ -41,7 +42,13 @@ def test_budgets_are_real_unless_scaled_and_a_scaled_plan_is_recorded_as_demo(is
     # One cycle runs under one set of budgets: its pin refuses a re-plan under scaled ones.
     with pytest.raises(EnvironmentRefused, match="budget_scale: pinned 1.0, now 0.01; demo: pinned False"):
         write_plan(_pool(isolated), ["readme-runner"], attempts_per_pair=1, budget_scale=0.01)
-    (isolated / "runs" / "2026-12" / "environment.json").unlink()  # as if the cycle were planned anew
+    (isolated / "runs" / "2026-12" / "environment.json").unlink()
+    # Without its pin the plan is still there: a spec once written is never replaced, by name.
+    with pytest.raises(
+        SpecConflict, match=r"1 planned attempt\(s\) already have another spec: 2026-12\.board"
+    ):
+        write_plan(_pool(isolated), ["readme-runner"], attempts_per_pair=1, budget_scale=0.01)
+    shutil.rmtree(isolated / "runs" / "2026-12" / "plan")  # as if the cycle were planned anew
     (scaled,) = [
         read_spec(p)
         for p in write_plan(_pool(isolated), ["readme-runner"], attempts_per_pair=1, budget_scale=0.01)

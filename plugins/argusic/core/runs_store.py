@@ -5,7 +5,9 @@ no folder: set ARGUSIC_RUNS_URL (e.g. `s3://argusic/runs`, or `file:///…` for 
 and each host's runs folder becomes a cache of the store, keyed the same way:
 
     <cycle>/pool.json                      the cycle's pool (prepare_pool)
-    <cycle>/plan/<attempt id>.json         the plan: one spec per attempt (plan; XCom carries its URI)
+    <cycle>/plan/<attempt id>.json         the plan: one spec per attempt (plan; XCom carries its URI),
+                                           write-once, put in one batch
+    <cycle>/plan/manifest-<digest>.json    what one batch of specs holds (written last: a rerun reads it)
     <cycle>/environment.json               the cycle's pin, first writer wins (a conditional put)
     <cycle>/<attempt id>/run_record.json   every run record, write-once (the attempt task)
 
@@ -18,8 +20,10 @@ be inside the store, objects are capped in size and land atomically. Unset: noth
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from argusic.core.settings import runs_dir
@@ -27,6 +31,8 @@ from argusic.core.settings import runs_dir
 RUNS_URL_ENV = "ARGUSIC_RUNS_URL"
 MAX_OBJECT_BYTES = 4 << 20  # a record is capped at 1 MiB, a spec or pin far smaller; a pool of 3,669 fits
 MAX_KEY_CHARS = 512
+BATCH_THREADS = 32  # objects read or created at once by threads (file stores, reads of a rerun)
+BATCH_REQUESTS = 64  # conditional puts in flight at once on an S3 store (one plan: thousands of specs)
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
 
 
@@ -149,6 +155,97 @@ class RunsStore:
             raise
         return True
 
+    def create_many(self, items: dict[str, bytes], manifest: str | None = None) -> int:
+        """Store every object of `items` write-once, in one batch: objects absent are created (first
+        writer wins, as `create`), objects already holding the same bytes are left alone, and objects
+        holding other bytes are refused by name (RunsStoreConflict, nothing else of the batch lost).
+
+        `manifest`: the key of one object written last, listing every key with its sha256. A batch
+        whose manifest is already in the store is complete (its objects are write-once, written before
+        it): a rerun costs one read. Returns how many objects this call created."""
+        for key in items:
+            self._path(key)
+        doc = manifest_bytes(items) if manifest is not None else b""
+        if manifest is not None:
+            self._path(manifest)
+            held = self.read(manifest)
+            if held == doc:
+                return 0
+            if held is not None:
+                raise RunsStoreConflict(f"{self.uri_for(manifest)} already lists another batch; refusing it")
+        present = self._sizes({key.rsplit("/", 1)[0] for key in items if "/" in key})
+        absent = sorted(key for key in items if key not in present)
+        created = dict(zip(absent, self._create_batch(absent, items), strict=True))
+
+        def check(key: str) -> str | None:
+            """The key when it holds other bytes than `items` says (None: the same bytes)."""
+            data = items[key]
+            size = present.get(key)
+            if size is not None and size != len(data):
+                return key
+            return None if self.read(key) == data else key
+
+        held = sorted(key for key in items if not created.get(key))  # there before, or a race lost
+        with ThreadPoolExecutor(min(BATCH_THREADS, max(1, len(held)))) as pool:
+            outcomes = [(False, key) for key in pool.map(check, held)]
+        conflicts = [key for _, key in outcomes if key is not None]
+        if conflicts:
+            names = ", ".join(conflicts[:5]) + (
+                f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else ""
+            )
+            raise RunsStoreConflict(
+                f"{len(conflicts)} object(s) of {self.url} already hold other bytes: {names}; refusing to "
+                "replace them"
+            )
+        if manifest is not None and not self.create(manifest, doc) and self.read(manifest) != doc:
+            raise RunsStoreConflict(f"{self.uri_for(manifest)} already lists another batch; refusing it")
+        return sum(created.values())
+
+    def _create_batch(self, keys: list[str], items: dict[str, bytes]) -> list[bool]:
+        """`create` of every key (True: created by this call), many requests in flight at once: on
+        the filesystem's own event loop when it has one (s3fs), else in threads."""
+        if not keys:
+            return []
+        if self.protocol == "file" or not getattr(self.fs, "async_impl", False):
+            for folder in {self._path(key).rsplit("/", 1)[0] for key in keys}:
+                self.fs.makedirs(folder, exist_ok=True)
+            with ThreadPoolExecutor(min(BATCH_THREADS, len(keys))) as pool:
+                return list(pool.map(lambda key: self.create(key, items[key]), keys))
+        import asyncio  # deferred: only a store with an event loop (s3fs) takes this path
+
+        from fsspec.asyn import sync  # deferred: fsspec is imported with the store (see __init__)
+
+        async def one(key: str, limit: asyncio.Semaphore) -> bool:
+            async with limit:
+                try:
+                    await self.fs._pipe_file(self._path(key), items[key], mode="create")
+                except (FileExistsError, OSError) as err:
+                    if isinstance(err, FileExistsError) or _is_precondition_failed(err):
+                        return False
+                    raise
+                return True
+
+        async def every() -> list[bool]:
+            limit = asyncio.Semaphore(BATCH_REQUESTS)
+            return list(await asyncio.gather(*(one(key, limit) for key in keys)))
+
+        return sync(self.fs.loop, every)
+
+    def _sizes(self, folders: set[str]) -> dict[str, int]:
+        """{key: size} of the objects directly under each folder: one listing (paged) per folder."""
+        sizes: dict[str, int] = {}
+        root = self.root.rstrip("/")
+        for folder in sorted(folders):
+            try:
+                listing = self.fs.ls(self._path(folder), detail=True)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for info in listing:
+                name = str(info.get("name", "")).rstrip("/")
+                if info.get("type") == "file" and name.startswith(root + "/"):
+                    sizes[name[len(root) + 1 :]] = int(info.get("size") or 0)
+        return sizes
+
     def _put(self, key: str, data: bytes) -> None:
         path = self._path(key)
         if self.protocol == "file":
@@ -166,6 +263,17 @@ class RunsStore:
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def manifest_bytes(items: dict[str, bytes]) -> bytes:
+    """The manifest of a batch: {key: sha256} of every object, sorted, one JSON document."""
+    return json.dumps({key: _sha(items[key]) for key in sorted(items)}, indent=0).encode() + b"\n"
+
+
+def manifest_key(folder: str, items: dict[str, bytes]) -> str:
+    """Where a batch's manifest goes: `<folder>/manifest-<digest>.json`, named by what it lists (two
+    shards of one plan, or the same plan twice, never share a manifest of other contents)."""
+    return f"{folder}/manifest-{_sha(manifest_bytes(items))[:24]}.json"
 
 
 def _is_precondition_failed(err: BaseException) -> bool:
@@ -191,6 +299,20 @@ def push(path: str | Path, write_once: bool = False) -> str:
     key = key_of_local(path)
     store.write(key, Path(path).read_bytes(), write_once=write_once)
     return store.uri_for(key)
+
+
+def push_many(paths: list[Path], manifest_folder: str | None = None) -> list[str]:
+    """Push files of this host's runs folder to the store write-once, in one batch (RunsStore.create_many;
+    with a manifest under `manifest_folder` when given); their references for XCom, in order. Single
+    machine: the local paths."""
+    store = shared()
+    if store is None:
+        return [str(path) for path in paths]
+    keys = [key_of_local(path) for path in paths]
+    items = {key: Path(path).read_bytes() for key, path in zip(keys, paths, strict=True)}
+    manifest = manifest_key(manifest_folder, items) if manifest_folder is not None else None
+    store.create_many(items, manifest)
+    return [store.uri_for(key) for key in keys]
 
 
 def pull(key: str) -> Path | None:
@@ -284,6 +406,7 @@ __all__ = [
     "local_path",
     "pull",
     "push",
+    "push_many",
     "runs_url",
     "shared",
 ]

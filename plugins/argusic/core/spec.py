@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from argusic.core.layout import plan_dir
 from argusic.core.record import IdPart, Sha256
-from argusic.core.runs_store import local_path, push
+from argusic.core.runs_store import RunsStoreConflict, local_path, push, push_many
 from argusic.core.safe_io import write_atomic
 
 
@@ -81,6 +82,63 @@ def write_spec(spec: AttemptSpec) -> str:
     path = plan_dir(spec.cycle_id) / f"{spec.attempt_id}.json"
     write_atomic(path, spec.model_dump_json(indent=1) + "\n")
     return push(path)
+
+
+class SpecConflict(RunsStoreConflict):
+    """A planned attempt's spec already holds another spec: a plan never replaces one."""
+
+
+def write_specs(specs: list[AttemptSpec]) -> list[str]:
+    """Write a plan's specs write-once, in one batch, and return what XCom carries, in order.
+
+    Each spec goes to runs/<cycle>/plan/<attempt id>.json unless that file already holds the same
+    bytes (a rerun of the plan changes nothing); a file holding another spec is refused by name
+    (SpecConflict), before anything is written. A new file appears whole (written aside, then linked
+    into place: never over another). On a cluster the files then go to the runs store in one batch of
+    conditional puts with one manifest (runs_store.push_many): a spec there is never replaced either."""
+    paths: list[Path] = []
+    todo: list[tuple[Path, bytes]] = []
+    conflicts: list[str] = []
+    for spec in specs:
+        path = plan_dir(spec.cycle_id) / f"{spec.attempt_id}.json"
+        data = (spec.model_dump_json(indent=1) + "\n").encode()
+        paths.append(path)
+        try:
+            held = path.read_bytes()
+        except FileNotFoundError:
+            todo.append((path, data))
+            continue
+        if held != data:
+            conflicts.append(spec.attempt_id)
+    if conflicts:
+        more = f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else ""
+        raise SpecConflict(
+            f"{len(conflicts)} planned attempt(s) already have another spec: "
+            f"{', '.join(conflicts[:5])}{more}; a plan never replaces a spec (plan the changed "
+            "attempts as a new cycle or a rerun)"
+        )
+    for folder in {path.parent for path, _ in todo}:
+        folder.mkdir(parents=True, exist_ok=True)
+    for path, data in todo:
+        _create_file(path, data)
+    folders = {spec.cycle_id for spec in specs}
+    manifest = f"{folders.pop()}/plan" if len(folders) == 1 else None
+    return push_many(paths, manifest)
+
+
+def _create_file(path: Path, data: bytes) -> None:
+    """`data` at `path` whole and only if nothing is there (another writer's same bytes are fine)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        if path.read_bytes() != data:
+            raise SpecConflict(
+                f"{path.stem}: another spec was written meanwhile; refusing to replace it"
+            ) from None
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_spec(spec_path: str | Path) -> AttemptSpec:

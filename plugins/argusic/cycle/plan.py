@@ -12,7 +12,7 @@ from argusic.attempts.environment import ensure_pin
 from argusic.attempts.repair_run import STANDINS, RepairRefused, repair_limits, usable_items
 from argusic.core.runs_store import local_path
 from argusic.core.settings import forge_dir, orchestrator_config
-from argusic.core.spec import AttemptSpec, RepairItemRef, write_spec
+from argusic.core.spec import AttemptSpec, RepairItemRef, write_specs
 from argusic.cycle.ids import ConfigurationError
 from argusic.sources.pool import load_pool
 
@@ -57,7 +57,9 @@ def write_plan(
     """Write one spec file per attempt of this shard and return their paths, in plan order.
 
     A shard holds every attempt of its projects (projects dealt round-robin in pool order), so the
-    three attempts of a pair always land in the same DAG run. Rewriting the same plan is a no-op.
+    three attempts of a pair always land in the same DAG run. Specs are written once, in one batch
+    (argusic.core.spec.write_specs): rewriting the same plan is a no-op, and a plan that would change
+    a spec already written is refused (SpecConflict) naming the attempts.
     Planning pins the cycle's environment (argusic.attempts.environment) for the executor the attempts will
     run on (`executor`: an executor or its name; None: ARGUSIC_EXECUTOR, else docker; local is
     refused for a cycle that is not a demo), or checks
@@ -89,7 +91,7 @@ def write_plan(
     first = specs[0]
     roles = {"agents" if driver_for(agent).external else "runner" for agent in agents}
     ensure_pin(pool.cycle_id, executor, roles, first.demo, first.budget_scale)
-    return [write_spec(spec) for spec in specs]
+    return write_specs(specs)
 
 
 # --- what an attempt task tells (its log's last lines and its label in the UI) -----------------------

@@ -40,6 +40,7 @@ from functools import lru_cache
 from typing import BinaryIO
 
 import hyperscan
+import re2
 
 from argusic.masking.policy import MaskingError
 from argusic.masking.recording import MAX_LINE, STREAM_CODES, parse_event, parse_header
@@ -72,9 +73,18 @@ _BACKSLASH = re.compile(
 )
 _DEC_CODES = re.compile(r"(?:\d{2,7}[^0-9A-Za-z]{1,4}){5,}\d{2,7}")
 _DEC_TOKEN = re.compile(r"\d{2,7}")
-_HEX_RUN = re.compile(rb"[0-9a-f]{16,}")
+# The same runs found by RE2 (linear, a DFA: a log of timestamps and versions costs Python's re a
+# backtracking attempt at every digit); \p{Nd} is what Python's \d means in text.
+_DEC_CODES_RE2 = re2.compile(_DEC_CODES.pattern.replace("\\d", "\\p{Nd}"))
+
+
+def _dec_code_runs(text: str) -> list[str]:
+    return [m.group(0) for m in _DEC_CODES_RE2.finditer(text)]
+
+
+_HEX_RUN = re2.compile(rb"[0-9a-f]{16,}")  # RE2 (a DFA) where matches are few: 2-10x Python's re
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
-_B32_RUN = re.compile(r"[A-Z2-7]{16,}=*")
+_B32_RUN = re2.compile(r"[A-Z2-7]{16,}=*")
 _TO_STANDARD_B64 = str.maketrans("-_", "+/")
 _B32_AS_DIGITS = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV")
 _ROT13 = str.maketrans(
@@ -193,15 +203,14 @@ def drawn(line: str) -> str:
     def put(text: str) -> None:
         """Write the text's visible characters at the cursor (nothing past MAX_COLUMNS)."""
         nonlocal col
-        for ch in _ESCAPES.sub("", text):
-            if col >= MAX_COLUMNS:
-                return
-            if col < len(cells):
-                cells[col] = ch
-            else:
-                cells.extend(" " * (col - len(cells)))
-                cells.append(ch)
-            col += 1
+        visible = _ESCAPES.sub("", text) if "\x1b" in text or "\x9b" in text else text
+        visible = visible[: max(0, MAX_COLUMNS - col)]
+        if not visible:
+            return
+        if col > len(cells):
+            cells.extend(" " * (col - len(cells)))
+        cells[col : col + len(visible)] = visible  # overwrites the cells there, appends the rest
+        col += len(visible)
 
     pos = 0
     for m in _CURSOR.finditer(line):
@@ -235,10 +244,29 @@ def drawn(line: str) -> str:
 
 def shown(text: str) -> str:
     """The text with escapes removed, and lines that move the cursor drawn as a terminal draws them."""
-    if not _MOVES.search(text):
+    out: list[str] = []
+    pos = 0
+    while m := _MOVES.search(text, pos):
+        start = text.rfind("\n", pos, m.start()) + 1 if m.start() > pos else pos
+        if start < pos:
+            start = pos
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        out.append(_stripped_lines(text[pos:start]))  # whole lines without a cursor move
+        out.append(drawn(text[start:end]))
+        pos = end
+    out.append(_stripped_lines(text[pos:]) if pos else _ESCAPES.sub("", text))
+    return "".join(out)
+
+
+_STRING_ESCAPE = re.compile(r"\x1b[\]PX^_]")  # the escapes whose text may run past a line break
+
+
+def _stripped_lines(text: str) -> str:
+    """Escapes removed line by line (in one pass when none could run past a line's end)."""
+    if not _STRING_ESCAPE.search(text):
         return _ESCAPES.sub("", text)
-    lines = text.split("\n")
-    return "\n".join(drawn(line) if _MOVES.search(line) else _ESCAPES.sub("", line) for line in lines)
+    return "\n".join(_ESCAPES.sub("", line) for line in text.split("\n"))
 
 
 # -- decoders ----------------------------------------------------------------------------------------------
@@ -270,17 +298,17 @@ def _inflated(data: bytes, budget: list[int]) -> Iterator[str]:
 
 
 def _base64_decodings(compact: str, budget: list[int]) -> Iterator[str | bytes]:
-    runs = [m.group(0).rstrip("=").translate(_TO_STANDARD_B64) for m in _B64_RUN.finditer(compact)]
-    if not runs:
+    """Every base64 run at its 4 alignments, one decoding per alignment for all runs at once (each
+    run padded to whole quanta plus one zero quantum, so runs never run into each other; a run's
+    last partial quantum is decoded too, its padding bits zero)."""
+    found = _B64_RUN.findall(compact)
+    if not found:
         return
+    standard = "\n".join(found).replace("=", "").replace("-", "+").replace("_", "/")
+    runs = [r + "A" * (-len(r) % 4 + 4) for r in standard.split("\n")]
     for skip in range(4):
-        chunks = []
-        for run in runs:
-            part = run[skip:]
-            part = part[: len(part) - len(part) % 4]
-            if part:
-                chunks.append(binascii.a2b_base64(part))
-        data = b"\n".join(chunks)
+        before, after = "A" * ((4 - skip) % 4), "A" * skip
+        data = binascii.a2b_base64(before + (after + before).join(runs) + after)
         yield data
         yield from _inflated(data, budget)
 
@@ -301,43 +329,54 @@ def _base32_decodings(compact: str) -> Iterator[bytes]:
 
 
 def _hex_decodings(skel: bytes) -> Iterator[str | bytes]:
-    runs = [m.group(0) for m in _HEX_RUN.finditer(skel)]
-    for skip in range(2):
-        chunks = []
-        for run in runs:
-            part = run[skip:]
-            chunks.append(binascii.unhexlify(part[: len(part) - len(part) % 2]))
-        if chunks:
-            data = b"\n".join(chunks)
-            yield data
-            yield data.decode("utf-16-le", "replace")
+    """Every run of hex digits at its 2 alignments, one decoding per alignment for all runs at once."""
+    runs = _HEX_RUN.findall(skel)
+    if not runs:
+        return
+    runs = [r + b"0" * (len(r) % 2) for r in runs]
+    for data in (binascii.unhexlify(b"".join(runs)), binascii.unhexlify(b"0" + b"00".join(runs) + b"0")):
+        yield data
+        yield data.decode("utf-16-le", "replace")
 
 
 def decoded_forms(text: str) -> Iterator[tuple[str, str | bytes]]:
     """(name, text) of every decoding of a window of shown text (the text itself first)."""
-    yield "as shown", text
+    for name, decoded, _ in _forms(text):
+        yield name, decoded
+
+
+def _forms(text: str) -> Iterator[tuple[str, str | bytes, bytes | None]]:
+    """`decoded_forms`, each with its skeleton when it is already known (the text's own: NFKC and
+    case folding done once for the text, its skeleton and its hex runs)."""
+    ascii_only = text.isascii()
+    nfkc = text if ascii_only else unicodedata.normalize("NFKC", text)
+    folded = text.lower() if ascii_only else nfkc.casefold()
+    skel = folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+    yield "as shown", text, skel
     if "%" in text:
-        yield "percent-decoded", _PERCENT.sub(lambda m: chr(int(m.group(0)[1:], 16)), text)
+        yield "percent-decoded", _PERCENT.sub(lambda m: chr(int(m.group(0)[1:], 16)), text), None
     if "\\" in text:
-        yield "backslash-decoded", _BACKSLASH.sub(_backslash_char, text)
+        yield "backslash-decoded", _BACKSLASH.sub(_backslash_char, text), None
     if "&" in text:
-        yield "html-decoded", html.unescape(text)
-    dec_codes = [_codes(m.group(0), _DEC_TOKEN, 10) for m in _DEC_CODES.finditer(text)]
+        yield "html-decoded", html.unescape(text), None
+    dec_codes = [_codes(run, _DEC_TOKEN, 10) for run in _dec_code_runs(text)]
     if dec_codes:
-        yield "decimal codes", "\n".join(dec_codes)
-    compact = _WHITESPACE_AND_INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+        yield "decimal codes", "\n".join(dec_codes), None
+    compact = _WHITESPACE_AND_INVISIBLE.sub("", nfkc)
     budget = [MAX_GZIP_STREAMS]
     for decoded in _base64_decodings(compact, budget):
-        yield "base64", decoded
+        yield "base64", decoded, None
     for decoded in _base32_decodings(compact):
-        yield "base32", decoded
-    skel = skeleton_bytes(text)
+        yield "base32", decoded, None
     # Hex codes however separated (`73 6b`, `0x73,0x6b`, `\\x73`, `U+0073`, `&#x73;`) are one hex run
     # once the separators and the prefixes are gone.
     for variant in {skel, skel.replace(b"0x", b""), skel.replace(b"0x", b"").translate(None, b"ux")}:
         for decoded in _hex_decodings(variant):
-            yield "hex", decoded
-    yield "utf-16", text.encode("utf-16-le", "surrogatepass").decode("utf-8", "replace")
+            yield "hex", decoded, None
+    # UTF-16 text read as UTF-8: its ASCII bytes are what a reader sees (a byte below 0x80 is never
+    # part of a multi-byte sequence), so the skeleton is read from the bytes (NFKC of the rest skipped).
+    utf16 = text.encode("utf-16-le", "surrogatepass")
+    yield "utf-16", utf16.decode("utf-8", "replace"), skeleton_bytes(utf16)
 
 
 # -- the check ---------------------------------------------------------------------------------------------
@@ -392,8 +431,8 @@ class ViewerCheck:
         self.carry = skel_stream[-SKELETON_CARRY:]
         stripped = _ESCAPES.sub("", text)
         for shown_text in [view] if stripped == view else [view, stripped]:
-            for name, decoded in decoded_forms(shown_text):
-                skel = skeleton_bytes(decoded)
+            for name, decoded, known in _forms(shown_text):
+                skel = known if known is not None else skeleton_bytes(decoded)
                 self._look(name, skel)
                 if name == "as shown":
                     for stride in (2, 3):
