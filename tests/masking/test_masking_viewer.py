@@ -170,3 +170,14 @@ def test_a_copy_too_long_to_check_is_withheld(monkeypatch: pytest.MonkeyPatch) -
     result = mask_log(b"ordinary line\n" * 100, _per_run_secrets())
     assert result.withheld and "not checked" in result.reason
     assert not mask_log(b"ordinary line\n" * 100, []).withheld  # no live key: nothing to look for
+
+
+def test_utf16_bytes_that_spell_full_width_letters_are_folded_like_every_other_form() -> None:
+    """Chosen characters whose UTF-16 bytes are valid UTF-8 of full-width letters: the UTF-16 reading
+    goes through NFKC too (U+BCEF U+41A1 is EF BC A1 41: full-width A, then A)."""
+    forms = dict(viewer.decoded_forms("\ubcef\u41a1"))
+    assert forms["utf-16"] == "\uff21A" and skeleton(forms["utf-16"]) == "aa"
+    # what the check looks in: a skeleton computed once for speed must be the form's own skeleton
+    for text in ("\ubcef\u41a1", "ＳＫ-Ｑ７ｖ", "sk-Q7vKx2 %73%6b \\x73 &#x73;", "c2stUTd2S3gy"):
+        for name, decoded, known in viewer._forms(text):
+            assert known is None or known == viewer.skeleton_bytes(decoded), (text, name)

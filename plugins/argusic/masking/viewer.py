@@ -373,10 +373,9 @@ def _forms(text: str) -> Iterator[tuple[str, str | bytes, bytes | None]]:
     for variant in {skel, skel.replace(b"0x", b""), skel.replace(b"0x", b"").translate(None, b"ux")}:
         for decoded in _hex_decodings(variant):
             yield "hex", decoded, None
-    # UTF-16 text read as UTF-8: its ASCII bytes are what a reader sees (a byte below 0x80 is never
-    # part of a multi-byte sequence), so the skeleton is read from the bytes (NFKC of the rest skipped).
-    utf16 = text.encode("utf-16-le", "surrogatepass")
-    yield "utf-16", utf16.decode("utf-8", "replace"), skeleton_bytes(utf16)
+    # UTF-16 text read as UTF-8. Its skeleton goes through NFKC like every other form: the UTF-16
+    # bytes of chosen characters can spell valid UTF-8 of full-width letters, which NFKC folds to ASCII.
+    yield "utf-16", text.encode("utf-16-le", "surrogatepass").decode("utf-8", "replace"), None
 
 
 # -- the check ---------------------------------------------------------------------------------------------
