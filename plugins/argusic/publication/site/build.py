@@ -380,7 +380,13 @@ def masking_words(attempt: dict[str, Any]) -> str:
             "secret-shaped values, vendor banners or generated private-key bodies were replaced; the raw "
             "evidence keeps its fingerprint"
         )
-    return "no masking was needed: the served copies hold the recorded bytes"
+    # Hiding an agent tool's start banner (its maker, product and model) is presentation, not
+    # masking (argusic.masking.banners): the words say it may have happened.
+    return (
+        "no masking was needed: no credential or private key was found; the served copies hold the "
+        "recorded bytes, except the agent tool's own start banner where it printed one (hidden: the "
+        "agent is presented under its Argusic identity; never a command it ran)"
+    )
 
 
 @dataclass
