@@ -38,8 +38,15 @@ CYCLE = "c1"
 AGENTS = {"a1": "claude-code", "a2": "codex", "a3": "readme-runner", "a4": "readme-runner-norecover"}
 PRODUCT = {"claude-code": "Claude Code", "codex": "OpenAI Codex CLI", "readme-runner": "README runner",
            "readme-runner-norecover": "README runner without recovery moves"}  # fmt: skip
+# The stream-json start message the claude-code driver tees to the terminal: its start banner in
+# machine form (model, version, key source), hidden like the box.
+CLAUDE_INIT = (
+    (Path(__file__).parents[1] / "fixtures" / "judging" / "claude_code_read_last.jsonl")
+    .read_text()
+    .splitlines()[0]
+)
 MODEL = {
-    "claude-code": ("claude-sonnet-4-5", "claude-sonnet-4-5-20250929", CLAUDE_BOX, "2.1.332"),
+    "claude-code": ("claude-sonnet-4-5", "claude-sonnet-4-5-20250929", [*CLAUDE_BOX, CLAUDE_INIT], "2.1.332"),
     "codex": ("gpt-5.3-codex", "gpt-5.3-codex",
               [line.replace("gpt-5-codex", "gpt-5.3-codex") for line in CODEX_BOX], "0.171.0"),
 }  # fmt: skip
@@ -149,8 +156,10 @@ def test_published_board_runs_json_and_titles_name_no_maker_product_or_model(pub
         )
         assert _hits(text) == [], cast
         assert "pip install anthropic openai" in text  # the agent's command stays, vendor package names too
-    run_page = (site / "cycles" / CYCLE / "runs" / f"{CYCLE}.board.codex.p1.a1.html").read_text()
-    assert "pip install anthropic openai" in run_page and "Welcome to" not in run_page
+    for agent in MODEL:
+        run_page = (site / "cycles" / CYCLE / "runs" / f"{CYCLE}.board.{agent}.p1.a1.html").read_text()
+        assert "pip install anthropic openai" in run_page and "Welcome to" not in run_page
+        assert "claude_code_version" not in run_page and "apiKeySource" not in run_page
 
 
 def test_each_identity_has_a_page_with_its_exact_configuration_linked_from_board_and_runs(

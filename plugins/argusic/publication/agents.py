@@ -94,7 +94,10 @@ def present(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(agents, rows, attempts, projects) as published (see the module's doc). PublicationBlocked when
     two configurations of the cycle would be shown under one identity."""
-    registry = registry_rows()
+    try:
+        registry = registry_rows()
+    except FileNotFoundError:  # a dbt project without the agents seed: no product names, no versions
+        registry = {}
     agent_ids = sorted({r["agent_id"] for r in rows} | {a["agent_id"] for a in attempts if a.get("agent_id")})
     entries: dict[str, dict[str, Any]] = {}
     by_agent: dict[str, dict[str, Any]] = {}
