@@ -7,9 +7,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
+from argusic.attempts.environment import read_pin
+from argusic.attempts.identity import configuration_from_pin
 from argusic.attempts.run import run_attempt
 from argusic.core.evidence import EvidenceStore
 from argusic.core.record import load_record_file
@@ -102,9 +105,14 @@ def test_completed_attempt_lands_fingerprinted_evidence(tmp_path, scripted):
         data = store.read(ref.uri)
         assert hashlib.sha256(data).hexdigest() == ref.sha256 and len(data) == ref.bytes
     assert record.usage.input_tokens.status == "unavailable" and record.usage.input_tokens.value is None
-    # The harness was told the recording's title: agent, project and attempt
+    # The recording is titled on the host: the agent's neutral identity (never the operator's agent
+    # id, issue 32), project and attempt; the identity is its configuration's, as the cycle's pin has it.
     header = json.loads(store.read(record.evidence.recording.uri).splitlines()[0])
-    assert header["title"] == "readme-runner / ok / attempt 1"
+    pin = read_pin("2026-12", tmp_path / "runs")
+    assert pin is not None and set(pin.agents) == {"readme-runner"}
+    name = configuration_from_pin(pin, "readme-runner").identity.name
+    assert re.fullmatch(r"Argusic agent A-[0-9a-f]{6}", name)
+    assert header["title"] == f"{name} / ok / attempt 1"
 
 
 def test_existing_record_is_not_measured_again(tmp_path, scripted):

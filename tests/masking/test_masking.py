@@ -515,6 +515,27 @@ def test_vendor_banners_hidden_commands_and_vendor_words_in_work_kept() -> None:
     assert not result.masking_applied  # hiding banners is not security masking
 
 
+def test_the_stream_json_start_message_is_hidden_like_a_banner_and_the_agent_work_stays() -> None:
+    """claude-code's driver tees its stream-json to the terminal: the first message ("init": model,
+    version, key source) is the tool's start banner in machine form (issue 32); what follows stays."""
+    init = (
+        '{"type":"system","subtype":"init","cwd":"/workspace/project","model":"claude-sonnet-4-5",'
+        '"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.332","tools":["Bash"]}'
+    )
+    work = [
+        '{"type":"assistant","message":{"content":[{"type":"text","text":"pip install anthropic"}]}}',
+        "$ ls",
+    ]
+    text = "\n".join([init, *work]) + "\n"
+    log = mask_log(text.encode(), [])
+    assert log.data.decode().splitlines() == work and log.stats.banner_lines_hidden == 1
+    cast = mask_recording(
+        make_cast([text[i : i + 40].replace("\n", "\r\n") for i in range(0, len(text), 40)]), []
+    )
+    served = output_text(cast.data)
+    assert "claude_code_version" not in served and "pip install anthropic" in served and "$ ls" in served
+
+
 def test_command_lines_are_never_hidden_even_inside_a_banner_box() -> None:
     policy = MaskPolicy()
     text = "╭──╮\n│ Claude Code │\n$ rm -rf build\n╰──╯\n"

@@ -196,6 +196,19 @@ class ContainerLimits(BaseModel):
     package_indexes: dict[str, str] = Field(default_factory=dict)
 
 
+class AgentPin(BaseModel):
+    """What a pin records of one agent (argusic.attempts.identity.agent_pin): with the pin's
+    instructions and limits, the agent's whole configuration and so its neutral identity."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None
+    model_version: str | None
+    harness: str
+    harness_version: str
+    harness_args: list[str] = Field(default_factory=list)
+
+
 class Pin(BaseModel):
     """A cycle's environment, fixed when it is planned (``runs/<cycle_id>/environment.json``)."""
 
@@ -213,6 +226,9 @@ class Pin(BaseModel):
     budget_scale: float
     demo: bool
     display: str | None  # the virtual display's configured size (WxHxDEPTH), None without one
+    # Each agent planned into the cycle (model version included): pinned on first use, like a role;
+    # empty in pins written before agents were pinned.
+    agents: dict[str, AgentPin] = Field(default_factory=dict)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
@@ -317,6 +333,16 @@ def differences(pinned: Pin, now: Pin) -> list[str]:
     return found
 
 
+def agent_differences(pinned: Pin, agents: dict[str, AgentPin]) -> list[str]:
+    """What differs between the agents a pin records and the same agents' configurations now."""
+    found = []
+    for agent_id, now in sorted(agents.items()):
+        was = pinned.agents.get(agent_id)
+        if was is not None and was != now:
+            found.append(f"agent {agent_id}: pinned {was.model_dump()}, now {now.model_dump()}")
+    return found
+
+
 def _locked(cycle_id: str, base: Path | None):
     folder = (base or runs_dir()) / cycle_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -338,17 +364,22 @@ def ensure_pin(
     demo: bool,
     budget_scale: float,
     base: Path | None = None,
+    agents: dict[str, AgentPin] | None = None,
 ) -> Pin:
     """The cycle's pin: written now when the cycle has none; else checked against the environment
     now (EnvironmentRefused naming every difference). A role the pin lacks (an agent of another
-    harness joining the cycle) is pinned on first use. Idempotent."""
+    harness joining the cycle) is pinned on first use, and so is an agent (``agents``: each agent's
+    configuration now, argusic.attempts.identity.agent_pins); an agent the pin records with another
+    configuration (a new model version, harness version or arguments) is refused. Idempotent."""
     roles = sorted(set(roles))
+    agents = dict(agents or {})
     with _locked(cycle_id, base):
         if base is None:  # on a cluster the pin lives in the runs store: another host may have made it
             pull_pin(cycle_id)
         pinned = read_pin(cycle_id, base)
         if pinned is None:
             now = current_pin(cycle_id, executor, roles, demo, budget_scale)
+            now = now.model_copy(update={"agents": dict(sorted(agents.items()))})
             for image in now.images.values():
                 keep_image(image.reference, image.digest)
             _write(pin_path(cycle_id, base), now)
@@ -358,20 +389,25 @@ def ensure_pin(
             assert pinned is not None
         missing = [r for r in roles if r not in pinned.images and pinned.executor == "docker"]
         now = current_pin(cycle_id, executor, missing, demo, budget_scale)
-        found = differences(pinned, now)
+        found = differences(pinned, now) + agent_differences(pinned, agents)
         if found:
             raise EnvironmentRefused(
                 f"cycle {cycle_id} is pinned to another environment ({pin_path(cycle_id, base)}): "
                 + "; ".join(found)
                 + ". A cycle runs under one harness: finish it as pinned, or plan a new cycle id"
             )
-        if missing:
+        new_agents = {a: c for a, c in agents.items() if a not in pinned.agents}
+        if missing or new_agents:
             for role in missing:
                 keep_image(now.images[role].reference, now.images[role].digest)
             added = {role: now.images[role] for role in missing}
-            pinned = pinned.model_copy(update={"images": {**pinned.images, **added}})
+            update = {
+                "images": {**pinned.images, **added},
+                "agents": dict(sorted({**pinned.agents, **new_agents}.items())),
+            }
+            pinned = pinned.model_copy(update=update)
             _write(pin_path(cycle_id, base), pinned)
-            if base is None:  # a role joins (rare, at planning): the last writer's roles win
+            if base is None:  # a role or agent joins (rare, at planning): the last writer's wins
                 push(pin_path(cycle_id))
         return pinned
 

@@ -28,6 +28,7 @@ from argusic.attempts.common import (
     with_presentation,
 )
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
+from argusic.attempts.identity import IDENTITY_WORDS, agent_pins, identity_name, recording_title
 from argusic.attempts.keys import IssuedKey, KeyBroker, key_for_attempt
 from argusic.attempts.live_log import LiveLog
 from argusic.attempts.sealing import SealCheck, check_seal, observe_session
@@ -61,6 +62,7 @@ def build_record(
     store: EvidenceStore,
     key_record: dict | None = None,
     environment: Environment | None = None,
+    agent_name: str = IDENTITY_WORDS,
 ) -> RunRecord:
     # First, before anything reads or stores /out: is it what the harness sealed? (a replaced
     # reference report is put back here, the landed one kept as report.landed.json)
@@ -68,7 +70,9 @@ def build_record(
     if sealed.seal["status"] == "altered":
         log.warning("%s: the landed output differs from the harness's seal: %s", spec.attempt_id,
                     ", ".join(sealed.seal["altered"]))  # fmt: skip
-    title_recording(out_dir / EVIDENCE_FILES["recording"], spec.label)  # named outside the container
+    # Titled outside the container, under the agent's neutral identity (never its maker's name).
+    title = recording_title(agent_name, spec.project_id, spec.attempt_no, spec.rerun_no)
+    title_recording(out_dir / EVIDENCE_FILES["recording"], title)
     evidence: dict[str, dict | None] = {}
     for name, filename in EVIDENCE_FILES.items():
         path = out_dir / filename
@@ -285,7 +289,10 @@ def run_install_attempt(
     # The executor the configuration names (docker by default); local only when named, for a demo.
     executor = executor or get_executor(demo=spec.demo)
     role = "agents" if driver_for(spec.agent_id).external else "runner"
-    pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
+    pin = ensure_pin(
+        spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir,
+        agents=agent_pins([spec.agent_id]),
+    )  # fmt: skip
     daemon_error = None
     try:
         pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
@@ -309,7 +316,11 @@ def run_install_attempt(
         )
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
     record = with_presentation(
-        build_record(spec, result, out_dir, store, key_record, environment), store, key
+        build_record(
+            spec, result, out_dir, store, key_record, environment, identity_name(pin, spec.agent_id)
+        ),
+        store,
+        key,
     )
     write_atomic(record_path, record.to_json() + "\n")
     return RecordFile(record_path, record)

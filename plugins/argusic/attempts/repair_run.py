@@ -51,6 +51,7 @@ from argusic.attempts import common as board
 from argusic.attempts.agents import driver_for
 from argusic.attempts.common import _model_answered
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
+from argusic.attempts.identity import IDENTITY_WORDS, agent_pins, identity_name, recording_title
 from argusic.attempts.keys import key_for_attempt
 from argusic.attempts.live_log import LiveLog
 from argusic.core.evidence import EvidenceStore
@@ -519,7 +520,10 @@ def run_repair_attempt(
     agent_seconds = effective_budget(limits, spec.demo, spec.budget_scale)
     executor = executor or get_executor(demo=spec.demo)
     role = "agents" if driver.external else "runner"
-    pin = ensure_pin(spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir)
+    pin = ensure_pin(
+        spec.cycle_id, executor, [role], spec.demo, spec.budget_scale, base=base_dir,
+        agents=agent_pins([spec.agent_id]),
+    )  # fmt: skip
     try:
         pinned_image = check_pinned_image(pin, role) if pin.executor == "docker" else None
     except DaemonUnreachable:  # the Docker executor's run fails the same way: recorded invalid, rerun
@@ -575,17 +579,21 @@ def run_repair_attempt(
         }
     )
     record = build_repair_record(
-        spec, item, driver, result, out_dir, folder, store, limits, agent_seconds, key_record, environment
-    )
+        spec, item, driver, result, out_dir, folder, store, limits, agent_seconds, key_record, environment,
+        agent_name=identity_name(pin, spec.agent_id),
+    )  # fmt: skip
     record = board.with_presentation(record, store, key)
     write_atomic(record_path, record.to_json() + "\n")
     return RecordFile(record_path, record)
 
 
 def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path, store, limits: RepairLimits,
-                        agent_seconds: float, key_record: dict | None, environment):  # fmt: skip
+                        agent_seconds: float, key_record: dict | None, environment,
+                        agent_name: str = IDENTITY_WORDS):  # fmt: skip
     """The run record of a repair attempt: evidence stored, outcome judged, patch graded."""
-    board.title_recording(out_dir / board.EVIDENCE_FILES["recording"], spec.label)  # named outside
+    item_id = spec.item.item_id if spec.item is not None else None
+    title = recording_title(agent_name, spec.project_id, spec.attempt_no, spec.rerun_no, item_id)
+    board.title_recording(out_dir / board.EVIDENCE_FILES["recording"], title)  # named outside
     evidence = {}
     for name, filename in board.EVIDENCE_FILES.items():
         path = out_dir / filename

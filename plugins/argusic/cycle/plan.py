@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from argusic.attempts.agents import driver_for
-from argusic.attempts.environment import ensure_pin
+from argusic.attempts.environment import AgentPin, ensure_pin
+from argusic.attempts.identity import MissingModelVersion, agent_pins
 from argusic.attempts.repair_run import STANDINS, RepairRefused, repair_limits, usable_items
 from argusic.core.runs_store import local_path
 from argusic.core.settings import forge_dir, orchestrator_config
@@ -23,6 +24,16 @@ class PlanTooLarge(ValueError):
 
 class NothingPlanned(ValueError):
     """The plan of this run is empty: a cycle that planned nothing fails loudly."""
+
+
+def plannable_agents(agents: list[str]) -> dict[str, AgentPin]:
+    """Each agent's configuration as the cycle's pin will record it; a model-backed agent without an
+    exact model version in the registry cannot be planned (a ConfigurationError naming the agent and
+    the missing field: no retry fixes it)."""
+    try:
+        return agent_pins(agents)
+    except MissingModelVersion as err:
+        raise ConfigurationError(str(err)) from None
 
 
 def require_scaled_budgets_on_the_forge(
@@ -69,6 +80,7 @@ def write_plan(
         raise ValueError(f"shard {shard_index} of {shard_count}: expected 0 <= shard_index < shard_count")
     if not agents:
         raise ValueError("no agents to plan for")
+    configurations = plannable_agents(agents)  # before anything is written
     pool_path = local_path(pool_path)  # on a cluster, prepare_pool may have run on another host
     pool = load_pool(pool_path)
     project_ids = [entry.project_id for entry in pool.entries]
@@ -90,7 +102,7 @@ def write_plan(
         )
     first = specs[0]
     roles = {"agents" if driver_for(agent).external else "runner" for agent in agents}
-    ensure_pin(pool.cycle_id, executor, roles, first.demo, first.budget_scale)
+    ensure_pin(pool.cycle_id, executor, roles, first.demo, first.budget_scale, agents=configurations)
     return write_specs(specs)
 
 

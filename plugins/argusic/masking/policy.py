@@ -41,6 +41,12 @@ DEFAULT_BANNERS: tuple[BannerRule, ...] = (
         contains=r"(?i)claude code|anthropic",
     ),
     BannerRule("claude-code-welcome-line", line=r"^\s*[│|]?\s*✻\s*Welcome to Claude Code"),
+    # The start banner in machine form: the stream-json "init" message the CLI prints first (its
+    # model, version, tools and key source), which the driver tees to the terminal (issue 32).
+    BannerRule(
+        "claude-code-stream-init",
+        line=r'^\s*\{"type":\s*"system",\s*"subtype":\s*"init",.*"claude_code_version"',
+    ),
     BannerRule(
         "codex-welcome-box",
         start=r"^\s*╭[─━]",

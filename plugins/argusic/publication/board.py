@@ -29,6 +29,7 @@ from argusic.core.layout import publish_dir
 from argusic.core.settings import code_root, public_evidence_base, warehouse_path
 from argusic.core.spec import read_spec
 from argusic.external import INSTRUCTIONS_TEMPLATE
+from argusic.publication.agents import cycle_pin, present
 from argusic.publication.attempt_page import PlayerMissing
 from argusic.publication.audit import audit_refs, refs_of_connection
 from argusic.publication.files import ATTEMPTS_SCHEMA, BOARD_SCHEMA, _write_atomically
@@ -282,6 +283,12 @@ def compose_publication(
     for attempt in attempts:
         for kind in ("log", "recording"):
             attempt[f"served_{kind}_uri"] = served_link(attempt, kind, base)
+    # Agents under their neutral identities, the exact configuration of each in board.json's "agents"
+    # (argusic.publication.agents): from the cycle's pin, else rebuilt from the records.
+    agents, rows, attempts, projects = present(
+        cycle_id, rows, attempts, extra["projects"], cycle_pin(cycle_id)
+    )
+    extra = {**extra, "projects": projects}
     seal = Seal(cycle_id, private, read_revealed(Path(out_dir or publish_dir()), cycle_id))
     attempts, extra = _sealed(seal, attempts, extra)
     board = {
@@ -292,6 +299,7 @@ def compose_publication(
         "attempts_file": "attempts.json",
         "evidence_base": base or SITE_EVIDENCE_LINK,
         "rows": rows,
+        "agents": agents,
         "projects": extra["projects"],
         "corrections": extra["corrections"],
         "hardware": extra["hardware"],

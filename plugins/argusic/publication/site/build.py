@@ -41,6 +41,7 @@ temporary folder beside it and swapped in whole.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -106,11 +107,12 @@ FIELDS = {
     "board": (
         "agent_id display_name is_standard_agent rank board_score pass_rate passes valid_attempts "
         "invalid_attempts sets_total sets_counted sets_unstable sets_under_review sets_incomplete "
-        "is_demo_cycle harness_edition sponsor sponsorship"
+        "is_demo_cycle harness_edition sponsor sponsorship agent agent_page"
     ),
     "project": (
         "project_id commit_sha verdict verified_by_agent verified_by_attempt_id verified_at "
-        "complete_attempts valid_attempts recorded_attempts review_status project_label sealed"
+        "complete_attempts valid_attempts recorded_attempts review_status project_label sealed "
+        "verified_by_agent_name verified_by_agent_page"
     ),
     "attempt": (
         "attempt_id agent_id project_id purpose attempt_no is_valid invalid_reason outcome score "
@@ -124,7 +126,7 @@ FIELDS = {
         "limit_disk_bytes network_mode limit_budget_seconds display container_fault project_label sealed "
         "claimed_install_ok observed_install_ok claimed_ran_ok observed_ran_ok claimed_errors_encountered "
         "observed_errors_encountered claimed_errors_fixed observed_errors_fixed claimed_test_depth "
-        "observed_verified seal_status claims_not_shown"
+        "observed_verified seal_status claims_not_shown agent agent_name configuration model_matches"
     ),
     "correction": "attempt_id dispute_id note decided_by decided_at rerun_attempt_id",
     "tier": "tier reference_model weights_gb context_gb overhead_gb required_gb required_unified_gb",
@@ -378,7 +380,13 @@ def masking_words(attempt: dict[str, Any]) -> str:
             "secret-shaped values, vendor banners or generated private-key bodies were replaced; the raw "
             "evidence keeps its fingerprint"
         )
-    return "no masking was needed: the served copies hold the recorded bytes"
+    # Hiding an agent tool's start banner (its maker, product and model) is presentation, not
+    # masking (argusic.masking.banners): the words say it may have happened.
+    return (
+        "no masking was needed: no credential or private key was found; the served copies hold the "
+        "recorded bytes, except the agent tool's own start banner where it printed one (hidden: the "
+        "agent is presented under its Argusic identity; never a command it ran)"
+    )
 
 
 @dataclass
@@ -584,6 +592,17 @@ def _build_into(
             rendered=render_markdown(methodology["text"]) if methodology else None,
             **common,
         )
+        agents = published_agents(cycles)
+        for agent in agents:
+            writer.page(
+                f"agents/{agent['identity']}.html",
+                "agent.html.j2",
+                agent=agent,
+                canonical=agent["canonical"],
+                cycles_of=agent["cycles"],
+                **common,
+            )
+        writer.page("agents/index.html", "agents.html.j2", agents=agents, **common)
         writer.page("content.html", "content.html.j2", **common)
         writer.page("disputes.html", "disputes.html.j2", **common)
         _swap(staging, target)
@@ -630,6 +649,46 @@ def cycle_edition(cycle: PublishedCycle) -> str | None:
     if environment.get("harness_edition"):
         return environment["harness_edition"]
     return next((r["harness_edition"] for r in cycle.board.get("rows", []) if r.get("harness_edition")), None)
+
+
+def harness_of(attempt: dict[str, Any]) -> str | None:
+    """The harness an attempt ran, as published (under its "configuration" since identities)."""
+    configuration = attempt.get("configuration")
+    if isinstance(configuration, dict) and configuration.get("harness_name"):
+        return configuration["harness_name"]
+    return attempt.get("harness_name")
+
+
+# What the agent page shows beside the configuration but the identity is not the hash of.
+NOT_HASHED = ("sha256", "source", "product", "models_answered")
+
+
+def published_agents(cycles: list[PublishedCycle]) -> list[dict[str, Any]]:
+    """Every agent identity the cycles publish (board.json's "agents"), each with its configuration's
+    canonical JSON (checked against its sha256 and its identity: a published identity that is not
+    its configuration's hash stops the build) and its board rows in every cycle."""
+    found: dict[str, dict[str, Any]] = {}
+    for cycle in cycles:
+        agents = cycle.board.get("agents")
+        if not isinstance(agents, list):
+            continue
+        for agent in agents:
+            if not isinstance(agent, dict) or not isinstance(agent.get("configuration"), dict):
+                raise SiteError(f"cycle {cycle.cycle_id}: an agent entry without a configuration")
+            code = _part(agent.get("identity"), "agent identity")
+            configuration = agent["configuration"]
+            hashed = {k: v for k, v in configuration.items() if k not in NOT_HASHED}
+            canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":"), allow_nan=False)
+            digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+            if digest != configuration.get("sha256") or not code.endswith(digest[:6]):
+                raise SiteError(
+                    f"cycle {cycle.cycle_id}: agent {code} is not the hash of the configuration it "
+                    f"publishes (sha256 {digest})"
+                )
+            entry = found.setdefault(code, {**agent, "canonical": canonical, "cycles": []})
+            rows = [r for r in cycle.board.get("rows", []) if r.get("agent") == code]
+            entry["cycles"] += [{**r, "cycle_id": cycle.cycle_id} for r in rows]
+    return [found[code] for code in sorted(found)]
 
 
 def _projects_of(cycle: PublishedCycle) -> list[dict[str, Any]]:
@@ -707,7 +766,7 @@ def _write_cycle(
             corrections=own,
             redoes=redoes,
             in_cycle=cycle.by_id,
-            instructed=attempt.get("harness_name") in instructions.get("harnesses", []),
+            instructed=harness_of(attempt) in instructions.get("harnesses", []),
             instructions_sha256=instructions.get("sha256"),
             sponsor=sponsors.get(attempt["agent_id"]),
             rerun_by=[x["attempt_id"] for x in cycle.attempts if x.get("rerun_of") == attempt["attempt_id"]],
