@@ -1,0 +1,360 @@
+"""The scripted model service (argusic.sandbox.model_double, issue #28 first slice).
+
+Unit tests of the server on 127.0.0.1 (SSE framing, non-streaming JSON, the key check, scripted
+errors, script exhaustion), and one slow Docker test in which the pinned Claude Code CLI of the agents
+image does a whole install-and-run attempt against it: the server runs in the runner image on a Docker
+network this test makes (internal: nothing else is reachable), the attempt container joins that network,
+and a stand-in broker mints the per-run key the server checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.client
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from argusic.external import SESSION_LOG, claude_code
+from argusic.sandbox.model_double import ScriptError, load_script, make_server
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "sk-double-unit-key"
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(turns, key=KEY):
+        server = make_server(load_script(turns), key)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _post(server, body, headers=None, path="/v1/messages?beta=true"):
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+    conn.request("POST", path, json.dumps(body), {"content-type": "application/json", **(headers or {})})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, dict((k.lower(), v) for k, v in response.getheaders()), data
+
+
+def _events(data: bytes) -> list[tuple[str, dict]]:
+    frames = data.decode().split("\n\n")
+    assert frames[-1] == ""  # every frame ends with a blank line
+    out = []
+    for frame in frames[:-1]:
+        event_line, data_line = frame.split("\n")
+        assert event_line.startswith("event: ") and data_line.startswith("data: ")
+        event, payload = event_line[7:], json.loads(data_line[6:])
+        assert payload["type"] == event
+        out.append((event, payload))
+    return out
+
+
+AGENT = {
+    "model": "m",
+    "max_tokens": 100,
+    "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"name": "Bash"}],
+}
+
+
+def test_streaming_turns_are_framed_as_the_messages_api(serve):
+    server = serve(
+        [
+            {"text": "let me look", "tool_calls": [{"name": "Bash", "input": {"command": "ls -la"}}],
+             "usage": {"input_tokens": 1234, "output_tokens": 56}},
+            {"text": "done"},
+        ]
+    )  # fmt: skip
+    status, headers, data = _post(server, {**AGENT, "stream": True}, {"x-api-key": KEY})
+    assert status == 200 and headers["content-type"] == "text/event-stream"
+    events = _events(data)
+    assert [e for e, _ in events] == [
+        "message_start",
+        "content_block_start", "content_block_delta", "content_block_stop",
+        "content_block_start", "content_block_delta", "content_block_stop",
+        "message_delta", "message_stop",
+    ]  # fmt: skip
+    start = events[0][1]["message"]
+    assert start["role"] == "assistant" and start["content"] == [] and start["model"] == "m"
+    assert start["usage"]["input_tokens"] == 1234
+    assert events[1][1]["content_block"] == {"type": "text", "text": ""}
+    assert events[2][1]["delta"] == {"type": "text_delta", "text": "let me look"}
+    tool = events[4][1]["content_block"]
+    assert tool["type"] == "tool_use" and tool["name"] == "Bash" and tool["input"] == {}
+    assert tool["id"].startswith("toolu_")
+    assert events[5][1]["delta"]["type"] == "input_json_delta"
+    assert json.loads(events[5][1]["delta"]["partial_json"]) == {"command": "ls -la"}
+    assert [p["index"] for e, p in events if e.startswith("content_block")] == [0, 0, 0, 1, 1, 1]
+    delta = events[7][1]
+    assert delta["delta"]["stop_reason"] == "tool_use" and delta["usage"]["output_tokens"] == 56
+
+    status, _, data = _post(server, {**AGENT, "stream": True}, {"authorization": f"Bearer {KEY}"})
+    events = _events(data)
+    assert status == 200 and events[-2][1]["delta"]["stop_reason"] == "end_turn"
+    assert [r["turn"] for r in server.double.requests] == [0, 1]
+
+
+def test_non_streaming_answers_one_json_message(serve):
+    server = serve([{"tool_calls": [{"name": "Write", "input": {"file_path": "/tmp/a", "content": "x"}}]}])
+    status, headers, data = _post(server, AGENT, {"x-api-key": KEY})
+    message = json.loads(data)
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert message["type"] == "message" and message["stop_reason"] == "tool_use"
+    assert message["content"][0]["input"] == {"file_path": "/tmp/a", "content": "x"}
+    assert message["usage"]["input_tokens"] == 100
+
+
+def test_wrong_or_missing_key_is_401_and_consumes_no_turn(serve):
+    server = serve([{"text": "only turn"}])
+    for headers in ({}, {"x-api-key": "sk-wrong"}, {"authorization": "Bearer sk-wrong"}):
+        status, _, data = _post(server, AGENT, headers)
+        assert status == 401 and json.loads(data)["error"]["type"] == "authentication_error"
+    assert _post(server, AGENT, {"x-api-key": KEY})[0] == 200
+    assert all(KEY not in json.dumps(r) for r in server.double.requests)  # the log never holds the key
+
+
+def test_side_requests_do_not_consume_turns(serve):
+    server = serve([{"text": "the agent's turn"}])
+    status, _, data = _post(server, {"model": "small", "max_tokens": 1, "messages": []}, {"x-api-key": KEY})
+    assert status == 200 and json.loads(data)["content"] == [{"type": "text", "text": "ok"}]
+    status, _, data = _post(server, AGENT, {"x-api-key": KEY}, path="/v1/messages/count_tokens")
+    assert status == 200 and json.loads(data) == {"input_tokens": 100}
+    status, _, data = _post(server, AGENT, {"x-api-key": KEY})
+    assert json.loads(data)["content"][0]["text"] == "the agent's turn"
+
+
+def test_scripted_errors_and_exhaustion(serve):
+    server = serve([{"status": 429, "message": "slow down"}, {"status": 500}, {"text": "last"}])
+    status, headers, data = _post(server, AGENT, {"x-api-key": KEY})
+    assert status == 429 and json.loads(data)["error"] == {"type": "rate_limit_error", "message": "slow down"}
+    assert headers["retry-after"] == "0"
+    assert _post(server, AGENT, {"x-api-key": KEY})[0] == 500
+    assert _post(server, AGENT, {"x-api-key": KEY})[0] == 200
+    status, _, data = _post(server, AGENT, {"x-api-key": KEY})
+    assert status == 500 and "script exhausted after 3 turns" in json.loads(data)["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [[], {"turns": []}, [{"text": "a", "status": 500}], [{"status": 418}], [{"tool_calls": []}],
+     [{"tool_calls": [{"input": {}}]}], [{"text": 3}], [{"text": "a", "usage": {"input_tokens": -1}}], [{}]],
+)  # fmt: skip
+def test_invalid_scripts_are_refused(script):
+    with pytest.raises(ScriptError):
+        load_script(script)
+
+
+def test_a_key_is_required():
+    with pytest.raises(ValueError, match="needs a key"):
+        make_server([{"text": "x"}], "")
+
+
+@pytest.fixture
+def env(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Isolated settings and an installation of this test's own (its sweeps touch only its objects)."""
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", f"t-{uuid.uuid4().hex[:10]}")
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(isolated / "scratch"))
+    return isolated
+
+
+# -- Claude Code against the double, a whole attempt in Docker -----------------------------------------
+
+PROJECT = "tinydata"
+VERIFY = "python3 -c \"import json; print(len(json.load(open('out/data.json'))['items']))\""
+REPORT = {
+    "install_ok": True,
+    "ran_ok": True,
+    "errors_encountered": 1,
+    "errors_fixed": 1,
+    "test_depth": "tier1_real",
+    "verified_how": VERIFY + " returned 3",
+    "final_state": "Ran make_data.py after creating out/, and decoded 3 items from out/data.json.",
+}
+COMMANDS = [
+    "cat README.md",
+    "python3 make_data.py out/data.json",  # fails: out/ does not exist
+    "mkdir -p out",
+    "python3 make_data.py out/data.json",
+    VERIFY,
+]
+
+
+def _script() -> list[dict]:
+    turns: list[dict] = [
+        {"text": f"Step {i}.", "usage": {"input_tokens": 1000 + i, "output_tokens": 40 + i},
+         "tool_calls": [{"name": "Bash", "input": {"command": c, "description": f"step {i}"}}]}
+        for i, c in enumerate(COMMANDS)
+    ]  # fmt: skip
+    turns.append(
+        {"tool_calls": [{"name": "Write",
+                         "input": {"file_path": "/out/report.json", "content": json.dumps(REPORT)}}],
+         "usage": {"input_tokens": 2000, "output_tokens": 90}}
+    )  # fmt: skip
+    turns.append({"text": REPORT["final_state"], "usage": {"input_tokens": 2100, "output_tokens": 30}})
+    return turns
+
+
+MAKE_DATA = """import json, sys
+path = sys.argv[1]
+with open(path, "w") as f:
+    json.dump({"items": [1, 2, 3]}, f)
+print("wrote", path)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp_path, monkeypatch):
+    from argusic.attempts import agents
+    from argusic.attempts.keys import IssuedKey, new_alias, token_id
+    from argusic.attempts.run import run_attempt
+    from argusic.core import settings
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.sandbox.containment import NETWORK_ENV
+    from argusic.sandbox.executor import docker_available
+    from test_containment import hostile_repo
+    from test_keys import FakeBroker
+
+    import docker
+
+    if not docker_available():
+        pytest.skip("no Docker daemon answers")
+    client = docker.from_env()
+    try:
+        client.images.get(settings.agents_image())
+    except docker.errors.ImageNotFound:
+        pytest.skip("no agents image (scripts/build_agents_image.sh)")
+
+    key = f"sk-double-{uuid.uuid4().hex}"
+    script_dir = tmp_path / "script"
+    script_dir.mkdir()
+    (script_dir / "script.json").write_text(json.dumps({"turns": _script()}))
+    (script_dir / "key").write_text(key)
+    tag = uuid.uuid4().hex[:10]
+    network = client.networks.create(f"argusic-double-{tag}", driver="bridge", internal=True)
+    server = None
+    try:
+        server = client.containers.run(
+            settings.runner_image(),
+            ["sh", "-c", "exec python3 /plugins/argusic/sandbox/model_double.py serve"
+             " --script /script/script.json"
+             ' --key-file /script/key --log /tmp/requests.jsonl --port 8080 --host "$(hostname -i)"'],
+            detach=True, network=network.name, name=f"argusic-double-{tag}",
+            volumes={str(ROOT / "plugins"): {"bind": "/plugins", "mode": "ro"},
+                     str(script_dir): {"bind": "/script", "mode": "ro"}},
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while b"model double:" not in server.logs() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        server.reload()
+        address = server.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
+        assert address, server.logs()
+
+        class DoubleBroker(FakeBroker):
+            """FakeBroker whose key is the one the double checks, with the double's URL."""
+
+            def create(self, attempt_id, limit_usd, *, ttl_seconds=None) -> IssuedKey:
+                alias = new_alias(attempt_id)
+                self.keys[token_id(key)] = {"alias": alias, "attempt_id": attempt_id, "max_budget": limit_usd}
+                self.stats.add("created")
+                return IssuedKey(value=key, kind="per_run", attempt_id=attempt_id, alias=alias,
+                                 limit_usd=limit_usd, base_url=f"http://{address}:8080/v1")  # fmt: skip
+
+        broker = DoubleBroker()
+        registered = agents.DRIVERS["claude-code"]
+        monkeypatch.setitem(agents.DRIVERS, "claude-code", dataclasses.replace(registered, max_retries=0))
+        monkeypatch.setenv(NETWORK_ENV, network.name)
+        bare, commit = hostile_repo(
+            tmp_path,
+            PROJECT,
+            ["mkdir -p out", "python3 make_data.py out/data.json"],
+            {"make_data.py": MAKE_DATA},
+        )
+        from argusic.core.spec import AttemptSpec
+
+        spec = AttemptSpec(
+            cycle_id="double", agent_id="claude-code", project_id=PROJECT, repo_url=str(bare), commit=commit,
+            tier="standard", attempt_no=1, demo=True, budget_scale=180 / 5400,
+        )  # fmt: skip
+        store = EvidenceStore((tmp_path / "evidence").as_uri())
+        path = run_attempt(spec, None, store, tmp_path / "runs", broker=broker)
+        requests = server.exec_run(["cat", "/tmp/requests.jsonl"]).output.decode()
+    finally:
+        if server is not None:
+            server.remove(force=True)
+        network.remove()
+
+    record = load_record_file(path)
+    out = path.parent / "out"
+    served = [json.loads(line) for line in requests.splitlines()]
+    print("requests:", json.dumps(served, indent=1))
+    print("record:", record.end_reason, record.invalid_reason, record.usage, record.observed)
+
+    # The CLI asked for every scripted turn, with the per-run key, and nothing else.
+    assert [r.get("turn") for r in served] == list(range(len(_script()))), served
+    assert all(r["status"] == 200 and r["path"].startswith("/v1/messages") for r in served)
+    assert all(r["stream"] is True and "Bash" in r["tools"] for r in served)
+
+    assert record.executor == "docker" and record.image == settings.agents_image()
+    assert record.end_reason == "completed", (record.end_reason, record.invalid_reason)
+    assert record.invalid_reason is None
+    assert record.environment.limits.network == network.name
+
+    # The commands the CLI executed, from its own session log.
+    session = (out / SESSION_LOG).read_text()
+    collected = agents.DRIVERS["claude-code"].collect(out)
+    executed = [c.arguments.get("command") for c in collected.tool_calls if c.category == "exec"]
+    assert executed == COMMANDS
+    assert [c.ok for c in collected.tool_calls if c.category == "exec"] == [True, False, True, True, True]
+    results = [json.loads(line) for line in session.splitlines() if '"tool_use_result"' in line]
+    assert any("wrote out/data.json" in json.dumps(r) for r in results)
+    stdouts = [r["tool_use_result"].get("stdout") for r in results if isinstance(r["tool_use_result"], dict)]
+    assert "3" in stdouts, results  # the decoding command's output: three items
+    assert any("No such file or directory" in json.dumps(r) for r in results)  # the first run's failure
+    assert collected.end_state == "completed"
+
+    # Usage from the CLI's output: the script's numbers, summed by the CLI.
+    script = _script()
+    assert record.usage.input_tokens.value == sum(t["usage"]["input_tokens"] for t in script)
+    assert record.usage.output_tokens.value == sum(t["usage"]["output_tokens"] for t in script)
+    assert record.usage.model_calls.value == len(script)
+    result = next(e for e in map(json.loads, session.splitlines()) if e.get("type") == "result")
+    assert record.usage.cost_usd.value == pytest.approx(result["total_cost_usd"])
+
+    # Model and harness from the CLI's own lines (the double answers as the model requested).
+    assert record.model.requested == registered.model and record.model.responded == registered.model
+    assert record.harness.name == "claude-code" and record.harness.version == claude_code.PINNED_VERSION
+
+    # The report the model wrote through the Write tool, and what the harness observed.
+    assert json.loads((out / "report.json").read_text()) == REPORT
+    assert record.report is not None and record.report.errors_fixed == 1
+    observed = record.observed
+    assert observed.source == "session_log"
+    assert observed.install_ok and observed.ran_ok
+    assert observed.errors_encountered == 1 and observed.errors_fixed == 1
+    assert observed.verified and observed.verify_command == VERIFY
+    assert observed.commands_run == len(COMMANDS)
+
+    # The key: minted once, deleted, and in no stored byte.
+    assert broker.stats.created == 1 and broker.stats.deleted == 1 and broker.keys == {}
+    assert record.key.kind == "per_run"
+    for root in (tmp_path / "runs", tmp_path / "evidence"):
+        for file in root.rglob("*"):
+            if file.is_file():
+                assert key.encode() not in file.read_bytes(), file
+    assert key not in requests
