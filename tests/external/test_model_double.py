@@ -158,6 +158,56 @@ def test_invalid_scripts_are_refused(script):
         load_script(script)
 
 
+def test_the_command_serves_a_script_on_loopback(tmp_path):
+    """`argusic model-double serve`: listens on 127.0.0.1, answers the script, refuses a wrong key."""
+    import socket
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"text": "from the command"}]}))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "argusic.cli", "model-double", "serve", "--script", str(script), "--port",
+         str(port), "--key", KEY],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+                time.sleep(0.2)
+        server = type("S", (), {"server_address": ("127.0.0.1", port)})
+        assert _post(server, AGENT, {"x-api-key": "sk-wrong"})[0] == 401
+        status, _, data = _post(server, AGENT, {"x-api-key": KEY})
+        assert status == 200 and json.loads(data)["content"][0]["text"] == "from the command"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    stderr = proc.stderr.read().decode()
+    assert f"1 turns on 127.0.0.1:{port}" in stderr and KEY not in stderr
+
+
+def test_the_command_refuses_a_bad_script_or_no_key(tmp_path, monkeypatch):
+    from argusic.cli.main import app
+    from typer.testing import CliRunner
+
+    monkeypatch.delenv("ARGUSIC_DOUBLE_KEY", raising=False)
+    bad, good = tmp_path / "bad.json", tmp_path / "good.json"
+    bad.write_text(json.dumps({"turns": [{"status": 418}]}))
+    good.write_text(json.dumps([{"text": "x"}]))
+    done = CliRunner().invoke(app, ["model-double", "serve", "--script", str(bad), "--key", KEY])
+    assert done.exit_code == 2 and "status must be one of" in done.output
+    done = CliRunner().invoke(app, ["model-double", "serve", "--script", str(good)])
+    assert done.exit_code == 2 and "a key is required" in done.output
+
+
 def test_a_key_is_required():
     with pytest.raises(ValueError, match="needs a key"):
         make_server([{"text": "x"}], "")

@@ -336,27 +336,32 @@ def make_server(
     return server
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="model_double", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="answer the Messages API from a script")
-    serve.add_argument("--script", required=True, type=Path)
-    serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--key", help="the key requests must carry (else --key-file)")
-    serve.add_argument("--key-file", type=Path)
-    serve.add_argument("--log", type=Path, help="append one JSON line per request here")
-    args = parser.parse_args(argv)
-    key = args.key or (args.key_file.read_text().strip() if args.key_file else "")
-    turns = load_script(json.loads(args.script.read_text(encoding="utf-8")))
-    server = make_server(turns, key, args.host, args.port, args.log)
+def serve(script: Path, key: str, host: str = "127.0.0.1", port: int = 8080, log: Path | None = None) -> None:
+    """Answer the Messages API from the script file until interrupted (ScriptError on a bad script)."""
+    turns = load_script(json.loads(script.read_text(encoding="utf-8")))
+    server = make_server(turns, key, host, port, log)
     print(
-        f"model double: {len(turns)} turns on {args.host}:{server.server_address[1]}",
-        file=sys.stderr,
-        flush=True,
+        f"model double: {len(turns)} turns on {host}:{server.server_address[1]}", file=sys.stderr, flush=True
     )
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
+    server.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 model_double.py serve …`` (the runner image has no argusic installed)."""
+    parser = argparse.ArgumentParser(prog="model_double", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("serve", help="answer the Messages API from a script")
+    cmd.add_argument("--script", required=True, type=Path)
+    cmd.add_argument("--port", type=int, default=8080)
+    cmd.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    cmd.add_argument("--key", help="the key requests must carry (else --key-file)")
+    cmd.add_argument("--key-file", type=Path)
+    cmd.add_argument("--log", type=Path, help="append one JSON line per request here")
+    args = parser.parse_args(argv)
+    key = args.key or (args.key_file.read_text().strip() if args.key_file else "")
+    serve(args.script, key, args.host, args.port, args.log)
     return 0
 
 
