@@ -266,15 +266,28 @@ print("wrote", path)
 """
 
 
-@pytest.mark.slow
-@pytest.mark.docker
-def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp_path, monkeypatch):
+@dataclasses.dataclass
+class DoubleRun:
+    record: object  # the run record
+    out: Path  # the attempt's landed /out
+    served: list[dict]  # the double's request log
+    requests: str  # the same, as the double wrote it
+    key: str
+    broker: object
+
+
+def _attempt_against_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict]) -> DoubleRun:
+    """A Claude Code install-and-run attempt on the tiny project, its model the double answering
+    `turns`: the double in the runner image on an internal Docker network of this test's own (bound to
+    its address there), the attempt container on that network, the per-run key from a stand-in
+    broker that hands out the key the double checks. Network and double are removed afterwards."""
     from argusic.attempts import agents
     from argusic.attempts.keys import IssuedKey, new_alias, token_id
     from argusic.attempts.run import run_attempt
     from argusic.core import settings
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
+    from argusic.core.spec import AttemptSpec
     from argusic.sandbox.containment import NETWORK_ENV
     from argusic.sandbox.executor import docker_available
     from test_containment import hostile_repo
@@ -293,7 +306,7 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
     key = f"sk-double-{uuid.uuid4().hex}"
     script_dir = tmp_path / "script"
     script_dir.mkdir()
-    (script_dir / "script.json").write_text(json.dumps({"turns": _script()}))
+    (script_dir / "script.json").write_text(json.dumps({"turns": turns}))
     (script_dir / "key").write_text(key)
     tag = uuid.uuid4().hex[:10]
     network = client.networks.create(f"argusic-double-{tag}", driver="bridge", internal=True)
@@ -313,7 +326,7 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
             time.sleep(0.2)
         server.reload()
         address = server.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
-        assert address, server.logs()
+        assert address and b"model double:" in server.logs(), server.logs()
 
         class DoubleBroker(FakeBroker):
             """FakeBroker whose key is the one the double checks, with the double's URL."""
@@ -329,14 +342,8 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
         registered = agents.DRIVERS["claude-code"]
         monkeypatch.setitem(agents.DRIVERS, "claude-code", dataclasses.replace(registered, max_retries=0))
         monkeypatch.setenv(NETWORK_ENV, network.name)
-        bare, commit = hostile_repo(
-            tmp_path,
-            PROJECT,
-            ["mkdir -p out", "python3 make_data.py out/data.json"],
-            {"make_data.py": MAKE_DATA},
-        )
-        from argusic.core.spec import AttemptSpec
-
+        usage = ["mkdir -p out", "python3 make_data.py out/data.json"]
+        bare, commit = hostile_repo(tmp_path, PROJECT, usage, {"make_data.py": MAKE_DATA})
         spec = AttemptSpec(
             cycle_id="double", agent_id="claude-code", project_id=PROJECT, repo_url=str(bare), commit=commit,
             tier="standard", attempt_no=1, demo=True, budget_scale=180 / 5400,
@@ -348,12 +355,39 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
         if server is not None:
             server.remove(force=True)
         network.remove()
-
     record = load_record_file(path)
-    out = path.parent / "out"
     served = [json.loads(line) for line in requests.splitlines()]
     print("requests:", json.dumps(served, indent=1))
     print("record:", record.end_reason, record.invalid_reason, record.usage, record.observed)
+    assert record.environment.limits.network == network.name
+    return DoubleRun(record, path.parent / "out", served, requests, key, broker)
+
+
+def _key_in_no_stored_byte(tmp_path: Path, run: DoubleRun) -> None:
+    assert run.broker.stats.created == 1 and run.broker.stats.deleted == 1 and run.broker.keys == {}
+    assert run.record.key.kind == "per_run"
+    for root in (tmp_path / "runs", tmp_path / "evidence"):
+        for file in root.rglob("*"):
+            if file.is_file():
+                assert run.key.encode() not in file.read_bytes(), file
+    assert run.key not in run.requests
+
+
+def _exec_calls(out: Path) -> list:
+    from argusic.attempts import agents
+
+    return [c for c in agents.DRIVERS["claude-code"].collect(out).tool_calls if c.category == "exec"]
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp_path, monkeypatch):
+    from argusic.attempts import agents
+    from argusic.core import settings
+
+    registered = agents.DRIVERS["claude-code"]
+    run = _attempt_against_double(tmp_path, monkeypatch, _script())
+    record, out, served = run.record, run.out, run.served
 
     # The CLI asked for every scripted turn, with the per-run key, and nothing else.
     assert [r.get("turn") for r in served] == list(range(len(_script()))), served
@@ -363,7 +397,6 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
     assert record.executor == "docker" and record.image == settings.agents_image()
     assert record.end_reason == "completed", (record.end_reason, record.invalid_reason)
     assert record.invalid_reason is None
-    assert record.environment.limits.network == network.name
 
     # The commands the CLI executed, from its own session log.
     session = (out / SESSION_LOG).read_text()
@@ -401,10 +434,23 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
     assert observed.commands_run == len(COMMANDS)
 
     # The key: minted once, deleted, and in no stored byte.
-    assert broker.stats.created == 1 and broker.stats.deleted == 1 and broker.keys == {}
-    assert record.key.kind == "per_run"
-    for root in (tmp_path / "runs", tmp_path / "evidence"):
-        for file in root.rglob("*"):
-            if file.is_file():
-                assert key.encode() not in file.read_bytes(), file
-    assert key not in requests
+    _key_in_no_stored_byte(tmp_path, run)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_model_failing_mid_session_makes_the_attempt_invalid(env, tmp_path, monkeypatch):
+    """The model answers one turn, then 500 (no retries): the CLI ends in error, the attempt is ours
+    to rerun (invalid), what it did before is on record, the key deleted."""
+    first = _script()[0]
+    run = _attempt_against_double(
+        tmp_path, monkeypatch, [first, {"status": 500, "message": "scripted outage"}]
+    )
+    assert [(r.get("turn"), r["status"]) for r in run.served] == [(0, 200), (1, 500)]
+    record = run.record
+    assert record.end_reason == "harness_error"
+    assert record.invalid_reason and record.invalid_reason.startswith("agent CLI ended in error")
+    assert [c.arguments.get("command") for c in _exec_calls(run.out)] == [COMMANDS[0]]
+    assert record.report is None
+    assert record.usage.input_tokens.value == first["usage"]["input_tokens"]
+    _key_in_no_stored_byte(tmp_path, run)
