@@ -151,11 +151,19 @@ def test_scripted_errors_and_exhaustion(serve):
 @pytest.mark.parametrize(
     "script",
     [[], {"turns": []}, [{"text": "a", "status": 500}], [{"status": 418}], [{"tool_calls": []}],
-     [{"tool_calls": [{"input": {}}]}], [{"text": 3}], [{"text": "a", "usage": {"input_tokens": -1}}], [{}]],
+     [{"tool_calls": [{"input": {}}]}], [{"text": 3}], [{"text": "a", "usage": {"input_tokens": -1}}], [{}],
+     [{"text": "a", "delay": -1}], [{"text": "a", "delay": "1"}]],
 )  # fmt: skip
 def test_invalid_scripts_are_refused(script):
     with pytest.raises(ScriptError):
         load_script(script)
+
+
+def test_a_turn_can_be_delayed(serve):
+    server = serve([{"text": "slow", "delay": 0.5}])
+    started = time.monotonic()
+    status, _, data = _post(server, AGENT, {"x-api-key": KEY})
+    assert status == 200 and time.monotonic() - started >= 0.5
 
 
 def test_the_command_serves_a_script_on_loopback(tmp_path):

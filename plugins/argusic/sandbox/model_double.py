@@ -12,7 +12,8 @@ The script is JSON: ``{"turns": [turn, …]}`` (or the bare list). A turn is one
     {"status": 500 | 429 | 529, "message": "…"}      an API error for this request (consumed)
 
 and may carry ``"usage": {"input_tokens": n, "output_tokens": n, "cache_read_input_tokens": n,
-"cache_creation_input_tokens": n}`` (defaults: 100 in, 20 out). Only *agent turns* consume the
+"cache_creation_input_tokens": n}`` (defaults: 100 in, 20 out) and ``"delay": seconds`` (wait that
+long before answering: a slow or hung model). Only *agent turns* consume the
 script: requests that offer tools (the CLI's main loop). Requests without tools (e.g. a title or
 quota probe on the small model) get a short fixed text answer. When the script is exhausted the
 service answers 500 with ``script exhausted`` in the error message, so a test sees it at once.
@@ -35,6 +36,7 @@ import hmac
 import json
 import sys
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -85,6 +87,9 @@ def load_script(data: Any) -> list[dict]:
         usage = turn.get("usage", {})
         if not (isinstance(usage, dict) and all(isinstance(v, int) and v >= 0 for v in usage.values())):
             raise ScriptError(f"turn {i}: usage holds non-negative integers")
+        delay = turn.get("delay", 0)
+        if not (isinstance(delay, int | float) and not isinstance(delay, bool) and 0 <= delay <= 3600):
+            raise ScriptError(f"turn {i}: delay is a number of seconds, 0 to 3600")
     return turns
 
 
@@ -294,6 +299,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             entry["turn"] = None
             turn = {"text": SIDE_ANSWER, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        if turn.get("delay"):
+            time.sleep(float(turn["delay"]))
         if "status" in turn:
             status = int(turn["status"])
             return answer(status, error_body(status, turn.get("message") or f"scripted {status}"))
