@@ -232,6 +232,7 @@ def env(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # -- Claude Code against the double, a whole attempt in Docker -----------------------------------------
 
 PROJECT = "tinydata"
+HANG = "python3 -c 'import time; time.sleep(300)'"  # longer than the budget
 VERIFY = "python3 -c \"import json; print(len(json.load(open('out/data.json'))['items']))\""
 REPORT = {
     "install_ok": True,
@@ -284,7 +285,9 @@ class DoubleRun:
     broker: object
 
 
-def _attempt_against_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict]) -> DoubleRun:
+def _attempt_against_double(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict], budget: float = 180
+) -> DoubleRun:
     """A Claude Code install-and-run attempt on the tiny project, its model the double answering
     `turns`: the double in the runner image on an internal Docker network of this test's own (bound to
     its address there), the attempt container on that network, the per-run key from a stand-in
@@ -354,7 +357,7 @@ def _attempt_against_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tur
         bare, commit = hostile_repo(tmp_path, PROJECT, usage, {"make_data.py": MAKE_DATA})
         spec = AttemptSpec(
             cycle_id="double", agent_id="claude-code", project_id=PROJECT, repo_url=str(bare), commit=commit,
-            tier="standard", attempt_no=1, demo=True, budget_scale=180 / 5400,
+            tier="standard", attempt_no=1, demo=True, budget_scale=budget / 5400,
         )  # fmt: skip
         store = EvidenceStore((tmp_path / "evidence").as_uri())
         path = run_attempt(spec, None, store, tmp_path / "runs", broker=broker)
@@ -447,18 +450,44 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
 
 @pytest.mark.slow
 @pytest.mark.docker
-def test_a_model_failing_mid_session_makes_the_attempt_invalid(env, tmp_path, monkeypatch):
-    """The model answers one turn, then 500 (no retries): the CLI ends in error, the attempt is ours
-    to rerun (invalid), what it did before is on record, the key deleted."""
+@pytest.mark.parametrize("status", [500, 429])
+def test_a_model_failing_mid_session_makes_the_attempt_invalid(status, env, tmp_path, monkeypatch):
+    """The model answers one turn, then 500 or 429 (no retries): the CLI ends in error, the attempt is
+    ours to rerun (invalid), what it did before is on record, the key deleted."""
     first = _script()[0]
-    run = _attempt_against_double(
-        tmp_path, monkeypatch, [first, {"status": 500, "message": "scripted outage"}]
-    )
-    assert [(r.get("turn"), r["status"]) for r in run.served] == [(0, 200), (1, 500)]
+    run = _attempt_against_double(tmp_path, monkeypatch, [first, {"status": status, "message": "outage"}])
+    assert [(r.get("turn"), r["status"]) for r in run.served] == [(0, 200), (1, status)]
     record = run.record
     assert record.end_reason == "harness_error"
     assert record.invalid_reason and record.invalid_reason.startswith("agent CLI ended in error")
     assert [c.arguments.get("command") for c in _exec_calls(run.out)] == [COMMANDS[0]]
     assert record.report is None
     assert record.usage.input_tokens.value == first["usage"]["input_tokens"]
+    _key_in_no_stored_byte(tmp_path, run)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_session_that_runs_into_the_budget_is_a_measured_timeout(env, tmp_path, monkeypatch):
+    """The model has the agent run a command longer than the attempt's budget: the container is killed
+    at the budget, the attempt is a valid timeout (the agent's doing), the session log so far is read,
+    the key deleted."""
+    # (Claude Code 2.1.332 refuses a standalone `sleep 300` in its Bash tool: "Blocked: standalone sleep")
+    first = _script()[0]
+    hang = {"tool_calls": [{"name": "Bash", "input": {"command": HANG, "timeout": 600000}}],
+            "usage": {"input_tokens": 1500, "output_tokens": 10}}  # fmt: skip
+    started = time.monotonic()
+    run = _attempt_against_double(tmp_path, monkeypatch, [first, hang, {"text": "never asked"}], budget=30)
+    assert time.monotonic() - started < 150
+    assert [r.get("turn") for r in run.served] == [0, 1]  # the third turn is never asked for
+    record = run.record
+    assert record.end_reason == "timeout" and record.invalid_reason is None
+    assert record.report is None and record.seal.status == "missing"
+    calls = _exec_calls(run.out)
+    assert [c.arguments.get("command") for c in calls] == [COMMANDS[0], HANG]
+    assert [c.ok for c in calls] == [True, None]  # the log never says how the sleep ended
+    assert record.observed.commands_run == 1
+    # No result event: tokens from the assistant lines the CLI wrote (both turns' input tokens), no cost.
+    assert record.usage.input_tokens.value == first["usage"]["input_tokens"] + hang["usage"]["input_tokens"]
+    assert record.usage.cost_usd.status == "unavailable"
     _key_in_no_stored_byte(tmp_path, run)
