@@ -241,22 +241,42 @@ REPORT = {
     "errors_fixed": 1,
     "test_depth": "tier1_real",
     "verified_how": VERIFY + " returned 3",
-    "final_state": "Ran make_data.py after creating out/, and decoded 3 items from out/data.json.",
+    "final_state": "Fixed make_data.py to create out/, ran it and decoded 3 items from out/data.json.",
 }
 COMMANDS = [
     "cat README.md",
     "python3 make_data.py out/data.json",  # fails: out/ does not exist
-    "mkdir -p out",
-    "python3 make_data.py out/data.json",
+    "python3 make_data.py out/data.json",  # after the fix: make_data.py makes the folder
     VERIFY,
 ]
+SCRIPT_PY = "/workspace/project/make_data.py"
+MAKEDIRS = "os.makedirs(os.path.dirname(path) or '.', exist_ok=True)\n"
+FIX = {
+    "file_path": SCRIPT_PY,
+    "old_string": "path = sys.argv[1]\n",
+    "new_string": "path = sys.argv[1]\n" + MAKEDIRS,
+}
+TOOLS_USED = ["Bash", "Bash", "Read", "Edit", "Edit", "Bash", "Bash", "Write"]
 
 
 def _script() -> list[dict]:
+    """Look, run (fails), read the code, fix it (two edits), run again, verify, write the report, stop."""
+    steps = [
+        ("Bash", {"command": COMMANDS[0], "description": "read the usage"}),
+        ("Bash", {"command": COMMANDS[1], "description": "run it"}),
+        ("Read", {"file_path": SCRIPT_PY}),
+        (
+            "Edit",
+            {"file_path": SCRIPT_PY, "old_string": "import json, sys", "new_string": "import json, os, sys"},
+        ),
+        ("Edit", FIX),
+        ("Bash", {"command": COMMANDS[2], "description": "run it again"}),
+        ("Bash", {"command": COMMANDS[3], "description": "decode the output"}),
+    ]
     turns: list[dict] = [
         {"text": f"Step {i}.", "usage": {"input_tokens": 1000 + i, "output_tokens": 40 + i},
-         "tool_calls": [{"name": "Bash", "input": {"command": c, "description": f"step {i}"}}]}
-        for i, c in enumerate(COMMANDS)
+         "tool_calls": [{"name": name, "input": tool_input}]}
+        for i, (name, tool_input) in enumerate(steps)
     ]  # fmt: skip
     turns.append(
         {"tool_calls": [{"name": "Write",
@@ -353,7 +373,7 @@ def _attempt_against_double(
         registered = agents.DRIVERS["claude-code"]
         monkeypatch.setitem(agents.DRIVERS, "claude-code", dataclasses.replace(registered, max_retries=0))
         monkeypatch.setenv(NETWORK_ENV, network.name)
-        usage = ["mkdir -p out", "python3 make_data.py out/data.json"]
+        usage = ["python3 make_data.py out/data.json"]
         bare, commit = hostile_repo(tmp_path, PROJECT, usage, {"make_data.py": MAKE_DATA})
         spec = AttemptSpec(
             cycle_id="double", agent_id="claude-code", project_id=PROJECT, repo_url=str(bare), commit=commit,
@@ -414,7 +434,12 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
     collected = agents.DRIVERS["claude-code"].collect(out)
     executed = [c.arguments.get("command") for c in collected.tool_calls if c.category == "exec"]
     assert executed == COMMANDS
-    assert [c.ok for c in collected.tool_calls if c.category == "exec"] == [True, False, True, True, True]
+    assert [c.ok for c in collected.tool_calls if c.category == "exec"] == [True, False, True, True]
+    assert [c.name for c in collected.tool_calls] == TOOLS_USED
+    assert all(c.ok for c in collected.tool_calls if c.name != "Bash"), collected.tool_calls
+    # The fix is in the project's changes, computed on the host against our copy of the commit.
+    patch = (out / "changes.patch").read_text()
+    assert "+import json, os, sys" in patch and "+os.makedirs(os.path.dirname(path)" in patch
     results = [json.loads(line) for line in session.splitlines() if '"tool_use_result"' in line]
     assert any("wrote out/data.json" in json.dumps(r) for r in results)
     stdouts = [r["tool_use_result"].get("stdout") for r in results if isinstance(r["tool_use_result"], dict)]
