@@ -306,12 +306,18 @@ class DoubleRun:
 
 
 def _attempt_against_double(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict], budget: float = 180
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    turns: list[dict],
+    budget: float = 180,
+    *,
+    known: bool = True,
 ) -> DoubleRun:
     """A Claude Code install-and-run attempt on the tiny project, its model the double answering
     `turns`: the double in the runner image on an internal Docker network of this test's own (bound to
     its address there), the attempt container on that network, the per-run key from a stand-in
-    broker that hands out the key the double checks. Network and double are removed afterwards."""
+    broker that hands out the key the double checks (`known` False: another key). Network and double
+    are removed afterwards."""
     from argusic.attempts import agents
     from argusic.attempts.keys import IssuedKey, new_alias, token_id
     from argusic.attempts.run import run_attempt
@@ -338,7 +344,7 @@ def _attempt_against_double(
     script_dir = tmp_path / "script"
     script_dir.mkdir()
     (script_dir / "script.json").write_text(json.dumps({"turns": turns}))
-    (script_dir / "key").write_text(key)
+    (script_dir / "key").write_text(key if known else f"sk-double-{uuid.uuid4().hex}")
     tag = uuid.uuid4().hex[:10]
     network = client.networks.create(f"argusic-double-{tag}", driver="bridge", internal=True)
     server = None
@@ -515,4 +521,17 @@ def test_a_session_that_runs_into_the_budget_is_a_measured_timeout(env, tmp_path
     # No result event: tokens from the assistant lines the CLI wrote (both turns' input tokens), no cost.
     assert record.usage.input_tokens.value == first["usage"]["input_tokens"] + hang["usage"]["input_tokens"]
     assert record.usage.cost_usd.status == "unavailable"
+    _key_in_no_stored_byte(tmp_path, run)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_key_the_model_does_not_know_is_refused(env, tmp_path, monkeypatch):
+    """The per-run key is not the one the model service checks: 401 on the first request, the CLI
+    stops, the attempt is invalid (the agent never reached its model), no turn is consumed."""
+    run = _attempt_against_double(tmp_path, monkeypatch, _script(), known=False)
+    assert [(r.get("turn"), r["status"]) for r in run.served] == [(None, 401)]
+    assert run.record.end_reason == "harness_error"
+    assert run.record.invalid_reason.startswith("the agent never reached its model")
+    assert _exec_calls(run.out) == []
     _key_in_no_stored_byte(tmp_path, run)
