@@ -11,6 +11,7 @@ module of its job in this package, and what they share is in `argusic.cli.common
 - `site`: site build, site serve
 - `verdicts`, `review` (review, dispute, publish), `repair` (items, grade), `judging` (tasks, hints),
   `judge`, `judging_review` (judging)
+- `model_double`: model-double serve (a scripted model service for the agent CLIs)
 
 The command modules import at the top. The few imports left inside a command (each marked
 `# deferred:`) wait for what `argusic --help` must not pay for: pandas and pyarrow, which the build
@@ -34,6 +35,7 @@ from argusic.cli import (
     judge,
     judging,
     judging_review,
+    model_double,
     pool,
     repair,
     review,
@@ -82,6 +84,8 @@ app.add_typer(judging.tasks_app, name="tasks")
 app.add_typer(judging.hints_app, name="hints")
 # The person's review of judged attempts (issue 14, Layer 3).
 app.add_typer(judging_review.judging_app, name="judging")
+# The scripted model service the agent CLIs are tested against (issue 28).
+app.add_typer(model_double.model_double_app, name="model-double")
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -1,0 +1,376 @@
+"""A scripted model service: the Anthropic Messages API as the pinned Claude Code CLI calls it,
+answering each turn from a script instead of a model (issue #28, first slice).
+
+Standard library only, so that it runs as ``python3 model_double.py serve …`` in the runner image
+(the plugins folder mounted read-only) on a Docker network a test or the operator made; it binds only
+to the address it is told (127.0.0.1 by default, never 0.0.0.0 implicitly).
+
+The script is JSON: ``{"turns": [turn, …]}`` (or the bare list). A turn is one of::
+
+    {"text": "…"}                                    final answer (stop_reason end_turn)
+    {"tool_calls": [{"name": "Bash", "input": {"command": "…"}}, …], "text": "optional preamble"}
+    {"status": 500 | 429 | 529, "message": "…"}      an API error for this request (consumed)
+
+and may carry ``"usage": {"input_tokens": n, "output_tokens": n, "cache_read_input_tokens": n,
+"cache_creation_input_tokens": n}`` (defaults: 100 in, 20 out) and ``"delay": seconds`` (wait that
+long before answering: a slow or hung model). Only *agent turns* consume the
+script: requests that offer tools (the CLI's main loop). Requests without tools (e.g. a title or
+quota probe on the small model) get a short fixed text answer. When the script is exhausted the
+service answers 500 with ``script exhausted`` in the error message, so a test sees it at once.
+
+Requests are checked against the key given to the server (``x-api-key`` or ``Authorization:
+Bearer``): a wrong or missing key is 401 ``authentication_error``. Every request is logged as one JSON
+line (method, path, the header *names*, model, stream, tool names, the turn answered; never a key).
+
+Sources: the Messages API reference and its streaming page (docs.anthropic.com/en/api/messages,
+…/messages-streaming): event order message_start, content_block_start, content_block_delta
+(text_delta / input_json_delta), content_block_stop, message_delta (stop_reason, usage), message_stop;
+error body ``{"type": "error", "error": {"type", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hmac
+import json
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+DEFAULT_USAGE = {"input_tokens": 100, "output_tokens": 20}
+DEFAULT_MODEL = "claude-model-double"
+SIDE_ANSWER = "ok"  # answer to requests that offer no tools (title / quota probes)
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+class ScriptError(ValueError):
+    """The script is not a list of valid turns."""
+
+
+def load_script(data: Any) -> list[dict]:
+    """Validate a script (the parsed JSON) and return its turns."""
+    turns = data.get("turns") if isinstance(data, dict) else data
+    if not isinstance(turns, list) or not turns:
+        raise ScriptError("a script is a non-empty list of turns (or {'turns': [...]})")
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            raise ScriptError(f"turn {i}: not an object")
+        if "status" in turn and ("text" in turn or "tool_calls" in turn):
+            raise ScriptError(f"turn {i}: a status turn has no text or tool_calls")
+        if not any(k in turn for k in ("status", "text", "tool_calls")):
+            raise ScriptError(f"turn {i}: needs text, tool_calls or status")
+        if "status" in turn and turn["status"] not in ERROR_TYPES:
+            raise ScriptError(f"turn {i}: status must be one of {sorted(ERROR_TYPES)}")
+        if "tool_calls" in turn:
+            calls = turn["tool_calls"]
+            if not isinstance(calls, list) or not calls:
+                raise ScriptError(f"turn {i}: tool_calls is a non-empty list")
+            for call in calls:
+                if not (isinstance(call, dict) and isinstance(call.get("name"), str)):
+                    raise ScriptError(f"turn {i}: each tool call has a name")
+                if not isinstance(call.get("input", {}), dict):
+                    raise ScriptError(f"turn {i}: a tool call's input is an object")
+        if "text" in turn and not isinstance(turn["text"], str):
+            raise ScriptError(f"turn {i}: text is a string")
+        usage = turn.get("usage", {})
+        if not (isinstance(usage, dict) and all(isinstance(v, int) and v >= 0 for v in usage.values())):
+            raise ScriptError(f"turn {i}: usage holds non-negative integers")
+        delay = turn.get("delay", 0)
+        if not (isinstance(delay, int | float) and not isinstance(delay, bool) and 0 <= delay <= 3600):
+            raise ScriptError(f"turn {i}: delay is a number of seconds, 0 to 3600")
+    return turns
+
+
+def error_body(status: int, message: str) -> dict:
+    return {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}}
+
+
+def build_message(turn: dict, model: str) -> dict:
+    """The Messages API Message for a text or tool_calls turn."""
+    content: list[dict] = []
+    if turn.get("text"):
+        content.append({"type": "text", "text": turn["text"]})
+    for call in turn.get("tool_calls", []):
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.get("id") or f"toolu_{uuid.uuid4().hex[:24]}",
+                "name": call["name"],
+                "input": call.get("input", {}),
+            }
+        )
+    usage = {**DEFAULT_USAGE, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    usage.update(turn.get("usage", {}))
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if turn.get("tool_calls") else "end_turn",
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def sse(event: str, data: dict) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def stream_events(message: dict) -> list[bytes]:
+    """The SSE frames of one message, in the order the streaming API sends them."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    frames = [sse("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            head = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        frames.append(
+            sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": head})
+        )
+        frames.append(
+            sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        )
+        frames.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    frames.append(
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": usage,
+            },
+        )
+    )
+    frames.append(sse("message_stop", {"type": "message_stop"}))
+    return frames
+
+
+class ModelDouble:
+    """The script's state: which agent turn comes next, and the log of requests."""
+
+    def __init__(self, turns: list[dict], key: str, log_file: Path | None = None) -> None:
+        self.turns = turns
+        self.key = key
+        self.next_turn = 0
+        self.lock = threading.Lock()
+        self.log_file = log_file
+        self.requests: list[dict] = []
+
+    def key_ok(self, headers) -> bool:
+        given = headers.get("x-api-key") or ""
+        auth = headers.get("authorization") or ""
+        if not given and auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        return bool(given) and hmac.compare_digest(given.encode(), self.key.encode())
+
+    def take_turn(self) -> tuple[int, dict | None]:
+        """The next agent turn (its index, or -1 when the script is exhausted)."""
+        with self.lock:
+            if self.next_turn >= len(self.turns):
+                return -1, None
+            index = self.next_turn
+            self.next_turn += 1
+            return index, self.turns[index]
+
+    def note(self, entry: dict) -> None:
+        with self.lock:
+            self.requests.append(entry)
+            if self.log_file is not None:
+                with self.log_file.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(entry, sort_keys=True) + "\n")
+        print(json.dumps(entry, sort_keys=True), file=sys.stderr, flush=True)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "argusic-model-double/1"
+    protocol_version = "HTTP/1.1"
+    double: ModelDouble  # set on the subclass made by make_server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass  # requests are logged as JSON lines by ModelDouble.note
+
+    def _send_json(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        if status == 429:
+            self.send_header("retry-after", "0")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw) if raw else {}
+        except ValueError:
+            return None
+
+    def _entry(self, body: Any) -> dict:
+        entry: dict[str, Any] = {
+            "method": self.command,
+            "path": self.path,
+            "headers": sorted(h.lower() for h in self.headers),
+        }
+        for name in ("anthropic-version", "anthropic-beta", "user-agent", "x-app"):
+            if self.headers.get(name):
+                entry[name] = self.headers.get(name)
+        if isinstance(body, dict):
+            entry["model"] = body.get("model")
+            entry["stream"] = body.get("stream")
+            entry["max_tokens"] = body.get("max_tokens")
+            entry["tools"] = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+            entry["messages"] = len(body.get("messages") or [])
+        return entry
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        entry = self._entry(None)
+        if not self.double.key_ok(self.headers):
+            entry["status"] = 401
+            self.double.note(entry)
+            return self._send_json(401, error_body(401, "invalid x-api-key"))
+        if self.path.split("?")[0] == "/v1/models":
+            entry["status"] = 200
+            self.double.note(entry)
+            model = {
+                "type": "model",
+                "id": DEFAULT_MODEL,
+                "display_name": "model double",
+                "created_at": "2026-01-01T00:00:00Z",
+            }
+            return self._send_json(
+                200, {"data": [model], "has_more": False, "first_id": DEFAULT_MODEL, "last_id": DEFAULT_MODEL}
+            )
+        entry["status"] = 404
+        self.double.note(entry)
+        self._send_json(404, error_body(404, f"no such endpoint: {self.path}"))
+
+    def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
+        self.double.note({"method": "HEAD", "path": self.path, "status": 200})
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = self._read_body()
+        entry = self._entry(body)
+        path = self.path.split("?")[0]
+
+        def answer(status: int, payload: dict) -> None:
+            entry["status"] = status
+            self.double.note(entry)
+            self._send_json(status, payload)
+
+        if not self.double.key_ok(self.headers):
+            return answer(401, error_body(401, "invalid x-api-key"))
+        if not isinstance(body, dict):
+            return answer(400, error_body(400, "the body is not JSON"))
+        if path == "/v1/messages/count_tokens":
+            return answer(200, {"input_tokens": 100})
+        if path != "/v1/messages":
+            return answer(404, error_body(404, f"no such endpoint: {self.path}"))
+        model = body.get("model") or DEFAULT_MODEL
+        if body.get("tools"):
+            index, turn = self.double.take_turn()
+            entry["turn"] = index
+            if turn is None:
+                return answer(
+                    500,
+                    error_body(500, f"model double: script exhausted after {len(self.double.turns)} turns"),
+                )
+        else:
+            entry["turn"] = None
+            turn = {"text": SIDE_ANSWER, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        if turn.get("delay"):
+            time.sleep(float(turn["delay"]))
+        if "status" in turn:
+            status = int(turn["status"])
+            return answer(status, error_body(status, turn.get("message") or f"scripted {status}"))
+        message = build_message(turn, model)
+        entry["status"] = 200
+        entry["stop_reason"] = message["stop_reason"]
+        self.double.note(entry)
+        if not body.get("stream"):
+            data = json.dumps(message).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for frame in stream_events(message):
+            self.wfile.write(frame)
+            self.wfile.flush()
+        self.close_connection = True
+        return None
+
+
+def make_server(
+    turns: list[dict], key: str, host: str = "127.0.0.1", port: int = 0, log_file: Path | None = None
+):
+    """A ThreadingHTTPServer answering from ``turns`` (call serve_forever / shutdown); its
+    ``double`` attribute is the ModelDouble (request log, turn counter)."""
+    if not key:
+        raise ValueError("the model double needs a key to check")
+    double = ModelDouble(turns, key, log_file)
+    handler = type("BoundHandler", (Handler,), {"double": double})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    server.double = double  # type: ignore[attr-defined]
+    return server
+
+
+def serve(script: Path, key: str, host: str = "127.0.0.1", port: int = 8080, log: Path | None = None) -> None:
+    """Answer the Messages API from the script file until interrupted (ScriptError on a bad script)."""
+    turns = load_script(json.loads(script.read_text(encoding="utf-8")))
+    server = make_server(turns, key, host, port, log)
+    print(
+        f"model double: {len(turns)} turns on {host}:{server.server_address[1]}", file=sys.stderr, flush=True
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    server.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 model_double.py serve …`` (the runner image has no argusic installed)."""
+    parser = argparse.ArgumentParser(prog="model_double", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("serve", help="answer the Messages API from a script")
+    cmd.add_argument("--script", required=True, type=Path)
+    cmd.add_argument("--port", type=int, default=8080)
+    cmd.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    cmd.add_argument("--key", help="the key requests must carry (else --key-file)")
+    cmd.add_argument("--key-file", type=Path)
+    cmd.add_argument("--log", type=Path, help="append one JSON line per request here")
+    args = parser.parse_args(argv)
+    key = args.key or (args.key_file.read_text().strip() if args.key_file else "")
+    serve(args.script, key, args.host, args.port, args.log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
