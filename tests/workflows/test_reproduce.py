@@ -207,7 +207,8 @@ def test_the_plan_runs_under_the_recorded_limits_image_and_budget(isolated, sour
     pin = plan.pin
     assert pin.images["runner"].digest == FAKE_DIGEST  # run_attempt runs the pinned digest
     assert pin.container.model_dump() == {"cpus": 0.5, "memory_bytes": 1024**3, "pids": 100,
-                                          "disk_bytes": 10 * 1024**3, "network": "none"}  # fmt: skip
+                                          "disk_bytes": 10 * 1024**3, "network": "none",
+                                          "package_indexes": {}}  # fmt: skip
     assert (pin.scaffold_sha256, pin.instructions.model_dump()) == (
         env["scaffold_sha256"],
         env["instructions"],

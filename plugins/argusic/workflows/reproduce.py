@@ -287,6 +287,7 @@ def _containment(limits, notes: list[str]):
         out_bytes=out,
         work_bytes=disk - out,
         network=limits.network,
+        package_indexes=tuple(sorted(limits.package_indexes.items())),  # the mirrors it was pointed at
     )
 
 
@@ -385,6 +386,7 @@ def plan_reproduction(
                 pids=containment.pids_limit,
                 disk_bytes=containment.out_bytes + containment.work_bytes,
                 network=limits.network,
+                package_indexes=dict(limits.package_indexes),
             )
             if not problems:
                 executor = (executor_factory or _docker_executor)(containment)
