@@ -607,8 +607,10 @@ SECRET_NAMES = ["DB_PASSWORD", "SOMETHING_PASSWORD", "api_key", "GITHUB_TOKEN", 
 
 
 @st.composite
-def shaped(draw, secret: str, shape: str) -> str:
-    """`secret` in one shape (the text planted in the output)."""
+def shaped(draw, secret: str, shape: str, known: bool = True) -> str:
+    """`secret` in one shape (the text planted in the output). A value nobody named is found by its
+    format, and a format is a whole token: inside decoded bytes, as in plain text, it must not be glued
+    to letters or digits (`xhf_…` is no token; random neighbours made such cases now and then)."""
     if shape == "fold_any_width":  # `fold -w N`, or a terminal of N columns, from any column
         width = draw(st.integers(1, len(secret) + 8))
         column = draw(st.integers(0, width - 1))
@@ -624,7 +626,11 @@ def shaped(draw, secret: str, shape: str) -> str:
         text = base64.b64encode(secret.encode() + b"\n").decode()
         return "\n".join(text[i : i + 76] for i in range(0, len(text), 76))
     if shape == "base64url_inside":  # in the middle of a longer base64url text
-        blob = draw(st.binary(min_size=1, max_size=9)) + secret.encode() + draw(st.binary(max_size=9))
+        before, after = draw(st.binary(min_size=1, max_size=9)), draw(st.binary(max_size=9))
+        if not known:  # a token's own edges, as a delimiter would give them in plain text
+            edge = st.sampled_from([b" ", b"\n", b'"', b";", b"\x00", b"\xff"])
+            before, after = before + draw(edge), draw(edge) + after
+        blob = before + secret.encode() + after
         return base64.urlsafe_b64encode(blob).decode().rstrip("=")
     if shape == "hex_xxd":  # `xxd -p`: lower-case hex, 60 digits a line
         text = secret.encode().hex()
@@ -661,7 +667,7 @@ def shape_case(draw, shape: str, known: bool):
             commands.append(cmd)
             lines.append(f"\x1b[1m{cmd.split('$ ')[0]}$ \x1b[0m{cmd.split('$ ', 1)[1]}")
             lines.append(" ".join(draw(st.lists(st.sampled_from(OUTPUT_WORDS), min_size=1, max_size=5))))
-        text = draw(shaped(secret, shape))
+        text = draw(shaped(secret, shape, known))
         plants.append((secret, text))
         lines.append(f"{draw(st.sampled_from(OUTPUT_WORDS))} {text} {draw(st.sampled_from(OUTPUT_WORDS))}")
     stream = "\r\n".join(lines) + "\r\n"
