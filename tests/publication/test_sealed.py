@@ -308,3 +308,30 @@ def test_a_sealed_run_page_in_chromium(cycle, tmp_path: Path) -> None:
         assert quiet["attempt_id"] in browser.find_element("id", "dispute").text
         browser.get(pages[1].as_uri())
         assert f"Each result of {quiet['project_label']}" in browser.find_element("id", "dispute").text
+
+
+def test_a_maintainer_disputes_a_sealed_attempt_by_the_id_on_its_page(cycle) -> None:
+    """Before the reveal a private project's attempt is published under its label; the id read on the
+    page resolves to the attempt it stands for (what `argusic dispute file` and the disputes DAG
+    record); a label the cycle does not have is refused by name."""
+    from argusic.publication.sealing import published_attempt
+    from argusic.review import disputes
+    from argusic.review.disputes import DisputeError
+    from argusic.warehouse.db import connect
+
+    db, out = cycle["db"], cycle["published"]
+    _approve_and_publish(db, out, "ana", T)
+    attempts = json.loads((out / CYCLE / "attempts.json").read_text())
+    rows = attempts["attempts"] if isinstance(attempts, dict) else attempts
+    sealed = next(a["attempt_id"] for a in rows if "private-" in a["attempt_id"])
+    assert "quietwave" not in sealed
+    real = f"{CYCLE}.verdict.readme-runner.quietwave.a1"
+    public = f"{CYCLE}.verdict.readme-runner.p1.a1"
+    with connect(db, read_only=True) as con:
+        assert published_attempt(con, sealed, out) == real
+        assert published_attempt(con, public, out) == public  # a public project's id is itself
+        unknown = sealed.replace(sealed.split(".")[3], "private-9-of-9")
+        with pytest.raises(LookupError, match="no private project labelled 'private-9-of-9'"):
+            published_attempt(con, unknown, out)
+    with pytest.raises(DisputeError, match="no private project labelled 'private-9-of-9'"):
+        disputes.file(unknown, "x", "m@example.org", "m", T, db_path=db)

@@ -147,6 +147,19 @@ class Seal:
         digest = hashlib.sha256(f"{key}\n{attempt_id}".encode()).hexdigest()[:16]
         return f"{self.slug(project_id)}-{digest}"
 
+    def unseal_attempt_id(self, published: str) -> str | None:
+        """The attempt a published attempt id with a private project's label stands for (sealed
+        still, or revealed since: a label on an old page keeps its meaning); None when the label is
+        none of this cycle's."""
+        match = ATTEMPT_ID_RE.fullmatch(published)
+        if not match or match["cycle_id"] != self.cycle_id:
+            return None
+        for pid in self.private:
+            if self.slug(pid) == match["project_id"]:
+                start, end = match.span("project_id")
+                return published[:start] + pid + published[end:]
+        return None
+
     def scrub(self, text: Any, project_id: str) -> Any:
         """Text of a sealed row with the project's id, repository and commit replaced by its label."""
         if not isinstance(text, str):
@@ -275,3 +288,21 @@ def private_projects(con, cycle_id: str) -> dict[str, PrivateProject]:
                 project = PrivateProject(entry.project_id, entry.commit, entry.repo_url)
                 found.setdefault(entry.project_id, project)
     return found
+
+
+SEALED_SLUG_RE = re.compile(r"private-[1-9][0-9]*-of-[1-9][0-9]*")
+
+
+def published_attempt(con, attempt_id: str, publish_folder: Path) -> str:
+    """The attempt an id read on a published page names: itself, or, when its project part is a
+    private project's label (`private-K-of-N`), the attempt of that project (LookupError naming the
+    label when the cycle has no such private project)."""
+    match = ATTEMPT_ID_RE.fullmatch(attempt_id)
+    if not match or not SEALED_SLUG_RE.fullmatch(match["project_id"]):
+        return attempt_id
+    cycle = match["cycle_id"]
+    seal = Seal(cycle, private_projects(con, cycle), read_revealed(publish_folder, cycle))
+    real = seal.unseal_attempt_id(attempt_id)
+    if real is None:
+        raise LookupError(f"cycle {cycle!r} has no private project labelled {match['project_id']!r}")
+    return real

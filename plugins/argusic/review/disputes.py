@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+from argusic.core.layout import publish_dir
 from argusic.core.record import parse_attempt_id
+from argusic.publication.sealing import PublicationBlocked, published_attempt
 from argusic.review.text import link, quoted
 from argusic.warehouse import decisions
 from argusic.warehouse.db import connect
@@ -97,6 +99,11 @@ def file(
     except ValueError as err:
         raise DisputeError(f"attempt: {err}") from None
     with connect(db_path, read_only=True) as con:
+        # a maintainer reads a private project's attempt under its label until the reveal
+        try:
+            attempt_id = published_attempt(con, attempt_id, publish_dir())
+        except (LookupError, PublicationBlocked) as err:
+            raise DisputeError(f"attempt {attempt_id!r}: {err}") from None
         facts = _attempt_facts(con, attempt_id)
         later = con.execute(
             "SELECT attempt_id FROM raw.run_records WHERE rerun_of = ?", [attempt_id]
