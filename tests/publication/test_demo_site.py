@@ -214,6 +214,8 @@ return {marks: marks, loose: loose, title: document.title, rules: rules,
 
 def _kind(relative: str) -> str:
     parts = relative.split("/")
+    if parts[0] == "agents":  # agents/<identity>.html and agents/index.html (issue 32)
+        return "agents"
     return parts[2] if len(parts) == 4 else parts[-1].removesuffix(".html")
 
 
@@ -302,7 +304,7 @@ def test_every_page_in_chromium_shows_only_published_numbers(
     kinds = {_kind(p) for p in pages}
     assert kinds == {
         "index", "pool", "projects", "runs", "hardware", "kinds", "instructions", "harness",
-        "methodology", "content", "disputes",
+        "methodology", "content", "disputes", "agents",
     }, kinds  # fmt: skip
     assert len([p for p in pages if "/runs/" in p]) == 48
     numbers, strings = published_values(demo)
@@ -355,14 +357,19 @@ def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served:
     assert {r["harness_edition"] for r in board["rows"]} == {edition}
 
     browser.get(served + "index.html")
+    # each row names its agent by its neutral identity, a link to the agent's page (issue 32)
     cells = {
-        tr.find_element(By.CSS_SELECTOR, "code").text: tr.find_element(
+        tr.find_element(By.CSS_SELECTOR, "td:nth-child(2) a").text: tr.find_element(
             By.CSS_SELECTOR, "td:nth-child(2)"
         ).text
         for tr in browser.find_elements(By.CSS_SELECTOR, "#board tbody tr")
     }
-    assert f"Sponsored by {SPONSOR[0]} ({SPONSOR[1]})" in cells[SPONSORED]
-    assert all("Sponsored" not in text for agent, text in cells.items() if agent != SPONSORED)
+    sponsored = rows[SPONSORED]["display_name"]
+    assert sponsored.startswith("Argusic agent A-") and set(cells) == {
+        r["display_name"] for r in rows.values()
+    }
+    assert f"Sponsored by {SPONSOR[0]} ({SPONSOR[1]})" in cells[sponsored]
+    assert all("Sponsored" not in text for shown, text in cells.items() if shown != sponsored)
     line = browser.find_element(By.ID, "harness-edition")
     assert line.text.startswith(f"Harness edition: {edition}, the same for every agent and attempt")
     line.find_element(By.LINK_TEXT, edition).click()
