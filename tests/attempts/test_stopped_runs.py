@@ -153,7 +153,8 @@ def test_a_stop_for_one_cycle_leaves_the_others_running(tmp_path, hangs_once):
 def _driver(tmp_path: Path, spec: AttemptSpec) -> Path:
     script = tmp_path / "driver.py"
     script.write_text(
-        "import sys\n"
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (xdist ignores it)\n"
         f"sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT / 'tests' / 'sandbox')!r}]\n"
         "from pathlib import Path\n"
         "from argusic.attempts.run import run_attempt\n"
@@ -248,7 +249,8 @@ def test_the_stop_reaches_every_host_through_the_runs_store(tmp_path, monkeypatc
 
 
 CLI_DRIVER = r"""
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (xdist workers ignore it)
 from pathlib import Path
 import typer
 from argusic.cli.cycle import run_with_progress

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -126,7 +127,11 @@ def test_external_agent_attempt_in_the_agents_image(
         assert "recorder: exit" in log
     header, *events = cast.splitlines()
     assert json.loads(header)["version"] == 2 and events
-    assert json.loads(header)["title"] == f"{agent_id} / {forge_project['project_id']} / attempt 1"
+    # titled on the host with the agent's neutral identity, never its id or product (issue 32)
+    title = json.loads(header)["title"]
+    assert re.fullmatch(
+        rf"Argusic agent A-[0-9a-f]{{6}} / {forge_project['project_id']} / attempt 1", title
+    ), title
     assert all(json.loads(e)[1] == "o" for e in events)
     for ref in (record.evidence.log, record.evidence.recording):
         data = store.read(ref.uri)

@@ -25,6 +25,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import signal
 import stat
 import subprocess
@@ -404,7 +405,8 @@ def test_the_container_cannot_tell_which_attempt_it_is(env, tmp_path):
     for tell in (spec.attempt_id, spec.label, "attempt 1", "ARGUSIC_ATTEMPT_ID", spec.cycle_id):
         assert tell not in inside, f"the container could read {tell!r}"
     assert "ARGUSIC_ATTEMPT_ID" not in seen["environ"], sorted(seen["environ"])
-    assert json.loads(header)["title"] == spec.label  # set outside, before the fingerprint
+    # set outside, before the fingerprint: the agent's neutral identity, the project, the attempt
+    assert re.fullmatch(r"Argusic agent A-[0-9a-f]{6} / blind / attempt 1", json.loads(header)["title"])
     assert record.invalid_reason is None and record.container_fault is None
 
 
