@@ -25,7 +25,6 @@ from pathlib import Path
 
 from argusic.core.layout import publish_dir
 from argusic.core.record import parse_attempt_id
-from argusic.publication.sealing import PublicationBlocked, published_attempt
 from argusic.review.text import link, quoted
 from argusic.warehouse import decisions
 from argusic.warehouse.db import connect
@@ -98,6 +97,10 @@ def file(
         parse_attempt_id(attempt_id)
     except ValueError as err:
         raise DisputeError(f"attempt: {err}") from None
+    # deferred: the seal's reader pulls in the warehouse build (pandas), which the DAG files that
+    # import this module's forms must not load when they are parsed
+    from argusic.publication.sealing import PublicationBlocked, published_attempt
+
     with connect(db_path, read_only=True) as con:
         # a maintainer reads a private project's attempt under its label until the reveal
         try:
