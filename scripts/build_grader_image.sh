@@ -8,6 +8,7 @@ export ARGUSIC_IMAGE_FROM_DOCKERFILE=0  # the Dockerfile describes the runner, n
 ARGUSIC_RUNNER_IMAGE="${ARGUSIC_GRADER_IMAGE:-argusic-grader:bookworm}" \
 ARGUSIC_IMAGE_EXTRA_PACKAGES="python3-pytest,python3-setuptools,python3-pip,python3-venv,python3-wheel" \
 ARGUSIC_IMAGE_APT_PACKAGES="" \
+ARGUSIC_IMAGE_RUNNER_PACKAGES="" \
 ARGUSIC_IMAGE_LAYOUT_LABEL="argusic.grader.layout" \
 ARGUSIC_IMAGE_LAYOUT="1" \
   exec bash "$(dirname "$0")/build_runner_image.sh"

@@ -23,7 +23,9 @@ SUITE="${ARGUSIC_RUNNER_SUITE:-bookworm}"
 # and venv, Node.js and npm): without them no Python or JavaScript project could install anything.
 PACKAGES="python3,git,ca-certificates,xvfb,xauth,python3-tk,x11-utils,fonts-dejavu-core"
 PACKAGES="$PACKAGES,build-essential,pkg-config,ffmpeg"
-PACKAGES="$PACKAGES,python3-pip,python3-venv,nodejs"
+# (ARGUSIC_IMAGE_RUNNER_PACKAGES: the grader and render images built by this script set none.)
+RUNNER_PACKAGES="${ARGUSIC_IMAGE_RUNNER_PACKAGES-python3-pip,python3-venv,nodejs}"
+PACKAGES="$PACKAGES${RUNNER_PACKAGES:+,$RUNNER_PACKAGES}"
 # Installed by apt inside the new root after debootstrap (ARGUSIC_IMAGE_APT_PACKAGES; the grader and
 # render images set none): debootstrap's own resolver cannot configure
 # npm's web of node-* packages (dependency loops), apt can.
