@@ -47,6 +47,12 @@ class EmergencyStopInForce(RuntimeError):
     """An attempt was asked to start while an emergency stop covers it."""
 
 
+def in_scope(attempt_id: str | None, cycle: str | None) -> bool:
+    """Whether a stop of `cycle` (None: every cycle) covers the attempt: its id's first part is the
+    cycle's id (a cycle id that is a prefix of another's is not)."""
+    return attempt_id is not None and (cycle is None or attempt_id.split(".", 1)[0] == cycle)
+
+
 @dataclass(frozen=True)
 class EmergencyStop:
     """The switch as last set: active or not, by whom, when (UTC, ISO 8601) and why; `cycle` None
@@ -60,8 +66,8 @@ class EmergencyStop:
     installation: str = ""
 
     def covers(self, attempt_id: str) -> bool:
-        """Whether this stop, in force, ends the attempt (its id starts with its cycle's id)."""
-        return self.active and (self.cycle is None or attempt_id.split(".", 1)[0] == self.cycle)
+        """Whether this stop, in force, ends the attempt."""
+        return self.active and in_scope(attempt_id, self.cycle)
 
     def describe(self) -> str:
         scope = f"cycle {self.cycle}" if self.cycle else "every cycle"

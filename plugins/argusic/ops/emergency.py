@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from argusic.attempts.keys import LiteLLMKeyBroker
-from argusic.core.emergency import EmergencyStop, declare_stop, lift_stop
-from argusic.core.settings import installation_id
-from argusic.sandbox import containment, executor
+from argusic.core.emergency import EmergencyStop, declare_stop, in_scope, lift_stop
+from argusic.sandbox import executor
 
 log = logging.getLogger("argusic.emergency")
 
@@ -46,10 +45,6 @@ class StopReport:
         }
 
 
-def _in_scope(attempt_id: str | None, cycle: str | None) -> bool:
-    return attempt_id is not None and (cycle is None or attempt_id.split(".", 1)[0] == cycle)
-
-
 def delete_keys(cycle: str | None) -> tuple[bool, list[str]]:
     """Delete every per-run key of this installation the stop covers (all, or one cycle's), running
     or not: (gateway configured, aliases deleted)."""
@@ -57,16 +52,15 @@ def delete_keys(cycle: str | None) -> tuple[bool, list[str]]:
         return False, []
     broker = LiteLLMKeyBroker.from_env()
     keys = broker.list_attempt_keys()
-    spared = {r.attempt_id for r in keys if r.attempt_id and not _in_scope(r.attempt_id, cycle)}
+    spared = {r.attempt_id for r in keys if r.attempt_id and not in_scope(r.attempt_id, cycle)}
     return True, [ref.alias for ref in broker.sweep(spared)]
 
 
 def _running_containers(cycle: str | None) -> list:
     if not executor.docker_available():
         return []
-    client = executor.docker_client()
-    mine = {"label": [executor.LABEL, f"{containment.INSTALLATION_LABEL}={installation_id()}"]}
-    return [c for c in client.containers.list(filters=mine) if _in_scope(c.labels.get(executor.LABEL), cycle)]
+    found = executor.installation_containers(executor.docker_client())
+    return [c for c in found if in_scope(c.labels.get(executor.LABEL), cycle)]
 
 
 def end_containers(cycle: str | None, wait_seconds: float) -> tuple[list[str], list[str]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from argusic.attempts.keys import LiteLLMKeyBroker
 from argusic.attempts.leases import lease_alive
 from argusic.core.runs_store import shared
-from argusic.core.settings import installation_id, runs_dir, warehouse_path
+from argusic.core.settings import runs_dir, warehouse_path
 from argusic.publication.audit import audit_warehouse
 from argusic.sandbox import containment, executor
 
@@ -43,8 +43,7 @@ def running_attempt_ids(candidates: Iterable[str] = (), at: datetime | None = No
     if executor.docker_available():
         import docker  # deferred: the Docker SDK loads only when an engine answers
 
-        mine = {"label": [executor.LABEL, f"{containment.INSTALLATION_LABEL}={installation_id()}"]}
-        for container in docker.from_env().containers.list(filters=mine):
+        for container in executor.installation_containers(docker.from_env()):
             running.add(container.labels[executor.LABEL])
     # cycles' attempt folders, and reproductions' (runs/reproductions/<repro cycle>/<attempt>)
     for folder in [*runs_dir().glob("*/*"), *runs_dir().glob("reproductions/*/*")]:

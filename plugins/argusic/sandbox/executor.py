@@ -201,6 +201,23 @@ def read_seal(output: bytes, prefixed: bool = True) -> bytes | None:
     return line if line and len(line) <= SEAL_MAX_BYTES else None
 
 
+def installation_containers(client, *, all_states: bool = False) -> list:
+    """This installation's attempt containers on the engine `client` talks to (running ones, or in
+    any state); other installations' are never listed."""
+    mine = {"label": [LABEL, f"{INSTALLATION_LABEL}={installation_id()}"]}
+    return client.containers.list(all=all_states, filters=mine)
+
+
+def ended_from_outside(emergency: StopPoller) -> tuple[StopKind, str] | None:
+    """Whether a running attempt is to end now, and why: an emergency stop that covers it, or a
+    cancel of this process (another thread's Ctrl-C or SIGTERM). Both executors poll it."""
+    if (stop := emergency()) is not None:
+        return "emergency_stop", stop.describe()
+    if (why := cancel_requested()) is not None:
+        return "cancelled", why
+    return None
+
+
 def _harness_command(harness_dir: str, project: str, out: str, harness_args: list[str]) -> list[str]:
     return ["python3", f"{harness_dir}/readme_runner.py", "--project", project, "--out", out, *harness_args]
 
@@ -463,13 +480,9 @@ class DockerExecutor:
                     container.reload()
                     if container.status in ("exited", "dead"):
                         break
-                    if (stop := emergency()) is not None:
+                    if (ended_by := ended_from_outside(emergency)) is not None:
                         container.kill()
-                        stopped, stop_reason = "emergency_stop", stop.describe()
-                        break
-                    if (why := cancel_requested()) is not None:  # this process was cancelled
-                        container.kill()
-                        stopped, stop_reason = "cancelled", why
+                        stopped, stop_reason = ended_by
                         break
                     if time.monotonic() >= deadline:
                         container.kill()
@@ -534,8 +547,7 @@ class DockerExecutor:
         containers of other installations are never touched."""
         removed = []
         grace = orphan_grace_seconds()
-        mine = {"label": [LABEL, f"{INSTALLATION_LABEL}={installation_id()}"]}
-        for container in self.client.containers.list(all=True, filters=mine):
+        for container in installation_containers(self.client, all_states=True):
             attempt_id = container.labels.get(LABEL, "")
             if not attempt_id.startswith(attempt_prefix):
                 continue
@@ -684,10 +696,8 @@ class LocalExecutor:
                     return code, False, None, None
                 except subprocess.TimeoutExpired:
                     pass
-                if (stop := emergency()) is not None:
-                    return None, False, "emergency_stop", stop.describe()
-                if (why := cancel_requested()) is not None:  # this process was cancelled
-                    return None, False, "cancelled", why
+                if (ended_by := ended_from_outside(emergency)) is not None:
+                    return None, False, *ended_by
                 if time.monotonic() >= deadline:
                     return None, True, None, None
         except (AttemptCancelled, KeyboardInterrupt) as err:
