@@ -222,6 +222,40 @@ def test_a_switch_that_cannot_be_read_is_a_stop_in_force_that_names_the_problem(
         emergency.refuse_if_stopped("2026-12.board.a.p.a1")
 
 
+def test_a_switch_nobody_can_read_for_two_minutes_stops_the_attempt_one_blip_does_not(monkeypatch):
+    """Mid-attempt the store may be unreachable: one failed poll is retried; failures for the whole
+    grace period are a stop in force naming the problem (nothing fails open)."""
+    clock = [1000.0]
+    monkeypatch.setattr(emergency.time, "monotonic", lambda: clock[0])
+    reads = {"fail": True}
+
+    def read(attempt_id):
+        if reads["fail"]:
+            raise OSError("runs store unreachable: connection refused")
+        return None
+
+    monkeypatch.setattr(emergency, "stop_in_force", read)
+    poller = emergency.StopPoller("2026-12.board.a.p.a1", every=2.0, unreadable_after=120.0)
+    assert poller() is None  # the first failure starts the grace period
+    clock[0] += 60
+    assert poller() is None
+    reads["fail"] = False  # the store answers again: the count starts over
+    clock[0] += 2
+    assert poller() is None
+    reads["fail"] = True
+    clock[0] += 2
+    assert poller() is None
+    clock[0] += 118
+    assert poller() is None  # 118 s of failures: still within the grace
+    clock[0] += 2
+    stop = poller()
+    assert stop is not None and stop.covers("2026-12.board.a.p.a1")
+    assert "could not be read for 120 s" in stop.reason and "connection refused" in stop.reason
+    reads["fail"] = False
+    clock[0] += 10
+    assert poller() is stop  # once found, the stop stays for this attempt
+
+
 def test_a_stop_needs_a_reason_a_person_and_a_real_cycle_and_resume_needs_a_stop(tmp_path, monkeypatch):
     monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.delenv("ARGUSIC_RUNS_URL", raising=False)

@@ -193,19 +193,36 @@ def lift_stop(*, by: str, reason: str, at: datetime) -> EmergencyStop:
 
 class StopPoller:
     """What an executor asks while an attempt runs: the stop that covers it, read at most once every
-    `every` seconds (a store read per poll of the container would be too many)."""
+    `every` seconds (a store read per poll of the container would be too many).
 
-    def __init__(self, attempt_id: str, every: float = 2.0) -> None:
+    A read that fails (the runs store unreachable) is retried at the next poll; reads failing for
+    `unreadable_after` seconds in a row count as a stop in force that names the problem: an
+    installation whose switch nobody can read cannot be stopped either, so it does not go on running
+    attempts (nothing fails open). One blip does not end an attempt."""
+
+    def __init__(self, attempt_id: str, every: float = 2.0, unreadable_after: float = 120.0) -> None:
         self.attempt_id = attempt_id
         self.every = every
+        self.unreadable_after = unreadable_after
         self._next = 0.0
+        self._failing_since: float | None = None
         self._found: EmergencyStop | None = None
 
     def __call__(self) -> EmergencyStop | None:
         if self._found is None and time.monotonic() >= self._next:
-            self._next = time.monotonic() + self.every
+            now = time.monotonic()
+            self._next = now + self.every
             try:
                 self._found = stop_in_force(self.attempt_id)
-            except Exception as err:  # noqa: BLE001 - a failed poll is not a stop; the next one retries
+                self._failing_since = None
+            except Exception as err:  # noqa: BLE001 - a failed poll is retried, up to the limit
                 log.warning("%s: the stop switch was not read: %s", self.attempt_id, err)
+                if self._failing_since is None:
+                    self._failing_since = now
+                if now - self._failing_since >= self.unreadable_after:
+                    self._found = EmergencyStop(
+                        True, "argusic", "unknown",
+                        f"the stop switch could not be read for {int(now - self._failing_since)} s "
+                        f"(last error: {str(err)[:300]}); an attempt nobody could stop is not run on",
+                    )  # fmt: skip
         return self._found
