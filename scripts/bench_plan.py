@@ -10,7 +10,9 @@ month's board) is planned by `argusic.cycle.plan.write_plan` into a scratch runs
 
 Each is timed for the first plan and for a rerun (idempotent: nothing written again), and compared
 with its floor: the same bytes (every spec, concatenated) written as one file (local, file) or put as
-one object (s3). ``--one-by-one`` also times the former way (one `write_spec` per attempt: a read and a
+one object (s3). The table gives the planning process's CPU seconds and, for moto's server started
+here, the server's own (a Python stand-in for S3: what it spends is not the plan's).
+``--one-by-one`` also times the former way (one `write_spec` per attempt: a read and a
 put each) on the same stores, for the before/after figures. Timings on a shared machine are noisy: read
 the ratios.
 
@@ -85,6 +87,15 @@ def _store_url(kind: str, folder: Path, s3: str | None) -> str | None:
     return f"s3://{bucket}/runs"
 
 
+def _cpu_of(pid: int | None) -> float:
+    """CPU seconds (user + system) a process has used so far: the S3 server's share of a plan (0 when
+    the server is not ours to read: --s3-endpoint)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _wait_for(url: str) -> None:
     import urllib.request
 
@@ -150,6 +161,7 @@ def main() -> int:
                 floor = _floor(kind, url, blob, folder)
                 times = []
                 cpu = time.process_time()
+                server_cpu = _cpu_of(server.pid if server is not None and url and kind == "s3" else None)
                 for _ in ("first", "rerun"):
                     started = time.perf_counter()
                     if single is None:
@@ -160,8 +172,12 @@ def main() -> int:
                     times.append(time.perf_counter() - started)
                     if len(times) == 1:
                         cpu = time.process_time() - cpu
+                        server_cpu = (
+                            _cpu_of(server.pid if server is not None and url and kind == "s3" else None)
+                            - server_cpu
+                        )
                 assert len(refs) == len(specs), (len(refs), len(specs))
-                rows.append((kind, way, len(specs), len(blob), floor, *times, cpu))
+                rows.append((kind, way, len(specs), len(blob), floor, *times, cpu, server_cpu))
                 print(
                     f"{kind:6} {way:11} {len(specs)} specs: {times[0]:.2f} s, rerun {times[1]:.2f} s",
                     flush=True,
@@ -174,12 +190,12 @@ def main() -> int:
     print()
     print(
         f"{'store':6} {'way':11} {'specs':>6} {'MB':>6} {'floor s':>8} {'plan s':>8} {'x floor':>8} "
-        f"{'rerun s':>8} {'x floor':>8} {'plan CPU s':>10}"
+        f"{'rerun s':>8} {'x floor':>8} {'plan CPU s':>10} {'server CPU s':>12}"
     )
-    for kind, way, n, size, floor, first, rerun, cpu in rows:
+    for kind, way, n, size, floor, first, rerun, cpu, server_cpu in rows:
         print(
             f"{kind:6} {way:11} {n:6d} {size / 1e6:6.2f} {floor:8.3f} {first:8.2f} {first / floor:8.0f} "
-            f"{rerun:8.2f} {rerun / floor:8.0f} {cpu:10.2f}"
+            f"{rerun:8.2f} {rerun / floor:8.0f} {cpu:10.2f} {server_cpu:12.2f}"
         )
     return 0
 
