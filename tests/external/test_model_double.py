@@ -415,8 +415,8 @@ def double_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[
     own (bound to its address there), attempts sent to that network (NETWORK_ENV), Claude Code's
     retries off, and a stand-in broker that hands out the key the double checks (`known` False:
     another key). Yields (broker, key, network name, double container); network and double are
-    removed afterwards. Only the script's turns are handed to the double's container: the scripts
-    folder is never mounted anywhere."""
+    removed afterwards. The double's container has the plugins folder (its code) read-only and the
+    script's turns; the attempt container has neither."""
     from argusic.attempts import agents
     from argusic.attempts.keys import IssuedKey, new_alias, token_id
     from argusic.core import settings

@@ -219,3 +219,22 @@ def test_the_repair_script_fixes_the_item_and_only_edits_what_it_read(tmp_path):
         cwd=project, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0 and "Ran 3 tests" in done.stderr, done.stderr
+
+
+def test_the_agents_search_would_find_a_visible_script(tmp_path):
+    """The negative control of the search in the repair script: run on a folder holding a script (under
+    its own name, and renamed), it names both: by name, and by content."""
+    commands = [c["input"]["command"] for c in _calls(_script()) if c["name"] == "Bash"]
+    (command,) = [c for c in commands if "search done" in c]
+    assert command.count("find / ") == 1 and command.count(" / 2>/dev/null") == 1
+    root = tmp_path / "root"
+    (root / "some" / "where").mkdir(parents=True)
+    source = script_file("repairkit", "claude-code", "repair")
+    shutil.copy(source, root / "some" / "claude-code.repair.json")
+    shutil.copy(source, root / "some" / "where" / "turns.json")
+    local = command.replace("find / ", f"find {root} ").replace(" / 2>/dev/null", f" {root} 2>/dev/null")
+    done = subprocess.run(["bash", "-c", local], capture_output=True, text=True, timeout=60)
+    found = done.stdout.splitlines()
+    assert found[-1] == "search done"
+    assert str(root / "some" / "claude-code.repair.json") in found  # by name
+    assert str(root / "some" / "where" / "turns.json") in found  # by content only

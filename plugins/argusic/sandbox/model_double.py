@@ -132,7 +132,7 @@ def schema_problem(data: Any) -> str | None:
     """The first problem JSON Schema (schemas/model-script-1.schema.json) finds, as "where: what", or
     None; None also when jsonschema is not installed (the runner image: the hand rules still hold)."""
     try:
-        import jsonschema
+        import jsonschema  # deferred: absent from the runner image, where the double runs on the stdlib
     except ImportError:
         return None
     doc = data if isinstance(data, dict) else {"turns": data}
