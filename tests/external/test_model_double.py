@@ -233,6 +233,18 @@ def test_a_bad_script_file_is_refused_with_its_name_and_the_problem(tmp_path):
         script_file("tinydata", "claude-code", "nosuch")
 
 
+def test_the_double_started_as_in_its_container_refuses_a_bad_script_in_one_line(tmp_path, capsys):
+    """`python3 model_double.py serve` (the runner image's way): exit 2, the file and the problem."""
+    from argusic.sandbox.model_double import main
+
+    bad = tmp_path / "script.json"
+    bad.write_text(json.dumps({"turns": [{"text": "a", "usage": {"input_tokens": -3}}]}))
+    assert main(["serve", "--script", str(bad), "--key", KEY, "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"model double: refused: {bad}: turn 0: usage holds non-negative integers")
+    assert "\n" not in err
+
+
 def test_without_jsonschema_the_hand_rules_still_refuse(monkeypatch):
     """The runner image (where the double runs in a container) has no jsonschema."""
     import sys

@@ -451,7 +451,11 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--log", type=Path, help="append one JSON line per request here")
     args = parser.parse_args(argv)
     key = args.key or (args.key_file.read_text().strip() if args.key_file else "")
-    serve(args.script, key, args.host, args.port, args.log)
+    try:
+        serve(args.script, key, args.host, args.port, args.log)
+    except ScriptError as err:  # refused before listening: one line that names the file and the problem
+        print(f"model double: refused: {err}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 
