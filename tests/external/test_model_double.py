@@ -9,6 +9,7 @@ and a stand-in broker mints the per-run key the server checks.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import http.client
 import json
@@ -19,7 +20,14 @@ from pathlib import Path
 
 import pytest
 from argusic.external import SESSION_LOG, claude_code
-from argusic.sandbox.model_double import ScriptError, load_script, make_server
+from argusic.sandbox.model_double import (
+    SCRIPTS_DIR,
+    ScriptError,
+    load_script,
+    load_script_file,
+    make_server,
+    script_file,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-double-unit-key"
@@ -148,15 +156,145 @@ def test_scripted_errors_and_exhaustion(serve):
     assert status == 500 and "script exhausted after 3 turns" in json.loads(data)["error"]["message"]
 
 
-@pytest.mark.parametrize(
-    "script",
-    [[], {"turns": []}, [{"text": "a", "status": 500}], [{"status": 418}], [{"tool_calls": []}],
-     [{"tool_calls": [{"input": {}}]}], [{"text": 3}], [{"text": "a", "usage": {"input_tokens": -1}}], [{}],
-     [{"text": "a", "delay": -1}], [{"text": "a", "delay": "1"}]],
-)  # fmt: skip
+INVALID = [
+    [], {"turns": []}, [{"text": "a", "status": 500}], [{"status": 418}], [{"tool_calls": []}],
+    [{"tool_calls": [{"input": {}}]}], [{"text": 3}], [{"text": "a", "usage": {"input_tokens": -1}}], [{}],
+    [{"text": "a", "delay": -1}], [{"text": "a", "delay": "1"}],
+    # unknown keys anywhere (a typo is refused, never ignored), a message without a status
+    [{"tool_call": [{"name": "Bash"}]}], {"turns": [{"text": "a"}], "turn": []},
+    [{"text": "a", "message": "x"}], [{"text": "a", "usage": {"input_token": 1}}],
+    [{"tool_calls": [{"name": "Bash", "args": {}}]}], [{"text": "a", "usage": {"input_tokens": True}}],
+    {"schema": "argusic.model-script/2", "turns": [{"text": "a"}]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("script", INVALID)
 def test_invalid_scripts_are_refused(script):
     with pytest.raises(ScriptError):
         load_script(script)
+
+
+@pytest.mark.parametrize("script", INVALID)
+def test_the_schema_and_the_hand_rules_refuse_the_same_scripts(script):
+    """The double checks by hand (the runner image has no jsonschema); the published JSON Schema
+    refuses every script the hand rules refuse."""
+    from argusic.sandbox.model_double import _check_turns, schema_problem
+
+    with pytest.raises(ScriptError):
+        _check_turns(script)
+    assert schema_problem(script) is not None
+
+
+# -- scripts as data: plugins/argusic/model_scripts/<project>/<harness>.<kind>.json ---------------------
+
+
+def _script_files() -> list[Path]:
+    return sorted(SCRIPTS_DIR.glob("*/*.json"))
+
+
+def test_every_script_file_is_valid_and_named_for_what_it_says():
+    from argusic.sandbox.model_double import SCRIPT_SCHEMA, schema_problem
+
+    files = _script_files()
+    assert {f"{f.parent.name}/{f.name}" for f in files} >= {
+        "tinydata/claude-code.install.json", "tinydata/claude-code.budget.json",
+        "tinydata/claude-code.fails-500.json", "tinydata/claude-code.fails-429.json",
+        "repairkit/claude-code.repair.json",
+    }  # fmt: skip
+    assert {p.name for p in SCRIPTS_DIR.iterdir() if p.is_file()} == {"README.md"}  # nothing else lies here
+    for path in files:
+        doc = json.loads(path.read_text())
+        assert load_script_file(path) == doc["turns"]
+        assert schema_problem(doc) is None
+        assert doc["schema"] == SCRIPT_SCHEMA and doc["about"]
+        assert (doc["project"], f"{doc['harness']}.{doc['kind']}.json") == (path.parent.name, path.name)
+        assert script_file(doc["project"], doc["harness"], doc["kind"]) == path
+
+
+def test_a_bad_script_file_is_refused_with_its_name_and_the_problem(tmp_path):
+    from argusic.sandbox.model_double import serve
+
+    typo = tmp_path / "typo.json"
+    typo.write_text(json.dumps({"turns": [{"text": "a"}, {"tool_call": [{"name": "Bash"}]}]}))
+    with pytest.raises(ScriptError, match=r"typo\.json: turn 1: unknown key\(s\) \['tool_call'\]"):
+        load_script_file(typo)
+    with pytest.raises(ScriptError, match=r"typo\.json: turn 1"):  # the double refuses to start on it
+        serve(typo, KEY, port=0)
+    # What only the schema says (a tool call's id is a string): the path to the field, and the rule.
+    schema_only = tmp_path / "id.json"
+    schema_only.write_text(json.dumps({"turns": [{"tool_calls": [{"name": "Bash", "id": 5}]}]}))
+    with pytest.raises(ScriptError, match=r"model-script-1\.schema\.json: turns/0/tool_calls/0/id: 5 is not"):
+        load_script_file(schema_only)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"turns": [')
+    with pytest.raises(ScriptError, match=r"broken\.json: not JSON"):
+        load_script_file(broken)
+    with pytest.raises(ScriptError, match=r"no model script .*tinydata/claude-code\.nosuch\.json.*install"):
+        script_file("tinydata", "claude-code", "nosuch")
+
+
+def test_the_double_started_as_in_its_container_refuses_a_bad_script_in_one_line(tmp_path, capsys):
+    """`python3 model_double.py serve` (the runner image's way): exit 2, the file and the problem."""
+    from argusic.sandbox.model_double import main
+
+    bad = tmp_path / "script.json"
+    bad.write_text(json.dumps({"turns": [{"text": "a", "usage": {"input_tokens": -3}}]}))
+    assert main(["serve", "--script", str(bad), "--key", KEY, "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"model double: refused: {bad}: turn 0: usage holds non-negative integers")
+    assert "\n" not in err
+
+
+def test_without_jsonschema_the_hand_rules_still_refuse(monkeypatch):
+    """The runner image (where the double runs in a container) has no jsonschema."""
+    import sys
+
+    from argusic.sandbox.model_double import schema_problem
+
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    assert schema_problem([{"tool_calls": [{"name": "Bash", "id": 5}]}]) is None
+    with pytest.raises(ScriptError, match="turn 0: unknown key"):
+        load_script([{"txt": "a"}])
+
+
+def test_the_scripts_are_out_of_every_attempt_containers_reach(tmp_path):
+    """No attempt container can see a script: the folder is not under the demo projects or their
+    history (the forge commits those whole), nor under any host path an attempt container mounts; and
+    no object of any forge repository (every commit, every tree) holds a script's bytes or its name."""
+    import hashlib
+    import subprocess
+
+    from argusic.sandbox.executor import HARNESS_DIR, DockerExecutor
+    from argusic.sources.forge import HISTORY, SOURCES, build_forge, build_repair_forge
+
+    scripts = SCRIPTS_DIR.resolve()
+    for root in (SOURCES, HISTORY, HARNESS_DIR):
+        assert not scripts.is_relative_to(root.resolve()) and not root.resolve().is_relative_to(scripts)
+    areas = {"out": tmp_path / "out", "work": tmp_path / "work"}
+    config = DockerExecutor(network="none").host_config(
+        "c", {}, areas, tmp_path / "task", tmp_path / "source"
+    )
+    for host in config["volumes"]:
+        assert not scripts.is_relative_to(Path(host).resolve()), host
+
+    blobs = {}
+    for path in _script_files():
+        data = path.read_bytes()
+        blobs[hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()] = path  # noqa: S324 - git's id
+    build_forge(tmp_path / "forge")
+    build_repair_forge(tmp_path / "forge")
+    repos = sorted((tmp_path / "forge" / "repos").glob("*.git"))
+    assert "repairkit.git" in {r.name for r in repos}
+    for repo in repos:
+        objects = subprocess.run(
+            ["git", "--git-dir", str(repo), "rev-list", "--all", "--objects"],
+            capture_output=True, text=True, check=True,
+        ).stdout.split("\n")  # fmt: skip
+        ids = {line.split(" ", 1)[0] for line in objects if line}
+        names = {line.split(" ", 1)[1] for line in objects if " " in line}
+        assert not ids & set(blobs), (repo, [blobs[i] for i in ids & set(blobs)])
+        assert not any("model_scripts" in n or n.endswith("model-script-1.schema.json") for n in names)
+        assert not any(Path(n).name.startswith("claude-code.") for n in names), repo
 
 
 def test_a_turn_can_be_delayed(serve):
@@ -259,32 +397,10 @@ FIX = {
 TOOLS_USED = ["Bash", "Bash", "Read", "Edit", "Edit", "Bash", "Bash", "Write"]
 
 
-def _script() -> list[dict]:
-    """Look, run (fails), read the code, fix it (two edits), run again, verify, write the report, stop."""
-    steps = [
-        ("Bash", {"command": COMMANDS[0], "description": "read the usage"}),
-        ("Bash", {"command": COMMANDS[1], "description": "run it"}),
-        ("Read", {"file_path": SCRIPT_PY}),
-        (
-            "Edit",
-            {"file_path": SCRIPT_PY, "old_string": "import json, sys", "new_string": "import json, os, sys"},
-        ),
-        ("Edit", FIX),
-        ("Bash", {"command": COMMANDS[2], "description": "run it again"}),
-        ("Bash", {"command": COMMANDS[3], "description": "decode the output"}),
-    ]
-    turns: list[dict] = [
-        {"text": f"Step {i}.", "usage": {"input_tokens": 1000 + i, "output_tokens": 40 + i},
-         "tool_calls": [{"name": name, "input": tool_input}]}
-        for i, (name, tool_input) in enumerate(steps)
-    ]  # fmt: skip
-    turns.append(
-        {"tool_calls": [{"name": "Write",
-                         "input": {"file_path": "/out/report.json", "content": json.dumps(REPORT)}}],
-         "usage": {"input_tokens": 2000, "output_tokens": 90}}
-    )  # fmt: skip
-    turns.append({"text": REPORT["final_state"], "usage": {"input_tokens": 2100, "output_tokens": 30}})
-    return turns
+def _script(kind: str = "install") -> list[dict]:
+    """The tiny project's script of that kind (plugins/argusic/model_scripts/tinydata/): install is
+    look, run (fails), read the code, fix it (two edits), run again, verify, write the report, stop."""
+    return load_script_file(script_file(PROJECT, "claude-code", kind))
 
 
 MAKE_DATA = """import json, sys
@@ -305,29 +421,19 @@ class DoubleRun:
     broker: object
 
 
-def _attempt_against_double(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    turns: list[dict],
-    budget: float = 180,
-    *,
-    known: bool = True,
-) -> DoubleRun:
-    """A Claude Code install-and-run attempt on the tiny project, its model the double answering
-    `turns`: the double in the runner image on an internal Docker network of this test's own (bound to
-    its address there), the attempt container on that network, the per-run key from a stand-in
-    broker that hands out the key the double checks (`known` False: another key). Network and double
-    are removed afterwards."""
+@contextlib.contextmanager
+def double_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict], *, known: bool = True):
+    """The double answering `turns`, in the runner image on an internal Docker network of this test's
+    own (bound to its address there), attempts sent to that network (NETWORK_ENV), Claude Code's
+    retries off, and a stand-in broker that hands out the key the double checks (`known` False:
+    another key). Yields (broker, key, network name, double container); network and double are
+    removed afterwards. The double's container has the plugins folder (its code) read-only and the
+    script's turns; the attempt container has neither."""
     from argusic.attempts import agents
     from argusic.attempts.keys import IssuedKey, new_alias, token_id
-    from argusic.attempts.run import run_attempt
     from argusic.core import settings
-    from argusic.core.evidence import EvidenceStore
-    from argusic.core.record import load_record_file
-    from argusic.core.spec import AttemptSpec
     from argusic.sandbox.containment import NETWORK_ENV
     from argusic.sandbox.executor import docker_available
-    from test_containment import hostile_repo
     from test_keys import FakeBroker
 
     import docker
@@ -375,10 +481,38 @@ def _attempt_against_double(
                 return IssuedKey(value=key, kind="per_run", attempt_id=attempt_id, alias=alias,
                                  limit_usd=limit_usd, base_url=f"http://{address}:8080/v1")  # fmt: skip
 
-        broker = DoubleBroker()
         registered = agents.DRIVERS["claude-code"]
         monkeypatch.setitem(agents.DRIVERS, "claude-code", dataclasses.replace(registered, max_retries=0))
         monkeypatch.setenv(NETWORK_ENV, network.name)
+        yield DoubleBroker(), key, network.name, server
+    finally:
+        if server is not None:
+            server.remove(force=True)
+        network.remove()
+
+
+def served_requests(server) -> str:
+    """The double's request log (one JSON line per request), read before the double is removed."""
+    return server.exec_run(["cat", "/tmp/requests.jsonl"]).output.decode()
+
+
+def _attempt_against_double(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    turns: list[dict],
+    budget: float = 180,
+    *,
+    known: bool = True,
+) -> DoubleRun:
+    """A Claude Code install-and-run attempt on the tiny project, its model the double answering
+    `turns` (``double_service``)."""
+    from argusic.attempts.run import run_attempt
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.core.spec import AttemptSpec
+    from test_containment import hostile_repo
+
+    with double_service(tmp_path, monkeypatch, turns, known=known) as (broker, key, network, server):
         usage = ["python3 make_data.py out/data.json"]
         bare, commit = hostile_repo(tmp_path, PROJECT, usage, {"make_data.py": MAKE_DATA})
         spec = AttemptSpec(
@@ -387,16 +521,12 @@ def _attempt_against_double(
         )  # fmt: skip
         store = EvidenceStore((tmp_path / "evidence").as_uri())
         path = run_attempt(spec, None, store, tmp_path / "runs", broker=broker)
-        requests = server.exec_run(["cat", "/tmp/requests.jsonl"]).output.decode()
-    finally:
-        if server is not None:
-            server.remove(force=True)
-        network.remove()
+        requests = served_requests(server)
     record = load_record_file(path)
     served = [json.loads(line) for line in requests.splitlines()]
     print("requests:", json.dumps(served, indent=1))
     print("record:", record.end_reason, record.invalid_reason, record.usage, record.observed)
-    assert record.environment.limits.network == network.name
+    assert record.environment.limits.network == network
     return DoubleRun(record, path.parent / "out", served, requests, key, broker)
 
 
@@ -485,8 +615,10 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
 def test_a_model_failing_mid_session_makes_the_attempt_invalid(status, env, tmp_path, monkeypatch):
     """The model answers one turn, then 500 or 429 (no retries): the CLI ends in error, the attempt is
     ours to rerun (invalid), what it did before is on record, the key deleted."""
-    first = _script()[0]
-    run = _attempt_against_double(tmp_path, monkeypatch, [first, {"status": status, "message": "outage"}])
+    script = _script(f"fails-{status}")
+    first = script[0]
+    assert first == _script()[0] and script[1]["status"] == status
+    run = _attempt_against_double(tmp_path, monkeypatch, script)
     assert [(r.get("turn"), r["status"]) for r in run.served] == [(0, 200), (1, status)]
     record = run.record
     assert record.end_reason == "harness_error"
@@ -504,11 +636,11 @@ def test_a_session_that_runs_into_the_budget_is_a_measured_timeout(env, tmp_path
     at the budget, the attempt is a valid timeout (the agent's doing), the session log so far is read,
     the key deleted."""
     # (Claude Code 2.1.332 refuses a standalone `sleep 300` in its Bash tool: "Blocked: standalone sleep")
-    first = _script()[0]
-    hang = {"tool_calls": [{"name": "Bash", "input": {"command": HANG, "timeout": 600000}}],
-            "usage": {"input_tokens": 1500, "output_tokens": 10}}  # fmt: skip
+    script = _script("budget")
+    first, hang = script[:2]
+    assert first == _script()[0] and hang["tool_calls"][0]["input"]["command"] == HANG
     started = time.monotonic()
-    run = _attempt_against_double(tmp_path, monkeypatch, [first, hang, {"text": "never asked"}], budget=30)
+    run = _attempt_against_double(tmp_path, monkeypatch, script, budget=30)
     assert time.monotonic() - started < 150
     assert [r.get("turn") for r in run.served] == [0, 1]  # the third turn is never asked for
     record = run.record

@@ -5,7 +5,10 @@ Standard library only, so that it runs as ``python3 model_double.py serve …`` 
 (the plugins folder mounted read-only) on a Docker network a test or the operator made; it binds only
 to the address it is told (127.0.0.1 by default, never 0.0.0.0 implicitly).
 
-The script is JSON: ``{"turns": [turn, …]}`` (or the bare list). A turn is one of::
+The script is JSON: ``{"turns": [turn, …]}`` (or the bare list); script files, one per project x harness
+x kind, live in ``plugins/argusic/model_scripts/<project>/<harness>.<kind>.json`` (``script_file``,
+``load_script_file``) with ``schema``, ``project``, ``harness``, ``kind`` and ``about`` beside the turns,
+outside every folder an attempt container sees. A turn is one of::
 
     {"text": "…"}                                    final answer (stop_reason end_turn)
     {"tool_calls": [{"name": "Bash", "input": {"command": "…"}}, …], "text": "optional preamble"}
@@ -13,7 +16,9 @@ The script is JSON: ``{"turns": [turn, …]}`` (or the bare list). A turn is one
 
 and may carry ``"usage": {"input_tokens": n, "output_tokens": n, "cache_read_input_tokens": n,
 "cache_creation_input_tokens": n}`` (defaults: 100 in, 20 out) and ``"delay": seconds`` (wait that
-long before answering: a slow or hung model). Only *agent turns* consume the
+long before answering: a slow or hung model); no other key. The rules are checked by hand (standard
+library) and against ``schemas/model-script-1.schema.json`` where jsonschema is installed; a script
+that breaks one is refused (``ScriptError`` naming the turn and field). Only *agent turns* consume the
 script: requests that offer tools (the CLI's main loop). Requests without tools (e.g. a title or
 quota probe on the small model) get a short fixed text answer. When the script is exhausted the
 service answers 500 with ``script exhausted`` in the error message, so a test sees it at once.
@@ -56,41 +61,119 @@ ERROR_TYPES = {
 
 
 class ScriptError(ValueError):
-    """The script is not a list of valid turns."""
+    """The script is not a list of valid turns (the message names the file, turn and field)."""
 
 
-def load_script(data: Any) -> list[dict]:
-    """Validate a script (the parsed JSON) and return its turns."""
+# Scripts as data: plugins/argusic/model_scripts/<project>/<harness>.<kind>.json, beside the package's
+# demo projects but outside every folder that reaches an attempt container (the forge commits
+# demo_projects/<id>/ whole; the container mounts the harness and task folders only).
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS_DIR = PACKAGE_ROOT / "model_scripts"
+SCHEMA_FILE = PACKAGE_ROOT / "schemas" / "model-script-1.schema.json"
+SCRIPT_SCHEMA = "argusic.model-script/1"
+SCRIPT_KEYS = {"schema", "project", "harness", "kind", "about", "turns"}
+TURN_KEYS = {"text", "tool_calls", "status", "message", "usage", "delay"}
+CALL_KEYS = {"name", "input", "id"}
+USAGE_KEYS = {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
+
+
+def _check_turns(data: Any) -> list[dict]:
+    """The hand-written rules (standard library: what the double checks in the runner image)."""
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - SCRIPT_KEYS)
+        if unknown:
+            raise ScriptError(f"unknown key(s) {unknown} (a script has {sorted(SCRIPT_KEYS)})")
+        if "schema" in data and data["schema"] != SCRIPT_SCHEMA:
+            raise ScriptError(f"schema is {data['schema']!r}, expected {SCRIPT_SCHEMA!r}")
     turns = data.get("turns") if isinstance(data, dict) else data
     if not isinstance(turns, list) or not turns:
         raise ScriptError("a script is a non-empty list of turns (or {'turns': [...]})")
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict):
             raise ScriptError(f"turn {i}: not an object")
+        unknown = sorted(set(turn) - TURN_KEYS)
+        if unknown:
+            raise ScriptError(f"turn {i}: unknown key(s) {unknown} (a turn has {sorted(TURN_KEYS)})")
         if "status" in turn and ("text" in turn or "tool_calls" in turn):
             raise ScriptError(f"turn {i}: a status turn has no text or tool_calls")
         if not any(k in turn for k in ("status", "text", "tool_calls")):
             raise ScriptError(f"turn {i}: needs text, tool_calls or status")
         if "status" in turn and turn["status"] not in ERROR_TYPES:
             raise ScriptError(f"turn {i}: status must be one of {sorted(ERROR_TYPES)}")
+        if "message" in turn and not ("status" in turn and isinstance(turn["message"], str)):
+            raise ScriptError(f"turn {i}: message is a string, on a status turn only")
         if "tool_calls" in turn:
             calls = turn["tool_calls"]
             if not isinstance(calls, list) or not calls:
                 raise ScriptError(f"turn {i}: tool_calls is a non-empty list")
             for call in calls:
-                if not (isinstance(call, dict) and isinstance(call.get("name"), str)):
+                if not (isinstance(call, dict) and isinstance(call.get("name"), str) and call["name"]):
                     raise ScriptError(f"turn {i}: each tool call has a name")
+                if extra := sorted(set(call) - CALL_KEYS):
+                    raise ScriptError(f"turn {i}: unknown key(s) {extra} in a tool call")
                 if not isinstance(call.get("input", {}), dict):
                     raise ScriptError(f"turn {i}: a tool call's input is an object")
         if "text" in turn and not isinstance(turn["text"], str):
             raise ScriptError(f"turn {i}: text is a string")
         usage = turn.get("usage", {})
-        if not (isinstance(usage, dict) and all(isinstance(v, int) and v >= 0 for v in usage.values())):
-            raise ScriptError(f"turn {i}: usage holds non-negative integers")
+        if not (
+            isinstance(usage, dict)
+            and set(usage) <= USAGE_KEYS
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in usage.values())
+        ):
+            raise ScriptError(f"turn {i}: usage holds non-negative integers, keys among {sorted(USAGE_KEYS)}")
         delay = turn.get("delay", 0)
         if not (isinstance(delay, int | float) and not isinstance(delay, bool) and 0 <= delay <= 3600):
             raise ScriptError(f"turn {i}: delay is a number of seconds, 0 to 3600")
     return turns
+
+
+def schema_problem(data: Any) -> str | None:
+    """The first problem JSON Schema (schemas/model-script-1.schema.json) finds, as "where: what", or
+    None; None also when jsonschema is not installed (the runner image: the hand rules still hold)."""
+    try:
+        import jsonschema  # deferred: absent from the runner image, where the double runs on the stdlib
+    except ImportError:
+        return None
+    doc = data if isinstance(data, dict) else {"turns": data}
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "the script"
+    return f"{where}: {error.message}"
+
+
+def load_script(data: Any) -> list[dict]:
+    """Validate a script (the parsed JSON) and return its turns: the hand rules, then the schema."""
+    turns = _check_turns(data)
+    problem = schema_problem(data)
+    if problem:
+        raise ScriptError(f"does not match {SCHEMA_FILE.name}: {problem}")
+    return turns
+
+
+def load_script_file(path: Path) -> list[dict]:
+    """The turns of a script file (ScriptError naming the file and the problem)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ScriptError(f"{path}: cannot read the script: {err.strerror or err}") from err
+    except ValueError as err:
+        raise ScriptError(f"{path}: not JSON: {err}") from err
+    try:
+        return load_script(data)
+    except ScriptError as err:
+        raise ScriptError(f"{path}: {err}") from err
+
+
+def script_file(project: str, harness: str, kind: str, base: Path | None = None) -> Path:
+    """Where the script of one project x harness x kind lives (ScriptError when there is none)."""
+    path = (base or SCRIPTS_DIR) / project / f"{harness}.{kind}.json"
+    if not path.is_file():
+        have = sorted(p.name for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
+        raise ScriptError(f"no model script {path} (that project has {have or 'none'})")
+    return path
 
 
 def error_body(status: int, message: str) -> dict:
@@ -345,7 +428,7 @@ def make_server(
 
 def serve(script: Path, key: str, host: str = "127.0.0.1", port: int = 8080, log: Path | None = None) -> None:
     """Answer the Messages API from the script file until interrupted (ScriptError on a bad script)."""
-    turns = load_script(json.loads(script.read_text(encoding="utf-8")))
+    turns = load_script_file(script)
     server = make_server(turns, key, host, port, log)
     print(
         f"model double: {len(turns)} turns on {host}:{server.server_address[1]}", file=sys.stderr, flush=True
@@ -368,7 +451,11 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--log", type=Path, help="append one JSON line per request here")
     args = parser.parse_args(argv)
     key = args.key or (args.key_file.read_text().strip() if args.key_file else "")
-    serve(args.script, key, args.host, args.port, args.log)
+    try:
+        serve(args.script, key, args.host, args.port, args.log)
+    except ScriptError as err:  # refused before listening: one line that names the file and the problem
+        print(f"model double: refused: {err}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 
