@@ -344,6 +344,8 @@ def _unwrapped(call) -> str:
 def test_codex_does_an_install_and_run_attempt_against_the_double(env, tmp_path, monkeypatch):  # noqa: F811
     from argusic.attempts import agents
     from argusic.core import settings
+    from argusic.core.tasks import task_for
+    from argusic.judging.hints import agent_logic_hint
 
     registered = agents.DRIVERS["codex"]
     script = _script()
@@ -409,6 +411,13 @@ def test_codex_does_an_install_and_run_attempt_against_the_double(env, tmp_path,
     assert observed.errors_encountered == 1 and observed.errors_fixed == 1
     assert observed.verified and observed.verify_command == VERIFY
     assert observed.commands_run == len(COMMANDS)
+
+    # Layer 1's agent-logic hint, from the steps in the CLI's session log.
+    hint = agent_logic_hint(out.parent, record, task_for(record.purpose, PROJECT))
+    print("agent logic:", hint)
+    assert hint["source"] == "codex session" and hint["succeeded"] is True
+    assert hint["steps"] == ["read", "exec", "read", "edit", "exec", "report"]
+    assert hint["status"] == "measured" and hint["score"] == 1.0
 
     # The key: minted once, deleted, and in no stored byte.
     _key_in_no_stored_byte(tmp_path, run)
