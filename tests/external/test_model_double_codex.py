@@ -15,6 +15,7 @@ import dataclasses
 import json
 import time
 import uuid
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,31 @@ def test_stream_of_a_turn_is_rebuilt_into_the_same_response():
     assert [e["item"] for e in events if e["type"] == "response.output_item.done"] == response["output"]
     assert events[-1]["response"] == response
     assert [e["output_index"] for e in events if e["type"] == "response.output_item.added"] == [0, 1, 2]
+
+
+def _prices() -> dict[str, dict]:
+    import csv
+
+    from argusic.core.settings import dbt_project_dir
+
+    with open(dbt_project_dir() / "seeds" / "model_prices.csv", newline="") as handle:
+        return {row["model"]: row for row in csv.DictReader(handle)}
+
+
+def test_every_external_agents_model_has_a_price():
+    """Codex states no cost (its usage is tokens only): the warehouse's cost rule prices the record's
+    tokens (int_attempt_costs x seed model_prices). Every external agent's model has a row, so no
+    attempt of theirs is left with an unknown cost for want of a price."""
+    from argusic.attempts import agents
+
+    priced = _prices()
+    for driver in agents.DRIVERS.values():
+        if driver.external:
+            assert driver.model in priced, driver.agent_id
+            row = priced[driver.model]
+            assert (
+                float(row["usd_per_million_input_tokens"]) > 0 < float(row["usd_per_million_output_tokens"])
+            )
 
 
 # -- Codex against the double, whole attempts in Docker ------------------------------------------------
@@ -390,6 +416,15 @@ def test_codex_does_an_install_and_run_attempt_against_the_double(env, tmp_path,
     assert record.usage.input_tokens.value == sum(t["usage"]["input_tokens"] for t in script)
     assert record.usage.output_tokens.value == sum(t["usage"]["output_tokens"] for t in script)
     assert record.usage.model_calls.status == "unavailable"
+    # Codex states no cost; the warehouse prices these tokens (int_attempt_costs, seed model_prices).
+    assert record.usage.cost_usd.status == "unavailable"
+    price = _prices()[registered.model]
+    tokens_in, tokens_out = int(record.usage.input_tokens.value), int(record.usage.output_tokens.value)
+    priced = (
+        tokens_in * Decimal(price["usd_per_million_input_tokens"])
+        + tokens_out * Decimal(price["usd_per_million_output_tokens"])
+    ) / 10**6
+    print("cost from tokens x model_prices:", priced, "USD")
     last = [
         json.loads(line)
         for line in (out / SESSION_LOG).read_text().splitlines()
