@@ -1,5 +1,6 @@
 """`argusic model-double serve`: the scripted model service (``argusic.sandbox.model_double``), the
-Anthropic Messages API answered from a script, for tests and demos of the agent CLIs (issue #28)."""
+Anthropic Messages API (Claude Code) and the OpenAI Responses API (Codex) answered from a script, for
+tests and demos of the agent CLIs (issue #28)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def serve_command(
     ] = "127.0.0.1",
     log: Annotated[Path | None, typer.Option(help="Append one JSON line per request here")] = None,
 ) -> None:
-    """Answer POST /v1/messages from SCRIPT, turn by turn, checking the key."""
+    """Answer POST /v1/messages and /v1/responses from SCRIPT, turn by turn, checking the key."""
     given = key or (key_file.read_text().strip() if key_file else os.environ.get("ARGUSIC_DOUBLE_KEY", ""))
     if not given:
         fail("a key is required: --key, --key-file or ARGUSIC_DOUBLE_KEY")

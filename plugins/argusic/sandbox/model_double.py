@@ -1,5 +1,6 @@
-"""A scripted model service: the Anthropic Messages API as the pinned Claude Code CLI calls it,
-answering each turn from a script instead of a model (issue #28, first slice).
+"""A scripted model service: the Anthropic Messages API as the pinned Claude Code CLI calls it, and
+the OpenAI Responses API as the pinned Codex CLI calls it, answering each turn from a script instead
+of a model (issue #28).
 
 Standard library only, so that it runs as ``python3 model_double.py serve …`` in the runner image
 (the plugins folder mounted read-only) on a Docker network a test or the operator made; it binds only
@@ -31,6 +32,9 @@ Sources: the Messages API reference and its streaming page (docs.anthropic.com/e
 …/messages-streaming): event order message_start, content_block_start, content_block_delta
 (text_delta / input_json_delta), content_block_stop, message_delta (stop_reason, usage), message_stop;
 error body ``{"type": "error", "error": {"type", "message"}}``.
+
+The Responses API (``POST /v1/responses``, what Codex 0.171.0 sends with ``wire_api =
+"responses"``) answers from the same script, see ``responses_output`` / ``responses_stream_events``.
 """
 
 from __future__ import annotations
@@ -362,6 +366,8 @@ class Handler(BaseHTTPRequestHandler):
             self.double.note(entry)
             self._send_json(status, payload)
 
+        if path in RESPONSES_PATHS:
+            return answer_responses(self, body, entry)
         if not self.double.key_ok(self.headers):
             return answer(401, error_body(401, "invalid x-api-key"))
         if not isinstance(body, dict):
@@ -411,6 +417,201 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
 
+# ---------------------------------------------------------------------------------------------------
+# The OpenAI Responses API, as the pinned Codex CLI (0.171.0, ``wire_api = "responses"``) calls it.
+#
+# Seen in the CLI's real requests to this service (logged while writing it): ``POST <base_url>/responses``
+# with ``Authorization: Bearer <key>``, ``accept: text/event-stream``, a JSON body ``{model, stream:
+# true, input: [...], tools: [...], tool_choice, parallel_tool_calls, reasoning, store: false, include,
+# prompt_cache_key, client_metadata}``; the tools a model of unknown metadata is offered are
+# ``exec_command`` ({cmd, workdir, yield_time_ms, ...}), ``write_stdin`` ({session_id, chars, ...}),
+# ``request_user_input``, ``view_image``, the ``multi_agent_v1`` namespace, the goal tools and
+# ``web_search``; no ``apply_patch`` tool: an ``apply_patch <<'EOF' … EOF`` command through
+# ``exec_command`` is taken by the CLI as a file change. The next request's ``input`` carries each call
+# back as ``function_call`` and its result as ``function_call_output`` (same ``call_id``).
+#
+# Sources for the answer: the Responses API streaming events (developers.openai.com, "Streaming
+# events": response.created, response.in_progress, response.output_item.added, response.content_part.
+# added, response.output_text.delta / .done, response.content_part.done, response.function_call_
+# arguments.delta / .done, response.output_item.done, response.completed, each with a sequence_number)
+# and the CLI's reader, codex-rs/codex-api/src/sse/responses.rs of github.com/openai/codex (it acts on
+# output_item.added / .done, output_text.delta, response.created, response.failed and
+# response.completed, whose ``response.usage`` {input_tokens, input_tokens_details.cached_tokens,
+# output_tokens, output_tokens_details.reasoning_tokens, total_tokens} becomes the token count; a
+# stream that closes before response.completed is an error). Errors are ``{"error": {"message",
+# "type", "param", "code"}}``.
+#
+# A script turn maps to: ``text`` -> one assistant ``message`` item (output_text); each of
+# ``tool_calls`` -> one ``function_call`` item (``name``, ``arguments`` = the input as a JSON string,
+# ``call_id`` = the call's ``id`` or a fresh one); ``usage``: ``input_tokens``, ``output_tokens``,
+# ``cached_tokens`` (or ``cache_read_input_tokens``) and ``reasoning_tokens``.
+
+RESPONSES_PATHS = ("/v1/responses", "/responses")
+OPENAI_ERRORS = {  # status -> (type, code) as OpenAI's API states them
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    404: ("invalid_request_error", "not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    529: ("server_error", "overloaded"),
+}
+
+
+def openai_error_body(status: int, message: str) -> dict:
+    kind, code = OPENAI_ERRORS.get(status, ("server_error", None))
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def responses_usage(turn: dict) -> dict:
+    """The Responses API usage of a turn (input_tokens include the cached ones, OpenAI's convention)."""
+    given = turn.get("usage", {})
+    tokens_in = given.get("input_tokens", DEFAULT_USAGE["input_tokens"])
+    tokens_out = given.get("output_tokens", DEFAULT_USAGE["output_tokens"])
+    cached = given.get("cached_tokens", given.get("cache_read_input_tokens", 0))
+    return {
+        "input_tokens": tokens_in,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": tokens_out,
+        "output_tokens_details": {"reasoning_tokens": given.get("reasoning_tokens", 0)},
+        "total_tokens": tokens_in + tokens_out,
+    }
+
+
+def responses_output(turn: dict, model: str) -> dict:
+    """The Responses API Response object for a text or tool_calls turn."""
+    output: list[dict] = []
+    if turn.get("text"):
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{uuid.uuid4().hex}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": turn["text"], "annotations": []}],
+            }
+        )
+    for call in turn.get("tool_calls", []):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{uuid.uuid4().hex}",
+                "status": "completed",
+                "call_id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}",
+                "name": call["name"],
+                "arguments": json.dumps(call.get("input", {})),
+            }
+        )
+    return {
+        "id": f"resp_{uuid.uuid4().hex}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "usage": responses_usage(turn),
+    }
+
+
+def responses_stream_events(response: dict) -> list[bytes]:
+    """The SSE frames of one Response, in the order the streaming API sends them (each frame's
+    ``event:`` is its ``type``; ``sequence_number`` counts from 0)."""
+    events: list[dict] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        events.append({"type": kind, "sequence_number": len(events), **fields})
+
+    opening = {**response, "status": "in_progress", "output": [], "usage": None}
+    emit("response.created", response=opening)
+    emit("response.in_progress", response=opening)
+    for index, item in enumerate(response["output"]):
+        ids = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "message":
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "content": []},
+            )
+            for part_index, part in enumerate(item["content"]):
+                at = {**ids, "content_index": part_index}
+                emit("response.content_part.added", **at, part={**part, "text": ""})
+                emit("response.output_text.delta", **at, delta=part["text"], logprobs=[])
+                emit("response.output_text.done", **at, text=part["text"], logprobs=[])
+                emit("response.content_part.done", **at, part=part)
+        else:
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
+            emit("response.function_call_arguments.delta", **ids, delta=item["arguments"])
+            emit("response.function_call_arguments.done", **ids, arguments=item["arguments"])
+        emit("response.output_item.done", output_index=index, item=item)
+    emit("response.completed", response=response)
+    return [sse(event["type"], event) for event in events]
+
+
+def answer_responses(handler: Handler, body: Any, entry: dict) -> None:
+    """Answer one ``POST /v1/responses`` (the key checked, a turn of the script taken when the request
+    offers tools, streamed when asked)."""
+    double = handler.double
+    entry["api"] = "responses"
+    if isinstance(body, dict):
+        items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+        entry["input_items"] = len(items)
+        entry["tool_outputs"] = sum(1 for i in items if i.get("type") == "function_call_output")
+        entry["tools"] = [
+            t.get("name") or t.get("type") for t in body.get("tools") or [] if isinstance(t, dict)
+        ]
+        entry.pop("messages", None)
+        entry.pop("max_tokens", None)
+
+    def answer(status: int, payload: dict) -> None:
+        entry["status"] = status
+        double.note(entry)
+        handler._send_json(status, payload)
+
+    if not double.key_ok(handler.headers):
+        return answer(401, openai_error_body(401, "Incorrect API key provided."))
+    if not isinstance(body, dict):
+        return answer(400, openai_error_body(400, "the body is not JSON"))
+    model = body.get("model") or DEFAULT_MODEL
+    if body.get("tools"):
+        index, turn = double.take_turn()
+        entry["turn"] = index
+        if turn is None:
+            return answer(
+                500, openai_error_body(500, f"model double: script exhausted after {len(double.turns)} turns")
+            )
+    else:
+        entry["turn"] = None
+        turn = {"text": SIDE_ANSWER, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    if turn.get("delay"):
+        time.sleep(float(turn["delay"]))
+    if "status" in turn:
+        status = int(turn["status"])
+        return answer(status, openai_error_body(status, turn.get("message") or f"scripted {status}"))
+    response = responses_output(turn, model)
+    entry["status"] = 200
+    entry["output"] = [i["type"] for i in response["output"]]
+    double.note(entry)
+    if not body.get("stream"):
+        return handler._send_json(200, response)
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.send_header("cache-control", "no-cache")
+    handler.send_header("connection", "close")
+    handler.end_headers()
+    for frame in responses_stream_events(response):
+        handler.wfile.write(frame)
+        handler.wfile.flush()
+    handler.close_connection = True
+    return None
+
+
 def make_server(
     turns: list[dict], key: str, host: str = "127.0.0.1", port: int = 0, log_file: Path | None = None
 ):
@@ -427,7 +628,8 @@ def make_server(
 
 
 def serve(script: Path, key: str, host: str = "127.0.0.1", port: int = 8080, log: Path | None = None) -> None:
-    """Answer the Messages API from the script file until interrupted (ScriptError on a bad script)."""
+    """Answer the Messages and Responses APIs from the script file until interrupted (ScriptError on a
+    bad script)."""
     turns = load_script_file(script)
     server = make_server(turns, key, host, port, log)
     print(
@@ -442,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python3 model_double.py serve …`` (the runner image has no argusic installed)."""
     parser = argparse.ArgumentParser(prog="model_double", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    cmd = sub.add_parser("serve", help="answer the Messages API from a script")
+    cmd = sub.add_parser("serve", help="answer the Messages and Responses APIs from a script")
     cmd.add_argument("--script", required=True, type=Path)
     cmd.add_argument("--port", type=int, default=8080)
     cmd.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
