@@ -78,7 +78,15 @@ SCRIPT_SCHEMA = "argusic.model-script/1"
 SCRIPT_KEYS = {"schema", "project", "harness", "kind", "about", "turns"}
 TURN_KEYS = {"text", "tool_calls", "status", "message", "usage", "delay"}
 CALL_KEYS = {"name", "input", "id"}
-USAGE_KEYS = {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
+# Anthropic's names, and the Responses API's own (cached_tokens, reasoning_tokens: see responses_usage)
+USAGE_KEYS = {
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+}
 
 
 def _check_turns(data: Any) -> list[dict]:
