@@ -53,7 +53,9 @@ disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (
    judgement scripts on the workers) the real CLI runs against the scripted model double, else
    through the routing gateway. An attempt that cannot be judged is named in the task's log and
    result without failing it. The judgements go to the runs store on a cluster and are loaded by
-   ingest_judgements (one-slot warehouse pool) before the build. No `judges`: both do nothing.
+   ingest_judgements (one-slot warehouse pool) before the build. No `judges`: both do nothing. An
+   attempt is judged where its folder is (the host that ran it); on a cluster of several attempt
+   workers the others' attempts are named as not judged (run `argusic judge` on their hosts).
 5. **prepare_publication** — the board as it would be published (expectations re-checked, evidence
    audited) and its sha256, and what changed since the cycle's last publication.
 6. **approve_publication** — waits for a person (Browse → Required actions; no worker slot held):

@@ -319,70 +319,133 @@ def test_single_machine_judgements_stay_where_ingest_reads_them(isolated: Path, 
 
 DAG_CHECK = r"""
 import json, os, sys
+import duckdb
 from airflow.dag_processing.dagbag import DagBag
-bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"], include_examples=False)
+bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
 dag = bag.dags["argusic_cycle"]
 out = {t.task_id: {"up": sorted(t.upstream_task_ids), "down": sorted(t.downstream_task_ids),
                    "pool": t.pool, "queue": t.queue, "retries": t.retries} for t in dag.tasks}
 params = {k: dag.params[k] for k in ("judges", "judge_scripts")}
-# the tasks' bodies, as the worker runs them (the DAG file's wiring of argusic.workflows.judging_step)
-spec_paths = json.loads(sys.argv[1])
-conf = {"cycle_id": "2026-12", "judges": ["judge-claude"], "judge_scripts": None}
-judged = dag.get_task("judge").python_callable({"files": 1}, spec_paths, [], conf)
-none = dag.get_task("judge").python_callable({"files": 1}, spec_paths, [], {"cycle_id": "2026-12"})
+# the tasks' bodies, as a worker runs them (the DAG file's wiring of argusic.workflows.judging_step)
+spec_paths, scripts = json.loads(sys.argv[1]), sys.argv[2]
+judge = dag.get_task("judge").python_callable
+ingest_judgements = dag.get_task("ingest_judgements").python_callable
+# outside a task run there is no Airflow context: the cycle id is the param's (as when the run sets it)
+judge.__globals__["_cycle_id"] = lambda params: params["cycle_id"]
+conf = {"cycle_id": "2026-12", "judges": ["judge-claude", "judge-claude-2"], "judge_scripts": scripts}
+none = judge({"files": 1}, spec_paths, [], {"cycle_id": "2026-12"})
 try:
-    dag.get_task("judge").python_callable({}, spec_paths, [], {**conf, "judges": ["judge-nobody"]})
+    judge({}, spec_paths, [], {**conf, "judges": ["judge-nobody"]})
     refused = None
 except Exception as err:
     refused = [type(err).__name__, str(err)]
-loaded = dag.get_task("ingest_judgements").python_callable(judged, spec_paths, [], conf)
+nothing = ingest_judgements(none, spec_paths, [], conf)
+judged = judge({"files": 1}, spec_paths, [], conf)
+loaded = ingest_judgements(judged, spec_paths, [], conf)
+with duckdb.connect(os.environ["ARGUSIC_WAREHOUSE"], read_only=True) as con:
+    rows = con.execute("SELECT judge_id, status, model FROM raw.judge_verdicts ORDER BY judge_id").fetchall()
 print("@@RESULT@@" + json.dumps({"tasks": out, "params": params, "judged": judged, "none": none,
-                                 "refused": refused, "loaded": loaded}))
+                                 "refused": refused, "nothing": nothing, "loaded": loaded, "rows": rows}))
 """
 
 
 @pytest.mark.slow
+@pytest.mark.docker
 def test_the_cycle_dag_judges_after_ingest_and_loads_before_the_build(tmp_path: Path) -> None:
     """DagBag: judge after ingest on the attempt workers, ingest_judgements in the warehouse pool before
-    the build. The tasks' bodies on a planned attempt: with judges (no gateway here: the attempt is
-    named as not judged, the step does not fail), without (nothing), an unknown judge (failed at once,
-    no retry), and ingest_judgements loading nothing when nothing was written."""
+    the build. The tasks' bodies on a planned, measured attempt: judge-claude with a judgement script
+    (the real CLI against the double), judge-claude-2 without one (no gateway here: the attempt is
+    named as not judged, the step does not fail); no judges (nothing); an unknown judge (failed at
+    once, no retry); ingest_judgements loads the judgement into raw.judge_verdicts."""
     from argusic.core.spec import AttemptSpec
+    from conftest import evidence_refs
     from test_dags import airflow_env
 
+    _docker_or_skip()
     env = airflow_env(tmp_path)
     for name in ("ARGUSIC_RUNS_URL", "LITELLM_BASE_URL", "LITELLM_MASTER_KEY"):
         env.pop(name, None)
-    runs = Path(env.get("ARGUSIC_RUNS_DIR") or tmp_path / "runs")
-    env["ARGUSIC_RUNS_DIR"] = str(runs)
-    env["ARGUSIC_WAREHOUSE"] = str(tmp_path / "warehouse" / "argusic.duckdb")
+    runs = Path(env["ARGUSIC_RUNS_DIR"])
     spec = AttemptSpec(
         cycle_id="2026-12", agent_id="claude-code", project_id="wavgen", repo_url="file:///nowhere",
         commit="0123456789abcdef0123456789abcdef01234567", tier="standard", attempt_no=1,
     )  # fmt: skip
     doc = record_doc()
     doc["attempt_id"] = spec.attempt_id
+    doc["evidence"] = evidence_refs(env["ARGUSIC_EVIDENCE_URL"])
     attempt = make_attempt(runs, doc)
     plan = runs / "2026-12" / "plan"
     plan.mkdir(parents=True)
     spec_path = plan / f"{spec.attempt_id}.json"
     spec_path.write_text(spec.model_dump_json())
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    _write(scripts / "judge-claude.json", judge_script(verdict()))
     proc = subprocess.run(
-        [sys.executable, "-c", DAG_CHECK, json.dumps([str(spec_path)])],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", DAG_CHECK, json.dumps([str(spec_path)]), str(scripts)],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     info = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("@@RESULT@@"))[10:])
     tasks = info["tasks"]
-    assert "ingest" in tasks["judge"]["up"]
-    assert tasks["judge"]["down"] == ["ingest_judgements"]
+    assert "ingest" in tasks["judge"]["up"] and tasks["judge"]["down"] == ["ingest_judgements"]
     assert tasks["judge"]["queue"] == "argusic_attempts" and tasks["judge"]["retries"] >= 1
     assert "judge" in tasks["ingest_judgements"]["up"] and tasks["ingest_judgements"]["down"] == ["build"]
     assert tasks["ingest_judgements"]["pool"] == "argusic_warehouse"
+    assert "ingest_judgements" in tasks["build"]["up"]
     assert info["params"] == {"judges": [], "judge_scripts": None}
+    assert info["none"]["judgements"] == 0 and info["nothing"] == {"judgements": 0}
+    assert info["refused"] is not None and "judge-nobody" in info["refused"][1]
+    # judge-claude-2 has no script and there is no gateway: the attempt is named, nothing is written
     judged = info["judged"]
     assert judged["judgements"] == 0 and judged["not_judged"] == 1, judged
     assert "no model key" in judged["not_judged_attempts"][attempt.name]
-    assert info["none"]["judgements"] == 0 and info["none"]["not_judged"] == 0
-    assert info["refused"] is not None and "judge-nobody" in info["refused"][1]
-    assert info["loaded"] == {"judgements": 0}
+    assert info["rows"] == [] and info["loaded"]["judgements"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_the_cycle_dags_judge_step_runs_the_cli_against_the_double_and_loads_it(tmp_path: Path) -> None:
+    """The judge task's body with every judge scripted: the real Claude Code CLI against the double,
+    the judgement written, and ingest_judgements loading it into raw.judge_verdicts."""
+    from argusic.core.spec import AttemptSpec
+    from conftest import evidence_refs
+    from test_dags import airflow_env
+
+    _docker_or_skip()
+    env = airflow_env(tmp_path)
+    for name in ("ARGUSIC_RUNS_URL", "LITELLM_BASE_URL", "LITELLM_MASTER_KEY"):
+        env.pop(name, None)
+    runs = Path(env["ARGUSIC_RUNS_DIR"])
+    spec = AttemptSpec(
+        cycle_id="2026-12", agent_id="claude-code", project_id="wavgen", repo_url="file:///nowhere",
+        commit="0123456789abcdef0123456789abcdef01234567", tier="standard", attempt_no=1,
+    )  # fmt: skip
+    doc = record_doc()
+    doc["attempt_id"] = spec.attempt_id
+    doc["evidence"] = evidence_refs(env["ARGUSIC_EVIDENCE_URL"])
+    attempt = make_attempt(runs, doc)
+    plan = runs / "2026-12" / "plan"
+    plan.mkdir(parents=True)
+    spec_path = plan / f"{spec.attempt_id}.json"
+    spec_path.write_text(spec.model_dump_json())
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    _write(scripts / "judge-claude.json", judge_script(verdict()))
+    _write(scripts / "judge-claude-2.json", judge_script(verdict(1, 1)))
+    proc = subprocess.run(
+        [sys.executable, "-c", DAG_CHECK, json.dumps([str(spec_path)]), str(scripts)],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    info = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("@@RESULT@@"))[10:])
+    judged = info["judged"]
+    assert judged["judgements"] == 2 and judged["not_judged"] == 0, judged
+    assert info["loaded"]["judgements"] == 2 and info["loaded"]["inserted"] == 1  # no ingest ran before
+    # judge-claude-2 scored code_structure 1 without quoting it: refused by the checks, on the CLI's output
+    assert [(judge, status) for judge, status, _ in info["rows"]] == [
+        ("judge-claude", "valid"),
+        ("judge-claude-2", "refused"),
+    ]
+    assert all(model.startswith("model-double/") for _, _, model in info["rows"])
+    assert (attempt / "judging" / "judge-claude.json").is_file()

@@ -7,9 +7,12 @@ working directory), ``/out`` writable and the judge prompt (``Task.judge_prompt(
 ``judging/generated/<task_id>.judge.md``) on stdin; locked down like the render container. With
 ``replay`` (a recorded judge session) the container runs no CLI: with networking off it tees the
 recorded session to ``/out/session.jsonl`` (Codex: and its last message to ``/out/last_message.txt``),
-so the container, the collection and the verdict checks run for real on recorded sessions. **No model
-ran here**: the recorded sessions in tests/fixtures/judging/judge_sessions were written by hand in the
-CLIs' formats.
+so the container, the collection and the verdict checks run for real on recorded sessions (written by
+hand in the CLIs' formats: tests/fixtures/judging/judge_sessions). With a *judgement script*
+(``argusic.judging.double``, issue #28) the judge's real CLI runs in its container against the model
+double, which answers from the script on an internal network of its own with a per-run key: the
+session, the final message and the checks are the real CLI's; only the model is scripted (the
+judgement's ``model`` then names the double and the script, ``model-double/<sha256>``).
 
 The judge's final message (Claude Code: the stream-json ``result`` message's ``result``; Codex:
 ``last_message.txt``, else its last ``agent_message``) is parsed as JSON (a ```json fence allowed) and
@@ -20,7 +23,8 @@ every quote's ``file`` is a file of the evidence folder and its ``quote`` occurs
 ``reason`` naming the check; a session without a final message is ``no_verdict``.
 
 The result is ``<attempt_dir>/judging/<judge_id>.json`` (``argusic.judgement/1``), written atomically,
-loaded by ``argusic ingest`` into raw.judge_verdicts (``argusic.warehouse.load_judging``).
+loaded by ``argusic ingest`` into raw.judge_verdicts (``argusic.warehouse.load_judging``); on a cluster
+it is also an object of the runs store (``argusic.judging.pipeline``).
 """
 
 from __future__ import annotations
