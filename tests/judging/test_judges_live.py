@@ -143,15 +143,17 @@ def _docker_or_skip() -> None:
             pytest.skip(f"no image {image}")
 
 
-def _leftovers() -> list[str]:
-    """Containers and networks of model doubles or judges still there."""
+def _leftovers(*brokers: DoubleBroker) -> list[str]:
+    """What is still there of these brokers' doubles: their container and network (one name each)."""
     import docker
 
     client = docker.from_env()
-    names = [c.name for c in client.containers.list(all=True, filters={"label": "argusic.judge.double"})]
-    names += [c.name for c in client.containers.list(all=True, filters={"label": J.CONTAINER_LABEL})]
-    names += [n.name for n in client.networks.list(filters={"label": "argusic.judge.double"})]
-    return names
+    left = []
+    for broker in brokers:
+        assert broker.network  # the name of the double's network and container
+        left += [c.name for c in client.containers.list(all=True, filters={"name": f"^{broker.network}$"})]
+        left += [n.name for n in client.networks.list(names=[broker.network])]
+    return left
 
 
 @pytest.mark.slow
@@ -228,7 +230,26 @@ def test_claude_code_judges_an_attempt_against_the_double(
     for file in isolated.rglob("*"):
         if file.is_file():
             assert b"sk-double-" not in file.read_bytes(), file
-    assert _leftovers() == []
+    assert _leftovers(*brokers) == []
+
+
+@pytest.mark.docker
+def test_a_double_that_does_not_start_is_no_key_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The double cannot bind its port: no key is handed out, the judge does not start (JudgeError),
+    the double's container, network and staged key are gone."""
+    from argusic.judging import double
+
+    _docker_or_skip()
+    monkeypatch.setattr(double, "DOUBLE_PORT", 99999)  # not a port: the server exits at once
+    evidence = build_evidence_folder(make_attempt(tmp_path / "runs"), tmp_path / "evidence")
+    broker = DoubleBroker(_write(tmp_path / "judge-claude.json", judge_script(verdict())))
+    with pytest.raises(J.JudgeError, match="no per-run key: model double did not start"):
+        J.run_judge("judge-claude", evidence, tmp_path / "out", broker=broker)
+    assert broker.stats.as_dict()["create_failed"] == 1 and broker.stats.as_dict()["created"] == 0
+    assert broker._stage is None and _leftovers(broker) == []
+    assert not (tmp_path / "out" / J.SESSION_FILE).exists()
 
 
 # --- the runs store on a cluster (moto S3) -------------------------------------------------------------
