@@ -8,6 +8,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import Param, dag, task
 from argusic.orchestration.dag_support import (
+    ATTEMPT_QUEUE,
     ATTEMPT_TASK_ARGS,
     WAREHOUSE_TASK_ARGS,
     budget_params,
@@ -46,6 +47,15 @@ disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (
 4. **ingest** → **build** (dbt build + expectations) — in the one-slot pool `argusic_warehouse`
    (DuckDB has a single writer). Ingest loads every record of the plan, reruns included; a run
    whose attempts are all invalid fails here: nothing is loaded or published.
+4b. **judge** → **ingest_judgements** (opt-in, issue #28: param `judges`) — Layer 2's model judges
+   (advice, never a score) on every valid attempt of the plan, after ingest: each judge's CLI reads
+   the attempt's blinded evidence in its locked container; with `judge_scripts` (a folder of
+   judgement scripts on the workers) the real CLI runs against the scripted model double, else
+   through the routing gateway. An attempt that cannot be judged is named in the task's log and
+   result without failing it. The judgements go to the runs store on a cluster and are loaded by
+   ingest_judgements (one-slot warehouse pool) before the build. No `judges`: both do nothing. An
+   attempt is judged where its folder is (the host that ran it); on a cluster of several attempt
+   workers the others' attempts are named as not judged (run `argusic judge` on their hosts).
 5. **prepare_publication** — the board as it would be published (expectations re-checked, evidence
    audited) and its sha256, and what changed since the cycle's last publication.
 6. **approve_publication** — waits for a person (Browse → Required actions; no worker slot held):
@@ -152,6 +162,22 @@ Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` 
             title="Repair projects",
             description="Projects whose usable repair items to attempt (items built by argusic_items). "
             "Empty: the pool's projects.",
+        ),
+        "judges": Param(
+            [],
+            type="array",
+            items={"type": "string"},
+            title="Model judges",
+            description="Layer 2 judges to run after ingest (advice, never a score), e.g. judge-claude, "
+            "judge-codex, judge-claude-2. Empty: no judging.",
+        ),
+        "judge_scripts": Param(
+            None,
+            type=["null", "string"],
+            title="Judgement scripts",
+            description="Absolute path of a folder of judgement scripts on the workers (<judge_id>.json "
+            "or <attempt_id>/<judge_id>.json): the judges' real CLIs answer from the model double. "
+            "Empty: the routing gateway (real models).",
         ),
         "shard_index": Param(
             0,
@@ -262,8 +288,27 @@ def argusic_cycle():
         except CycleFailed as err:
             raise _fail_at_once(err) from None  # nothing valid: never an empty board
 
+    @task(queue=ATTEMPT_QUEUE)
+    def judge(
+        ingested: dict[str, int], spec_paths: list[str], repair_spec_paths: list[str], params: dict
+    ) -> dict:
+        from argusic.workflows.judging_step import JudgeStepRefused, judge_step
+
+        try:
+            return judge_step(_cycle_id(params), [*spec_paths, *repair_spec_paths], params)
+        except JudgeStepRefused as err:
+            raise _fail_at_once(err) from None  # a retry cannot fix a param
+
     @task(**WAREHOUSE_TASK_ARGS)
-    def build(ingested: dict[str, int]) -> str:
+    def ingest_judgements(
+        judged: dict, spec_paths: list[str], repair_spec_paths: list[str], params: dict
+    ) -> dict[str, int]:
+        from argusic.workflows.judging_step import ingest_judgements_step
+
+        return ingest_judgements_step(_cycle_id(params), [*spec_paths, *repair_spec_paths], judged)
+
+    @task(**WAREHOUSE_TASK_ARGS)
+    def build(ingested: dict[str, int], judgements: dict[str, int]) -> str:
         from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
@@ -302,7 +347,8 @@ def argusic_cycle():
     repair_records = run_repair_attempt.expand(spec_path=repair_specs)
     ingested = ingest(specs, repair_specs)
     [records, repair_records] >> ingested
-    prepared = prepare_publication(build(ingested))
+    judged = judge(ingested, specs, repair_specs)
+    prepared = prepare_publication(build(ingested, ingest_judgements(judged, specs, repair_specs)))
     # A person approves the exact board (or rejects it: recorded with the reason, publish skipped).
     approval = PublicationApproval(task_id="approve_publication", prepared_task="prepare_publication")
     published = publish(prepared, specs)

@@ -237,7 +237,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     cycle = info["dags"]["argusic_cycle"]["tasks"]
     assert set(cycle) == {
         "prepare_pool", "plan", "run_attempt", "ingest", "build", "prepare_publication",
-        "approve_publication", "publish", "plan_repair", "run_repair_attempt",
+        "approve_publication", "publish", "plan_repair", "run_repair_attempt", "judge", "ingest_judgements",
     }  # fmt: skip
     # Repair attempts (opt-in): mapped like the board's, on the attempt workers, with their label.
     assert (
@@ -266,7 +266,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     for dag_id in ("argusic_cycle", "argusic_pool_rotation", "argusic_verdicts", "argusic_items"):
         described = info["dags"][dag_id]["params"]
         assert all(d and len(d) > 20 for d in described.values()), (dag_id, described)
-    for single_writer in ("ingest", "build", "prepare_publication", "publish"):
+    for single_writer in ("ingest", "ingest_judgements", "build", "prepare_publication", "publish"):
         assert cycle[single_writer]["pool"] == "argusic_warehouse"
         assert not cycle[single_writer]["mapped"]
     assert {

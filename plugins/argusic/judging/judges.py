@@ -7,9 +7,12 @@ working directory), ``/out`` writable and the judge prompt (``Task.judge_prompt(
 ``judging/generated/<task_id>.judge.md``) on stdin; locked down like the render container. With
 ``replay`` (a recorded judge session) the container runs no CLI: with networking off it tees the
 recorded session to ``/out/session.jsonl`` (Codex: and its last message to ``/out/last_message.txt``),
-so the container, the collection and the verdict checks run for real on recorded sessions. **No model
-ran here**: the recorded sessions in tests/fixtures/judging/judge_sessions were written by hand in the
-CLIs' formats.
+so the container, the collection and the verdict checks run for real on recorded sessions (written by
+hand in the CLIs' formats: tests/fixtures/judging/judge_sessions). With a *judgement script*
+(``argusic.judging.double``, issue #28) the judge's real CLI runs in its container against the model
+double, which answers from the script on an internal network of its own with a per-run key: the
+session, the final message and the checks are the real CLI's; only the model is scripted (the
+judgement's ``model`` then names the double and the script, ``model-double/<sha256>``).
 
 The judge's final message (Claude Code: the stream-json ``result`` message's ``result``; Codex:
 ``last_message.txt``, else its last ``agent_message``) is parsed as JSON (a ```json fence allowed) and
@@ -20,7 +23,8 @@ every quote's ``file`` is a file of the evidence folder and its ``quote`` occurs
 ``reason`` naming the check; a session without a final message is ``no_verdict``.
 
 The result is ``<attempt_dir>/judging/<judge_id>.json`` (``argusic.judgement/1``), written atomically,
-loaded by ``argusic ingest`` into raw.judge_verdicts (``argusic.warehouse.load_judging``).
+loaded by ``argusic ingest`` into raw.judge_verdicts (``argusic.warehouse.load_judging``); on a cluster
+it is also an object of the runs store (``argusic.judging.pipeline``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from argusic.core.record import load_record_file
 from argusic.core.settings import agents_image
 from argusic.core.tasks import PACKAGE_DIR, Task, load_task, task_for
 from argusic.external import claude_code, codex
+from argusic.judging.double import SCRIPTED_HARNESSES, DoubleBroker, JudgeScriptError
 from argusic.judging.evidence import MANIFEST, build_evidence_folder, evidence_sha256, read_manifest
 from argusic.sandbox.containment import AGENT_GID, AGENT_HOME, AGENT_UID, locked_container_options
 
@@ -343,6 +348,12 @@ def container_plan(
         command = ["bash", "-c", f"{shlex.join(bound)} {script} < /judge/prompt.md"]
         return command, {"HOME": AGENT_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}, False
     module = driver.module
+    key_env = {k: v for k, v in key_env.items() if v}
+    base_url = key_env.get(module.BASE_URL_ENV)
+    if driver.harness_name == "claude-code" and base_url and base_url.rstrip("/").endswith("/v1"):
+        # the gateway's OpenAI-style URL ends in /v1; Anthropic clients add /v1/messages themselves
+        # (as argusic.attempts.agents does for an attempt)
+        key_env[module.BASE_URL_ENV] = base_url.rstrip("/")[: -len("/v1")]
     env = module.build_env(key_env, JUDGE_CONFIG_DIR)
     if driver.harness_name == "codex":
         command = module.build_command(
@@ -371,7 +382,9 @@ def run_judge(
     ``session.jsonl`` and, for Codex, ``last_message.txt``). ``replay``: a recorded session, teed by
     the container with networking off instead of running a CLI. Without it the judge's CLI runs on a
     per-run key (``argusic.attempts.keys.attempt_key``: created for this run, deleted however it ends) from
-    ``broker`` (the routing layer's by default; none configured: JudgeError before anything starts)."""
+    ``broker`` (the routing layer's by default; none configured: JudgeError before anything starts).
+    A broker with a ``network`` once its key is made (``argusic.judging.double.DoubleBroker``: the
+    model double's internal network) puts the judge's container on that network alone."""
     import docker  # deferred: the Docker SDK loads only when a judge container runs
 
     driver = judge_driver(judge_id)
@@ -410,6 +423,7 @@ def run_judge(
             except KeyUnavailable as err:
                 raise JudgeError(f"judge {judge_id}: no per-run key: {err}") from None
             key_env = key.container_env(driver.module.KEY_ENV, driver.module.BASE_URL_ENV)
+        network = getattr(broker, "network", None) if replay_path is None else None
         command, environment, networking = container_plan(driver, key_env, timeout_seconds)
         try:
             client = docker.from_env()
@@ -440,6 +454,8 @@ def run_judge(
                 # a real judge needs the network to reach the model gateway (the default network:
                 # not yet limited to the gateway, docs/judging.md); a replay keeps none at all
                 del options["network_disabled"], options["network_mode"]
+                if network:  # the model double's internal network: nothing else is reachable
+                    options["network"] = network
             container = client.containers.run(
                 agents_image(),
                 command,
@@ -490,9 +506,10 @@ def _sha256_of(path: Path) -> str | None:
 
 def judgement(
     record: Any, task: Task, driver: JudgeDriver, evidence_dir: Path, out_dir: Path, checked: Checked,
-    *, replayed: bool,
+    *, replayed: bool, model: str | None = None,
 ) -> dict:  # fmt: skip
-    """The ``argusic.judgement/1`` document of one judge on one attempt."""
+    """The ``argusic.judgement/1`` document of one judge on one attempt (``model``: what answered when
+    it is not the judge's own model, e.g. ``model-double/<script sha256>`` for a scripted judge)."""
     return {
         "schema": JUDGEMENT_SCHEMA,
         "attempt_id": record.attempt_id,
@@ -501,7 +518,7 @@ def judgement(
         "task_revision": task.revision,
         "judge_id": driver.judge_id,
         "harness": driver.harness_name,
-        "model": driver.model,
+        "model": model or driver.model,
         "evidence_sha256": evidence_sha256(evidence_dir),
         "session_sha256": _sha256_of(Path(out_dir) / SESSION_FILE),
         "status": checked.status,
@@ -527,18 +544,35 @@ def write_judgement(attempt_dir: Path, doc: dict) -> Path:
 
 
 def judge_attempt(
-    attempt_dir: Path, judge_ids: Sequence[str], replay: Mapping[str, Path] | None = None
+    attempt_dir: Path,
+    judge_ids: Sequence[str],
+    replay: Mapping[str, Path] | None = None,
+    scripts: Mapping[str, Path] | None = None,
 ) -> list[Path]:
     """Build the attempt's blinded evidence folder (``<attempt_dir>/judging/evidence``, rebuilt) and run
-    every judge on it (``replay[judge_id]``: its recorded session); the judgement files written."""
+    every judge on it (``replay[judge_id]``: its recorded session, no CLI runs; ``scripts[judge_id]``:
+    its judgement script, the real CLI against the model double, ``argusic.judging.double``; else the
+    real CLI through the routing gateway); the judgement files written."""
     attempt_dir = Path(attempt_dir)
     record = load_record_file(attempt_dir / "run_record.json")
     task = task_for(record.purpose, record.project_id)
     brokers: dict[str, Any] = {}
     for judge_id in judge_ids:  # every judge checked before anything is built or started
-        judge_driver(judge_id)
-        if replay is None or judge_id not in replay:
-            brokers[judge_id] = _broker(judge_id, record.attempt_id)
+        driver = judge_driver(judge_id)
+        if replay is not None and judge_id in replay:
+            continue
+        if scripts is not None and judge_id in scripts:
+            if driver.harness_name not in SCRIPTED_HARNESSES:
+                raise JudgeError(
+                    f"judge {judge_id}: a judgement script needs a model double that speaks "
+                    f"{driver.harness_name}'s API (the double speaks: {', '.join(SCRIPTED_HARNESSES)})"
+                )
+            try:
+                brokers[judge_id] = DoubleBroker(scripts[judge_id])
+            except JudgeScriptError as err:
+                raise JudgeError(f"judge {judge_id}: {err}") from None
+            continue
+        brokers[judge_id] = _broker(judge_id, record.attempt_id)
     evidence_dir = attempt_dir / JUDGING_DIR / "evidence"
     if evidence_dir.is_symlink():
         raise JudgeError(f"{evidence_dir}: is a link")
@@ -550,9 +584,13 @@ def judge_attempt(
         driver = judge_driver(judge_id)
         out_dir = attempt_dir / JUDGING_DIR / "sessions" / judge_id
         recorded = (replay or {}).get(judge_id)
-        run_judge(judge_id, evidence_dir, out_dir, replay=recorded, task=task, broker=brokers.get(judge_id))
+        broker = brokers.get(judge_id)
+        run_judge(judge_id, evidence_dir, out_dir, replay=recorded, task=task, broker=broker)
         checked = read_verdict(judge_id, out_dir, evidence_dir, task.criteria)
-        doc = judgement(record, task, driver, evidence_dir, out_dir, checked, replayed=recorded is not None)
+        doc = judgement(
+            record, task, driver, evidence_dir, out_dir, checked, replayed=recorded is not None,
+            model=broker.model if isinstance(broker, DoubleBroker) else None,
+        )  # fmt: skip
         written.append(write_judgement(attempt_dir, doc))
     return written
 
