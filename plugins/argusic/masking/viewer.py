@@ -40,6 +40,7 @@ from functools import lru_cache
 from typing import BinaryIO
 
 import hyperscan
+import numpy as np
 import re2
 
 from argusic.masking.policy import MaskingError
@@ -82,11 +83,6 @@ def _dec_code_runs(text: str) -> list[str]:
     return [m.group(0) for m in _DEC_CODES_RE2.finditer(text)]
 
 
-_HEX_RUN = re2.compile(rb"[0-9a-f]{16,}")  # RE2 (a DFA) where matches are few: 2-10x Python's re
-_B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
-_B32_RUN = re2.compile(r"[A-Z2-7]{16,}=*")
-_TO_STANDARD_B64 = str.maketrans("-_", "+/")
-_B32_AS_DIGITS = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV")
 _ROT13 = str.maketrans(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
     "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZabcdefghijklm",
@@ -100,6 +96,23 @@ def skeleton_bytes(text: str | bytes) -> bytes:
         return text.lower().translate(None, _NOT_ALNUM_BYTES)
     folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
     return folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+
+
+# What `_WHITESPACE_AND_INVISIBLE` removes outside ASCII (Python's \s there, and the invisible
+# characters it names); inside ASCII it removes every control character and the space.
+_NON_ASCII_SPACE_AND_INVISIBLE = re.compile(
+    "[\x85\xa0\xad\u1680\u2000-\u200f\u2028\u2029\u202f\u205f\u2060-\u2064\u3000\ufeff]"
+)
+_ASCII_SPACE_AND_CONTROLS = bytes([*range(0x21), 0x7F])
+
+
+def _compact(nfkc: str) -> bytes:
+    """The NFKC text without whitespace and invisible characters, as UTF-8: what base64 and base32
+    runs are read in. `_WHITESPACE_AND_INVISIBLE.sub("", nfkc)` encoded, at C speed when the text has
+    no such character outside ASCII (the usual case)."""
+    if nfkc.isascii() or not _NON_ASCII_SPACE_AND_INVISIBLE.search(nfkc):
+        return nfkc.encode("utf-8", "surrogatepass").translate(None, _ASCII_SPACE_AND_CONTROLS)
+    return _WHITESPACE_AND_INVISIBLE.sub("", nfkc).encode("utf-8", "surrogatepass")
 
 
 def skeleton(text: str | bytes) -> str:
@@ -244,9 +257,28 @@ def drawn(line: str) -> str:
 
 def shown(text: str) -> str:
     """The text with escapes removed, and lines that move the cursor drawn as a terminal draws them."""
+    if _STRING_ESCAPE.search(text) or max(map(len, text.split("\n"))) > MAX_COLUMNS:
+        return _shown(text, _MOVES)
+    # Moves that cannot change what a line shows are not drawn: they are removed like escapes
+    # (`_HARMFUL_MOVES`); the carriage returns that end lines are dropped as drawing drops them.
+    out = _shown(text, _HARMFUL_MOVES).replace("\r\n", "\n")
+    return out[:-1] if out.endswith("\r") and text.endswith("\r") else out
+
+
+# The cursor moves of `_MOVES` that change what a line shows, when no line is wider than MAX_COLUMNS
+# and no string escape (OSC, DCS...) can run past a line break. The others are left out, being no-ops
+# in `drawn`: a carriage return at the end of a line (then nothing is written), an erase to the right
+# (`ESC[K`, `ESC[0K`: with no move before it in the line the cursor is at the end of what is drawn),
+# and any erase at the very start of a line (nothing drawn yet). What remains of them in a line that
+# is not drawn is an escape (removed with the others) or a carriage return before a line break
+# (dropped by `shown`).
+_HARMFUL_MOVES = re.compile(r"\r(?!\n|\Z)|\x08|\x1b\[[0-9;]*[CDG`]|\x1b(?<!\n\x1b)\[(?!0?K)[0-9;]*K")
+
+
+def _shown(text: str, moves: re.Pattern) -> str:
     out: list[str] = []
     pos = 0
-    while m := _MOVES.search(text, pos):
+    while m := moves.search(text, pos):
         start = text.rfind("\n", pos, m.start()) + 1 if m.start() > pos else pos
         if start < pos:
             start = pos
@@ -297,26 +329,58 @@ def _inflated(data: bytes, budget: list[int]) -> Iterator[str]:
         start = data.find(b"\x1f\x8b", start + 2)
 
 
-def _base64_decodings(compact: str, budget: list[int]) -> Iterator[str | bytes]:
+def _runs(data: bytes, alphabet: np.ndarray, minimum: int) -> list[bytes]:
+    """The maximal runs of at least `minimum` bytes of an alphabet (`alphabet`: a boolean per byte
+    value), found with numpy: what a greedy `[alphabet]{minimum,}` finds."""
+    if len(data) < minimum:
+        return []
+    inside = np.zeros(len(data) + 2, dtype=np.int8)
+    inside[1:-1] = alphabet[np.frombuffer(data, dtype=np.uint8)]
+    edges = np.diff(inside)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    long = (ends - starts) >= minimum
+    return [data[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist(), strict=True)]
+
+
+def _alphabet(letters: bytes) -> np.ndarray:
+    table = np.zeros(256, dtype=np.int8)
+    table[list(letters)] = 1
+    return table
+
+
+# Base64 runs, standard or url-safe (`=` ends a run and is dropped, as a trailing `={0,2}` then
+# `.replace("=", "")` did; url-safe letters are read as the standard ones).
+_B64_RUN_TABLE = _alphabet(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+_TO_STANDARD_B64 = bytes.maketrans(b"-_", b"+/")
+_B32_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_B32_RUN_TABLE = _alphabet(_B32_ALPHABET)
+_HEX_RUN_TABLE = _alphabet(b"0123456789abcdef")
+_B32_AS_DIGITS_BYTES = bytes.maketrans(_B32_ALPHABET, b"0123456789ABCDEFGHIJKLMNOPQRSTUV")
+
+
+def _base64_decodings(compact: str | bytes, budget: list[int]) -> Iterator[str | bytes]:
     """Every base64 run at its 4 alignments, one decoding per alignment for all runs at once (each
     run padded to whole quanta plus one zero quantum, so runs never run into each other; a run's
     last partial quantum is decoded too, its padding bits zero)."""
-    found = _B64_RUN.findall(compact)
+    if isinstance(compact, str):
+        compact = compact.encode("utf-8", "surrogatepass")  # runs are ASCII: the same runs
+    found = _runs(compact, _B64_RUN_TABLE, 16)
     if not found:
         return
-    standard = "\n".join(found).replace("=", "").replace("-", "+").replace("_", "/")
-    runs = [r + "A" * (-len(r) % 4 + 4) for r in standard.split("\n")]
+    runs = [r + b"A" * (-len(r) % 4 + 4) for r in b"\n".join(found).translate(_TO_STANDARD_B64).split(b"\n")]
     for skip in range(4):
-        before, after = "A" * ((4 - skip) % 4), "A" * skip
+        before, after = b"A" * ((4 - skip) % 4), b"A" * skip
         data = binascii.a2b_base64(before + (after + before).join(runs) + after)
         yield data
         yield from _inflated(data, budget)
 
 
-def _base32_decodings(compact: str) -> Iterator[bytes]:
+def _base32_decodings(compact: str | bytes) -> Iterator[bytes]:
     """Every base32 run (upper case, as encoders write it) at its 8 alignments, decoded at C speed
     (base32 read as a base-32 number)."""
-    runs = [m.group(0).rstrip("=").translate(_B32_AS_DIGITS) for m in _B32_RUN.finditer(compact)]
+    if isinstance(compact, str):
+        compact = compact.encode("utf-8", "surrogatepass")
+    runs = [r.translate(_B32_AS_DIGITS_BYTES) for r in _runs(compact, _B32_RUN_TABLE, 16)]
     for skip in range(8):
         chunks = []
         for run in runs:
@@ -330,7 +394,7 @@ def _base32_decodings(compact: str) -> Iterator[bytes]:
 
 def _hex_decodings(skel: bytes) -> Iterator[str | bytes]:
     """Every run of hex digits at its 2 alignments, one decoding per alignment for all runs at once."""
-    runs = _HEX_RUN.findall(skel)
+    runs = _runs(skel, _HEX_RUN_TABLE, 16)
     if not runs:
         return
     runs = [r + b"0" * (len(r) % 2) for r in runs]
@@ -353,16 +417,23 @@ def _forms(text: str) -> Iterator[tuple[str, str | bytes, bytes | None]]:
     folded = text.lower() if ascii_only else nfkc.casefold()
     skel = folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
     yield "as shown", text, skel
+    # A decoding that changes nothing has the skeleton just searched: it is not searched again.
     if "%" in text:
-        yield "percent-decoded", _PERCENT.sub(lambda m: chr(int(m.group(0)[1:], 16)), text), None
+        decoded, n = _PERCENT.subn(lambda m: chr(int(m.group(0)[1:], 16)), text)
+        if n:
+            yield "percent-decoded", decoded, None
     if "\\" in text:
-        yield "backslash-decoded", _BACKSLASH.sub(_backslash_char, text), None
+        decoded, n = _BACKSLASH.subn(_backslash_char, text)
+        if n:
+            yield "backslash-decoded", decoded, None
     if "&" in text:
-        yield "html-decoded", html.unescape(text), None
+        decoded = html.unescape(text)
+        if decoded != text:
+            yield "html-decoded", decoded, None
     dec_codes = [_codes(run, _DEC_TOKEN, 10) for run in _dec_code_runs(text)]
     if dec_codes:
         yield "decimal codes", "\n".join(dec_codes), None
-    compact = _WHITESPACE_AND_INVISIBLE.sub("", nfkc)
+    compact = _compact(nfkc)
     budget = [MAX_GZIP_STREAMS]
     for decoded in _base64_decodings(compact, budget):
         yield "base64", decoded, None
