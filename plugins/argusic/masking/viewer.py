@@ -330,14 +330,14 @@ def _inflated(data: bytes, budget: list[int]) -> Iterator[str]:
 
 
 def _runs(data: bytes, alphabet: np.ndarray, minimum: int) -> list[bytes]:
-    """The maximal runs of at least `minimum` bytes of an alphabet (`alphabet`: a boolean per byte
-    value), found with numpy: what a greedy `[alphabet]{minimum,}` finds."""
+    """The maximal runs of at least `minimum` bytes of an alphabet (`alphabet`: 1 per byte value
+    in it, else 0), found with numpy: what a greedy `[alphabet]{minimum,}` finds."""
     if len(data) < minimum:
         return []
     inside = np.zeros(len(data) + 2, dtype=np.int8)
-    inside[1:-1] = alphabet[np.frombuffer(data, dtype=np.uint8)]
-    edges = np.diff(inside)
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    np.take(alphabet, np.frombuffer(data, dtype=np.uint8), out=inside[1:-1])
+    edges = np.flatnonzero(inside[1:] != inside[:-1])  # starts and ends alternate
+    starts, ends = edges[0::2], edges[1::2]
     long = (ends - starts) >= minimum
     return [data[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist(), strict=True)]
 
@@ -355,6 +355,7 @@ _TO_STANDARD_B64 = bytes.maketrans(b"-_", b"+/")
 _B32_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 _B32_RUN_TABLE = _alphabet(_B32_ALPHABET)
 _HEX_RUN_TABLE = _alphabet(b"0123456789abcdef")
+_B32_PROBE = re.compile(rb"[A-Z2-7]{16}")  # capitals are rare: Python's re skips to them
 _B32_AS_DIGITS_BYTES = bytes.maketrans(_B32_ALPHABET, b"0123456789ABCDEFGHIJKLMNOPQRSTUV")
 
 
@@ -364,7 +365,10 @@ def _base64_decodings(compact: str | bytes, budget: list[int]) -> Iterator[str |
     last partial quantum is decoded too, its padding bits zero)."""
     if isinstance(compact, str):
         compact = compact.encode("utf-8", "surrogatepass")  # runs are ASCII: the same runs
-    found = _runs(compact, _B64_RUN_TABLE, 16)
+    yield from _base64_of_runs(_runs(compact, _B64_RUN_TABLE, 16), budget)
+
+
+def _base64_of_runs(found: list[bytes], budget: list[int]) -> Iterator[bytes | str]:
     if not found:
         return
     runs = [r + b"A" * (-len(r) % 4 + 4) for r in b"\n".join(found).translate(_TO_STANDARD_B64).split(b"\n")]
@@ -380,7 +384,11 @@ def _base32_decodings(compact: str | bytes) -> Iterator[bytes]:
     (base32 read as a base-32 number)."""
     if isinstance(compact, str):
         compact = compact.encode("utf-8", "surrogatepass")
-    runs = [r.translate(_B32_AS_DIGITS_BYTES) for r in _runs(compact, _B32_RUN_TABLE, 16)]
+    yield from _base32_of_runs(_runs(compact, _B32_RUN_TABLE, 16))
+
+
+def _base32_of_runs(found: list[bytes]) -> Iterator[bytes]:
+    runs = [r.translate(_B32_AS_DIGITS_BYTES) for r in found]
     for skip in range(8):
         chunks = []
         for run in runs:
@@ -394,7 +402,10 @@ def _base32_decodings(compact: str | bytes) -> Iterator[bytes]:
 
 def _hex_decodings(skel: bytes) -> Iterator[str | bytes]:
     """Every run of hex digits at its 2 alignments, one decoding per alignment for all runs at once."""
-    runs = _runs(skel, _HEX_RUN_TABLE, 16)
+    yield from _hex_of_runs(_runs(skel, _HEX_RUN_TABLE, 16))
+
+
+def _hex_of_runs(runs: list[bytes]) -> Iterator[str | bytes]:
     if not runs:
         return
     runs = [r + b"0" * (len(r) % 2) for r in runs]
@@ -409,13 +420,29 @@ def decoded_forms(text: str) -> Iterator[tuple[str, str | bytes]]:
         yield name, decoded
 
 
-def _forms(text: str) -> Iterator[tuple[str, str | bytes, bytes | None]]:
+def _forms(
+    text: str, skel: bytes | None = None, seen: set | None = None
+) -> Iterator[tuple[str, str | bytes, bytes | None]]:
     """`decoded_forms`, each with its skeleton when it is already known (the text's own: NFKC and
-    case folding done once for the text, its skeleton and its hex runs)."""
+    case folding done once for the text, its skeleton and its hex runs).
+
+    `skel`: the text's skeleton when the caller has it. `seen`: the runs whose decodings were already
+    given for another text of the same window (the view and the stripped text differ in a few lines):
+    a decoding of the same runs is the same bytes, so it is not given again."""
     ascii_only = text.isascii()
     nfkc = text if ascii_only else unicodedata.normalize("NFKC", text)
-    folded = text.lower() if ascii_only else nfkc.casefold()
-    skel = folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+    if skel is None:
+        folded = text.lower() if ascii_only else nfkc.casefold()
+        skel = folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+    seen = set() if seen is None else seen
+
+    def new(kind: str, runs: list) -> bool:
+        key = (kind, tuple(runs))
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
     yield "as shown", text, skel
     # A decoding that changes nothing has the skeleton just searched: it is not searched again.
     if "%" in text:
@@ -430,20 +457,26 @@ def _forms(text: str) -> Iterator[tuple[str, str | bytes, bytes | None]]:
         decoded = html.unescape(text)
         if decoded != text:
             yield "html-decoded", decoded, None
-    dec_codes = [_codes(run, _DEC_TOKEN, 10) for run in _dec_code_runs(text)]
-    if dec_codes:
-        yield "decimal codes", "\n".join(dec_codes), None
+    dec_runs = _dec_code_runs(text)
+    if dec_runs and new("decimal", dec_runs):
+        yield "decimal codes", "\n".join(_codes(run, _DEC_TOKEN, 10) for run in dec_runs), None
     compact = _compact(nfkc)
     budget = [MAX_GZIP_STREAMS]
-    for decoded in _base64_decodings(compact, budget):
-        yield "base64", decoded, None
-    for decoded in _base32_decodings(compact):
-        yield "base32", decoded, None
+    b64_runs = _runs(compact, _B64_RUN_TABLE, 16)
+    if new("base64", b64_runs):
+        for decoded in _base64_of_runs(b64_runs, budget):
+            yield "base64", decoded, None
+    b32_runs = _runs(compact, _B32_RUN_TABLE, 16) if _B32_PROBE.search(compact) else []
+    if b32_runs and new("base32", b32_runs):
+        for decoded in _base32_of_runs(b32_runs):
+            yield "base32", decoded, None
     # Hex codes however separated (`73 6b`, `0x73,0x6b`, `\\x73`, `U+0073`, `&#x73;`) are one hex run
     # once the separators and the prefixes are gone.
     for variant in {skel, skel.replace(b"0x", b""), skel.replace(b"0x", b"").translate(None, b"ux")}:
-        for decoded in _hex_decodings(variant):
-            yield "hex", decoded, None
+        hex_runs = _runs(variant, _HEX_RUN_TABLE, 16)
+        if new("hex", hex_runs):
+            for decoded in _hex_of_runs(hex_runs):
+                yield "hex", decoded, None
     # UTF-16 text read as UTF-8. Its skeleton goes through NFKC like every other form: the UTF-16
     # bytes of chosen characters can spell valid UTF-8 of full-width letters, which NFKC folds to ASCII.
     yield "utf-16", text.encode("utf-16-le", "surrogatepass").decode("utf-8", "replace"), None
@@ -493,15 +526,34 @@ class ViewerCheck:
         return list(self.findings)
 
     def _window(self, text: str, *, final: bool) -> None:
-        view = shown(text)
         # The skeleton goes on across windows (only the part this window adds after the overlap).
-        new_part = view if final else shown(text[:WINDOW])
-        skel_stream = self.carry + skeleton_bytes(new_part)
+        # Without string escapes (the only escapes that run past a line break) what is shown of a text
+        # is what is shown of its lines, and the skeleton of text after a line break is the skeleton
+        # of the text before it followed by that of the rest (NFKC never reaches across a line break:
+        # a line break is a starter that composes with nothing): the lines before the last line break
+        # within WINDOW are drawn and folded once for both.
+        cut = -1 if final or _STRING_ESCAPE.search(text) else text.rfind("\n", 0, WINDOW)
+        view_skel = None
+        if final:
+            view = shown(text)
+            skel_stream = self.carry + skeleton_bytes(view)
+            view_skel = skel_stream[len(self.carry) :]
+        elif cut < 0:
+            view = shown(text)
+            skel_stream = self.carry + skeleton_bytes(shown(text[:WINDOW]))
+        else:
+            head, rest = shown(text[: cut + 1]), shown(text[cut + 1 :])
+            head_skel = skeleton_bytes(head)
+            view = head + rest
+            view_skel = head_skel + skeleton_bytes(rest)
+            skel_stream = self.carry + head_skel + skeleton_bytes(shown(text[cut + 1 : WINDOW]))
         self._look("skeleton", skel_stream)
         self.carry = skel_stream[-SKELETON_CARRY:]
         stripped = _ESCAPES.sub("", text)
+        seen: set = set()
         for shown_text in [view] if stripped == view else [view, stripped]:
-            for name, decoded, known in _forms(shown_text):
+            known_skel = view_skel if shown_text is view else None
+            for name, decoded, known in _forms(shown_text, known_skel, seen):
                 skel = known if known is not None else skeleton_bytes(decoded)
                 self._look(name, skel)
                 if name == "as shown":
