@@ -329,23 +329,20 @@ def _inflated(data: bytes, budget: list[int]) -> Iterator[str]:
         start = data.find(b"\x1f\x8b", start + 2)
 
 
-def _runs(data: bytes, alphabet: np.ndarray, minimum: int) -> list[bytes]:
-    """The maximal runs of at least `minimum` bytes of an alphabet (`alphabet`: 1 per byte value
-    in it, else 0), found with numpy: what a greedy `[alphabet]{minimum,}` finds."""
+def _runs(data: bytes, alphabet: bytes, minimum: int) -> list[bytes]:
+    """The maximal runs of at least `minimum` bytes of an alphabet (`alphabet`: a translation table,
+    1 for each byte in it, else 0), found with numpy: what a greedy `[alphabet]{minimum,}` finds."""
     if len(data) < minimum:
         return []
-    inside = np.zeros(len(data) + 2, dtype=np.int8)
-    np.take(alphabet, np.frombuffer(data, dtype=np.uint8), out=inside[1:-1])
+    inside = np.frombuffer((b"\0" + data + b"\0").translate(alphabet), dtype=np.int8)
     edges = np.flatnonzero(inside[1:] != inside[:-1])  # starts and ends alternate
     starts, ends = edges[0::2], edges[1::2]
     long = (ends - starts) >= minimum
     return [data[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist(), strict=True)]
 
 
-def _alphabet(letters: bytes) -> np.ndarray:
-    table = np.zeros(256, dtype=np.int8)
-    table[list(letters)] = 1
-    return table
+def _alphabet(letters: bytes) -> bytes:
+    return bytes(1 if b in letters else 0 for b in range(256))
 
 
 # Base64 runs, standard or url-safe (`=` ends a run and is dropped, as a trailing `={0,2}` then
@@ -355,7 +352,6 @@ _TO_STANDARD_B64 = bytes.maketrans(b"-_", b"+/")
 _B32_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 _B32_RUN_TABLE = _alphabet(_B32_ALPHABET)
 _HEX_RUN_TABLE = _alphabet(b"0123456789abcdef")
-_B32_PROBE = re.compile(rb"[A-Z2-7]{16}")  # capitals are rare: Python's re skips to them
 _B32_AS_DIGITS_BYTES = bytes.maketrans(_B32_ALPHABET, b"0123456789ABCDEFGHIJKLMNOPQRSTUV")
 
 
@@ -466,7 +462,7 @@ def _forms(
     if new("base64", b64_runs):
         for decoded in _base64_of_runs(b64_runs, budget):
             yield "base64", decoded, None
-    b32_runs = _runs(compact, _B32_RUN_TABLE, 16) if _B32_PROBE.search(compact) else []
+    b32_runs = _runs(compact, _B32_RUN_TABLE, 16)
     if b32_runs and new("base32", b32_runs):
         for decoded in _base32_of_runs(b32_runs):
             yield "base32", decoded, None
