@@ -24,6 +24,29 @@ only seen by the skeleton, which is carried from window to window); a line drawn
 at most `MAX_COLUMNS` cells wide; gzip output is capped at `MAX_INFLATE` bytes per stream found; a
 copy of more than `MAX_CHECKED` characters is not checked at all and is withheld (a finding).
 Memory is a few windows; time is linear in the input.
+
+Speed (issue 27): every form above is still searched, on the same text; only work whose result is
+already known is skipped, and the rest is done at C speed. Why each shortcut finds what the plain
+definition finds:
+
+* cursor moves that cannot change a line (`_HARMFUL_MOVES` leaves them out: a carriage return that
+  ends a line, an erase to the right with no move before it, any erase before anything is drawn)
+  are not drawn: `drawn` would give the line's text without its escapes, which is what removing the
+  escapes gives (then the carriage returns before line breaks are dropped as drawing drops them).
+  Only when no line is wider than `MAX_COLUMNS` (drawing cuts those) and no string escape can run past
+  a line break; otherwise every move is drawn as before;
+* without string escapes, what is shown of a text is what is shown of its lines, and a skeleton can
+  be cut after a line break (a line break is a starter that composes with nothing, so NFKC never
+  reaches across it): the lines before the last line break within WINDOW are drawn and folded once
+  for the view and for the skeleton carried to the next window;
+* a decoding that changes nothing (`%XX`, backslash escapes, HTML entities found nowhere) has the
+  skeleton already searched; a decoding of the same runs (base64, base32, hex, decimal codes) as one
+  already searched for the view gives the same bytes when the stripped text is searched;
+* runs of an alphabet (base64, base32, hex) are the maximal runs of at least 16 of its characters,
+  which is what the greedy patterns found, located with one `translate` and one numpy comparison
+  (`test_runs_are_the_greedy_matches`); the compact text is the NFKC text without the characters
+  `_WHITESPACE_AND_INVISIBLE` matches, deleted with `translate` when none of them is outside ASCII
+  (`test_the_compact_text_removes_what_the_pattern_removes` checks every code point).
 """
 
 from __future__ import annotations
