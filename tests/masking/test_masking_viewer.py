@@ -12,12 +12,15 @@ import base64
 import codecs
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
 from argusic.attempts.keys import IssuedKey
 from argusic.masking import mask_log, mask_log_file, mask_recording, output_text, viewer
 from argusic.masking.viewer import MAX_COLUMNS, check_text, drawn, shown, skeleton
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # Fixed, random-looking values (failures reproduce exactly).
 PER_RUN_KEY = "sk-Q7vKx2_mPd9LrT4wZb8N-e"  # "sk-" + secrets.token_urlsafe(16): 22 characters
@@ -181,3 +184,91 @@ def test_utf16_bytes_that_spell_full_width_letters_are_folded_like_every_other_f
     for text in ("\ubcef\u41a1", "ＳＫ-Ｑ７ｖ", "sk-Q7vKx2 %73%6b \\x73 &#x73;", "c2stUTd2S3gy"):
         for name, decoded, known in viewer._forms(text):
             assert known is None or known == viewer.skeleton_bytes(decoded), (text, name)
+
+
+# -- the fast paths give what the plain definitions give (issue 27) -----------------------------------------
+
+_TERMINAL_PIECES = [
+    *"abZ1 é━\n\r\x08\x1b",
+    "\r\n",
+    "\x1b[K",
+    "\x1b[0K",
+    "\x1b[2K",
+    "\x1b[1K",
+    "\x1b[00K",
+    "\x1b[;K",
+    "\x1b[3C",
+    "\x1b[2D",
+    "\x1b[5G",
+    "\x1b[31m",
+    "\x1b[",
+    "\x1b]0;t\x07",
+    "\x1bP",
+    "\x9b1K",
+    "\x1b(B",
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_TERMINAL_PIECES), max_size=40))
+def test_moves_left_undrawn_change_nothing(pieces: list[str]) -> None:
+    """`shown` draws only the lines with a move that can change them: the same text as drawing
+    every line with any cursor move."""
+    text = "".join(pieces)
+    assert shown(text) == viewer._shown(text, viewer._MOVES)
+
+
+def test_long_lines_are_drawn_as_before() -> None:
+    text = "x" * (MAX_COLUMNS + 10) + "\r\n" + "abc\x1b[K\r\n"
+    assert shown(text) == viewer._shown(text, viewer._MOVES)
+    assert len(shown(text).split("\n")[0]) == MAX_COLUMNS
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=200), st.integers(min_value=1, max_value=20))
+def test_runs_are_the_greedy_matches(data: bytes, minimum: int) -> None:
+    data = data.translate(bytes.maketrans(b"\x00\x01\x02\x03", b"aZ+-"))
+    for table, pattern in (
+        (viewer._B64_RUN_TABLE, rb"[A-Za-z0-9+/_\-]"),
+        (viewer._B32_RUN_TABLE, rb"[A-Z2-7]"),
+        (viewer._HEX_RUN_TABLE, rb"[0-9a-f]"),
+    ):
+        assert viewer._runs(data, table, minimum) == re.findall(pattern + b"{%d,}" % minimum, data)
+
+
+def test_the_compact_text_removes_what_the_pattern_removes() -> None:
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    removed = "".join(viewer._WHITESPACE_AND_INVISIBLE.findall(every))
+    outside_ascii = "".join(viewer._NON_ASCII_SPACE_AND_INVISIBLE.findall(every))
+    assert removed == bytes(viewer._ASCII_SPACE_AND_CONTROLS).decode() + outside_ascii
+    assert viewer._compact("a \t\x00b\x7fc") == b"abc"
+    assert viewer._compact("a\u200bb\u3000c é") == "abcé".encode()
+
+
+def _encodings(key: str) -> dict[str, str]:
+    raw = key.encode()
+    out = {}
+    for k in range(3):  # each of base64's byte alignments, standard and url-safe
+        out[f"base64 at {k}"] = base64.b64encode(b"x" * k + raw).decode()
+        out[f"base64url at {k}"] = base64.urlsafe_b64encode(b"\xfb" * k + raw).decode()
+    out["hex"] = raw.hex()
+    out["odd hex"] = "f" + raw.hex()
+    out["UTF-16"] = key.encode("utf-16-le").decode("latin-1")
+    out["%XX"] = "".join(f"%{b:02X}" for b in raw)
+    out["base32"] = base64.b32encode(raw).decode()
+    out["decimal codes"] = ",".join(str(b) for b in raw)
+    return out
+
+
+@pytest.mark.parametrize("form", sorted(_encodings(PER_RUN_KEY)))
+def test_an_encoded_key_across_a_window_border_is_found(form: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each encoding, cut by the border of two windows at every offset: found in the overlap."""
+    monkeypatch.setattr(viewer, "WINDOW", 2048)
+    monkeypatch.setattr(viewer, "OVERLAP", 512)
+    encoded = _encodings(PER_RUN_KEY)[form]
+    line = "compiling module.c ... ok\n"
+    for cut in range(0, len(encoded) + 1, max(1, len(encoded) // 8)):
+        head = (line * 100)[: 2048 - cut]
+        text = head + " " + encoded + " \n" + line * 50
+        assert check_text(text, [PER_RUN_KEY]), (form, cut)
+    assert not check_text(line * 300, [PER_RUN_KEY])

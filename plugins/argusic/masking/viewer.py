@@ -24,6 +24,29 @@ only seen by the skeleton, which is carried from window to window); a line drawn
 at most `MAX_COLUMNS` cells wide; gzip output is capped at `MAX_INFLATE` bytes per stream found; a
 copy of more than `MAX_CHECKED` characters is not checked at all and is withheld (a finding).
 Memory is a few windows; time is linear in the input.
+
+Speed (issue 27): every form above is still searched, on the same text; only work whose result is
+already known is skipped, and the rest is done at C speed. Why each shortcut finds what the plain
+definition finds:
+
+* cursor moves that cannot change a line (`_HARMFUL_MOVES` leaves them out: a carriage return that
+  ends a line, an erase to the right with no move before it, any erase before anything is drawn)
+  are not drawn: `drawn` would give the line's text without its escapes, which is what removing the
+  escapes gives (then the carriage returns before line breaks are dropped as drawing drops them).
+  Only when no line is wider than `MAX_COLUMNS` (drawing cuts those) and no string escape can run past
+  a line break; otherwise every move is drawn as before;
+* without string escapes, what is shown of a text is what is shown of its lines, and a skeleton can
+  be cut after a line break (a line break is a starter that composes with nothing, so NFKC never
+  reaches across it): the lines before the last line break within WINDOW are drawn and folded once
+  for the view and for the skeleton carried to the next window;
+* a decoding that changes nothing (`%XX`, backslash escapes, HTML entities found nowhere) has the
+  skeleton already searched; a decoding of the same runs (base64, base32, hex, decimal codes) as one
+  already searched for the view gives the same bytes when the stripped text is searched;
+* runs of an alphabet (base64, base32, hex) are the maximal runs of at least 16 of its characters,
+  which is what the greedy patterns found, located with one `translate` and one numpy comparison
+  (`test_runs_are_the_greedy_matches`); the compact text is the NFKC text without the characters
+  `_WHITESPACE_AND_INVISIBLE` matches, deleted with `translate` when none of them is outside ASCII
+  (`test_the_compact_text_removes_what_the_pattern_removes` checks every code point).
 """
 
 from __future__ import annotations
@@ -40,6 +63,7 @@ from functools import lru_cache
 from typing import BinaryIO
 
 import hyperscan
+import numpy as np
 import re2
 
 from argusic.masking.policy import MaskingError
@@ -82,11 +106,6 @@ def _dec_code_runs(text: str) -> list[str]:
     return [m.group(0) for m in _DEC_CODES_RE2.finditer(text)]
 
 
-_HEX_RUN = re2.compile(rb"[0-9a-f]{16,}")  # RE2 (a DFA) where matches are few: 2-10x Python's re
-_B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
-_B32_RUN = re2.compile(r"[A-Z2-7]{16,}=*")
-_TO_STANDARD_B64 = str.maketrans("-_", "+/")
-_B32_AS_DIGITS = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV")
 _ROT13 = str.maketrans(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
     "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZabcdefghijklm",
@@ -100,6 +119,23 @@ def skeleton_bytes(text: str | bytes) -> bytes:
         return text.lower().translate(None, _NOT_ALNUM_BYTES)
     folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
     return folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+
+
+# What `_WHITESPACE_AND_INVISIBLE` removes outside ASCII (Python's \s there, and the invisible
+# characters it names); inside ASCII it removes every control character and the space.
+_NON_ASCII_SPACE_AND_INVISIBLE = re.compile(
+    "[\x85\xa0\xad\u1680\u2000-\u200f\u2028\u2029\u202f\u205f\u2060-\u2064\u3000\ufeff]"
+)
+_ASCII_SPACE_AND_CONTROLS = bytes([*range(0x21), 0x7F])
+
+
+def _compact(nfkc: str) -> bytes:
+    """The NFKC text without whitespace and invisible characters, as UTF-8: what base64 and base32
+    runs are read in. `_WHITESPACE_AND_INVISIBLE.sub("", nfkc)` encoded, at C speed when the text has
+    no such character outside ASCII (the usual case)."""
+    if nfkc.isascii() or not _NON_ASCII_SPACE_AND_INVISIBLE.search(nfkc):
+        return nfkc.encode("utf-8", "surrogatepass").translate(None, _ASCII_SPACE_AND_CONTROLS)
+    return _WHITESPACE_AND_INVISIBLE.sub("", nfkc).encode("utf-8", "surrogatepass")
 
 
 def skeleton(text: str | bytes) -> str:
@@ -244,9 +280,28 @@ def drawn(line: str) -> str:
 
 def shown(text: str) -> str:
     """The text with escapes removed, and lines that move the cursor drawn as a terminal draws them."""
+    if _STRING_ESCAPE.search(text) or max(map(len, text.split("\n"))) > MAX_COLUMNS:
+        return _shown(text, _MOVES)
+    # Moves that cannot change what a line shows are not drawn: they are removed like escapes
+    # (`_HARMFUL_MOVES`); the carriage returns that end lines are dropped as drawing drops them.
+    out = _shown(text, _HARMFUL_MOVES).replace("\r\n", "\n")
+    return out[:-1] if out.endswith("\r") and text.endswith("\r") else out
+
+
+# The cursor moves of `_MOVES` that change what a line shows, when no line is wider than MAX_COLUMNS
+# and no string escape (OSC, DCS...) can run past a line break. The others are left out, being no-ops
+# in `drawn`: a carriage return at the end of a line (then nothing is written), an erase to the right
+# (`ESC[K`, `ESC[0K`: with no move before it in the line the cursor is at the end of what is drawn),
+# and any erase at the very start of a line (nothing drawn yet). What remains of them in a line that
+# is not drawn is an escape (removed with the others) or a carriage return before a line break
+# (dropped by `shown`).
+_HARMFUL_MOVES = re.compile(r"\r(?!\n|\Z)|\x08|\x1b\[[0-9;]*[CDG`]|\x1b(?<!\n\x1b)\[(?!0?K)[0-9;]*K")
+
+
+def _shown(text: str, moves: re.Pattern) -> str:
     out: list[str] = []
     pos = 0
-    while m := _MOVES.search(text, pos):
+    while m := moves.search(text, pos):
         start = text.rfind("\n", pos, m.start()) + 1 if m.start() > pos else pos
         if start < pos:
             start = pos
@@ -297,26 +352,62 @@ def _inflated(data: bytes, budget: list[int]) -> Iterator[str]:
         start = data.find(b"\x1f\x8b", start + 2)
 
 
-def _base64_decodings(compact: str, budget: list[int]) -> Iterator[str | bytes]:
+def _runs(data: bytes, alphabet: bytes, minimum: int) -> list[bytes]:
+    """The maximal runs of at least `minimum` bytes of an alphabet (`alphabet`: a translation table,
+    1 for each byte in it, else 0), found with numpy: what a greedy `[alphabet]{minimum,}` finds."""
+    if len(data) < minimum:
+        return []
+    inside = np.frombuffer((b"\0" + data + b"\0").translate(alphabet), dtype=np.int8)
+    edges = np.flatnonzero(inside[1:] != inside[:-1])  # starts and ends alternate
+    starts, ends = edges[0::2], edges[1::2]
+    long = (ends - starts) >= minimum
+    return [data[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist(), strict=True)]
+
+
+def _alphabet(letters: bytes) -> bytes:
+    return bytes(1 if b in letters else 0 for b in range(256))
+
+
+# Base64 runs, standard or url-safe (`=` ends a run and is dropped, as a trailing `={0,2}` then
+# `.replace("=", "")` did; url-safe letters are read as the standard ones).
+_B64_RUN_TABLE = _alphabet(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+_TO_STANDARD_B64 = bytes.maketrans(b"-_", b"+/")
+_B32_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_B32_RUN_TABLE = _alphabet(_B32_ALPHABET)
+_HEX_RUN_TABLE = _alphabet(b"0123456789abcdef")
+_B32_AS_DIGITS_BYTES = bytes.maketrans(_B32_ALPHABET, b"0123456789ABCDEFGHIJKLMNOPQRSTUV")
+
+
+def _base64_decodings(compact: str | bytes, budget: list[int]) -> Iterator[str | bytes]:
     """Every base64 run at its 4 alignments, one decoding per alignment for all runs at once (each
     run padded to whole quanta plus one zero quantum, so runs never run into each other; a run's
     last partial quantum is decoded too, its padding bits zero)."""
-    found = _B64_RUN.findall(compact)
+    if isinstance(compact, str):
+        compact = compact.encode("utf-8", "surrogatepass")  # runs are ASCII: the same runs
+    yield from _base64_of_runs(_runs(compact, _B64_RUN_TABLE, 16), budget)
+
+
+def _base64_of_runs(found: list[bytes], budget: list[int]) -> Iterator[bytes | str]:
     if not found:
         return
-    standard = "\n".join(found).replace("=", "").replace("-", "+").replace("_", "/")
-    runs = [r + "A" * (-len(r) % 4 + 4) for r in standard.split("\n")]
+    runs = [r + b"A" * (-len(r) % 4 + 4) for r in b"\n".join(found).translate(_TO_STANDARD_B64).split(b"\n")]
     for skip in range(4):
-        before, after = "A" * ((4 - skip) % 4), "A" * skip
+        before, after = b"A" * ((4 - skip) % 4), b"A" * skip
         data = binascii.a2b_base64(before + (after + before).join(runs) + after)
         yield data
         yield from _inflated(data, budget)
 
 
-def _base32_decodings(compact: str) -> Iterator[bytes]:
+def _base32_decodings(compact: str | bytes) -> Iterator[bytes]:
     """Every base32 run (upper case, as encoders write it) at its 8 alignments, decoded at C speed
     (base32 read as a base-32 number)."""
-    runs = [m.group(0).rstrip("=").translate(_B32_AS_DIGITS) for m in _B32_RUN.finditer(compact)]
+    if isinstance(compact, str):
+        compact = compact.encode("utf-8", "surrogatepass")
+    yield from _base32_of_runs(_runs(compact, _B32_RUN_TABLE, 16))
+
+
+def _base32_of_runs(found: list[bytes]) -> Iterator[bytes]:
+    runs = [r.translate(_B32_AS_DIGITS_BYTES) for r in found]
     for skip in range(8):
         chunks = []
         for run in runs:
@@ -330,7 +421,10 @@ def _base32_decodings(compact: str) -> Iterator[bytes]:
 
 def _hex_decodings(skel: bytes) -> Iterator[str | bytes]:
     """Every run of hex digits at its 2 alignments, one decoding per alignment for all runs at once."""
-    runs = _HEX_RUN.findall(skel)
+    yield from _hex_of_runs(_runs(skel, _HEX_RUN_TABLE, 16))
+
+
+def _hex_of_runs(runs: list[bytes]) -> Iterator[str | bytes]:
     if not runs:
         return
     runs = [r + b"0" * (len(r) % 2) for r in runs]
@@ -345,34 +439,63 @@ def decoded_forms(text: str) -> Iterator[tuple[str, str | bytes]]:
         yield name, decoded
 
 
-def _forms(text: str) -> Iterator[tuple[str, str | bytes, bytes | None]]:
+def _forms(
+    text: str, skel: bytes | None = None, seen: set | None = None
+) -> Iterator[tuple[str, str | bytes, bytes | None]]:
     """`decoded_forms`, each with its skeleton when it is already known (the text's own: NFKC and
-    case folding done once for the text, its skeleton and its hex runs)."""
+    case folding done once for the text, its skeleton and its hex runs).
+
+    `skel`: the text's skeleton when the caller has it. `seen`: the runs whose decodings were already
+    given for another text of the same window (the view and the stripped text differ in a few lines):
+    a decoding of the same runs is the same bytes, so it is not given again."""
     ascii_only = text.isascii()
     nfkc = text if ascii_only else unicodedata.normalize("NFKC", text)
-    folded = text.lower() if ascii_only else nfkc.casefold()
-    skel = folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+    if skel is None:
+        folded = text.lower() if ascii_only else nfkc.casefold()
+        skel = folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+    seen = set() if seen is None else seen
+
+    def new(kind: str, runs: list) -> bool:
+        key = (kind, tuple(runs))
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
     yield "as shown", text, skel
+    # A decoding that changes nothing has the skeleton just searched: it is not searched again.
     if "%" in text:
-        yield "percent-decoded", _PERCENT.sub(lambda m: chr(int(m.group(0)[1:], 16)), text), None
+        decoded, n = _PERCENT.subn(lambda m: chr(int(m.group(0)[1:], 16)), text)
+        if n:
+            yield "percent-decoded", decoded, None
     if "\\" in text:
-        yield "backslash-decoded", _BACKSLASH.sub(_backslash_char, text), None
+        decoded, n = _BACKSLASH.subn(_backslash_char, text)
+        if n:
+            yield "backslash-decoded", decoded, None
     if "&" in text:
-        yield "html-decoded", html.unescape(text), None
-    dec_codes = [_codes(run, _DEC_TOKEN, 10) for run in _dec_code_runs(text)]
-    if dec_codes:
-        yield "decimal codes", "\n".join(dec_codes), None
-    compact = _WHITESPACE_AND_INVISIBLE.sub("", nfkc)
+        decoded = html.unescape(text)
+        if decoded != text:
+            yield "html-decoded", decoded, None
+    dec_runs = _dec_code_runs(text)
+    if dec_runs and new("decimal", dec_runs):
+        yield "decimal codes", "\n".join(_codes(run, _DEC_TOKEN, 10) for run in dec_runs), None
+    compact = _compact(nfkc)
     budget = [MAX_GZIP_STREAMS]
-    for decoded in _base64_decodings(compact, budget):
-        yield "base64", decoded, None
-    for decoded in _base32_decodings(compact):
-        yield "base32", decoded, None
+    b64_runs = _runs(compact, _B64_RUN_TABLE, 16)
+    if new("base64", b64_runs):
+        for decoded in _base64_of_runs(b64_runs, budget):
+            yield "base64", decoded, None
+    b32_runs = _runs(compact, _B32_RUN_TABLE, 16)
+    if b32_runs and new("base32", b32_runs):
+        for decoded in _base32_of_runs(b32_runs):
+            yield "base32", decoded, None
     # Hex codes however separated (`73 6b`, `0x73,0x6b`, `\\x73`, `U+0073`, `&#x73;`) are one hex run
     # once the separators and the prefixes are gone.
     for variant in {skel, skel.replace(b"0x", b""), skel.replace(b"0x", b"").translate(None, b"ux")}:
-        for decoded in _hex_decodings(variant):
-            yield "hex", decoded, None
+        hex_runs = _runs(variant, _HEX_RUN_TABLE, 16)
+        if new("hex", hex_runs):
+            for decoded in _hex_of_runs(hex_runs):
+                yield "hex", decoded, None
     # UTF-16 text read as UTF-8. Its skeleton goes through NFKC like every other form: the UTF-16
     # bytes of chosen characters can spell valid UTF-8 of full-width letters, which NFKC folds to ASCII.
     yield "utf-16", text.encode("utf-16-le", "surrogatepass").decode("utf-8", "replace"), None
@@ -422,15 +545,34 @@ class ViewerCheck:
         return list(self.findings)
 
     def _window(self, text: str, *, final: bool) -> None:
-        view = shown(text)
         # The skeleton goes on across windows (only the part this window adds after the overlap).
-        new_part = view if final else shown(text[:WINDOW])
-        skel_stream = self.carry + skeleton_bytes(new_part)
+        # Without string escapes (the only escapes that run past a line break) what is shown of a text
+        # is what is shown of its lines, and the skeleton of text after a line break is the skeleton
+        # of the text before it followed by that of the rest (NFKC never reaches across a line break:
+        # a line break is a starter that composes with nothing): the lines before the last line break
+        # within WINDOW are drawn and folded once for both.
+        cut = -1 if final or _STRING_ESCAPE.search(text) else text.rfind("\n", 0, WINDOW)
+        view_skel = None
+        if final:
+            view = shown(text)
+            skel_stream = self.carry + skeleton_bytes(view)
+            view_skel = skel_stream[len(self.carry) :]
+        elif cut < 0:
+            view = shown(text)
+            skel_stream = self.carry + skeleton_bytes(shown(text[:WINDOW]))
+        else:
+            head, rest = shown(text[: cut + 1]), shown(text[cut + 1 :])
+            head_skel = skeleton_bytes(head)
+            view = head + rest
+            view_skel = head_skel + skeleton_bytes(rest)
+            skel_stream = self.carry + head_skel + skeleton_bytes(shown(text[cut + 1 : WINDOW]))
         self._look("skeleton", skel_stream)
         self.carry = skel_stream[-SKELETON_CARRY:]
         stripped = _ESCAPES.sub("", text)
+        seen: set = set()
         for shown_text in [view] if stripped == view else [view, stripped]:
-            for name, decoded, known in _forms(shown_text):
+            known_skel = view_skel if shown_text is view else None
+            for name, decoded, known in _forms(shown_text, known_skel, seen):
                 skel = known if known is not None else skeleton_bytes(decoded)
                 self._look(name, skel)
                 if name == "as shown":
