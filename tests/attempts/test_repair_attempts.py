@@ -195,6 +195,22 @@ def test_instruction_check_refuses_a_planted_claude_md_in_a_parent(tmp_path):
     assert done.returncode == 3 and "CLAUDE.md" in done.stderr
 
 
+def test_bytecode_left_by_the_agents_runs_is_not_in_the_patch(tmp_path):
+    _, item = make_item_repo(tmp_path)
+    project, _ = _checkout(tmp_path, item)
+    agent = [
+        "bash", "-c",
+        "sed -i 's/a - b/a + b/' calc.py && python3 -c 'import calc' && ls __pycache__ "
+        "&& printf x > stray.pyc && printf y > notes.pyo",
+    ]  # fmt: skip
+    done, out = _run_script(tmp_path, project, agent)
+    assert done.returncode == 0, done.stderr
+    assert "calc.cpython" in done.stdout  # the run did leave bytecode
+    patch = (out / repair.PATCH_FILE).read_text()
+    assert "+    return a + b" in patch
+    assert "__pycache__" not in patch and "stray.pyc" not in patch and "notes.pyo" not in patch
+
+
 def test_working_copy_script_refuses_to_start_the_agent_when_an_instruction_file_is_reachable(tmp_path):
     _, item = make_item_repo(tmp_path)
     project, _ = _checkout(tmp_path, item)

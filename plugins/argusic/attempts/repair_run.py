@@ -315,6 +315,8 @@ def working_copy_script(project: str, out: str, task: str, agent_argv: list[str]
             f"rm -rf .git && {git} init -q . && {git} add -A -f "
             f"&& env {commit_env} {git} commit -q --no-verify --allow-empty -m base "
             f"&& {git} tag base || exit {WORKING_COPY_FAILED}",
+            # Bytecode the agent's runs leave is not its change (a file base tracked still is).
+            f"printf '%s\\n' __pycache__/ '*.py[cod]' >> .git/info/exclude || exit {WORKING_COPY_FAILED}",
             f'python3 -I -S {q(task + "/" + CHECK_FILE)} --workdir {q(project)} --home "$HOME" '
             f"--write {q(out + '/' + INSTRUCTION_CHECK_FILE)} || exit {INSTRUCTIONS_REACHABLE}",
             "started=$(date +%s)",
