@@ -351,7 +351,7 @@ def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served:
     edition = current_edition().edition
     assert board["environment"]["is_uniform"] is True and board["environment"]["harness_edition"] == edition
     assert board["environment"]["attempts_without_environment"] == 0
-    rows = {r["agent_id"]: r for r in board["rows"]}
+    rows = {r["configuration"]["agent_id"]: r for r in board["rows"]}  # the operator's id (issue 32)
     assert (rows[SPONSORED]["sponsor"], rows[SPONSORED]["sponsorship"]) == SPONSOR
     assert all(r["sponsor"] is None for a, r in rows.items() if a != SPONSORED)
     assert {r["harness_edition"] for r in board["rows"]} == {edition}
@@ -380,7 +380,7 @@ def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served:
     assert published["written_on"] in entry
 
     attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
-    attempt = next(a for a in attempts if a["agent_id"] == SPONSORED)
+    attempt = next(a for a in attempts if a["configuration"]["agent_id"] == SPONSORED)
     assert attempt["harness_edition"] == edition and attempt["image_digest"].startswith("sha256:")
     browser.get(f"{served}cycles/{CYCLE}/runs/{served_segment(attempt['attempt_id'])}.html")
     assert (

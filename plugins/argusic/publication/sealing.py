@@ -11,6 +11,9 @@ Whether the private part is revealed: ``<publish dir>/<cycle>/private_pool.json`
 after the cycle's end, so the publication learns the reveal from the same published file that
 ``pool.html`` shows. A private project that file does not list stays sealed.
 
+(An attempt id as published also carries its agent's neutral identity code in place of the
+operator's agent id, argusic.publication.agents; ``published_attempt`` maps both parts back.)
+
 A sealed project is published under a label, "private project K of N" (page name and attempt-id part
 ``private-K-of-N``): N is the number of private projects of the pool, K their place in the order of
 sha256(key, cycle id, project id), where the key is the sha256 of the private projects' ids and
@@ -39,8 +42,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from argusic.attempts.identity import configuration_from_pin
 from argusic.core.record import ATTEMPT_ID_RE
 from argusic.core.runs_store import RunsStoreError, pull
+from argusic.publication.agents import cycle_pin
 from argusic.sources.pool import load_pool
 from argusic.warehouse.dbt_build import PublicationBlocked
 
@@ -332,9 +337,6 @@ def _agents_of_identity(con, cycle_id: str, code: str, publish_folder: Path) -> 
         found = set()
     if found:
         return found
-    from argusic.attempts.identity import configuration_from_pin
-    from argusic.publication.agents import cycle_pin
-
     pin = cycle_pin(cycle_id)
     if pin is None:
         return found
