@@ -167,13 +167,13 @@ def present(
     return agents, published_rows, published_attempts, published_projects
 
 
-def codes_of(attempt_ids: Any, codes: dict[str, str]) -> Any:
+def codes_of(attempt_id: Any, codes: dict[str, str]) -> Any:
     """An attempt id as published, from the operator's agent ids' codes (unchanged when its agent has
-    none)."""
-    if not isinstance(attempt_ids, str):
-        return attempt_ids
-    match = ATTEMPT_ID_RE.fullmatch(attempt_ids)
-    return published_attempt_id(attempt_ids, codes.get(match["agent_id"])) if match else attempt_ids
+    none, or it is not of the grammar)."""
+    if not isinstance(attempt_id, str):
+        return attempt_id
+    match = ATTEMPT_ID_RE.fullmatch(attempt_id)
+    return published_attempt_id(attempt_id, codes.get(match["agent_id"])) if match else attempt_id
 
 
 def publish_correction(correction: dict[str, Any], codes: dict[str, str]) -> dict[str, Any]:
