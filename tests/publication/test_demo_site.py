@@ -501,6 +501,11 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
     attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
     public = [a for a in attempts if not a.get("sealed")]
     original, rerun = public[0]["attempt_id"], public[1]["attempt_id"]
+    # the warehouse knows them by the operator's ids; published, the agent part is the identity's code
+    from argusic.publication.files import operator_attempt_id
+
+    stored = [operator_attempt_id(public[0]), operator_attempt_id(public[1])]
+    assert stored != [original, rerun]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ARGUSIC_WAREHOUSE", str(demo.parent / "warehouse" / "argusic.duckdb"))
         mp.setenv("ARGUSIC_EVIDENCE_URL", (demo.parent / "evidence_store").as_uri())
@@ -512,7 +517,7 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
                 "(attempt_id, dispute_id, note, decided_by, decided_at, rerun_attempt_id) VALUES "
                 "(?, 'd-1', 'The mirror was stale — our fault', 'reviewer', "
                 "TIMESTAMP '2026-12-20 10:00:00', ?)",
-                [original, rerun],
+                stored,
             )
         try:
             publish_board(CYCLE, publish_dir())
