@@ -81,7 +81,8 @@ test: install image agents-image grader-image render-image browser terminal-tool
 test-fast: install
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow"
 
-# Execute the analyst notebook in place (after `make demo` or a build): the committed copy keeps its plots.
+# Execute the analyst notebook (after `make demo` or a build) into warehouse/notebooks/ (git-ignored):
+# the committed copy has no outputs (they would name a cycle's private projects, issue 32).
 notebook: install
 	$(PY) scripts/run_notebook.py notebooks/board_and_verdicts.ipynb
 

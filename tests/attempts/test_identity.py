@@ -139,3 +139,22 @@ def test_the_pin_records_each_agent_and_refuses_a_changed_one(tmp_path, monkeypa
         ensure_pin("2026-12", "local", ["runner"], True, 1 / 360, base=tmp_path, agents=changed)
     # A pin that does not name the agent (written before agents were pinned): the bare words.
     assert identity_name(pin.model_copy(update={"agents": {}}), "claude-code") == "Argusic agent"
+
+
+def test_the_registry_seed_agrees_with_the_drivers_harness_names_versions_and_models() -> None:
+    """agents.csv says which harness and version each agent runs; the code is what runs it (the
+    reference runner's HARNESS_VERSION, an external driver's PINNED_VERSION). They must not drift:
+    the records' fallback configuration (argusic.publication.agents) and every reader of the seed
+    would name a harness version nobody ran (2.0.1 beside a 2.2.0 runner, found in issue 32)."""
+    from argusic.attempts.agents import DRIVERS, READ_ME_RUNNER, driver_for
+    from argusic.harness import HARNESS_VERSION
+
+    rows = registry_rows()
+    assert set(rows) == set(DRIVERS)
+    for agent_id, row in rows.items():
+        driver = driver_for(agent_id)
+        assert row["harness"] == driver.harness_name, agent_id
+        assert (row["model"] or None) == driver.model, agent_id
+        if driver.external or driver.harness_name == READ_ME_RUNNER:
+            assert row["harness_version"] == driver.harness_version(), agent_id
+    assert rows["readme-runner"]["harness_version"] == HARNESS_VERSION

@@ -12,6 +12,7 @@ import json
 import re
 import string
 from collections import Counter
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
@@ -761,3 +762,47 @@ def test_shapes_campaign_large(tmp_path_factory) -> None:
     detected = _shape_campaign(tmp_path_factory, "masking_shapes_detected_large", DETECTED_SHAPES, False, 200)
     _assert_clean(known)
     _assert_clean(detected)
+
+
+REAL_STREAM = Path(__file__).parents[1] / "fixtures" / "judging" / "claude_code_read_last.jsonl"
+
+
+def test_the_stream_json_model_fields_are_emptied_and_every_word_and_command_of_the_agent_stays() -> None:
+    """A real claude-code stream-json session (tests/fixtures/judging), as its driver tees it to the
+    terminal: every assistant line's header names the model ("model":"claude-sonnet-4-5-2025…") and
+    the result keys its "modelUsage" by model name. Served copies empty those machine fields (issue
+    32) and keep the rest of each line byte for byte: the agent's text, its tool calls and commands,
+    the tool results, the usage numbers."""
+    raw = REAL_STREAM.read_text(encoding="utf-8")
+    lines = raw.splitlines()
+    assert sum('"model":"claude-sonnet-4-5-20250929"' in line for line in lines) == 9
+    # The agent once typed a model name in a command and in its words: those stay (never censored).
+    typed = (
+        '{"type":"assistant","message":{"id":"msg_X","type":"message","role":"assistant","model":'
+        '"claude-sonnet-4-5-20250929","content":[{"type":"tool_use","id":"toolu_X","name":"Bash","input":'
+        '{"command":"grep -r \\"model\\": config.json # claude-sonnet-4-5","model":"kept"}},{"type":"text",'
+        '"text":"the \\"model\\":\\"claude-opus\\" key"}]}}'
+    )
+    text = "\n".join([*lines, typed]) + "\n"
+    log = mask_log(text.encode(), [])
+    served = log.data.decode().splitlines()
+    header = re.compile(r'"role":"assistant","model":"[a-z0-9-]+"')
+    usage = re.compile(r'"claude-[a-z0-9-]+":\{"inputTokens"')
+    expected = [
+        usage.sub('"":{"inputTokens"', header.sub('"role":"assistant","model":""', line, count=1))
+        for line in [*lines[1:], typed]  # the first line, "init", is hidden whole (the start banner)
+    ]
+    assert served == expected
+    assert "claude-sonnet-4-5-20250929" not in "\n".join(served[:-1])
+    assert "claude-haiku" not in log.data.decode()
+    assert '# claude-sonnet-4-5","model":"kept"' in served[-1] and '\\"claude-opus\\"' in served[-1]
+    for line in served:
+        json.loads(line)  # still JSON lines
+    assert log.stats.banner_lines_hidden == 1 and log.stats.machine_fields_hidden == 10 + 1 + 2
+    assert not log.masking_applied
+    # The recording (the same bytes cut anywhere into output events): the same fields emptied.
+    cast = mask_recording(
+        make_cast([text[i : i + 97].replace("\n", "\r\n") for i in range(0, len(text), 97)]), []
+    )
+    shown = output_text(cast.data).replace("\r\n", "\n")
+    assert shown.splitlines() == expected

@@ -351,7 +351,7 @@ def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served:
     edition = current_edition().edition
     assert board["environment"]["is_uniform"] is True and board["environment"]["harness_edition"] == edition
     assert board["environment"]["attempts_without_environment"] == 0
-    rows = {r["agent_id"]: r for r in board["rows"]}
+    rows = {r["configuration"]["agent_id"]: r for r in board["rows"]}  # the operator's id (issue 32)
     assert (rows[SPONSORED]["sponsor"], rows[SPONSORED]["sponsorship"]) == SPONSOR
     assert all(r["sponsor"] is None for a, r in rows.items() if a != SPONSORED)
     assert {r["harness_edition"] for r in board["rows"]} == {edition}
@@ -380,7 +380,7 @@ def test_the_board_shows_the_sponsor_and_the_harness_edition(demo: Path, served:
     assert published["written_on"] in entry
 
     attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
-    attempt = next(a for a in attempts if a["agent_id"] == SPONSORED)
+    attempt = next(a for a in attempts if a["configuration"]["agent_id"] == SPONSORED)
     assert attempt["harness_edition"] == edition and attempt["image_digest"].startswith("sha256:")
     browser.get(f"{served}cycles/{CYCLE}/runs/{served_segment(attempt['attempt_id'])}.html")
     assert (
@@ -501,6 +501,11 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
     attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
     public = [a for a in attempts if not a.get("sealed")]
     original, rerun = public[0]["attempt_id"], public[1]["attempt_id"]
+    # the warehouse knows them by the operator's ids; published, the agent part is the identity's code
+    from argusic.publication.files import operator_attempt_id
+
+    stored = [operator_attempt_id(public[0]), operator_attempt_id(public[1])]
+    assert stored != [original, rerun]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ARGUSIC_WAREHOUSE", str(demo.parent / "warehouse" / "argusic.duckdb"))
         mp.setenv("ARGUSIC_EVIDENCE_URL", (demo.parent / "evidence_store").as_uri())
@@ -512,7 +517,7 @@ def test_a_correction_shows_its_note_and_links_the_rerun(demo: Path, served: str
                 "(attempt_id, dispute_id, note, decided_by, decided_at, rerun_attempt_id) VALUES "
                 "(?, 'd-1', 'The mirror was stale — our fault', 'reviewer', "
                 "TIMESTAMP '2026-12-20 10:00:00', ?)",
-                [original, rerun],
+                stored,
             )
         try:
             publish_board(CYCLE, publish_dir())

@@ -7,12 +7,16 @@ the board and run pages, board.json and attempts.json (without the agents' ``con
 and the served recordings' titles for the makers', products' and models' names: zero hits. Each
 agent page shows the exact configuration, and is linked from the board and run pages.
 
+The operator's agent ids (``claude-code``, ``codex``, ``readme-runner``...) are grepped too: in
+every published attempt id (the agent part is the identity's code), every file name under the
+publish dir, every link of the pages and every JSON field outside ``configuration`` (where the agent
+page's exact configuration names the harness): zero hits.
+
 Left out of the grep, on purpose: the rules as published (board.json's ``methodology``,
 ``methodology_editions``, ``harness_editions``: the methodology and the harness changelog are quoted as
-written), the standard instructions' harness list (lower-case harness ids, names in code), and the
-operator's ``agent_id`` (lower-case, a part of every attempt id). The log shown on a run page keeps
-every command the agent ran: ``pip install anthropic openai`` stays (names in packages are not
-censored); only the tool's own start banner is hidden.
+written), and the standard instructions' harness list (lower-case harness ids, names in code). The
+log shown on a run page keeps every command the agent ran: ``pip install anthropic openai`` stays
+(names in packages are not censored); only the tool's own start banner is hidden.
 """
 
 from __future__ import annotations
@@ -157,9 +161,76 @@ def test_published_board_runs_json_and_titles_name_no_maker_product_or_model(pub
         assert _hits(text) == [], cast
         assert "pip install anthropic openai" in text  # the agent's command stays, vendor package names too
     for agent in MODEL:
-        run_page = (site / "cycles" / CYCLE / "runs" / f"{CYCLE}.board.{agent}.p1.a1.html").read_text()
+        code = next(a["identity"] for a in board["agents"] if agent in a["configuration"]["agent_ids"])
+        run_page = (site / "cycles" / CYCLE / "runs" / f"{CYCLE}.board.{code}.p1.a1.html").read_text()
         assert "pip install anthropic openai" in run_page and "Welcome to" not in run_page
         assert "claude_code_version" not in run_page and "apiKeySource" not in run_page
+
+
+AGENT_ID_RE = re.compile("|".join(sorted(map(re.escape, AGENTS.values()), key=len, reverse=True)))
+ATTEMPT_RE = re.compile(rf"{CYCLE}\.board\.(A-[0-9a-f]{{6}})\.p1\.a1")
+
+
+def test_published_attempt_ids_file_names_and_links_name_no_agent_id(published: Path) -> None:
+    board = json.loads((published / CYCLE / "board.json").read_text())
+    attempts = json.loads((published / CYCLE / "attempts.json").read_text())["attempts"]
+    codes = {a["identity"] for a in board["agents"]}
+    # Every attempt id as published carries the identity's code, never the operator's agent id.
+    ids = [a["attempt_id"] for a in attempts] + [a["rerun_of"] for a in attempts if a.get("rerun_of")]
+    ids += [p["verified_by_attempt_id"] for p in board["projects"] if p.get("verified_by_attempt_id")]
+    ids += [c[k] for c in board["corrections"] for k in ("attempt_id", "rerun_attempt_id") if c.get(k)]
+    assert len(ids) >= 2 and [i for i in ids if AGENT_ID_RE.search(i)] == []
+    assert all(i.split(".")[2] in codes for i in ids)
+    for model in MODEL:
+        assert any(ATTEMPT_RE.fullmatch(a["attempt_id"]) and a["configuration"]["agent_id"] == model
+                   for a in attempts)  # fmt: skip
+    # The JSON outside the configurations (and the rules as written): no agent id.
+    shown = {k: v for k, v in board.items() if k not in NOT_GREPPED}
+    assert AGENT_ID_RE.findall(json.dumps(_without_configurations(shown))) == []
+    assert AGENT_ID_RE.findall(json.dumps(_without_configurations(attempts))) == []
+    # Every file name under the publish dir, and every link of every page.
+    names = [str(p.relative_to(published)) for p in published.rglob("*")]
+    assert len(names) > 20 and [n for n in names if AGENT_ID_RE.search(n)] == []
+    served = [n for n in names if n.endswith(("log.txt", "recording.cast"))]
+    assert len(served) == 4 and all(ATTEMPT_RE.search(n) for n in served)
+    links = []
+    for page in (published / "site").rglob("*.html"):
+        links += re.findall(r'(?:href|src)="([^"]*)"', page.read_text())
+    assert len(links) > 50 and [link for link in links if AGENT_ID_RE.search(link)] == []
+    runs = [link for link in links if "/runs/" in link or link.startswith("../runs/")]
+    assert all(ATTEMPT_RE.search(link) for link in runs)
+    for attempt in attempts:
+        for kind in ("log", "recording"):
+            uri = attempt.get(f"served_{kind}_uri")
+            if uri:
+                assert (published / CYCLE / uri).resolve().is_file(), uri
+    # The board's result pages: no agent id in their text either (the logs of these runs quote none).
+    site = published / "site"
+    pages = [site / "index.html", site / "cycles" / CYCLE / "index.html"]
+    pages += sorted((site / "cycles" / CYCLE / "runs").glob("*.html"))
+    pages += sorted((site / "cycles" / CYCLE / "projects").glob("*.html"))
+    assert [
+        (p.name, AGENT_ID_RE.findall(p.read_text())) for p in pages if AGENT_ID_RE.search(p.read_text())
+    ] == []
+
+
+def test_a_published_attempt_id_maps_back_to_the_attempt(published: Path, isolated: Path) -> None:
+    """What a maintainer reads on a run page, typed into the dispute form, names the attempt
+    (argusic.publication.sealing.published_attempt, used by review.disputes.file)."""
+    from argusic.publication.sealing import published_attempt
+    from argusic.warehouse.db import connect
+
+    attempts = json.loads((published / CYCLE / "attempts.json").read_text())["attempts"]
+    db = isolated / "warehouse" / "argusic.duckdb"
+    with connect(db, read_only=True) as con:
+        for agent in MODEL:
+            shown = next(a["attempt_id"] for a in attempts if a["configuration"].get("agent_id") == agent
+                         and ATTEMPT_RE.fullmatch(a["attempt_id"]))  # fmt: skip
+            assert published_attempt(con, shown, published) == f"{CYCLE}.board.{agent}.p1.a1"
+            # recomputed from the cycle's pin when no board is published
+            assert published_attempt(con, shown, isolated / "nowhere") == f"{CYCLE}.board.{agent}.p1.a1"
+        with pytest.raises(LookupError):
+            published_attempt(con, f"{CYCLE}.board.A-000000.p1.a1", published)
 
 
 def test_each_identity_has_a_page_with_its_exact_configuration_linked_from_board_and_runs(
@@ -188,11 +259,11 @@ def test_each_identity_has_a_page_with_its_exact_configuration_linked_from_board
         assert value in block, value
     assert claude["identity"] in page and 'id="canonical"' in page
     # Linked from the board (the row's name) and from its run page (heading and configuration row).
-    row = next(r for r in board["rows"] if r["agent_id"] == "claude-code")
+    row = next(r for r in board["rows"] if r["configuration"]["agent_id"] == "claude-code")
     assert row["display_name"] == claude["name"] and row["agent"] == claude["identity"]
     index = (site / "cycles" / CYCLE / "index.html").read_text()
     assert f'href="../../{claude["page"]}"' in index
-    run = next(a for a in attempts if a["attempt_id"] == f"{CYCLE}.board.claude-code.p1.a1")
+    run = next(a for a in attempts if a["attempt_id"] == f"{CYCLE}.board.{claude['identity']}.p1.a1")
     assert run["agent"] == claude["identity"] and run["model_matches"] is True
     assert (
         run["configuration"]["model_responded"] == "claude-sonnet-4-5-20250929"

@@ -188,7 +188,9 @@ def test_a_mid_cycle_publication_names_no_private_project_and_the_reveal_names_t
     assert len(sealed) == 1
     (quiet,) = sealed
     assert quiet["project_id"].startswith("private-") and quiet["commit_sha"] is None
-    assert quiet["attempt_id"] == f"{CYCLE}.verdict.readme-runner.{quiet['project_id']}.a1"
+    # the agent part is the identity's code, the operator's id only in the configuration (issue 32)
+    assert quiet["agent_id"].startswith("A-") and quiet["configuration"]["agent_id"] == "readme-runner"
+    assert quiet["attempt_id"] == f"{CYCLE}.verdict.{quiet['agent_id']}.{quiet['project_id']}.a1"
     assert quiet["verified_how"] is None and quiet["final_state"] is None
     assert quiet["served_log_uri"] is None and quiet["served_log_sha256"] is None
     # the raw evidence's fingerprints stay: they commit to the evidence, checked after the reveal

@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from argusic.cli.main import app
+from argusic.publication.files import operator_attempt_id
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow
@@ -133,14 +134,18 @@ def test_review_publish_and_dispute_from_the_cli(isolated: Path, monkeypatch) ->
     assert hashlib.sha256(board.read_bytes()).hexdigest() == approved_sha
 
     # a dispute: filed, ruled environment at fault, rerun (local), corrected
-    attempt_id = json.loads((board.parent / "attempts.json").read_text())["attempts"][0]["attempt_id"]
+    # filed with the id its run page shows (the agent part is the identity's code, issue 32); the
+    # operator's lines name the attempt by the warehouse's id
+    row = json.loads((board.parent / "attempts.json").read_text())["attempts"][0]
+    shown, attempt_id = row["attempt_id"], operator_attempt_id(row)
+    assert shown.split(".")[2].startswith("A-") and shown != attempt_id
     filed = runner.invoke(
         app,
         [
             "dispute",
             "file",
             "--attempt",
-            attempt_id,
+            shown,
             "--claim",
             "cut short",
             "--contact",
@@ -189,9 +194,7 @@ def test_review_publish_and_dispute_from_the_cli(isolated: Path, monkeypatch) ->
     assert _q(isolated, "SELECT attempt_id, rerun_attempt_id, note FROM marts.attempt_corrections") == [
         (attempt_id, f"{attempt_id}.r1", "our disk filled up")
     ]
-    stale = runner.invoke(
-        app, ["dispute", "file", "--attempt", attempt_id, "--claim", "again", "--contact", "m"]
-    )
+    stale = runner.invoke(app, ["dispute", "file", "--attempt", shown, "--claim", "again", "--contact", "m"])
     assert stale.exit_code == 2 and "run again as" in stale.output
     listing = runner.invoke(app, ["dispute", "list"])
     assert dispute_id in listing.output and "environment_at_fault" in listing.output

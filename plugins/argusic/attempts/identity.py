@@ -15,7 +15,9 @@ collision among a few hundred configurations unlikely; a publication that would 
 configurations under one identity is refused (``argusic.publication.board``).
 
 The operator's id (``agent_id``: the registry's key, ``claude-code``) stays in the warehouse, the
-Airflow labels and the attempt ids; what readers see is the identity.
+Airflow labels and the attempt ids the warehouse and the evidence store know; what readers see is the
+identity, in published attempt ids too (``<cycle>.<purpose>.A-3f9c0a.<project>.a<n>``,
+argusic.publication.agents).
 
 A model-backed agent must name its exact model version in the registry (``agents.csv``
 ``model_version``): without one it cannot be planned (``MissingModelVersion``), since "the model" an

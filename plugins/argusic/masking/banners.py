@@ -23,6 +23,8 @@ class Banners:
     """A policy's banner rules, compiled."""
 
     line_rules: list[tuple[str, re.Pattern, re.Pattern]]  # (name, whole-text finder, line pattern)
+    # (name, whole-text finder, line pattern, value pattern): only the value's group "v" is hidden
+    value_rules: list[tuple[str, re.Pattern, re.Pattern, re.Pattern]]
     box_rules: list[tuple[BannerRule, re.Pattern, re.Pattern, re.Pattern, re.Pattern | None]]
     commands: list[re.Pattern]
     prefilter: object | None  # a Hyperscan database of every line and box-start pattern, if they compile
@@ -36,9 +38,13 @@ class Banners:
 
     @classmethod
     def compile(cls, banners: tuple[BannerRule, ...], command_patterns: tuple[str, ...]) -> Banners:
-        line_rules, box_rules, firsts = [], [], []
+        line_rules, value_rules, box_rules, firsts = [], [], [], []
         for rule in banners:
-            if rule.line:
+            if rule.line and rule.value:
+                finder, pattern = re.compile(rule.line, re.M), re.compile(rule.line)
+                value_rules.append((rule.name, finder, pattern, re.compile(rule.value)))
+                firsts.append(rule.line)
+            elif rule.line:
                 line_rules.append((rule.name, re.compile(rule.line, re.M), re.compile(rule.line)))
                 firsts.append(rule.line)
             if rule.start and rule.end:
@@ -47,7 +53,7 @@ class Banners:
                 box_rules.append((rule, re.compile(rule.start, re.M), start, re.compile(rule.end), contains))
                 firsts.append(rule.start)
         commands = [re.compile(p) for p in command_patterns]
-        return cls(line_rules, box_rules, commands, _prefilter(firsts))
+        return cls(line_rules, value_rules, box_rules, commands, _prefilter(firsts))
 
     def maybe_in(self, data: bytes) -> bool:
         """False when no banner can start in `data` (most windows): the line-by-line work is skipped."""
@@ -160,13 +166,30 @@ def banner_spans(view: View, banners: Banners, stats: MaskStats) -> list[tuple[i
             for start, end in box:
                 if not banners.is_command(lines.line(start, end)):
                     hide.setdefault(start, (end, rule.name))
+    # Machine fields: within a kept line, only each value's text (group "v") is hidden.
+    fields: dict[int, tuple[int, str]] = {}  # value start (char) -> (value end, rule name)
+    for name, finder, pattern, value in banners.value_rules:
+        for m in finder.finditer(text):
+            start, end = lines.bounds(max(m.start(), m.end() - 1))
+            if start in hide:
+                continue
+            line = lines.line(start, end)
+            if not pattern.search(line) or banners.is_command(line):
+                continue
+            for found in value.finditer(line):
+                if found.end("v") > found.start("v"):
+                    fields.setdefault(start + found.start("v"), (start + found.end("v"), name))
+    marked = [(start, end, name, True) for start, (end, name) in hide.items()]
+    marked += [(start, end, name, False) for start, (end, name) in fields.items()]
     spans = []
-    for start in sorted(hide):
-        end, name = hide[start]
+    for start, end, name, whole in sorted(marked):
         b0 = lines.byte_offset(start)
         b1 = lines.byte_offset(end)
         if b1 > b0:
             spans.append(view.raw_span(b0, b1))
             stats.banners.add(name)
-    stats.banner_lines_hidden += len(spans)
+            if whole:
+                stats.banner_lines_hidden += 1
+            else:
+                stats.machine_fields_hidden += 1
     return spans

@@ -22,11 +22,15 @@ class BannerRule:
 
     Either `line` (every matching line is hidden) or a box: from a line matching `start` to the first
     line matching `end` within `max_lines`, hidden only if some line of it matches `contains`.
-    Patterns are matched against a line with terminal escapes removed.
+    With `value` beside `line`, a matching line is kept and only the text of the group ``v`` of each
+    match of `value` in it is hidden: a machine field of the tool's own output (the model its JSON
+    lines name), never the rest of the line (what the agent wrote or ran). Patterns are matched
+    against a line with terminal escapes removed.
     """
 
     name: str
     line: str | None = None
+    value: str | None = None
     start: str | None = None
     end: str | None = None
     contains: str | None = None
@@ -46,6 +50,20 @@ DEFAULT_BANNERS: tuple[BannerRule, ...] = (
     BannerRule(
         "claude-code-stream-init",
         line=r'^\s*\{"type":\s*"system",\s*"subtype":\s*"init",.*"claude_code_version"',
+    ),
+    # The CLI's own machine fields that name the model, on every stream-json line it tees to the
+    # terminal (issue 32): the "model" of an assistant message's header (before its content: the
+    # agent's words and tool calls are never read) and the model names keying a result's
+    # "modelUsage". Their values are emptied ("model":""); the rest of each line stays.
+    BannerRule(
+        "claude-code-stream-model",
+        line=r'^\s*\{"type":\s*"assistant",\s*"message":\s*\{',
+        value=r'^\s*\{"type":\s*"assistant",\s*"message":\s*\{[^{}\[\]]*?"model":\s*"(?P<v>[^"\\]+)"',
+    ),
+    BannerRule(
+        "claude-code-stream-model-usage",
+        line=r'^\s*\{"type":\s*"result",',
+        value=r'(?:"modelUsage":\s*\{|\},\s*)"(?P<v>[^"\\]+)":\s*\{"inputTokens"',
     ),
     BannerRule(
         "codex-welcome-box",
@@ -124,6 +142,7 @@ class MaskStats:
     credentials_masked: int = 0
     key_blocks: list[KeyBlock] = field(default_factory=list)
     banner_lines_hidden: int = 0
+    machine_fields_hidden: int = 0  # values of a tool's own machine fields (BannerRule.value) emptied
     banners: set[str] = field(default_factory=set)
     detector_types: set[str] = field(default_factory=set)
     ignored_short_values: int = 0
@@ -163,6 +182,7 @@ class MaskResult:
             "generated_key_material": self.generated_key_material,
             "private_keys": [{"label": k.label, "sha256": k.sha256} for k in s.key_blocks],
             "banner_lines_hidden": s.banner_lines_hidden,
+            "machine_fields_hidden": s.machine_fields_hidden,
             "banners": sorted(s.banners),
             "detector_types": sorted(s.detector_types),
             "ignored_short_values": s.ignored_short_values,

@@ -126,6 +126,7 @@ def _merge_stats(into: MaskStats, other: MaskStats) -> None:
     for block in other.key_blocks:
         into.add_key(block)
     into.banner_lines_hidden += other.banner_lines_hidden
+    into.machine_fields_hidden += other.machine_fields_hidden
     into.banners |= other.banners
     into.detector_types |= other.detector_types
     into.values_not_tracked += other.values_not_tracked

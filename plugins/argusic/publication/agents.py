@@ -14,9 +14,18 @@ What a publication does with agents (``present``):
   harness and model (``harness_name``, ``harness_version``, ``model_requested``, ``model_responded``);
   those fields leave the attempt's top level, so a run page shows the identity and links the agent
   page. ``model_matches`` says whether the model that answered is the configuration's model version.
-- Each project row: ``verified_by_agent_name`` beside the operator's id.
+- Each project row: ``verified_by_agent_name`` beside it.
 
-The operator's ``agent_id`` stays (the warehouse's key, and a part of every attempt id).
+The operator's ``agent_id`` (the registry's key, ``claude-code``) is never published outside a
+``configuration`` field (issue 32): in every published attempt id (``attempt_id``, ``rerun_of``,
+``verified_by_attempt_id``, a correction's ids, and so the run pages' addresses, the served copies'
+site addresses and their links) the agent part is the identity's code
+(``<cycle>.<purpose>.A-3f9c0a.<project>.a<n>``, ``published_attempt_id``), and the rows' ``agent_id``
+and ``verified_by_agent`` are the code too. The operator's id is kept in the attempt's and the row's
+``configuration`` (``agent_id``) and in each identity's ``configuration.agent_ids``, so the published
+id maps back (``operator_attempt_id``; ``argusic.publication.sealing.published_attempt``) and is
+recomputed the same way from the same configuration. Two attempts of a cycle that would be published
+under one id (two agent ids of one configuration on one project) block the publication.
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ from typing import Any
 from argusic.attempts.agents import driver_for
 from argusic.attempts.environment import Pin, pull_pin, read_pin
 from argusic.attempts.identity import AgentConfiguration, configuration_from_pin, registry_rows
+from argusic.core.record import ATTEMPT_ID_RE
+from argusic.publication.files import published_attempt_id
 from argusic.warehouse.dbt_build import PublicationBlocked
 
 # The attempt fields that name a harness or a model: published under the attempt's "configuration".
@@ -138,26 +149,60 @@ def present(
         merged = Counter(dict(found["models_answered"])) + answered
         found["models_answered"] = sorted(merged.items())
         by_agent[agent_id] = entry
+        if agent_id not in found.setdefault("agent_ids", []):
+            found["agent_ids"].append(agent_id)
+    codes = {agent_id: entry["identity"] for agent_id, entry in by_agent.items()}
     published_rows = [_row(r, by_agent.get(r["agent_id"])) for r in rows]
-    published_attempts = [_attempt(a, by_agent.get(a.get("agent_id"))) for a in attempts]
-    published_projects = [_project(p, by_agent) for p in projects]
+    published_attempts = [_attempt(a, by_agent.get(a.get("agent_id")), codes) for a in attempts]
+    published_projects = [_project(p, by_agent, codes) for p in projects]
+    seen: dict[str, str] = {}
+    for before, after in zip(attempts, published_attempts, strict=True):
+        other = seen.setdefault(after["attempt_id"], before["attempt_id"])
+        if other != before["attempt_id"]:
+            raise PublicationBlocked(
+                f"board of cycle {cycle_id!r} not published: attempts {other} and {before['attempt_id']} "
+                f"would both be published as {after['attempt_id']} (two agent ids of one configuration)"
+            )
     agents = [entries[code] for code in sorted(entries)]
     return agents, published_rows, published_attempts, published_projects
+
+
+def codes_of(attempt_id: Any, codes: dict[str, str]) -> Any:
+    """An attempt id as published, from the operator's agent ids' codes (unchanged when its agent has
+    none, or it is not of the grammar)."""
+    if not isinstance(attempt_id, str):
+        return attempt_id
+    match = ATTEMPT_ID_RE.fullmatch(attempt_id)
+    return published_attempt_id(attempt_id, codes.get(match["agent_id"])) if match else attempt_id
+
+
+def publish_correction(correction: dict[str, Any], codes: dict[str, str]) -> dict[str, Any]:
+    """A board.json correction row with its attempt ids as published."""
+    out = dict(correction)
+    for key in ("attempt_id", "rerun_attempt_id"):
+        out[key] = codes_of(correction.get(key), codes)
+    return out
 
 
 def _row(row: dict[str, Any], entry: dict[str, Any] | None) -> dict[str, Any]:
     out = dict(row)
     if entry is not None:
+        out["agent_id"] = entry["identity"]
+        out["configuration"] = {"agent_id": row["agent_id"]}
         out["display_name"] = entry["name"]
         out["agent"] = entry["identity"]
         out["agent_page"] = entry["page"]
     return out
 
 
-def _attempt(attempt: dict[str, Any], entry: dict[str, Any] | None) -> dict[str, Any]:
+def _attempt(attempt: dict[str, Any], entry: dict[str, Any] | None, codes: dict[str, str]) -> dict[str, Any]:
     out = {k: v for k, v in attempt.items() if k not in CONFIGURATION_FIELDS}
     out["configuration"] = {k: attempt.get(k) for k in CONFIGURATION_FIELDS}
+    out["attempt_id"] = codes_of(attempt["attempt_id"], codes)
+    out["rerun_of"] = codes_of(attempt.get("rerun_of"), codes)
     if entry is not None:
+        out["configuration"]["agent_id"] = attempt["agent_id"]
+        out["agent_id"] = entry["identity"]
         out["agent"] = entry["identity"]
         out["agent_name"] = entry["name"]
         version = entry["configuration"]["model_version"]
@@ -166,9 +211,14 @@ def _attempt(attempt: dict[str, Any], entry: dict[str, Any] | None) -> dict[str,
     return out
 
 
-def _project(project: dict[str, Any], by_agent: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _project(
+    project: dict[str, Any], by_agent: dict[str, dict[str, Any]], codes: dict[str, str]
+) -> dict[str, Any]:
     out = dict(project)
     entry = by_agent.get(project.get("verified_by_agent"))
+    out["verified_by_attempt_id"] = codes_of(project.get("verified_by_attempt_id"), codes)
+    if entry is not None:
+        out["verified_by_agent"] = entry["identity"]
     out["verified_by_agent_name"] = entry["name"] if entry is not None else None
     out["verified_by_agent_page"] = entry["page"] if entry is not None else None
     return out

@@ -29,7 +29,7 @@ from argusic.core.layout import publish_dir
 from argusic.core.settings import code_root, public_evidence_base, warehouse_path
 from argusic.core.spec import read_spec
 from argusic.external import INSTRUCTIONS_TEMPLATE
-from argusic.publication.agents import cycle_pin, present
+from argusic.publication.agents import codes_of, cycle_pin, present, publish_correction
 from argusic.publication.attempt_page import PlayerMissing
 from argusic.publication.audit import audit_refs, refs_of_connection
 from argusic.publication.files import ATTEMPTS_SCHEMA, BOARD_SCHEMA, _write_atomically
@@ -288,7 +288,20 @@ def compose_publication(
     agents, rows, attempts, projects = present(
         cycle_id, rows, attempts, extra["projects"], cycle_pin(cycle_id)
     )
-    extra = {**extra, "projects": projects}
+    # Attempt ids as published: the agent part is the identity's code (argusic.publication.agents);
+    # the site's copies of the served files are addressed by it too (a public evidence base is the
+    # store's own address: its keys keep the operator's id).
+    codes = {
+        r["configuration"]["agent_id"]: r["agent_id"]
+        for r in [*rows, *attempts]
+        if "agent_id" in (r.get("configuration") or {})
+    }
+    corrections = [publish_correction(c, codes) for c in extra["corrections"]]
+    extra = {**extra, "projects": projects, "corrections": corrections}
+    if not base:
+        for attempt in attempts:
+            for kind in ("log", "recording"):
+                attempt[f"served_{kind}_uri"] = served_link(attempt, kind, base)
     seal = Seal(cycle_id, private, read_revealed(Path(out_dir or publish_dir()), cycle_id))
     attempts, extra = _sealed(seal, attempts, extra)
     board = {
@@ -514,12 +527,18 @@ def published_attempt_lines(cycle_id: str, spec_paths: list[str]) -> list[str]:
     written from marts.attempt_scores): outcome, points, score, served evidence. One line each."""
     path = publish_dir() / cycle_id / "attempts.json"
     rows = {a["attempt_id"]: a for a in json.loads(path.read_text())["attempts"]}
+    # the agent part as published: the identity's code (argusic.publication.agents)
+    codes = {
+        a["configuration"]["agent_id"]: a["agent_id"]
+        for a in rows.values()
+        if "agent_id" in (a.get("configuration") or {})
+    }
     seal = _published_seal(cycle_id)
     lines = [f"attempts of this run as scored by the rubric ({path}):"]
     for spec_path in spec_paths:
         spec = read_spec(spec_path)
         current, chain = spec, []
-        while (published := seal.attempt_id(current.attempt_id, current.project_id)) in rows:
+        while (published := seal.attempt_id(codes_of(current.attempt_id, codes), current.project_id)) in rows:
             chain.append(rows[published])
             current = current.rerun()
         if not chain:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from argusic.core.record import ATTEMPT_ID_RE
 
 BOARD_SCHEMA = "argusic.board/1"
 
@@ -41,3 +44,23 @@ def _write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def published_attempt_id(attempt_id: Any, code: str | None) -> Any:
+    """An attempt id with its agent part replaced by the identity's code (unchanged when there is no
+    code, or the id is not of the grammar)."""
+    if not isinstance(attempt_id, str) or not code:
+        return attempt_id
+    match = ATTEMPT_ID_RE.fullmatch(attempt_id)
+    if not match:
+        return attempt_id
+    start, end = match.span("agent_id")
+    return attempt_id[:start] + code + attempt_id[end:]
+
+
+def operator_attempt_id(attempt: dict[str, Any]) -> str:
+    """The attempt id the warehouse and the evidence store know a published attempt by: its agent
+    part the operator's agent id (``configuration.agent_id``) again (the project part as published:
+    a sealed project's label stays a label)."""
+    operator = (attempt.get("configuration") or {}).get("agent_id")
+    return published_attempt_id(attempt["attempt_id"], operator) if operator else attempt["attempt_id"]

@@ -11,6 +11,9 @@ Whether the private part is revealed: ``<publish dir>/<cycle>/private_pool.json`
 after the cycle's end, so the publication learns the reveal from the same published file that
 ``pool.html`` shows. A private project that file does not list stays sealed.
 
+(An attempt id as published also carries its agent's neutral identity code in place of the
+operator's agent id, argusic.publication.agents; ``published_attempt`` maps both parts back.)
+
 A sealed project is published under a label, "private project K of N" (page name and attempt-id part
 ``private-K-of-N``): N is the number of private projects of the pool, K their place in the order of
 sha256(key, cycle id, project id), where the key is the sha256 of the private projects' ids and
@@ -39,8 +42,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from argusic.attempts.identity import configuration_from_pin
 from argusic.core.record import ATTEMPT_ID_RE
 from argusic.core.runs_store import RunsStoreError, pull
+from argusic.publication.agents import cycle_pin
 from argusic.sources.pool import load_pool
 from argusic.warehouse.dbt_build import PublicationBlocked
 
@@ -293,16 +298,72 @@ def private_projects(con, cycle_id: str) -> dict[str, PrivateProject]:
 SEALED_SLUG_RE = re.compile(r"private-[1-9][0-9]*-of-[1-9][0-9]*")
 
 
+IDENTITY_CODE_RE = re.compile(r"A-[0-9a-f]{6}")  # argusic.attempts.identity: IDENTITY_PREFIX + 6 hex
+
+
 def published_attempt(con, attempt_id: str, publish_folder: Path) -> str:
-    """The attempt an id read on a published page names: itself, or, when its project part is a
-    private project's label (`private-K-of-N`), the attempt of that project (LookupError naming the
-    label when the cycle has no such private project)."""
+    """The attempt an id read on a published page names: itself, or the attempt it stands for when
+    its project part is a private project's label (`private-K-of-N`) and/or its agent part a neutral
+    identity's code (`A-3f9c0a`, argusic.publication.agents). LookupError when the cycle has no such
+    private project, or no single agent of that identity ran that attempt."""
     match = ATTEMPT_ID_RE.fullmatch(attempt_id)
-    if not match or not SEALED_SLUG_RE.fullmatch(match["project_id"]):
+    if not match:
         return attempt_id
     cycle = match["cycle_id"]
-    seal = Seal(cycle, private_projects(con, cycle), read_revealed(publish_folder, cycle))
-    real = seal.unseal_attempt_id(attempt_id)
-    if real is None:
-        raise LookupError(f"cycle {cycle!r} has no private project labelled {match['project_id']!r}")
+    real = attempt_id
+    if SEALED_SLUG_RE.fullmatch(match["project_id"]):
+        seal = Seal(cycle, private_projects(con, cycle), read_revealed(publish_folder, cycle))
+        unsealed = seal.unseal_attempt_id(attempt_id)
+        if unsealed is None:
+            raise LookupError(f"cycle {cycle!r} has no private project labelled {match['project_id']!r}")
+        real = unsealed
+    if IDENTITY_CODE_RE.fullmatch(match["agent_id"]):
+        real = _operator_attempt(con, real, match["agent_id"], publish_folder)
     return real
+
+
+def _agents_of_identity(con, cycle_id: str, code: str, publish_folder: Path) -> set[str]:
+    """The operator's agent ids published under an identity in a cycle: as the cycle's published
+    board.json lists them (each identity's ``configuration.agent_ids``), else recomputed from the
+    cycle's pin for every agent with a record in the cycle."""
+    found: set[str] = set()
+    board = Path(publish_folder) / cycle_id / "board.json"
+    try:
+        if board.is_file() and not board.is_symlink() and board.stat().st_size <= MAX_REVEALED_BYTES * 4:
+            for entry in json.loads(board.read_text(encoding="utf-8")).get("agents") or []:
+                if isinstance(entry, dict) and entry.get("identity") == code:
+                    found.update(a for a in (entry.get("configuration") or {}).get("agent_ids") or [])
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        found = set()
+    if found:
+        return found
+    pin = cycle_pin(cycle_id)
+    if pin is None:
+        return found
+    agents = [r[0] for r in con.execute(
+        "SELECT DISTINCT agent_id FROM raw.run_records WHERE cycle_id = ?", [cycle_id]
+    ).fetchall()]  # fmt: skip
+    for agent_id in agents:
+        configuration = configuration_from_pin(pin, agent_id)
+        if configuration is not None and configuration.identity.code == code:
+            found.add(agent_id)
+    return found
+
+
+def _operator_attempt(con, attempt_id: str, code: str, publish_folder: Path) -> str:
+    match = ATTEMPT_ID_RE.fullmatch(attempt_id)
+    assert match is not None
+    start, end = match.span("agent_id")
+    agents = _agents_of_identity(con, match["cycle_id"], code, publish_folder)
+    candidates = [attempt_id[:start] + a + attempt_id[end:] for a in sorted(agents)]
+    known = [
+        c for c in candidates
+        if con.execute("SELECT count(*) FROM raw.run_records WHERE attempt_id = ?", [c]).fetchone()[0]
+    ]  # fmt: skip
+    if len(known) != 1:
+        what = "no agent" if not known else f"{len(known)} agents"
+        raise LookupError(
+            f"cycle {match['cycle_id']!r}: {what} of identity {code} ran this attempt "
+            f"({', '.join(sorted(agents)) or 'no agent of the cycle has that identity'})"
+        )
+    return known[0]

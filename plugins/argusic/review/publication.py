@@ -113,6 +113,13 @@ def _review_state(cycle_id: str, db_path: Path | None) -> tuple[list[dict], list
     )
 
 
+def _operator(row: dict):
+    """A board row's operator agent id: published rows carry the identity's code as ``agent_id`` and
+    the operator's id in ``configuration`` (argusic.publication.agents); an older board, the id."""
+    configuration = row.get("configuration")
+    return (configuration.get("agent_id") if isinstance(configuration, dict) else None) or row.get("agent_id")
+
+
 def changes(
     cycle_id: str,
     rows: list[dict],
@@ -123,8 +130,8 @@ def changes(
     """The board rows about to be published against the last published board of the cycle;
     ``private``: the board's ``private_projects`` (sealed labels, revealed ids)."""
     excluded, corrected = _review_state(cycle_id, db_path)
-    now = {r["agent_id"]: r for r in rows}
-    before = {r.get("agent_id"): r for r in (previous or {}).get("rows", []) if isinstance(r, dict)}
+    now = {_operator(r): r for r in rows}
+    before = {_operator(r): r for r in (previous or {}).get("rows", []) if isinstance(r, dict)}
     agents = [
         AgentChange(
             agent_id=agent,
@@ -138,9 +145,9 @@ def changes(
         for agent, row in now.items()
     ]
     same = previous is not None and [
-        (r.get("agent_id"), r.get("board_score"), r.get("rank"), r.get("sets_under_review"))
+        (_operator(r), r.get("board_score"), r.get("rank"), r.get("sets_under_review"))
         for r in previous["rows"]
-    ] == [(r["agent_id"], r.get("board_score"), r.get("rank"), r.get("sets_under_review")) for r in rows]
+    ] == [(_operator(r), r.get("board_score"), r.get("rank"), r.get("sets_under_review")) for r in rows]
     return Changes(
         cycle_id=cycle_id,
         first_publication=previous is None,
@@ -151,7 +158,7 @@ def changes(
         corrected=corrected,
         harness_edition=next((r.get("harness_edition") for r in rows), None),
         sponsors=[
-            {"agent_id": r["agent_id"], "sponsor": r["sponsor"], "sponsorship": r.get("sponsorship")}
+            {"agent_id": _operator(r), "sponsor": r["sponsor"], "sponsorship": r.get("sponsorship")}
             for r in rows
             if r.get("sponsor")
         ],

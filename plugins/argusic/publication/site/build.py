@@ -79,6 +79,7 @@ from argusic.publication.files import (
     PUBLISHED_DIR_MODE,
     PUBLISHED_FILE_MODE,
     make_published_dir,
+    operator_attempt_id,
 )
 from argusic.publication.replay import strip_terminal_codes
 
@@ -463,7 +464,10 @@ def _served(
         return Served(note=f"no served {kind}: " + SEALED_WORDS)
     if attempt.get("served_copy_withheld") or not sha:
         return Served(note=f"no served {kind}: " + masking_words(attempt))
-    key = served_key_for(attempt["attempt_id"], kind, sha)
+    # The store knows the copy by the operator's attempt id; the site holds it (and links it) under
+    # the attempt id as published, whose agent part is the identity's code (publication.agents).
+    key = served_key_for(operator_attempt_id(attempt), kind, sha)
+    site_key = served_key_for(attempt["attempt_id"], kind, sha)
     dest = tmp / kind
     try:
         got_sha, got_size = store.copy_to_file(store.uri_for(key), dest)
@@ -473,9 +477,9 @@ def _served(
         return Served(
             note=f"the served {kind} in the store is not what was published (sha256 {got_sha}): not shown"
         )
-    served = Served(link=(base + key) if base else f"evidence/{key}")
+    served = Served(link=(base + key) if base else f"evidence/{site_key}")
     if not base:
-        writer.copy_file(dest, f"evidence/{key}")
+        writer.copy_file(dest, f"evidence/{site_key}")
     if kind == "log":
         text, note = _read_log(dest, got_size)
         served.text, served.note = strip_terminal_codes(text), note
@@ -660,7 +664,7 @@ def harness_of(attempt: dict[str, Any]) -> str | None:
 
 
 # What the agent page shows beside the configuration but the identity is not the hash of.
-NOT_HASHED = ("sha256", "source", "product", "models_answered")
+NOT_HASHED = ("sha256", "source", "product", "models_answered", "agent_ids")
 
 
 def published_agents(cycles: list[PublishedCycle]) -> list[dict[str, Any]]:
