@@ -277,3 +277,32 @@ def test_each_identity_has_a_page_with_its_exact_configuration_linked_from_board
     publish_board(CYCLE, published, None)
     again = json.loads((published / CYCLE / "board.json").read_text())
     assert [a["identity"] for a in again["agents"]] == [a["identity"] for a in board["agents"]]
+
+
+def test_the_cycle_runs_log_lines_find_each_attempt_under_its_published_id(
+    published: Path, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cycle DAG's publish task logs each planned attempt as the rubric scored it, read from the
+    published attempts.json (argusic.publication.board.published_attempt_lines): a spec names the
+    operator's agent id, the published row the identity's code; the line is found, not 'not in the
+    published attempts'."""
+    from argusic.core.spec import AttemptSpec
+    from argusic.publication.board import published_attempt_lines
+
+    monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(published))
+    paths = []
+    for agent in [*MODEL, "nobody"]:
+        spec = AttemptSpec(
+            cycle_id=CYCLE, agent_id=agent, project_id="p1", repo_url="https://example.org/p1.git",
+            commit="0" * 40, tier="standard", attempt_no=1,
+        )  # fmt: skip
+        path = isolated / "specs" / f"{spec.attempt_id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(spec.model_dump_json())
+        paths.append(str(path))
+    lines = published_attempt_lines(CYCLE, paths)
+    assert lines[0].startswith("attempts of this run as scored by the rubric")
+    by_agent = dict(zip([*MODEL, "nobody"], lines[1:], strict=True))
+    for agent in MODEL:
+        assert "not in the published attempts" not in by_agent[agent], by_agent[agent]
+    assert "not in the published attempts" in by_agent["nobody"]
