@@ -189,11 +189,47 @@ def test_parquet_is_hive_partitioned_by_cycle_and_exact(tmp_path: Path):
     assert rows == [("c1", 6), ("c2", 1)]
 
 
+def test_unchanged_cycles_are_linked_and_changed_ones_rewritten(tmp_path: Path):
+    """A cycle's Parquet partition is written only when its rows changed (issue 27): an unchanged one
+    is the previous copy's very file (a hard link); a changed one is new and holds the new rows."""
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    with duckdb.connect(str(db)) as con:  # a second cycle
+        con.execute(
+            "INSERT INTO marts.attempt_scores SELECT * REPLACE ('c2' AS cycle_id, attempt_id || '-c2' AS "
+            "attempt_id) FROM marts.attempt_scores"
+        )
+    first = publish_analyst_copy(db)
+    old = {
+        c: next((first.folder / "parquet" / "attempt_scores" / f"cycle_id={c}").iterdir())
+        for c in ("c1", "c2")
+    }
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE marts.attempt_scores SET score = 1.5 WHERE cycle_id = 'c2'")
+    second = publish_analyst_copy(db)
+    parts = second.folder / "parquet" / "attempt_scores"
+    c1, c2 = (next((parts / f"cycle_id={c}").iterdir()) for c in ("c1", "c2"))
+    assert c1.stat().st_ino == old["c1"].stat().st_ino  # linked: not rewritten
+    assert c2.stat().st_ino != old["c2"].stat().st_ino  # rewritten
+    entry = next(t for t in read_manifest(second.target)["tables"] if t["name"] == "marts.attempt_scores")
+    assert entry["partitions"]["reused"] == 1 and sorted(entry["partitions"]["cycles"]) == ["c1", "c2"]
+    query = "SELECT cycle_id, count(*), count(*) FILTER (WHERE score = 1.5) FROM {} GROUP BY ALL ORDER BY ALL"
+    with duckdb.connect(str(second.folder / "argusic.duckdb"), read_only=True) as con:
+        want = con.execute(query.format("marts.attempt_scores")).fetchall()
+        got = con.execute(
+            query.format(f"read_parquet('{parts}/**/*.parquet', hive_partitioning = true)")
+        ).fetchall()
+    assert got == want and want[1][2] > 0 and want[0][2] == 0
+    # the first copy is pruned by the next publication: the file it shared with the second stays
+    publish_analyst_copy(db)
+    assert not first.folder.exists() and c1.exists()
+    assert pd.read_parquet(parts).shape[0] == sum(row[1] for row in got)
+
+
 def test_failed_publication_keeps_the_previous_copy(tmp_path: Path, monkeypatch):
     db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
     first = publish_analyst_copy(db)
 
-    def broken(db_path: Path, folder: Path, descriptions=None):
+    def broken(db_path: Path, folder: Path, descriptions=None, previous=None):
         (folder / "argusic.duckdb").write_bytes(b"half a file")
         raise duckdb.IOException("IO Error: No space left on device")
 

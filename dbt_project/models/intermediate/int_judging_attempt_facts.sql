@@ -1,8 +1,11 @@
+{{ config(materialized='table') }}
 -- One row per attempt with a run record: what the judging review (issue #14, Layer 3) shows of it
 -- beside the hints and the judges: its provisional result (the rules' outcome for board and verdict
 -- attempts, its newest grade for repair attempts), duration, tokens and cost, served evidence, and
 -- whether it left an artifact or a patch. Read by marts.review_queue and
 -- marts.judging_review_divergence only; it feeds no score, verdict or board.
+-- A table: its two marts and its key's tests read it once built (as a view, each of the four
+-- recomputed five left joins over every attempt; its unique test alone took 12 s at a million).
 with records as (
 
     select * from {{ ref('stg_run_records') }}
