@@ -242,15 +242,22 @@ def test_a_person_reviews_the_judging_queue_through_the_rest_api(world, judging)
         assert detail["task_instance"]["task_id"] == "review_attempt", detail
         subject = detail["subject"]
         seen.append(subject)
-        blank = {"look": None, "code_structure": None, "logic_correctness": None}
+        # The form sends its choices as the strings it lists ("0".."2"; "" for a look not chosen,
+        # null for an optional score left empty): what a browser sends (test_review_form_browser.py).
+        blank = {"look": "", "code_structure": None, "logic_correctness": None}
         if "board #1" in subject:
-            if seen.count(subject) == 1:  # bo forgets the look: the task fails, its retry asks again
+            if seen.count(subject) == 1:  # through the API, past the form: no look; the retry asks again
                 return bo, "Promote", "mock test only, but it runs", blank
-            return bo, "Promote", "mock test only, but it runs", {**blank, "look": 2, "code_structure": 1,
-                                                                  "logic_correctness": 1}  # fmt: skip
+            return bo, "Promote", "mock test only, but it runs", {**blank, "look": "2", "code_structure": "1",
+                                                                  "logic_correctness": "1"}  # fmt: skip
         if "board #2" in subject:
-            return ana, "Promote", "", {**blank, "look": 1}  # the note is optional here
-        return ana, "Reject", "the page is blank", {"look": 0, "code_structure": 2, "logic_correctness": 2}
+            return ana, "Promote", "", {**blank, "look": "1"}  # the note is optional here
+        return (
+            ana,
+            "Reject",
+            "the page is blank",
+            {"look": "0", "code_structure": "2", "logic_correctness": "2"},
+        )
 
     with Answerer(ana, policy) as answerer:
         (run,) = dag_test(
@@ -282,7 +289,7 @@ def test_a_person_reviews_the_judging_queue_through_the_rest_api(world, judging)
         (board_id(3), 0, "reject", 2, 2, "ana"),
     ]
     # who and when are Airflow's: the logged-in user, the time the API server recorded the response
-    bo_answer = next(a for a in answerer.answered if a["by"] == "bo" and a["params"]["look"] == 2)
+    bo_answer = next(a for a in answerer.answered if a["by"] == "bo" and a["params"]["look"] == "2")
     responded = datetime.fromisoformat(bo_answer["response"]["responded_at"]).astimezone(UTC)
     assert reviews[0][6] == responded.replace(tzinfo=None)
     assert reviews[1][7] is None and reviews[2][7] == "the page is blank"

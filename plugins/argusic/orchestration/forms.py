@@ -185,10 +185,38 @@ class DisputeRulingForm(HITLOperator):
         return {"dispute_id": dispute.dispute_id, "ruling": dispute.ruling}
 
 
-def _score_param(title: str, description: str) -> Param:
-    # null passes the schema: Airflow validates a task's params before anyone answered; a required
-    # one is checked when the answer is recorded (missing: the task fails, its retry asks again)
-    return Param(None, type=["null", "integer"], minimum=0, maximum=2, title=title, description=description)
+SCORE_CHOICES = {"0": "0 poor", "1": "1 acceptable", "2": "2 good"}
+NOT_CHOSEN = ""
+
+
+def _score_param(title: str, description: str, *, required: bool) -> Param:
+    """A score 0..2 as a choice list, so the form cannot hold a value out of range (Airflow's number
+    field accepts any number: a look of 7 was sent as 2 without a word). Airflow validates a task's
+    params before anyone answered, so the default must pass the schema: a required score defaults to
+    the empty choice, which the form treats as missing (its buttons stay disabled until one is
+    chosen, as for a required note); an optional one may stay empty (null). Seen in headless
+    Chromium on Airflow 3.3's Required actions page."""
+    if required:
+        return Param(
+            NOT_CHOSEN, type="string", enum=[NOT_CHOSEN, *SCORE_CHOICES],
+            values_display={NOT_CHOSEN: "(choose 0, 1 or 2)", **SCORE_CHOICES},
+            title=title, description=description,
+        )  # fmt: skip
+    return Param(
+        None, type=["null", "string"], enum=[None, *SCORE_CHOICES], values_display=SCORE_CHOICES,
+        title=title, description=description,
+    )  # fmt: skip
+
+
+def score_of(value: object) -> object:
+    """A score as the form sends it ("0".."2", "" or None for none) as the decision records it (an
+    int, or None); anything else is passed on as it is, for the decision to refuse by name (an
+    answer sent through the REST API skips the form)."""
+    if value is None or value == NOT_CHOSEN:
+        return None
+    if isinstance(value, str) and value in SCORE_CHOICES:
+        return int(value)
+    return value
 
 
 def judging_review_params() -> dict[str, Param]:
@@ -199,18 +227,23 @@ def judging_review_params() -> dict[str, Param]:
             "Look, 0..2 (required)",
             "How it looks (repair: how the change reads): 0 poor, 1 acceptable, 2 good. The only score a "
             "person types.",
+            required=True,
         ),
         "code_structure": _score_param(
             "Code structure, 0..2 (optional)",
             "Your own reading of the judged criterion, to compare with the judges.",
+            required=False,
         ),
         "logic_correctness": _score_param(
             "Logic correctness, 0..2 (optional)",
             "Your own reading of the judged criterion, to compare with the judges.",
+            required=False,
         ),
+        # Optional: null passes the schema and the form does not ask for it (an empty string would
+        # make the form require it, as it does for the notes that are required).
         "note": Param(
-            "",
-            type="string",
+            None,
+            type=["null", "string"],
             maxLength=judging_review.NOTE_MAX,
             title="Note (optional)",
             description="Why, in a sentence.",
@@ -249,9 +282,10 @@ class JudgingReviewForm(HITLOperator):
         if not answer.by:
             raise DecisionError("the answer has no responding user")
         given = result.get("params_input") or {}
+        given = {k: score_of(given.get(k)) for k in ("look", "code_structure", "logic_correctness")}
         new = judging_review.decide(
-            self.attempt_id, given.get("look"), answer.choice, answer.by, answer.at, answer.note,
-            code_structure=given.get("code_structure"), logic_correctness=given.get("logic_correctness"),
+            self.attempt_id, given["look"], answer.choice, answer.by, answer.at, answer.note or "",
+            code_structure=given["code_structure"], logic_correctness=given["logic_correctness"],
             task_revision=self.task_revision,
         )  # fmt: skip
         log.info(
