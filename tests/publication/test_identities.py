@@ -306,3 +306,37 @@ def test_the_cycle_runs_log_lines_find_each_attempt_under_its_published_id(
     for agent in MODEL:
         assert "not in the published attempts" not in by_agent[agent], by_agent[agent]
     assert "not in the published attempts" in by_agent["nobody"]
+
+
+def test_under_a_public_evidence_base_served_copies_are_linked_by_the_published_id(
+    isolated: Path, record_doc: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ARGUSIC_PUBLIC_EVIDENCE_BASE the links point into the evidence store itself: publishing
+    puts each linked served copy under the published id's key (the same bytes, content-addressed),
+    so no link names the operator's agent id, and every link resolves in the store."""
+    import hashlib
+
+    base = "https://evidence.example.org/argusic/"
+    monkeypatch.setenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", base)
+    pin = ensure_pin(CYCLE, "local", ["runner"], True, 1 / 360, agents=agent_pins(AGENTS.values()))
+    for agent in MODEL:
+        _record(isolated, record_doc, agent, recording_title(identity_name(pin, agent), "p1", 1))
+    db = isolated / "warehouse" / "argusic.duckdb"
+    write_marts(db, _frames())
+    out = isolated / "published"
+    publish_board(CYCLE, out, db)
+    attempts = json.loads((out / CYCLE / "attempts.json").read_text())["attempts"]
+    links = [a[f"served_{k}_uri"] for a in attempts for k in ("log", "recording") if a.get(f"served_{k}_uri")]
+    assert len(links) == 4 and all(link.startswith(base) for link in links)
+    assert [link for link in links if AGENT_ID_RE.search(link)] == []
+    store = EvidenceStore()
+    for link in links:
+        key = link[len(base) :]
+        data = store.read(store.uri_for(key))
+        assert key.split("/")[2] == hashlib.sha256(data).hexdigest()  # the key names its bytes
+    pages = list((out / "site").rglob("*.html"))
+    hrefs = [h for p in pages for h in re.findall(r'(?:href|src)="([^"]*)"', p.read_text())]
+    assert [h for h in hrefs if AGENT_ID_RE.search(h)] == []
+    assert any(h.startswith(base + "served/") for h in hrefs)
+    # Publishing again changes nothing (the copies are write-once and already there).
+    publish_board(CYCLE, out, db)

@@ -19,7 +19,8 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,9 @@ class Publication:
     board_text: str
     attempts_text: str
     rows: list[dict[str, Any]]
+    # Under a public evidence base: (store key under the operator's attempt id, key under the
+    # published id) of each linked served copy, put in place by publish_board before the board.
+    neutral_copies: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def board_sha256(self) -> str:
@@ -195,6 +199,7 @@ def publish_board(
             f"sha256 {approved_sha256[:12]}…, now {publication.board_sha256[:12]}…); approve the board "
             "as it is now"
         )
+    _put_neutral_copies(publication.neutral_copies)
     folder = Path(out_dir) / cycle_id
     _write_atomically(folder / "attempts.json", publication.attempts_text)
     target = folder / "board.json"
@@ -209,6 +214,20 @@ def publish_board(
                 f"board of cycle {cycle_id!r} written ({target}), but the public site was not built: {err}"
             ) from err
     return target
+
+
+def _put_neutral_copies(copies: list[tuple[str, str]]) -> None:
+    """Each served copy the board links under a public evidence base, at its published key: the same
+    bytes, re-hashed on the way (put_file refuses a key that does not name its content)."""
+    if not copies:
+        return
+    store = EvidenceStore()
+    with tempfile.TemporaryDirectory(prefix="argusic-served-") as scratch:
+        for source, target in copies:
+            local = Path(scratch) / "copy"
+            store.copy_to_file(store.uri_for(source), local)
+            store.put_file(local, key=target)
+            local.unlink()
 
 
 def compose_publication(
@@ -285,6 +304,7 @@ def compose_publication(
             attempt[f"served_{kind}_uri"] = served_link(attempt, kind, base)
     # Agents under their neutral identities, the exact configuration of each in board.json's "agents"
     # (argusic.publication.agents): from the cycle's pin, else rebuilt from the records.
+    real_attempt_ids = [a["attempt_id"] for a in attempts]
     agents, rows, attempts, projects = present(
         cycle_id, rows, attempts, extra["projects"], cycle_pin(cycle_id)
     )
@@ -298,10 +318,20 @@ def compose_publication(
     }
     corrections = [publish_correction(c, codes) for c in extra["corrections"]]
     extra = {**extra, "projects": projects, "corrections": corrections}
-    if not base:
-        for attempt in attempts:
-            for kind in ("log", "recording"):
-                attempt[f"served_{kind}_uri"] = served_link(attempt, kind, base)
+    # Served copies are addressed by the published id, in the site and under a public evidence base
+    # alike: the store keeps them under the operator's id, so publishing puts a copy of the same
+    # bytes under the published id's key (Publication.neutral_copies; content-addressed, write-once).
+    real_ids = {codes_of(real, codes): real for real in real_attempt_ids}
+    neutral_copies: list[tuple[str, str]] = []
+    for attempt in attempts:
+        for kind in ("log", "recording"):
+            attempt[f"served_{kind}_uri"] = link = served_link(attempt, kind, base)
+            real = real_ids.get(attempt["attempt_id"], attempt["attempt_id"])
+            if base and link and real != attempt["attempt_id"]:
+                sha = attempt[f"served_{kind}_sha256"]
+                neutral_copies.append(
+                    (served_key_for(real, kind, sha), served_key_for(attempt["attempt_id"], kind, sha))
+                )
     seal = Seal(cycle_id, private, read_revealed(Path(out_dir or publish_dir()), cycle_id))
     attempts, extra = _sealed(seal, attempts, extra)
     board = {
@@ -336,7 +366,11 @@ def compose_publication(
             f"board of cycle {cycle_id!r} not published: it would name sealed private projects "
             f"({'; '.join(leaks[:LISTED_PROBLEMS])})"
         )
-    return Publication(cycle_id, board_text=board_text, attempts_text=attempts_text, rows=rows)
+    published_links = attempts_text
+    neutral_copies = [(src, dst) for src, dst in neutral_copies if dst in published_links]  # not sealed
+    return Publication(
+        cycle_id, board_text=board_text, attempts_text=attempts_text, rows=rows, neutral_copies=neutral_copies
+    )
 
 
 def _sealed(

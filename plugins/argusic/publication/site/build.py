@@ -477,9 +477,11 @@ def _served(
         return Served(
             note=f"the served {kind} in the store is not what was published (sha256 {got_sha}): not shown"
         )
-    served = Served(link=(base + key) if base else f"evidence/{site_key}")
+    served = Served(link=(base + site_key) if base else f"evidence/{site_key}")
     if not base:
         writer.copy_file(dest, f"evidence/{site_key}")
+    elif site_key != key:  # linked in the store under the published id: the same bytes put there
+        store.put_file(dest, key=site_key)
     if kind == "log":
         text, note = _read_log(dest, got_size)
         served.text, served.note = strip_terminal_codes(text), note
