@@ -422,10 +422,17 @@ class DoubleRun:
 
 
 @contextlib.contextmanager
-def double_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict], *, known: bool = True):
+def double_service(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    turns: list[dict],
+    *,
+    known: bool = True,
+    agent: str = "claude-code",
+):
     """The double answering `turns`, in the runner image on an internal Docker network of this test's
-    own (bound to its address there), attempts sent to that network (NETWORK_ENV), Claude Code's
-    retries off, and a stand-in broker that hands out the key the double checks (`known` False:
+    own (bound to its address there), attempts sent to that network (NETWORK_ENV), the `agent` CLI's
+    model-request retries off, and a stand-in broker that hands out the key the double checks (`known` False:
     another key). Yields (broker, key, network name, double container); network and double are
     removed afterwards. The double's container has the plugins folder (its code) read-only and the
     script's turns; the attempt container has neither."""
@@ -481,8 +488,8 @@ def double_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[
                 return IssuedKey(value=key, kind="per_run", attempt_id=attempt_id, alias=alias,
                                  limit_usd=limit_usd, base_url=f"http://{address}:8080/v1")  # fmt: skip
 
-        registered = agents.DRIVERS["claude-code"]
-        monkeypatch.setitem(agents.DRIVERS, "claude-code", dataclasses.replace(registered, max_retries=0))
+        registered = agents.DRIVERS[agent]
+        monkeypatch.setitem(agents.DRIVERS, agent, dataclasses.replace(registered, max_retries=0))
         monkeypatch.setenv(NETWORK_ENV, network.name)
         yield DoubleBroker(), key, network.name, server
     finally:
@@ -503,20 +510,22 @@ def _attempt_against_double(
     budget: float = 180,
     *,
     known: bool = True,
+    agent: str = "claude-code",
 ) -> DoubleRun:
-    """A Claude Code install-and-run attempt on the tiny project, its model the double answering
-    `turns` (``double_service``)."""
+    """An install-and-run attempt of the `agent` CLI (Claude Code, Codex) on the tiny project, its
+    model the double answering `turns` (``double_service``)."""
     from argusic.attempts.run import run_attempt
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
     from argusic.core.spec import AttemptSpec
     from test_containment import hostile_repo
 
-    with double_service(tmp_path, monkeypatch, turns, known=known) as (broker, key, network, server):
+    service = double_service(tmp_path, monkeypatch, turns, known=known, agent=agent)
+    with service as (broker, key, network, server):
         usage = ["python3 make_data.py out/data.json"]
         bare, commit = hostile_repo(tmp_path, PROJECT, usage, {"make_data.py": MAKE_DATA})
         spec = AttemptSpec(
-            cycle_id="double", agent_id="claude-code", project_id=PROJECT, repo_url=str(bare), commit=commit,
+            cycle_id="double", agent_id=agent, project_id=PROJECT, repo_url=str(bare), commit=commit,
             tier="standard", attempt_no=1, demo=True, budget_scale=budget / 5400,
         )  # fmt: skip
         store = EvidenceStore((tmp_path / "evidence").as_uri())

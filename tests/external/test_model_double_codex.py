@@ -11,10 +11,8 @@ in test_model_double.py, whose constants and checks are reused).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
-import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,11 +21,10 @@ from argusic.external import SESSION_LOG, codex
 from argusic.sandbox.model_double import load_script, responses_output, responses_stream_events
 from test_model_double import (
     KEY,
-    MAKE_DATA,
     PROJECT,
-    ROOT,
     VERIFY,
     DoubleRun,
+    _attempt_against_double,
     _key_in_no_stored_byte,
     _post,
     env,  # noqa: F401 - the fixture, used by the Docker tests
@@ -263,91 +260,9 @@ def _codex_attempt(
     *,
     known: bool = True,
 ) -> DoubleRun:
-    """A Codex install-and-run attempt on the tiny project, its model the double answering `turns` (the
-    arrangement of test_model_double._attempt_against_double, for the codex agent): the double in the
-    runner image on an internal Docker network of this test's own, the attempt container on that
-    network, the per-run key from a stand-in broker handing out the key the double checks (`known`
-    False: another key), no model-request retries. Network and double are removed afterwards."""
-    from argusic.attempts import agents
-    from argusic.attempts.keys import IssuedKey, new_alias, token_id
-    from argusic.attempts.run import run_attempt
-    from argusic.core import settings
-    from argusic.core.evidence import EvidenceStore
-    from argusic.core.record import load_record_file
-    from argusic.core.spec import AttemptSpec
-    from argusic.sandbox.containment import NETWORK_ENV
-    from argusic.sandbox.executor import docker_available
-    from test_containment import hostile_repo
-    from test_keys import FakeBroker
-
-    import docker
-
-    if not docker_available():
-        pytest.skip("no Docker daemon answers")
-    client = docker.from_env()
-    try:
-        client.images.get(settings.agents_image())
-    except docker.errors.ImageNotFound:
-        pytest.skip("no agents image (scripts/build_agents_image.sh)")
-
-    key = f"sk-double-{uuid.uuid4().hex}"
-    script_dir = tmp_path / "script"
-    script_dir.mkdir()
-    (script_dir / "script.json").write_text(json.dumps({"turns": turns}))
-    (script_dir / "key").write_text(key if known else f"sk-double-{uuid.uuid4().hex}")
-    tag = uuid.uuid4().hex[:10]
-    network = client.networks.create(f"argusic-double-{tag}", driver="bridge", internal=True)
-    server = None
-    try:
-        server = client.containers.run(
-            settings.runner_image(),
-            ["sh", "-c", "exec python3 /plugins/argusic/sandbox/model_double.py serve"
-             " --script /script/script.json"
-             ' --key-file /script/key --log /tmp/requests.jsonl --port 8080 --host "$(hostname -i)"'],
-            detach=True, network=network.name, name=f"argusic-double-{tag}",
-            volumes={str(ROOT / "plugins"): {"bind": "/plugins", "mode": "ro"},
-                     str(script_dir): {"bind": "/script", "mode": "ro"}},
-        )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while b"model double:" not in server.logs() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        server.reload()
-        address = server.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
-        assert address and b"model double:" in server.logs(), server.logs()
-
-        class DoubleBroker(FakeBroker):
-            """FakeBroker whose key is the one the double checks, with the double's URL."""
-
-            def create(self, attempt_id, limit_usd, *, ttl_seconds=None) -> IssuedKey:
-                alias = new_alias(attempt_id)
-                self.keys[token_id(key)] = {"alias": alias, "attempt_id": attempt_id, "max_budget": limit_usd}
-                self.stats.add("created")
-                return IssuedKey(value=key, kind="per_run", attempt_id=attempt_id, alias=alias,
-                                 limit_usd=limit_usd, base_url=f"http://{address}:8080/v1")  # fmt: skip
-
-        broker = DoubleBroker()
-        registered = agents.DRIVERS["codex"]
-        monkeypatch.setitem(agents.DRIVERS, "codex", dataclasses.replace(registered, max_retries=0))
-        monkeypatch.setenv(NETWORK_ENV, network.name)
-        usage = ["python3 make_data.py out/data.json"]
-        bare, commit = hostile_repo(tmp_path, PROJECT, usage, {"make_data.py": MAKE_DATA})
-        spec = AttemptSpec(
-            cycle_id="double", agent_id="codex", project_id=PROJECT, repo_url=str(bare), commit=commit,
-            tier="standard", attempt_no=1, demo=True, budget_scale=budget / 5400,
-        )  # fmt: skip
-        store = EvidenceStore((tmp_path / "evidence").as_uri())
-        path = run_attempt(spec, None, store, tmp_path / "runs", broker=broker)
-        requests = server.exec_run(["cat", "/tmp/requests.jsonl"]).output.decode()
-    finally:
-        if server is not None:
-            server.remove(force=True)
-        network.remove()
-    record = load_record_file(path)
-    served = [json.loads(line) for line in requests.splitlines()]
-    print("requests:", json.dumps(served, indent=1))
-    print("record:", record.end_reason, record.invalid_reason, record.usage, record.observed)
-    assert record.environment.limits.network == network.name
-    return DoubleRun(record, path.parent / "out", served, requests, key, broker)
+    """A Codex install-and-run attempt on the tiny project against the double (the arrangement of
+    test_model_double._attempt_against_double, for the codex agent)."""
+    return _attempt_against_double(tmp_path, monkeypatch, turns, budget, known=known, agent="codex")
 
 
 def _exec_calls(out: Path) -> list:

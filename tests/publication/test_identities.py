@@ -103,9 +103,9 @@ def _record(isolated: Path, record_doc: dict, agent: str, title: str) -> None:
     ingest([write_record(isolated / "r" / attempt_id, json.loads(record.to_json()))])
 
 
-@pytest.fixture
-def published(isolated: Path, record_doc: dict, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+def _publish(isolated: Path, record_doc: dict) -> tuple[Path, Path]:
+    """The cycle pinned, one recorded attempt per model agent, the marts, the publication: (publish
+    dir, warehouse)."""
     pin = ensure_pin(CYCLE, "local", ["runner"], True, 1 / 360, agents=agent_pins(AGENTS.values()))
     for agent in MODEL:
         _record(isolated, record_doc, agent, recording_title(identity_name(pin, agent), "p1", 1))
@@ -113,7 +113,13 @@ def published(isolated: Path, record_doc: dict, monkeypatch: pytest.MonkeyPatch)
     write_marts(db, _frames())
     out = isolated / "published"
     publish_board(CYCLE, out, db)
-    return out
+    return out, db
+
+
+@pytest.fixture
+def published(isolated: Path, record_doc: dict, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    return _publish(isolated, record_doc)[0]
 
 
 # Published fields that are the rules as written, or names in code (see the module's doc).
@@ -318,13 +324,7 @@ def test_under_a_public_evidence_base_served_copies_are_linked_by_the_published_
 
     base = "https://evidence.example.org/argusic/"
     monkeypatch.setenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", base)
-    pin = ensure_pin(CYCLE, "local", ["runner"], True, 1 / 360, agents=agent_pins(AGENTS.values()))
-    for agent in MODEL:
-        _record(isolated, record_doc, agent, recording_title(identity_name(pin, agent), "p1", 1))
-    db = isolated / "warehouse" / "argusic.duckdb"
-    write_marts(db, _frames())
-    out = isolated / "published"
-    publish_board(CYCLE, out, db)
+    out, db = _publish(isolated, record_doc)
     attempts = json.loads((out / CYCLE / "attempts.json").read_text())["attempts"]
     links = [a[f"served_{k}_uri"] for a in attempts for k in ("log", "recording") if a.get(f"served_{k}_uri")]
     assert len(links) == 4 and all(link.startswith(base) for link in links)
