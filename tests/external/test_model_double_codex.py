@@ -22,6 +22,7 @@ from argusic.sandbox.model_double import load_script, responses_output, response
 from test_model_double import (
     KEY,
     PROJECT,
+    REPORT,
     VERIFY,
     DoubleRun,
     _attempt_against_double,
@@ -213,15 +214,6 @@ PATCH = """apply_patch <<'PATCH'
 *** End Patch
 PATCH
 """
-REPORT = {
-    "install_ok": True,
-    "ran_ok": True,
-    "errors_encountered": 1,
-    "errors_fixed": 1,
-    "test_depth": "tier1_real",
-    "verified_how": VERIFY + " returned 3",
-    "final_state": "Fixed make_data.py to create out/, ran it and decoded 3 items from out/data.json.",
-}
 COMMANDS = [
     "cat README.md",
     "python3 make_data.py out/data.json",  # fails: out/ does not exist

@@ -284,6 +284,25 @@ class ModelDouble:
             self.next_turn += 1
             return index, self.turns[index]
 
+    def turn_for(self, offers_tools: bool, entry: dict) -> tuple[dict | None, tuple[int, str] | None]:
+        """The turn a request is answered with, after the turn's delay (a request that offers no tools,
+        e.g. a CLI's side query, gets a short answer and uses no turn); or the error (status, message)
+        to answer with instead: the script exhausted, or a scripted status. Notes the turn's index."""
+        if offers_tools:
+            index, turn = self.take_turn()
+            entry["turn"] = index
+            if turn is None:
+                return None, (500, f"model double: script exhausted after {len(self.turns)} turns")
+        else:
+            entry["turn"] = None
+            turn = {"text": SIDE_ANSWER, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        if turn.get("delay"):
+            time.sleep(float(turn["delay"]))
+        if "status" in turn:
+            status = int(turn["status"])
+            return None, (status, turn.get("message") or f"scripted {status}")
+        return turn, None
+
     def note(self, entry: dict) -> None:
         with self.lock:
             self.requests.append(entry)
@@ -385,22 +404,9 @@ class Handler(BaseHTTPRequestHandler):
         if path != "/v1/messages":
             return answer(404, error_body(404, f"no such endpoint: {self.path}"))
         model = body.get("model") or DEFAULT_MODEL
-        if body.get("tools"):
-            index, turn = self.double.take_turn()
-            entry["turn"] = index
-            if turn is None:
-                return answer(
-                    500,
-                    error_body(500, f"model double: script exhausted after {len(self.double.turns)} turns"),
-                )
-        else:
-            entry["turn"] = None
-            turn = {"text": SIDE_ANSWER, "usage": {"input_tokens": 1, "output_tokens": 1}}
-        if turn.get("delay"):
-            time.sleep(float(turn["delay"]))
-        if "status" in turn:
-            status = int(turn["status"])
-            return answer(status, error_body(status, turn.get("message") or f"scripted {status}"))
+        turn, error = self.double.turn_for(bool(body.get("tools")), entry)
+        if error is not None:
+            return answer(error[0], error_body(*error))
         message = build_message(turn, model)
         entry["status"] = 200
         entry["stop_reason"] = message["stop_reason"]
@@ -587,21 +593,9 @@ def answer_responses(handler: Handler, body: Any, entry: dict) -> None:
     if not isinstance(body, dict):
         return answer(400, openai_error_body(400, "the body is not JSON"))
     model = body.get("model") or DEFAULT_MODEL
-    if body.get("tools"):
-        index, turn = double.take_turn()
-        entry["turn"] = index
-        if turn is None:
-            return answer(
-                500, openai_error_body(500, f"model double: script exhausted after {len(double.turns)} turns")
-            )
-    else:
-        entry["turn"] = None
-        turn = {"text": SIDE_ANSWER, "usage": {"input_tokens": 1, "output_tokens": 1}}
-    if turn.get("delay"):
-        time.sleep(float(turn["delay"]))
-    if "status" in turn:
-        status = int(turn["status"])
-        return answer(status, openai_error_body(status, turn.get("message") or f"scripted {status}"))
+    turn, error = double.turn_for(bool(body.get("tools")), entry)
+    if error is not None:
+        return answer(error[0], openai_error_body(*error))
     response = responses_output(turn, model)
     entry["status"] = 200
     entry["output"] = [i["type"] for i in response["output"]]
