@@ -771,7 +771,7 @@ def test_the_same_cycle_on_one_machine_gives_the_same_board_and_runs_once(
     assert row_count() == len(returned)
 
     single = _board(tmp_path / "published" / CYCLE / "board.json")
-    assert [row["agent_id"] for row in single["rows"]] == ["readme-runner"]
+    assert [row["configuration"]["agent_id"] for row in single["rows"]] == ["readme-runner"]
     assert "cluster" in BOARDS, "no board of the cluster's cycle to compare with: the cycle test failed"
     _same_board(BOARDS["cluster"], single)
     print(f"boards equal: {len(single['rows'])} row(s), {len(single['projects'])} project(s)")

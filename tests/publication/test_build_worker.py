@@ -259,7 +259,7 @@ def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path:
         finally:
             del os.environ[build_worker.SOCKET_ENV]
         assert "(built by the build worker in " in summary and "marts.board: ok" in summary
-        assert json.loads(published.read_text())["rows"][0]["agent_id"] == "a1"
+        assert json.loads(published.read_text())["rows"][0]["configuration"]["agent_id"] == "a1"
         assert request(sock, "ping")["builds"] == 3  # successful builds: two, then the delegated one
 
         with pytest.raises(BuildWorkerError, match="FileNotFoundError: warehouse .*x.db"):

@@ -325,7 +325,7 @@ def test_cycle_run_from_remote_catalogue_local_executor_is_resumable(
     assert "3/3" in out and "passes 3" in out
     assert out.count("pass_full") == 3 and "Argusic board — cycle 2026-12-remote" in out
     published = isolated / "published" / "2026-12-remote" / "board.json"
-    assert json.loads(published.read_text())["rows"][0]["agent_id"] == "readme-runner"
+    assert json.loads(published.read_text())["rows"][0]["configuration"]["agent_id"] == "readme-runner"
     records = [load_record_file(p) for p in (isolated / "runs" / "2026-12-remote").rglob("run_record.json")]
     assert len(records) == 3
     assert all(r.executor == "local" and r.demo and r.effective_budget_seconds == 54 for r in records)

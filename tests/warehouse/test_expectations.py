@@ -617,7 +617,7 @@ def test_publish_board_writes_json_atomically(tmp_path: Path) -> None:
     assert path == tmp_path / "out" / "c1" / "board.json"
     data = json.loads(path.read_text())
     assert data["cycle_id"] == "c1"
-    assert [r["agent_id"] for r in data["rows"]] == ["a1", "a2", "a4", "a3"]  # unranked last
+    assert [r["configuration"]["agent_id"] for r in data["rows"]] == ["a1", "a2", "a4", "a3"]  # unranked last
     assert data["rows"][-1]["rank"] is None and data["rows"][-1]["board_score"] is None
     # no temporary left behind; the per-attempt trace is published beside the board
     assert sorted(p.name for p in path.parent.iterdir()) == ["attempts.json", "board.json"]
@@ -740,7 +740,7 @@ def test_build_warehouse_runs_dbt_and_publishes(tmp_path: Path) -> None:
     assert result.validation.success
     assert "model.standin.board" in [n.unique_id for n in result.nodes]
     out = publish_board("c1", tmp_path / "out", build_result=result)
-    assert json.loads(out.read_text())["rows"][0]["agent_id"] == "a1"
+    assert json.loads(out.read_text())["rows"][0]["configuration"]["agent_id"] == "a1"
     with pytest.raises(ValueError, match="build_result is for"):
         publish_board("c1", tmp_path / "out", db_path=tmp_path / "other.duckdb", build_result=result)
 
