@@ -419,16 +419,19 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return None
+        return self._send_stream(stream_events(message))
+
+    def _send_stream(self, frames) -> None:
+        """A 200 server-sent-events answer of `frames` (bytes each), the connection closed after it."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("connection", "close")
         self.end_headers()
-        for frame in stream_events(message):
+        for frame in frames:
             self.wfile.write(frame)
             self.wfile.flush()
         self.close_connection = True
-        return None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -602,16 +605,7 @@ def answer_responses(handler: Handler, body: Any, entry: dict) -> None:
     double.note(entry)
     if not body.get("stream"):
         return handler._send_json(200, response)
-    handler.send_response(200)
-    handler.send_header("content-type", "text/event-stream")
-    handler.send_header("cache-control", "no-cache")
-    handler.send_header("connection", "close")
-    handler.end_headers()
-    for frame in responses_stream_events(response):
-        handler.wfile.write(frame)
-        handler.wfile.flush()
-    handler.close_connection = True
-    return None
+    return handler._send_stream(responses_stream_events(response))
 
 
 def make_server(
