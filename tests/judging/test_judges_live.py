@@ -370,14 +370,10 @@ print("@@RESULT@@" + json.dumps({"tasks": out, "params": params, "judged": judge
 """
 
 
-@pytest.mark.slow
-@pytest.mark.docker
-def test_the_cycle_dag_judges_after_ingest_and_loads_before_the_build(tmp_path: Path) -> None:
-    """DagBag: judge after ingest on the attempt workers, ingest_judgements in the warehouse pool before
-    the build. The tasks' bodies on a planned, measured attempt: judge-claude with a judgement script
-    (the real CLI against the double), judge-claude-2 without one (no gateway here: the attempt is
-    named as not judged, the step does not fail); no judges (nothing); an unknown judge (failed at
-    once, no retry); ingest_judgements loads the judgement into raw.judge_verdicts."""
+def _judge_step_in_a_dag_process(tmp_path: Path, judges_scripted: dict[str, dict]) -> tuple[dict, Path]:
+    """A planned, measured attempt of the cycle; the cycle DAG's judge tasks checked and their bodies
+    run in a process of their own (DAG_CHECK) with judgement scripts for `judges_scripted`: (what
+    DAG_CHECK reported, the attempt's folder)."""
     from argusic.core.spec import AttemptSpec
     from conftest import evidence_refs
     from test_dags import airflow_env
@@ -401,13 +397,26 @@ def test_the_cycle_dag_judges_after_ingest_and_loads_before_the_build(tmp_path: 
     spec_path.write_text(spec.model_dump_json())
     scripts = tmp_path / "scripts"
     scripts.mkdir()
-    _write(scripts / "judge-claude.json", judge_script(verdict()))
+    for judge, script in judges_scripted.items():
+        _write(scripts / f"{judge}.json", script)
     proc = subprocess.run(
         [sys.executable, "-c", DAG_CHECK, json.dumps([str(spec_path)]), str(scripts)],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     info = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("@@RESULT@@"))[10:])
+    return info, attempt
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_the_cycle_dag_judges_after_ingest_and_loads_before_the_build(tmp_path: Path) -> None:
+    """DagBag: judge after ingest on the attempt workers, ingest_judgements in the warehouse pool before
+    the build. The tasks' bodies on a planned, measured attempt: judge-claude with a judgement script
+    (the real CLI against the double), judge-claude-2 without one (no gateway here: the attempt is
+    named as not judged, the step does not fail); no judges (nothing); an unknown judge (failed at
+    once, no retry); ingest_judgements loads the judgement into raw.judge_verdicts."""
+    info, attempt = _judge_step_in_a_dag_process(tmp_path, {"judge-claude": judge_script(verdict())})
     tasks = info["tasks"]
     assert "ingest" in tasks["judge"]["up"] and tasks["judge"]["down"] == ["ingest_judgements"]
     assert tasks["judge"]["queue"] == "argusic_attempts" and tasks["judge"]["retries"] >= 1
@@ -429,37 +438,9 @@ def test_the_cycle_dag_judges_after_ingest_and_loads_before_the_build(tmp_path: 
 def test_the_cycle_dags_judge_step_runs_the_cli_against_the_double_and_loads_it(tmp_path: Path) -> None:
     """The judge task's body with every judge scripted: the real Claude Code CLI against the double,
     the judgement written, and ingest_judgements loading it into raw.judge_verdicts."""
-    from argusic.core.spec import AttemptSpec
-    from conftest import evidence_refs
-    from test_dags import airflow_env
-
-    _docker_or_skip()
-    env = airflow_env(tmp_path)
-    for name in ("ARGUSIC_RUNS_URL", "LITELLM_BASE_URL", "LITELLM_MASTER_KEY"):
-        env.pop(name, None)
-    runs = Path(env["ARGUSIC_RUNS_DIR"])
-    spec = AttemptSpec(
-        cycle_id="2026-12", agent_id="claude-code", project_id="wavgen", repo_url="file:///nowhere",
-        commit="0123456789abcdef0123456789abcdef01234567", tier="standard", attempt_no=1,
-    )  # fmt: skip
-    doc = record_doc()
-    doc["attempt_id"] = spec.attempt_id
-    doc["evidence"] = evidence_refs(env["ARGUSIC_EVIDENCE_URL"])
-    attempt = make_attempt(runs, doc)
-    plan = runs / "2026-12" / "plan"
-    plan.mkdir(parents=True)
-    spec_path = plan / f"{spec.attempt_id}.json"
-    spec_path.write_text(spec.model_dump_json())
-    scripts = tmp_path / "scripts"
-    scripts.mkdir()
-    _write(scripts / "judge-claude.json", judge_script(verdict()))
-    _write(scripts / "judge-claude-2.json", judge_script(verdict(1, 1)))
-    proc = subprocess.run(
-        [sys.executable, "-c", DAG_CHECK, json.dumps([str(spec_path)]), str(scripts)],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    info = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("@@RESULT@@"))[10:])
+    info, attempt = _judge_step_in_a_dag_process(
+        tmp_path, {"judge-claude": judge_script(verdict()), "judge-claude-2": judge_script(verdict(1, 1))}
+    )
     judged = info["judged"]
     assert judged["judgements"] == 2 and judged["not_judged"] == 0, judged
     assert info["loaded"]["judgements"] == 2 and info["loaded"]["inserted"] == 1  # no ingest ran before
