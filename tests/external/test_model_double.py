@@ -199,7 +199,7 @@ def test_every_script_file_is_valid_and_named_for_what_it_says():
     assert {f"{f.parent.name}/{f.name}" for f in files} >= {
         "tinydata/claude-code.install.json", "tinydata/claude-code.budget.json",
         "tinydata/claude-code.fails-500.json", "tinydata/claude-code.fails-429.json",
-        "repairkit/claude-code.repair.json",
+        "repairkit/claude-code.repair.json", "repairkit/codex.repair.json",
     }  # fmt: skip
     assert {p.name for p in SCRIPTS_DIR.iterdir() if p.is_file()} == {"README.md"}  # nothing else lies here
     for path in files:
@@ -294,7 +294,7 @@ def test_the_scripts_are_out_of_every_attempt_containers_reach(tmp_path):
         names = {line.split(" ", 1)[1] for line in objects if " " in line}
         assert not ids & set(blobs), (repo, [blobs[i] for i in ids & set(blobs)])
         assert not any("model_scripts" in n or n.endswith("model-script-1.schema.json") for n in names)
-        assert not any(Path(n).name.startswith("claude-code.") for n in names), repo
+        assert not any(Path(n).name.startswith(("claude-code.", "codex.")) for n in names), repo
 
 
 def test_a_turn_can_be_delayed(serve):
