@@ -1,14 +1,15 @@
-"""A repair attempt by the real Claude Code CLI against the model double (issue #28, scenario (b)).
+"""Repair attempts by the real Claude Code and Codex CLIs against the model double (issue #28, scenario (b)).
 
 The demo forge's repairkit is built, its item repairkit-2 (durations with spaces or upper-case units are
 refused; basic track) is built from the manifest and validated by the grader (gold resolved three
-times, the empty patch unresolved), and the cycle's plan makes the attempt. The pinned Claude Code CLI
-of the agents image does it, its model the double answering ``model_scripts/repairkit/
-claude-code.repair.json`` (in the runner image on an internal network of this test's own, as in
-test_model_double.py): it reads the code, reproduces the problem, edits the file (Edit), writes a test
-(Write), runs it, and — the scripts are never visible to the agent — searches the container for any
-model script and finds none. The patch collected in the container is graded by the validated grader in
-a fresh grader container; usage, cost, model, harness version and session log come from the CLI's own
+times, the empty patch unresolved), and the cycle's plan makes the attempt. The pinned CLI of the
+agents image does it, its model the double answering ``model_scripts/repairkit/<harness>.repair.json``
+(in the runner image on an internal network of this test's own, as in test_model_double.py): it reads
+the code, reproduces the problem, edits the file (Claude Code: Edit; Codex: an apply_patch heredoc
+through exec_command), writes a test, runs it, and — the scripts are never visible to the agent —
+searches the container for any model script and finds none. The patch collected in the container is
+graded by the validated grader in a fresh grader container; usage, cost (Claude Code's own; Codex
+states none: tokens x model_prices), model, harness version and session log come from the CLI's own
 output; the per-run key is minted, used, deleted, and in no stored byte.
 """
 
