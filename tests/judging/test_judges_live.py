@@ -61,6 +61,25 @@ def judge_script(message: str) -> dict:
     }
 
 
+CODEX_READS = ["cat task.md", "cat artifacts/index.html"]
+
+
+def codex_judge_script(message: str) -> dict:
+    """What a Codex judge's model answers: Codex 0.171.0 offers it no file-reading tool, so it reads
+    the task and the page with ``cat`` through exec_command (run in /evidence), a call a turn, then the
+    verdict as the final message (the Responses API's usage: input tokens include the cached ones)."""
+    reads = [
+        {
+            "text": f"Reading {cmd.split()[-1]}.",
+            "tool_calls": [{"name": "exec_command", "input": {"cmd": cmd}}],
+            "usage": {"input_tokens": 3000 + 500 * i, "output_tokens": 40, "cached_tokens": 1000 * i},
+        }
+        for i, cmd in enumerate(CODEX_READS)
+    ]
+    final = {"text": message, "usage": {"input_tokens": 4200, "output_tokens": 180, "cached_tokens": 2000}}
+    return {"turns": [*reads, final]}
+
+
 # --- judgement scripts (no Docker) -----------------------------------------------------------------------
 
 
@@ -88,16 +107,49 @@ def _write(path: Path, doc: dict) -> Path:
     return path
 
 
-def test_a_codex_judge_with_a_script_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    attempt = make_attempt(tmp_path / "runs")
-    script = _write(tmp_path / "judge-codex.json", judge_script(verdict()))
-    with pytest.raises(J.JudgeError, match="speaks: claude-code"):
-        J.judge_attempt(attempt, ["judge-codex"], scripts={"judge-codex": script})
-    assert not (attempt / "judging").exists()
-
-
 class NetworkBroker(FakeBroker):
     network = "argusic-judge-double-test"
+
+
+def test_a_codex_judge_with_a_script_runs_codex_against_the_double(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Codex judge's script is taken (the double speaks the Responses API; until issue 28's Codex
+    judges it was refused): its broker is the double's, the container runs ``codex exec`` on the
+    double's network with the gateway provider at the double's URL (``/v1`` kept: Codex adds
+    ``/responses``) and the key in OPENAI_API_KEY."""
+    import docker
+
+    attempt = make_attempt(tmp_path / "runs")
+    script = _write(tmp_path / "judge-codex.json", codex_judge_script(verdict()))
+    made: list[Path] = []
+
+    class ScriptedBroker(NetworkBroker):
+        model = "model-double/test"
+
+        def __init__(self, path: Path) -> None:
+            super().__init__()
+            made.append(path)
+
+        def create(self, attempt_id, limit_usd, *, ttl_seconds=None):
+            from argusic.attempts.keys import IssuedKey
+
+            self.created.append(attempt_id)
+            return IssuedKey(value="sk-j", kind="per_run", attempt_id=attempt_id, base_url="http://d:8080/v1")
+
+    fake = FakeDocker(outcome=1)
+    monkeypatch.setattr(docker, "from_env", lambda: fake)
+    monkeypatch.setattr(J, "DoubleBroker", ScriptedBroker)
+    with pytest.raises(J.JudgeError, match="container exited 1"):
+        J.judge_attempt(attempt, ["judge-codex"], scripts={"judge-codex": script})
+    assert made == [script]
+    ((args, kwargs),) = fake.runs
+    command = " ".join(args[1])
+    assert "codex exec" in command and "model_provider=argusic" in command
+    assert 'base_url = "http://d:8080/v1"' in command and 'wire_api = "responses"' in command
+    assert kwargs["network"] == "argusic-judge-double-test" and "network_mode" not in kwargs
+    assert kwargs["environment"]["OPENAI_API_KEY"] == "sk-j"
+    assert kwargs["environment"]["OPENAI_BASE_URL"] == "http://d:8080/v1"
 
 
 def test_a_judge_joins_its_brokers_network_and_reaches_the_gateway_without_v1(
@@ -233,6 +285,93 @@ def test_claude_code_judges_an_attempt_against_the_double(
     assert _leftovers(*brokers) == []
 
 
+@pytest.mark.slow
+@pytest.mark.docker
+def test_codex_judges_an_attempt_against_the_double(
+    isolated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`argusic judge --script-dir` with a Codex judge: the pinned Codex CLI in the judge container
+    (read-only /evidence its working folder), the double answering on the Responses API: the CLI runs
+    the script's ``cat`` commands in /evidence, its last message (``-o last_message.txt``) is the
+    verdict, checked like any other. The key minted, deleted, in no stored byte; nothing left."""
+    from argusic.cli.main import app
+    from argusic.external import codex
+    from typer.testing import CliRunner
+
+    _docker_or_skip()
+    monkeypatch.setenv("ARGUSIC_INSTALLATION", f"t-{uuid.uuid4().hex[:10]}")
+    attempt = make_attempt(isolated / "runs")
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    script = codex_judge_script(verdict())
+    _write(scripts / "judge-codex.json", script)
+    brokers: list[DoubleBroker] = []
+
+    class Recorded(DoubleBroker):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            brokers.append(self)
+
+    monkeypatch.setattr(J, "DoubleBroker", Recorded)
+    done = CliRunner().invoke(
+        app, ["judge", "--cycle", "2026-12", "--judges", "judge-codex", "--script-dir", str(scripts)]
+    )
+    assert done.exit_code == 0, done.output
+    assert "1 judgements written (the real CLIs against the model double" in done.output
+
+    doc = json.loads((attempt / "judging" / "judge-codex.json").read_text())
+    assert doc["status"] == "valid", doc
+    assert doc["scores"] == {"code_structure": 2, "logic_correctness": 1}
+    assert doc["quotes"][0]["quote"] == QUOTE
+    assert doc["replayed"] is False and doc["harness"] == "codex"
+    assert doc["model"].startswith("model-double/")
+
+    # The session is the real CLI's: the commands it ran in /evidence and their output, its usage (the
+    # thread's total of the script's turns), its last message, which is the verdict.
+    out = attempt / "judging" / "sessions" / "judge-codex"
+    lines = [
+        json.loads(line) for line in (out / J.SESSION_FILE).read_text().splitlines() if line.startswith("{")
+    ]
+    print("session:", [(line.get("type"), (line.get("item") or {}).get("type")) for line in lines])
+    print("requests:", json.dumps([b.requests for b in brokers], indent=1))
+    assert lines[0]["type"] == "thread.started"
+    executed = [
+        line["item"] for line in lines
+        if line.get("type") == "item.completed" and line["item"].get("type") == "command_execution"
+    ]  # fmt: skip
+    assert [item["command"].split()[-1].strip("'\"") for item in executed] == [
+        "task.md",
+        "artifacts/index.html",
+    ]
+    assert all(item["exit_code"] == 0 and item["status"] == "completed" for item in executed)
+    assert "code_structure" in executed[0]["aggregated_output"]  # task.md, as the CLI read it
+    assert (
+        "It works" in executed[1]["aggregated_output"]
+        and "You are judging" not in executed[1]["aggregated_output"]
+    )
+    (completed,) = [line for line in lines if line.get("type") == "turn.completed"]
+    turns = script["turns"]
+    assert completed["usage"]["input_tokens"] == sum(t["usage"]["input_tokens"] for t in turns)
+    assert completed["usage"]["output_tokens"] == sum(t["usage"]["output_tokens"] for t in turns)
+    assert completed["usage"]["cached_input_tokens"] == sum(t["usage"]["cached_tokens"] for t in turns)
+    assert json.loads((out / J.LAST_MESSAGE_FILE).read_text()) == json.loads(verdict())
+    assert doc["session_sha256"] == J._sha256_of(out / J.SESSION_FILE)
+
+    # One key, minted and deleted; the double saw exactly the script's turns, on the Responses API.
+    (broker,) = brokers
+    assert broker.stats.as_dict()["created"] == 1 and broker.stats.as_dict()["deleted"] == 1
+    assert broker.list_attempt_keys() == []
+    agent_turns = [r for r in broker.requests if r.get("turn") is not None]
+    assert [(r["turn"], r["status"]) for r in agent_turns] == [(i, 200) for i in range(len(turns))]
+    assert all(r["api"] == "responses" and "exec_command" in r["tools"] for r in agent_turns)
+    assert all(f"codex_exec/{codex.PINNED_VERSION} " in r["user-agent"] for r in agent_turns)
+    assert all(r["model"] == J.JUDGES["judge-codex"].model for r in agent_turns)
+    for file in isolated.rglob("*"):
+        if file.is_file():
+            assert b"sk-double-" not in file.read_bytes(), file
+    assert _leftovers(*brokers) == []
+
+
 @pytest.mark.docker
 def test_a_double_that_does_not_start_is_no_key_and_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -348,12 +487,12 @@ out = {t.task_id: {"up": sorted(t.upstream_task_ids), "down": sorted(t.downstrea
                    "pool": t.pool, "queue": t.queue, "retries": t.retries} for t in dag.tasks}
 params = {k: dag.params[k] for k in ("judges", "judge_scripts")}
 # the tasks' bodies, as a worker runs them (the DAG file's wiring of argusic.workflows.judging_step)
-spec_paths, scripts = json.loads(sys.argv[1]), sys.argv[2]
+spec_paths, scripts, judges = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 judge = dag.get_task("judge").python_callable
 ingest_judgements = dag.get_task("ingest_judgements").python_callable
 # outside a task run there is no Airflow context: the cycle id is the param's (as when the run sets it)
 judge.__globals__["_cycle_id"] = lambda params: params["cycle_id"]
-conf = {"cycle_id": "2026-12", "judges": ["judge-claude", "judge-claude-2"], "judge_scripts": scripts}
+conf = {"cycle_id": "2026-12", "judges": judges, "judge_scripts": scripts}
 none = judge({"files": 1}, spec_paths, [], {"cycle_id": "2026-12"})
 try:
     judge({}, spec_paths, [], {**conf, "judges": ["judge-nobody"]})
@@ -370,10 +509,14 @@ print("@@RESULT@@" + json.dumps({"tasks": out, "params": params, "judged": judge
 """
 
 
-def _judge_step_in_a_dag_process(tmp_path: Path, judges_scripted: dict[str, dict]) -> tuple[dict, Path]:
+def _judge_step_in_a_dag_process(
+    tmp_path: Path,
+    judges_scripted: dict[str, dict],
+    judges: tuple[str, ...] = ("judge-claude", "judge-claude-2"),
+) -> tuple[dict, Path]:
     """A planned, measured attempt of the cycle; the cycle DAG's judge tasks checked and their bodies
-    run in a process of their own (DAG_CHECK) with judgement scripts for `judges_scripted`: (what
-    DAG_CHECK reported, the attempt's folder)."""
+    run in a process of their own (DAG_CHECK) for `judges`, with judgement scripts for `judges_scripted`:
+    (what DAG_CHECK reported, the attempt's folder)."""
     from argusic.core.spec import AttemptSpec
     from conftest import evidence_refs
     from test_dags import airflow_env
@@ -400,7 +543,7 @@ def _judge_step_in_a_dag_process(tmp_path: Path, judges_scripted: dict[str, dict
     for judge, script in judges_scripted.items():
         _write(scripts / f"{judge}.json", script)
     proc = subprocess.run(
-        [sys.executable, "-c", DAG_CHECK, json.dumps([str(spec_path)]), str(scripts)],
+        [sys.executable, "-c", DAG_CHECK, json.dumps([str(spec_path)]), str(scripts), json.dumps(judges)],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -436,18 +579,22 @@ def test_the_cycle_dag_judges_after_ingest_and_loads_before_the_build(tmp_path: 
 @pytest.mark.slow
 @pytest.mark.docker
 def test_the_cycle_dags_judge_step_runs_the_cli_against_the_double_and_loads_it(tmp_path: Path) -> None:
-    """The judge task's body with every judge scripted: the real Claude Code CLI against the double,
-    the judgement written, and ingest_judgements loading it into raw.judge_verdicts."""
-    info, attempt = _judge_step_in_a_dag_process(
-        tmp_path, {"judge-claude": judge_script(verdict()), "judge-claude-2": judge_script(verdict(1, 1))}
-    )
+    """The judge task's body with every judge scripted: the real Claude Code and Codex CLIs against the
+    double, the judgements written, and ingest_judgements loading them into raw.judge_verdicts."""
+    scripted = {
+        "judge-claude": judge_script(verdict()),
+        "judge-claude-2": judge_script(verdict(1, 1)),
+        "judge-codex": codex_judge_script(verdict()),
+    }
+    info, attempt = _judge_step_in_a_dag_process(tmp_path, scripted, tuple(scripted))
     judged = info["judged"]
-    assert judged["judgements"] == 2 and judged["not_judged"] == 0, judged
-    assert info["loaded"]["judgements"] == 2 and info["loaded"]["inserted"] == 1  # no ingest ran before
+    assert judged["judgements"] == 3 and judged["not_judged"] == 0, judged
+    assert info["loaded"]["judgements"] == 3 and info["loaded"]["inserted"] == 1  # no ingest ran before
     # judge-claude-2 scored code_structure 1 without quoting it: refused by the checks, on the CLI's output
     assert [(judge, status) for judge, status, _ in info["rows"]] == [
         ("judge-claude", "valid"),
         ("judge-claude-2", "refused"),
+        ("judge-codex", "valid"),
     ]
     assert all(model.startswith("model-double/") for _, _, model in info["rows"])
     assert (attempt / "judging" / "judge-claude.json").is_file()

@@ -14,8 +14,9 @@ and its staged files, so the key is dead however the judge ended. The judge's co
 network (``network`` attribute, read by ``run_judge``). The double's request log (header names, never
 a key) is kept on the broker as ``requests``.
 
-Claude Code judges only: the double speaks the Anthropic Messages API. A Codex judge with a script is
-refused (``JudgeError``) until the double speaks the Responses API.
+Claude Code and Codex judges: the double speaks the Anthropic Messages API (Claude Code: tool calls
+such as ``Read``) and the OpenAI Responses API as Codex 0.171.0 calls it (tool calls are
+``exec_command`` with a ``cmd``: a Codex judge reads the evidence with ``cat``, run in /evidence).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ MAX_SCRIPT_BYTES = 1 << 20
 DOUBLE_LABEL = "argusic.judge.double"
 DOUBLE_PORT = 8080
 START_SECONDS = 30
-SCRIPTED_HARNESSES = ("claude-code",)  # the double speaks the Anthropic Messages API only (so far)
+SCRIPTED_HARNESSES = ("claude-code", "codex")  # the double speaks Anthropic Messages and OpenAI Responses
 
 
 class JudgeScriptError(ValueError):
