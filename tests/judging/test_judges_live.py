@@ -3,10 +3,11 @@ judgements in the runs store on a cluster, and the cycle DAG's judge and ingest_
 
 - Unit tests (no Docker): judgement scripts (where they are found, what is refused), a judge's
   container on the double's network, the gateway's /v1 cut for Claude Code.
-- Slow, Docker: ``argusic judge --script-dir`` runs the pinned Claude Code CLI of the agents image in
-  the judge container against the model double (runner image, an internal network of its own, a
-  per-run key it alone accepts, removed after): the CLI reads evidence files with its own Read tool,
-  its final message is the verdict, checked like any other.
+- Slow, Docker: ``argusic judge --script-dir`` runs the pinned Claude Code or Codex CLI of the agents
+  image in the judge container against the model double (runner image, an internal network of its own,
+  a per-run key it alone accepts, removed after): the CLI reads evidence files with its own tools
+  (Claude Code: Read; Codex: ``cat`` through exec_command), its final message is the verdict, checked
+  like any other.
 - The runs store (moto's S3): judged on one host, pulled and loaded on another.
 - The DAG: its judge step after ingest, ingest_judgements before the build (DagBag), and the
   tasks' bodies.
