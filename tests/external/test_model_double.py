@@ -114,6 +114,10 @@ def test_streaming_turns_are_framed_as_the_messages_api(serve):
     events = _events(data)
     assert status == 200 and events[-2][1]["delta"]["stop_reason"] == "end_turn"
     assert [r["turn"] for r in server.double.requests] == [0, 1]
+    # The log keeps the tokens each answer stated (message_delta's: the final count).
+    assert [r["usage"] for r in server.double.requests] == [
+        {"input_tokens": 1234, "output_tokens": 56}, {"input_tokens": 100, "output_tokens": 20}
+    ]  # fmt: skip
 
 
 def test_non_streaming_answers_one_json_message(serve):
@@ -662,6 +666,13 @@ def test_a_session_that_runs_into_the_budget_is_a_measured_timeout(env, tmp_path
     # No result event: tokens from the assistant lines the CLI wrote (both turns' input tokens), no cost.
     assert record.usage.input_tokens.value == first["usage"]["input_tokens"] + hang["usage"]["input_tokens"]
     assert record.usage.cost_usd.status == "unavailable"
+    # Output tokens: the assistant lines carry message_start's usage (output_tokens 1), not message_delta's
+    # final count, so the sum is a lower bound of what the double served (its log), marked derived.
+    served_out = sum(r["usage"]["output_tokens"] for r in run.served if r["status"] == 200)
+    assert served_out == first["usage"]["output_tokens"] + hang["usage"]["output_tokens"]
+    print("output tokens: record", record.usage.output_tokens, "served", served_out)
+    assert record.usage.output_tokens.status == "derived"
+    assert record.usage.output_tokens.value <= served_out
     _key_in_no_stored_byte(tmp_path, run)
 
 

@@ -106,6 +106,9 @@ def test_streaming_turns_are_framed_as_the_responses_api(serve):  # noqa: F811 -
         (0, "responses", ["message", "function_call"]), (1, "responses", ["message"])
     ]  # fmt: skip
     assert server.double.requests[0]["tools"] == ["exec_command", "write_stdin", "web_search"]
+    assert [r["usage"] for r in server.double.requests] == [
+        {"input_tokens": 1234, "output_tokens": 56}, {"input_tokens": 100, "output_tokens": 20}
+    ]  # fmt: skip
 
 
 def test_non_streaming_answers_one_response_object(serve):  # noqa: F811 - the fixture

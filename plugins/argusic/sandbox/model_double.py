@@ -26,7 +26,8 @@ service answers 500 with ``script exhausted`` in the error message, so a test se
 
 Requests are checked against the key given to the server (``x-api-key`` or ``Authorization:
 Bearer``): a wrong or missing key is 401 ``authentication_error``. Every request is logged as one JSON
-line (method, path, the header *names*, model, stream, tool names, the turn answered; never a key).
+line (method, path, the header *names*, model, stream, tool names, the turn answered and the tokens its
+answer stated, ``usage``; never a key).
 
 Sources: the Messages API reference and its streaming page (docs.anthropic.com/en/api/messages,
 …/messages-streaming): event order message_start, content_block_start, content_block_delta
@@ -186,6 +187,12 @@ def script_file(project: str, harness: str, kind: str, base: Path | None = None)
         have = sorted(p.name for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
         raise ScriptError(f"no model script {path} (that project has {have or 'none'})")
     return path
+
+
+def served_usage(input_tokens: int, output_tokens: int) -> dict:
+    """What the request log keeps of a turn's answer: the tokens the double stated in it (the ground
+    truth a CLI's own count is checked against, e.g. when the CLI is killed before its totals)."""
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens}
 
 
 def error_body(status: int, message: str) -> dict:
@@ -410,6 +417,7 @@ class Handler(BaseHTTPRequestHandler):
         message = build_message(turn, model)
         entry["status"] = 200
         entry["stop_reason"] = message["stop_reason"]
+        entry["usage"] = served_usage(message["usage"]["input_tokens"], message["usage"]["output_tokens"])
         self.double.note(entry)
         if not body.get("stream"):
             data = json.dumps(message).encode()
@@ -602,6 +610,7 @@ def answer_responses(handler: Handler, body: Any, entry: dict) -> None:
     response = responses_output(turn, model)
     entry["status"] = 200
     entry["output"] = [i["type"] for i in response["output"]]
+    entry["usage"] = served_usage(response["usage"]["input_tokens"], response["usage"]["output_tokens"])
     double.note(entry)
     if not body.get("stream"):
         return handler._send_json(200, response)
