@@ -5,7 +5,9 @@ Three layers:
   KeyboardInterrupt, SIGTERM, creation failure, deletion failure);
 - ``LiteLLMKeyBroker`` over HTTP against a stand-in of LiteLLM's key endpoints on 127.0.0.1 (same
   paths, bodies and answers as litellm 1.108's /key/generate, /key/delete, /key/list, /key/info),
-  including worker processes cancelled with SIGTERM and killed with SIGKILL;
+  including worker processes cancelled with SIGTERM and killed with SIGKILL, and the same tests
+  against the model double's gateway (``argusic.sandbox.model_double.KeyGateway``, which also
+  archives deleted keys as LiteLLM 1.108.7 does);
 - the same HTTP tests against the real LiteLLM proxy + PostgreSQL started by
   scripts/start_litellm.sh (marked slow; skipped, with the reason, where LiteLLM's Prisma engines
   cannot be had).
@@ -416,11 +418,29 @@ def litellm_proxy() -> Iterator[tuple[str, str]]:
         shutil.rmtree(state, ignore_errors=True)
 
 
-@pytest.fixture(params=["standin", pytest.param("litellm", marks=pytest.mark.slow)])
+@pytest.fixture
+def model_double_gateway() -> Iterator[tuple[str, str]]:
+    """The model double as a LiteLLM gateway (argusic.sandbox.model_double.KeyGateway: LiteLLM
+    1.108.7's key endpoints, checked against its source) on 127.0.0.1."""
+    from argusic.sandbox.model_double import make_server
+
+    master = f"sk-master-{uuid.uuid4().hex}"
+    server = make_server([{"text": "unused"}], "", master_key=master)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", master
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(params=["standin", "double", pytest.param("litellm", marks=pytest.mark.slow)])
 def http_gateway(request: pytest.FixtureRequest) -> tuple[str, str]:
     if request.param == "standin":
         url, master, _ = request.getfixturevalue("standin")
         return url, master
+    if request.param == "double":
+        return request.getfixturevalue("model_double_gateway")
     return request.getfixturevalue("litellm_proxy")
 
 

@@ -87,7 +87,17 @@ def token_id(value: str) -> str:
 class IssuedKey:
     """A model key handed to one attempt. Its value is hidden from repr/str/logging."""
 
-    __slots__ = ("_value", "alias", "attempt_id", "base_url", "expires", "kind", "limit_usd", "token_id")
+    __slots__ = (
+        "_value",
+        "alias",
+        "attempt_id",
+        "base_url",
+        "expires",
+        "gateway_spend",
+        "kind",
+        "limit_usd",
+        "token_id",
+    )
 
     def __init__(
         self,
@@ -109,6 +119,9 @@ class IssuedKey:
         self.base_url = base_url
         self.token_id = token or (token_id(value) if value else None)
         self.expires = expires
+        # The key's spend as the gateway counted it, read just before the key is deleted
+        # (``attempt_key``; brokers with ``key_spend``): {"spend_usd", "max_budget_usd"}, or None.
+        self.gateway_spend: dict[str, float | None] | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -322,10 +335,10 @@ class LiteLLMKeyBroker:
 
     # -- HTTP -----------------------------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _request(self, method: str, path: str, *, attempts: int | None = None, **kwargs: Any) -> Any:
         @retry(
             retry=retry_if_exception(_is_transient),
-            stop=stop_after_attempt(self.attempts),
+            stop=stop_after_attempt(attempts or self.attempts),
             wait=wait_exponential(multiplier=self.backoff_seconds, max=5),
             reraise=True,
         )
@@ -455,17 +468,35 @@ class LiteLLMKeyBroker:
     def sweep(self, running_attempt_ids: Iterable[str]) -> list[KeyRef]:
         return sweep_keys(self, running_attempt_ids)
 
-    def key_info(self, key: IssuedKey | str) -> dict[str, Any] | None:
-        """The gateway's record of a key (max_budget, spend, alias), or None when it does not exist."""
+    def key_info(self, key: IssuedKey | str, *, attempts: int | None = None) -> dict[str, Any] | None:
+        """The gateway's record of a live key (max_budget, spend, alias), or None when it does not
+        exist. LiteLLM (1.108.7) archives deleted keys and still answers /key/info for them, with
+        ``"status": "deleted"``: such a key does not exist either."""
         tid = key if isinstance(key, str) else key.token_id
         try:
-            data = self._request("GET", "/key/info", params={"key": tid})
+            data = self._request("GET", "/key/info", params={"key": tid}, attempts=attempts)
         except _HTTPStatus as err:
             if err.status in (400, 404):
                 return None
             raise KeyBrokerError(f"key info: {_describe(err)}") from None
+        except (requests.RequestException, RetryError) as err:
+            raise KeyBrokerError(f"key info: {_describe(err)}") from None
         info = (data or {}).get("info")
-        return info if isinstance(info, dict) else None
+        if not isinstance(info, dict) or info.get("status") == "deleted":
+            return None
+        return info
+
+    def key_spend(self, key: IssuedKey) -> dict[str, float | None] | None:
+        """What the gateway counted against the key (``spend_usd``, ``max_budget_usd``), read once (no
+        retries: it runs on the way to deleting the key); None when the gateway has no such key."""
+        info = self.key_info(key, attempts=1)
+        if info is None:
+            return None
+        budget = info.get("max_budget")
+        return {
+            "spend_usd": float(info.get("spend") or 0.0),
+            "max_budget_usd": float(budget) if budget is not None else None,
+        }
 
 
 def _describe(err: BaseException) -> str:
@@ -498,6 +529,24 @@ def _signals_deferred() -> Iterator[list[int]]:
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
+
+
+def _note_spend(broker: KeyBroker, key: IssuedKey) -> None:
+    """Keep on the key what the gateway counted against it (``key.gateway_spend``), where the broker
+    can say (``key_spend``): the gateway's view of the attempt's cost, beside the CLI's own count (a
+    CLI killed mid-answer under-counts). Never in the way of the deletion."""
+    reader = getattr(broker, "key_spend", None)
+    if reader is None:
+        return
+    try:
+        key.gateway_spend = reader(key)
+    except Exception as err:  # noqa: BLE001 - logged; the key is deleted all the same
+        log.warning("key %s: spend not read before deletion: %s", key.alias, err)
+    if key.gateway_spend is not None:
+        log.info(
+            "key %s: the gateway counted %s USD of its %s USD limit",
+            *(key.alias, key.gateway_spend["spend_usd"], key.gateway_spend["max_budget_usd"]),
+        )
 
 
 def _delete_quietly(broker: KeyBroker, key: IssuedKey) -> None:
@@ -534,6 +583,7 @@ def attempt_key(
             yield key
         finally:
             with _signals_deferred() as pending:
+                _note_spend(broker, key)
                 _delete_quietly(broker, key)
             if pending:
                 raise AttemptCancelled(f"signal {pending[0]} during key deletion")

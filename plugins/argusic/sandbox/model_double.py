@@ -42,15 +42,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
+import hashlib
 import hmac
 import json
+import secrets
 import sys
 import threading
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 DEFAULT_USAGE = {"input_tokens": 100, "output_tokens": 20}
 DEFAULT_MODEL = "claude-model-double"
@@ -267,20 +272,44 @@ def stream_events(message: dict) -> list[bytes]:
 class ModelDouble:
     """The script's state: which agent turn comes next, and the log of requests."""
 
-    def __init__(self, turns: list[dict], key: str, log_file: Path | None = None) -> None:
+    def __init__(
+        self, turns: list[dict], key: str, log_file: Path | None = None, gateway: KeyGateway | None = None
+    ) -> None:
         self.turns = turns
         self.key = key
         self.next_turn = 0
         self.lock = threading.Lock()
         self.log_file = log_file
         self.requests: list[dict] = []
+        self.gateway = gateway  # LiteLLM's key management and spend limit, when a master key was given
 
     def key_ok(self, headers) -> bool:
-        given = headers.get("x-api-key") or ""
-        auth = headers.get("authorization") or ""
-        if not given and auth.lower().startswith("bearer "):
-            given = auth[7:].strip()
-        return bool(given) and hmac.compare_digest(given.encode(), self.key.encode())
+        """The request carries the static key (the double's own; no gateway, no budget)."""
+        given = given_key(headers)
+        return bool(self.key and given) and hmac.compare_digest(given.encode(), self.key.encode())
+
+    def authorize(self, headers, entry: dict, refusal: tuple[int, dict]) -> tuple[int, dict] | None:
+        """None when the request may be answered (its key noted in ``entry["key"]``: "static", "master"
+        or the virtual key's alias, never a value), else the answer to refuse it with: ``refusal`` for
+        a key the double does not know without a gateway, LiteLLM's own error with one (unknown or
+        expired key, or a key whose spend reached its max_budget)."""
+        if self.key_ok(headers):
+            entry["key"] = "static"
+            return None
+        if self.gateway is None:
+            return refusal
+        who, error = self.gateway.authorize(given_key(headers))
+        if error is not None:
+            entry["refused"] = error[1]["error"]["type"]
+            return error
+        entry["key"] = who
+        return None
+
+    def charge(self, entry: dict, model: str, tokens_in: int, tokens_out: int) -> None:
+        """Add a served answer's cost to the virtual key that asked for it (LiteLLM counts spend after
+        the answer; the next request is checked against it)."""
+        if self.gateway is not None and entry.get("key") not in (None, "static", "master"):
+            entry["cost_usd"] = self.gateway.charge(entry["key"], model, tokens_in, tokens_out)
 
     def take_turn(self) -> tuple[int, dict | None]:
         """The next agent turn (its index, or -1 when the script is exhausted)."""
@@ -362,12 +391,32 @@ class Handler(BaseHTTPRequestHandler):
             entry["messages"] = len(body.get("messages") or [])
         return entry
 
+    def _key_route(self, body: Any) -> bool:
+        """Answer a LiteLLM key-management request (``/key/...``) when the double is a gateway; False
+        when the path is none of those. Logged without the query (a key could be in it) or any body."""
+        url = urlparse(self.path)
+        gateway = self.double.gateway
+        if gateway is None or not url.path.startswith("/key/"):
+            return False
+        entry: dict[str, Any] = {"method": self.command, "path": url.path}
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        status, payload = gateway.manage(self.command, url.path, given_key(self.headers), query, body)
+        entry["status"] = status
+        if isinstance(payload, dict) and payload.get("key_alias"):
+            entry["key_alias"] = payload["key_alias"]
+        self.double.note(entry)
+        self._send_json(status, payload)
+        return True
+
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if self._key_route(None):
+            return None
         entry = self._entry(None)
-        if not self.double.key_ok(self.headers):
-            entry["status"] = 401
+        refused = self.double.authorize(self.headers, entry, (401, error_body(401, "invalid x-api-key")))
+        if refused is not None:
+            entry["status"] = refused[0]
             self.double.note(entry)
-            return self._send_json(401, error_body(401, "invalid x-api-key"))
+            return self._send_json(*refused)
         if self.path.split("?")[0] == "/v1/models":
             entry["status"] = 200
             self.double.note(entry)
@@ -392,6 +441,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         body = self._read_body()
+        if self._key_route(body):
+            return None
         entry = self._entry(body)
         path = self.path.split("?")[0]
 
@@ -402,8 +453,9 @@ class Handler(BaseHTTPRequestHandler):
 
         if path in RESPONSES_PATHS:
             return answer_responses(self, body, entry)
-        if not self.double.key_ok(self.headers):
-            return answer(401, error_body(401, "invalid x-api-key"))
+        refused = self.double.authorize(self.headers, entry, (401, error_body(401, "invalid x-api-key")))
+        if refused is not None:
+            return answer(*refused)
         if not isinstance(body, dict):
             return answer(400, error_body(400, "the body is not JSON"))
         if path == "/v1/messages/count_tokens":
@@ -418,6 +470,11 @@ class Handler(BaseHTTPRequestHandler):
         entry["status"] = 200
         entry["stop_reason"] = message["stop_reason"]
         entry["usage"] = served_usage(message["usage"]["input_tokens"], message["usage"]["output_tokens"])
+        used = message["usage"]  # Anthropic's input_tokens leave out the cached ones: priced as input
+        tokens_in = sum(
+            used.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        self.double.charge(entry, model, tokens_in, used["output_tokens"])
         self.double.note(entry)
         if not body.get("stream"):
             data = json.dumps(message).encode()
@@ -599,8 +656,11 @@ def answer_responses(handler: Handler, body: Any, entry: dict) -> None:
         double.note(entry)
         handler._send_json(status, payload)
 
-    if not double.key_ok(handler.headers):
-        return answer(401, openai_error_body(401, "Incorrect API key provided."))
+    refused = double.authorize(
+        handler.headers, entry, (401, openai_error_body(401, "Incorrect API key provided."))
+    )
+    if refused is not None:
+        return answer(*refused)
     if not isinstance(body, dict):
         return answer(400, openai_error_body(400, "the body is not JSON"))
     model = body.get("model") or DEFAULT_MODEL
@@ -611,20 +671,290 @@ def answer_responses(handler: Handler, body: Any, entry: dict) -> None:
     entry["status"] = 200
     entry["output"] = [i["type"] for i in response["output"]]
     entry["usage"] = served_usage(response["usage"]["input_tokens"], response["usage"]["output_tokens"])
+    double.charge(entry, model, response["usage"]["input_tokens"], response["usage"]["output_tokens"])
     double.note(entry)
     if not body.get("stream"):
         return handler._send_json(200, response)
     return handler._send_stream(responses_stream_events(response))
 
 
+# ---------------------------------------------------------------------------------------------------
+# LiteLLM's key management and spend limit (issue #28, "keys through the gateway path"): with a master
+# key the double is also the gateway the key broker (argusic.attempts.keys.LiteLLMKeyBroker) mints
+# per-attempt keys on, and model requests may carry those keys; each key's spend is kept and a key
+# whose spend reached its max_budget is refused as LiteLLM refuses it.
+#
+# Read from litellm 1.108.7 (the version scripts/start_litellm.sh pins), the wheel's source:
+# - proxy/management_endpoints/key_management_endpoints.py: generate_key_fn / generate_key_helper_fn
+#   (the value ``"sk-" + secrets.token_urlsafe(16)`` unless the body gives ``key``; stored under its
+#   SHA-256 hex, the ``token``; the answer has ``key`` (the value, the only time it is shown),
+#   ``token`` and ``token_id`` (the hash), ``key_name`` ("sk-..." + the value's last 4), key_alias,
+#   max_budget, spend 0.0, metadata, expires from ``duration`` ("30s", "10m", "1h", "1d"); an alias
+#   already taken is 400 "Key with alias '…' already exists. Unique key aliases across all keys are
+#   required."); delete_key_fn (``{"keys": [hash or value]}`` or ``{"key_aliases": [...]}`` ->
+#   ``{"deleted_keys": [...]}``; none found -> 404, message "{'error': 'No keys found'}"; deleted keys
+#   are archived and ``/key/info`` still answers for them with ``"status": "deleted"``); list_keys
+#   (page, size <= 100, key_alias exact or, with substring_matching, a case-insensitive substring,
+#   return_full_object -> ``{"keys", "total_count", "current_page", "total_pages"}``); info_key_fn
+#   (``{"key": <as asked>, "info": {... without "token", "status"}}``, unknown -> 404 "Key not found in
+#   database").
+# - proxy/auth/auth_checks.py virtual_key_max_budget_check: before a model request, ``spend >=
+#   max_budget`` raises BudgetExceededError("Budget has been exceeded! Key=<alias> (<key_name>)
+#   Current cost: <spend>, Max budget: <max_budget>"); proxy/auth/auth_exception_handler.py makes it a
+#   ProxyException of type "budget_exceeded" whose code is ``litellm.budget_exceeded_status_code``
+#   (422 in 1.108.7; 429 and 400 in earlier releases); proxy_server.py's ProxyException handler answers
+#   HTTP int(code) with ``{"error": {"message", "type", "param", "code": "<code>"}}``, on /v1/messages
+#   too (the check runs in the auth dependency, before the Anthropic route maps its own errors).
+#   An unknown key: 401 "Authentication Error, Invalid API key provided." (type
+#   token_not_found_in_db, param key); an expired one: 401 "Authentication Error - Expired Key. …"
+#   (type expired_key).
+# - Spend: LiteLLM adds each answered request's cost (tokens x the model's prices) to the key after the
+#   answer. Here: the tokens the double served x the prices of the model the request named, from the
+#   project's seed model_prices (``dbt_project/seeds/model_prices.csv``) or ``--prices`` (that CSV's
+#   columns, or JSON ``{model: {"input": usd_per_million, "output": usd_per_million}}``); cached input
+#   tokens at the input price (the seed does not price them apart); a model without a price costs 0
+#   and the log says ``"priced": false``.
+
+BUDGET_EXCEEDED_STATUS = 422  # litellm.budget_exceeded_status_code of 1.108.7
+DEFAULT_PRICES_FILE = PACKAGE_ROOT.parents[1] / "dbt_project" / "seeds" / "model_prices.csv"
+MAX_LIST_SIZE = 100
+
+
+def given_key(headers) -> str:
+    """The key a request carries: ``x-api-key`` (Anthropic's header) or ``Authorization: Bearer``."""
+    given = headers.get("x-api-key") or ""
+    auth = headers.get("authorization") or ""
+    if not given and auth.lower().startswith("bearer "):
+        given = auth[7:].strip()
+    return given
+
+
+def hash_token(value: str) -> str:
+    """LiteLLM's stored id of a key (litellm.proxy.utils.hash_token: SHA-256 hex)."""
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def hash_if_needed(token: str) -> str:
+    """A key value ("sk-…") hashed; anything else taken as the hash already (hash_token_if_needed)."""
+    return hash_token(token) if token.startswith("sk-") else token
+
+
+def litellm_error(status: int, message: str, kind: str, param: str | None = None) -> tuple[int, dict]:
+    """(status, body) of a LiteLLM ProxyException: OpenAI's error shape, ``code`` the status as text."""
+    return status, {"error": {"message": message, "type": kind, "param": param, "code": str(status)}}
+
+
+def load_prices(path: Path) -> dict[str, tuple[float, float]]:
+    """USD per token (input, output) by model, from the seed's CSV (model, usd_per_million_input_tokens,
+    usd_per_million_output_tokens) or JSON ``{model: {"input": …, "output": …}}`` (per million)."""
+    text = Path(path).read_text(encoding="utf-8")
+    if Path(path).suffix == ".json":
+        rows = [{"model": m, "in": v["input"], "out": v["output"]} for m, v in json.loads(text).items()]
+    else:
+        rows = [
+            {
+                "model": r["model"],
+                "in": r["usd_per_million_input_tokens"],
+                "out": r["usd_per_million_output_tokens"],
+            }
+            for r in csv.DictReader(text.splitlines())
+        ]
+    return {r["model"]: (float(r["in"]) / 1e6, float(r["out"]) / 1e6) for r in rows}
+
+
+def parse_duration(text: Any) -> float | None:
+    """Seconds of a LiteLLM duration ("30s", "10m", "2h", "1d"); None for none or an unknown form."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if not isinstance(text, str) or len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
+        return None
+    return int(text[:-1]) * units[text[-1]]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class KeyGateway:
+    """LiteLLM's virtual keys: minted, listed, read and deleted with the master key; checked, and
+    charged, on model requests. Values are kept only as their hash, as LiteLLM keeps them."""
+
+    def __init__(self, master_key: str, prices: dict[str, tuple[float, float]] | None = None) -> None:
+        if not master_key:
+            raise ValueError("a gateway needs a master key")
+        self.master_key = master_key
+        self.prices = prices or {}
+        self.keys: dict[str, dict] = {}  # token (hash) -> LiteLLM's key row
+        self.deleted: dict[str, dict] = {}  # the archive of deleted keys
+        self.lock = threading.Lock()
+
+    def _is_master(self, given: str) -> bool:
+        return bool(given) and hmac.compare_digest(given.encode(), self.master_key.encode())
+
+    # -- model requests ---------------------------------------------------------------------------------
+
+    def authorize(self, given: str) -> tuple[str | None, tuple[int, dict] | None]:
+        """("master" or the key's alias, None), or (None, LiteLLM's refusal)."""
+        if self._is_master(given):
+            return "master", None
+        with self.lock:
+            row = self.keys.get(hash_token(given)) if given else None
+            if row is None:
+                return None, litellm_error(
+                    401, "Authentication Error, Invalid API key provided.", "token_not_found_in_db", "key"
+                )
+            if row["expires"] and datetime.fromisoformat(row["expires"]) < _now():
+                message = (
+                    "Authentication Error - Expired Key. "
+                    f"Key Expiry time {row['expires']} and current time {_now()}"
+                )
+                return None, litellm_error(401, message, "expired_key", row["key_name"])
+            spend, budget = row["spend"], row["max_budget"]
+            if budget is not None and spend >= budget:
+                label = f"{row['key_alias'] or 'key'} ({row['key_name']})"
+                message = f"Budget has been exceeded! Key={label} Current cost: {spend}, Max budget: {budget}"
+                return None, litellm_error(BUDGET_EXCEEDED_STATUS, message, "budget_exceeded")
+            return row["key_alias"] or row["key_name"], None
+
+    def charge(self, who: str, model: str, tokens_in: int, tokens_out: int) -> float:
+        """Add the cost of an answer to the key (by alias); the cost in USD (0 for a model without a
+        price: LiteLLM then logs a cost error and counts nothing)."""
+        price_in, price_out = self.prices.get(model, (0.0, 0.0))
+        cost = tokens_in * price_in + tokens_out * price_out
+        with self.lock:
+            for row in self.keys.values():
+                if who in (row["key_alias"], row["key_name"]):
+                    row["spend"] += cost
+                    break
+        return cost
+
+    # -- key management (master key) ---------------------------------------------------------------------
+
+    def manage(self, method: str, path: str, given: str, query: dict, body: Any) -> tuple[int, dict]:
+        """Answer one ``/key/...`` request as LiteLLM's proxy does: (status, body)."""
+        if not self._is_master(given):
+            if given and hash_token(given) in self.keys:
+                return litellm_error(
+                    401,
+                    "Authentication Error, Only proxy admin can be used to generate, delete, update info "
+                    f"for new keys/users/teams. Route={path}",
+                    "auth_error",
+                    "None",
+                )
+            return litellm_error(
+                401, "Authentication Error, Invalid API key provided.", "token_not_found_in_db", "key"
+            )
+        routes = {
+            ("POST", "/key/generate"): self._generate,
+            ("POST", "/key/delete"): self._delete,
+            ("GET", "/key/list"): self._list,
+            ("GET", "/key/info"): self._info,
+        }
+        route = routes.get((method, path))
+        if route is None:
+            return 404, {"detail": "Not Found"}
+        if method == "POST" and not isinstance(body, dict):
+            return litellm_error(400, "the body is not JSON", "bad_request_error")
+        with self.lock:
+            return route(body if method == "POST" else query)
+
+    def _generate(self, body: dict) -> tuple[int, dict]:
+        alias = body.get("key_alias")
+        if alias and any(row["key_alias"] == alias for row in self.keys.values()):
+            message = (
+                f"Key with alias '{alias}' already exists. Unique key aliases across all keys are required."
+            )
+            return litellm_error(400, message, "bad_request_error", "key_alias")
+        value = body.get("key") or f"sk-{secrets.token_urlsafe(16)}"
+        seconds = parse_duration(body.get("duration"))
+        budget = body.get("max_budget")
+        token = hash_token(value)
+        row = {
+            "token": token,
+            "key_name": f"sk-...{value[-4:]}",
+            "key_alias": alias,
+            "spend": 0.0,
+            "max_budget": float(budget) if budget is not None else None,
+            "expires": (_now() + timedelta(seconds=seconds)).isoformat() if seconds else None,
+            "models": list(body.get("models") or []),
+            "metadata": body.get("metadata") if isinstance(body.get("metadata"), dict) else {},
+            "user_id": body.get("user_id"),
+            "team_id": body.get("team_id"),
+            "created_at": _now().isoformat(),
+        }
+        self.keys[token] = row
+        return 200, {**row, "key": value, "token_id": token, "duration": body.get("duration")}
+
+    def _delete(self, body: dict) -> tuple[int, dict]:
+        if body.get("keys"):
+            asked = list(body["keys"])
+            found = [t for t in map(hash_if_needed, asked) if t in self.keys]
+        elif body.get("key_aliases"):
+            asked = list(body["key_aliases"])
+            found = [t for t, row in self.keys.items() if row["key_alias"] in asked]
+        else:
+            return litellm_error(500, "Invalid request type", "internal_server_error")
+        if not found:
+            return litellm_error(404, "{'error': 'No keys found'}", "internal_server_error")
+        for token in found:
+            self.deleted[token] = {**self.keys.pop(token), "deleted_at": _now().isoformat()}
+        return 200, {"deleted_keys": asked}
+
+    def _list(self, query: dict) -> tuple[int, dict]:
+        try:
+            page, size = int(query.get("page", 1)), int(query.get("size", 10))
+        except ValueError:
+            return litellm_error(422, "page and size are integers", "bad_request_error")
+        if page < 1 or not 1 <= size <= MAX_LIST_SIZE:
+            return litellm_error(422, f"page >= 1 and 1 <= size <= {MAX_LIST_SIZE}", "bad_request_error")
+        rows = list(self.keys.values())
+        alias = query.get("key_alias")
+        if alias is not None:
+            if query.get("substring_matching", "false").lower() == "true":
+                rows = [r for r in rows if alias.lower() in (r["key_alias"] or "").lower()]
+            else:
+                rows = [r for r in rows if r["key_alias"] == alias]
+        full = query.get("return_full_object", "false").lower() == "true"
+        chunk = rows[(page - 1) * size : page * size]
+        return 200, {
+            "keys": [dict(r) for r in chunk] if full else [r["token"] for r in chunk],
+            "total_count": len(rows),
+            "current_page": page,
+            "total_pages": max(1, -(-len(rows) // size)),
+        }
+
+    def _info(self, query: dict) -> tuple[int, dict]:
+        asked = query.get("key") or ""
+        token = hash_if_needed(asked) if asked else ""
+        if token in self.keys:
+            row = self.keys[token]
+            expired = row["expires"] and datetime.fromisoformat(row["expires"]) < _now()
+            status = "expired" if expired else "active"
+        elif token in self.deleted:
+            row, status = self.deleted[token], "deleted"
+        else:
+            return litellm_error(404, "Key not found in database", "not_found_error", "key")
+        info = {k: v for k, v in row.items() if k != "token"}
+        return 200, {"key": asked, "info": {**info, "status": status}}
+
+
 def make_server(
-    turns: list[dict], key: str, host: str = "127.0.0.1", port: int = 0, log_file: Path | None = None
+    turns: list[dict],
+    key: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    log_file: Path | None = None,
+    *,
+    master_key: str | None = None,
+    prices: dict[str, tuple[float, float]] | None = None,
 ):
     """A ThreadingHTTPServer answering from ``turns`` (call serve_forever / shutdown); its
-    ``double`` attribute is the ModelDouble (request log, turn counter)."""
-    if not key:
-        raise ValueError("the model double needs a key to check")
-    double = ModelDouble(turns, key, log_file)
+    ``double`` attribute is the ModelDouble (request log, turn counter). ``key``: a static key model
+    requests may carry; ``master_key``: the double is also a LiteLLM gateway (``KeyGateway``: keys
+    minted with that master key, their spend priced with ``prices``); one of the two is needed."""
+    if not key and not master_key:
+        raise ValueError("the model double needs a key to check (a static key or a gateway's master key)")
+    gateway = KeyGateway(master_key, prices) if master_key else None
+    double = ModelDouble(turns, key, log_file, gateway)
     handler = type("BoundHandler", (Handler,), {"double": double})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
@@ -632,13 +962,30 @@ def make_server(
     return server
 
 
-def serve(script: Path, key: str, host: str = "127.0.0.1", port: int = 8080, log: Path | None = None) -> None:
+def serve(
+    script: Path,
+    key: str,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    log: Path | None = None,
+    *,
+    master_key: str | None = None,
+    prices_file: Path | None = None,
+) -> None:
     """Answer the Messages and Responses APIs from the script file until interrupted (ScriptError on a
-    bad script)."""
+    bad script); with ``master_key``, LiteLLM's key endpoints too (prices from ``prices_file``, else
+    the project's seed when it is there)."""
     turns = load_script_file(script)
-    server = make_server(turns, key, host, port, log)
+    prices = None
+    if master_key:
+        source = prices_file or (DEFAULT_PRICES_FILE if DEFAULT_PRICES_FILE.is_file() else None)
+        prices = load_prices(source) if source else {}
+    server = make_server(turns, key, host, port, log, master_key=master_key, prices=prices)
+    gateway = f", LiteLLM key endpoints, {len(prices or {})} model prices" if master_key else ""
     print(
-        f"model double: {len(turns)} turns on {host}:{server.server_address[1]}", file=sys.stderr, flush=True
+        f"model double: {len(turns)} turns on {host}:{server.server_address[1]}{gateway}",
+        file=sys.stderr,
+        flush=True,
     )
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
@@ -655,11 +1002,14 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     cmd.add_argument("--key", help="the key requests must carry (else --key-file)")
     cmd.add_argument("--key-file", type=Path)
+    cmd.add_argument("--master-key-file", type=Path, help="be a LiteLLM gateway too, with this master key")
+    cmd.add_argument("--prices", type=Path, help="model prices (the seed's CSV, or JSON) for key spend")
     cmd.add_argument("--log", type=Path, help="append one JSON line per request here")
     args = parser.parse_args(argv)
     key = args.key or (args.key_file.read_text().strip() if args.key_file else "")
+    master = args.master_key_file.read_text().strip() if args.master_key_file else None
     try:
-        serve(args.script, key, args.host, args.port, args.log)
+        serve(args.script, key, args.host, args.port, args.log, master_key=master, prices_file=args.prices)
     except ScriptError as err:  # refused before listening: one line that names the file and the problem
         print(f"model double: refused: {err}", file=sys.stderr, flush=True)
         return 2
