@@ -433,13 +433,19 @@ def double_service(
     *,
     known: bool = True,
     agent: str = "claude-code",
+    gateway: type | None = None,
 ):
     """The double answering `turns`, in the runner image on an internal Docker network of this test's
     own (bound to its address there), attempts sent to that network (NETWORK_ENV), the `agent` CLI's
     model-request retries off, and a stand-in broker that hands out the key the double checks (`known` False:
     another key). Yields (broker, key, network name, double container); network and double are
     removed afterwards. The double's container has the plugins folder (its code) read-only and the
-    script's turns; the attempt container has neither."""
+    script's turns; the attempt container has neither.
+
+    `gateway` (a LiteLLMKeyBroker class): the double is a LiteLLM gateway instead (a master key of its
+    own, the seed's model prices, no static key), and the broker is that class on the double's address
+    (the host reaches it on the internal network; the attempt container only through the network).
+    The key is then None: each attempt's key is minted by the broker."""
     from argusic.attempts import agents
     from argusic.attempts.keys import IssuedKey, new_alias, token_id
     from argusic.core import settings
@@ -462,6 +468,14 @@ def double_service(
     script_dir.mkdir()
     (script_dir / "script.json").write_text(json.dumps({"turns": turns}))
     (script_dir / "key").write_text(key if known else f"sk-double-{uuid.uuid4().hex}")
+    master = f"sk-master-{uuid.uuid4().hex}"
+    key_args = " --key-file /script/key"
+    if gateway is not None:
+        (script_dir / "master").write_text(master)
+        (script_dir / "model_prices.csv").write_bytes(
+            (ROOT / "dbt_project/seeds/model_prices.csv").read_bytes()
+        )
+        key_args = " --master-key-file /script/master --prices /script/model_prices.csv"
     tag = uuid.uuid4().hex[:10]
     network = client.networks.create(f"argusic-double-{tag}", driver="bridge", internal=True)
     server = None
@@ -469,8 +483,8 @@ def double_service(
         server = client.containers.run(
             settings.runner_image(),
             ["sh", "-c", "exec python3 /plugins/argusic/sandbox/model_double.py serve"
-             " --script /script/script.json"
-             ' --key-file /script/key --log /tmp/requests.jsonl --port 8080 --host "$(hostname -i)"'],
+             " --script /script/script.json" + key_args +
+             ' --log /tmp/requests.jsonl --port 8080 --host "$(hostname -i)"'],
             detach=True, network=network.name, name=f"argusic-double-{tag}",
             volumes={str(ROOT / "plugins"): {"bind": "/plugins", "mode": "ro"},
                      str(script_dir): {"bind": "/script", "mode": "ro"}},
@@ -495,7 +509,11 @@ def double_service(
         registered = agents.DRIVERS[agent]
         monkeypatch.setitem(agents.DRIVERS, agent, dataclasses.replace(registered, max_retries=0))
         monkeypatch.setenv(NETWORK_ENV, network.name)
-        yield DoubleBroker(), key, network.name, server
+        if gateway is not None:
+            broker = gateway(f"http://{address}:8080", master, backoff_seconds=0.05)
+            yield broker, None, network.name, server
+        else:
+            yield DoubleBroker(), key, network.name, server
     finally:
         if server is not None:
             server.remove(force=True)

@@ -380,7 +380,7 @@ class Handler(BaseHTTPRequestHandler):
             "path": self.path,
             "headers": sorted(h.lower() for h in self.headers),
         }
-        for name in ("anthropic-version", "anthropic-beta", "user-agent", "x-app"):
+        for name in ("anthropic-version", "anthropic-beta", "user-agent", "x-app", "x-stainless-retry-count"):
             if self.headers.get(name):
                 entry[name] = self.headers.get(name)
         if isinstance(body, dict):
