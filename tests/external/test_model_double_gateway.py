@@ -360,3 +360,46 @@ def test_a_spent_key_is_refused_by_the_gateway_and_the_cli_ends(env, tmp_path, m
     assert run.key.gateway_spend == {"spend_usd": pytest.approx(float(spend)), "max_budget_usd": 0.005}
     assert run.key.gateway_spend["spend_usd"] >= 0.005
     _key_lived_one_attempt(tmp_path, run)
+
+
+def test_the_double_started_as_in_its_container_is_a_gateway_with_a_master_key(tmp_path):
+    """`python3 model_double.py serve --master-key-file` (no static key, no --prices: the seed's
+    prices): the broker mints a key there, a model request with it is answered and charged."""
+    import socket
+    import subprocess
+    import sys
+
+    script, master_file = tmp_path / "script.json", tmp_path / "master"
+    script.write_text(json.dumps({"turns": [TURN]}))
+    master_file.write_text(f"sk-master-{uuid.uuid4().hex}")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    program = ROOT / "plugins" / "argusic" / "sandbox" / "model_double.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(program), "serve", "--script", str(script),
+         "--master-key-file", str(master_file), "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+                time.sleep(0.2)
+        broker = LiteLLMKeyBroker(f"http://127.0.0.1:{port}", master_file.read_text(), backoff_seconds=0.01)
+        with attempt_key(broker, "a-command", 1.0) as key:
+            server = type("S", (), {"server_address": ("127.0.0.1", port)})
+            assert _call(server, "POST", "/v1/messages", AGENT, {"x-api-key": _value(key)})[0] == 200
+            assert _call(server, "POST", "/v1/messages", AGENT, {"x-api-key": "sk-wrong"})[0] == 401
+        assert key.gateway_spend == {"spend_usd": pytest.approx(0.0036), "max_budget_usd": 1.0}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    stderr = proc.stderr.read().decode()
+    priced = len(load_prices(DEFAULT_PRICES_FILE))
+    assert f"1 turns on 127.0.0.1:{port}, LiteLLM key endpoints, {priced} model prices" in stderr
+    assert _value(key) not in stderr and master_file.read_text() not in stderr
