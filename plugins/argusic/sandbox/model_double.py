@@ -29,6 +29,10 @@ Bearer``): a wrong or missing key is 401 ``authentication_error``. Every request
 line (method, path, the header *names*, model, stream, tool names, the turn answered and the tokens its
 answer stated, ``usage``; never a key).
 
+With a master key (``--master-key-file``) the double is also the LiteLLM gateway of the key broker:
+LiteLLM's key endpoints, each minted key's spend priced from seed model_prices (or ``--prices``) and
+its max_budget enforced as LiteLLM 1.108.7 does (``KeyGateway``; sources named there).
+
 Sources: the Messages API reference and its streaming page (docs.anthropic.com/en/api/messages,
 …/messages-streaming): event order message_start, content_block_start, content_block_delta
 (text_delta / input_json_delta), content_block_stop, message_delta (stop_reason, usage), message_stop;
