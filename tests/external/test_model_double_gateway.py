@@ -3,10 +3,11 @@
 With a master key the double (argusic.sandbox.model_double.KeyGateway) answers LiteLLM 1.108.7's key
 endpoints, accepts the keys minted there on model requests, keeps each key's spend (the tokens it
 served x the seed model_prices) and refuses a key whose spend reached its max_budget as LiteLLM does.
-Unit tests on 127.0.0.1 check the shapes; two Docker tests run the pinned Claude Code CLI through it
-with the real key broker of argusic.attempts.keys (LiteLLMKeyBroker): a whole install-and-run attempt
-(the key minted with max_budget, carried by every request, deleted at the end, the sweep keeping to
-this installation's keys) and a key with a tiny max_budget that the gateway stops mid-session.
+Unit tests on 127.0.0.1 check the shapes; Docker tests run the pinned Claude Code and Codex CLIs
+through it with the real key broker of argusic.attempts.keys (LiteLLMKeyBroker): for each, a whole
+install-and-run attempt (the key minted with max_budget, carried by every request, deleted at the end,
+the sweep keeping to this installation's keys) and a key with a tiny max_budget that the gateway stops
+mid-session.
 """
 
 from __future__ import annotations
@@ -244,19 +245,18 @@ class GatewayRun:
     swept: list
 
 
-def _attempt_through_gateway(tmp_path, monkeypatch, broker_class) -> GatewayRun:
+def _attempt_through_gateway(
+    tmp_path, monkeypatch, broker_class, agent="claude-code", turns=None
+) -> GatewayRun:
     from argusic.attempts.run import run_attempt
     from argusic.core.evidence import EvidenceStore
     from argusic.core.record import load_record_file
     from argusic.core.spec import AttemptSpec
     from test_containment import hostile_repo
 
-    with double_service(tmp_path, monkeypatch, _script(), gateway=broker_class) as (
-        broker,
-        _,
-        network,
-        server,
-    ):
+    turns = turns or _script()
+    service = double_service(tmp_path, monkeypatch, turns, agent=agent, gateway=broker_class)
+    with service as (broker, _, network, server):
         ours = broker.list_attempt_keys()
         installation = os.environ["ARGUSIC_INSTALLATION"]
         monkeypatch.setenv("ARGUSIC_INSTALLATION", f"{installation}-other")  # another installation
@@ -268,7 +268,7 @@ def _attempt_through_gateway(tmp_path, monkeypatch, broker_class) -> GatewayRun:
         usage = ["python3 make_data.py out/data.json"]
         bare, commit = hostile_repo(tmp_path, PROJECT, usage, {"make_data.py": MAKE_DATA})
         spec = AttemptSpec(
-            cycle_id="gateway", agent_id="claude-code", project_id=PROJECT, repo_url=str(bare), commit=commit,
+            cycle_id="gateway", agent_id=agent, project_id=PROJECT, repo_url=str(bare), commit=commit,
             tier="standard", attempt_no=1, demo=True, budget_scale=180 / 5400,
         )  # fmt: skip
         store = EvidenceStore((tmp_path / "evidence").as_uri())
@@ -403,3 +403,66 @@ def test_the_double_started_as_in_its_container_is_a_gateway_with_a_master_key(t
     priced = len(load_prices(DEFAULT_PRICES_FILE))
     assert f"1 turns on 127.0.0.1:{port}, LiteLLM key endpoints, {priced} model prices" in stderr
     assert _value(key) not in stderr and master_file.read_text() not in stderr
+
+
+# -- Codex through the gateway (the Responses API), in Docker -------------------------------------------
+
+
+def _codex_turns() -> list[dict]:
+    from test_model_double_codex import _script as codex_script
+
+    return codex_script()
+
+
+def _codex_cost(turn: dict) -> Decimal:
+    price_in, price_out = (Decimal(str(p)) for p in load_prices(DEFAULT_PRICES_FILE)["gpt-5.3-codex"])
+    usage = turn.get("usage", {})
+    return usage.get("input_tokens", 100) * price_in + usage.get("output_tokens", 20) * price_out
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_codex_attempt_through_the_gateway_with_a_per_run_key(env, tmp_path, monkeypatch):  # noqa: F811
+    turns = _codex_turns()
+    run = _attempt_through_gateway(tmp_path, monkeypatch, RecordingBroker, agent="codex", turns=turns)
+    record = run.record
+    assert record.end_reason == "completed" and record.invalid_reason is None
+    model = [r for r in run.served if r["path"].startswith("/v1/")]
+    assert [r.get("turn") for r in model] == list(range(len(turns)))
+    assert all(r["api"] == "responses" and r["status"] == 200 for r in model)
+    _key_lived_one_attempt(tmp_path, run)
+    # Codex states no cost; the gateway counted the served tokens x the seed's gpt-5.3-codex prices.
+    assert run.key.gateway_spend["spend_usd"] == pytest.approx(float(sum(map(_codex_cost, turns))))
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_spent_key_is_refused_to_codex_by_the_gateway(env, tmp_path, monkeypatch):  # noqa: F811
+    turns = _codex_turns()
+    limit = float(_codex_cost(turns[0]) + _codex_cost(turns[1]) / 2)  # turns 0 and 1 served, then spent
+
+    class Tiny(RecordingBroker):
+        pass
+
+    Tiny.limit = limit
+    run = _attempt_through_gateway(tmp_path, monkeypatch, Tiny, agent="codex", turns=turns)
+    model = [r for r in run.served if r["path"].startswith("/v1/")]
+    print("codex requests:", [(r.get("turn"), r["status"], r.get("refused")) for r in model])
+    assert [(r.get("turn"), r["status"]) for r in model[:2]] == [(0, 200), (1, 200)]
+    refused = model[2:]
+    assert refused
+    assert all(
+        (r["status"], r.get("refused"), r.get("turn")) == (422, "budget_exceeded", None) for r in refused
+    )
+    record = run.record
+    print("record:", record.end_reason, record.invalid_reason)
+    assert record.end_reason == "harness_error"
+    assert record.invalid_reason.startswith("agent CLI ended in error: turn.failed: unexpected status 422")
+    assert "Budget has been exceeded!" in record.invalid_reason
+    # Codex counts tokens per finished turn: the failed turn leaves the record without any, while the
+    # gateway counted both answers it served: its spend is the only figure of what this attempt used.
+    assert record.usage.input_tokens.status == record.usage.output_tokens.status == "unavailable"
+    spent = _codex_cost(turns[0]) + _codex_cost(turns[1])
+    assert run.key.gateway_spend == {"spend_usd": pytest.approx(float(spent)), "max_budget_usd": limit}
+    assert run.key.gateway_spend["spend_usd"] >= limit
+    _key_lived_one_attempt(tmp_path, run)
