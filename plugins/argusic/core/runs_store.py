@@ -103,19 +103,20 @@ class RunsStore:
             raise RunsStoreError(f"runs store key {key[:200]!r}: {problem}")
         return f"{self.root}/{key}"
 
-    def read(self, key: str) -> bytes | None:
-        """An object's bytes (None when absent), refused past MAX_OBJECT_BYTES."""
+    def read(self, key: str, max_bytes: int = MAX_OBJECT_BYTES) -> bytes | None:
+        """An object's bytes (None when absent), refused past `max_bytes` (default MAX_OBJECT_BYTES; a
+        larger cap for the few objects that need one, e.g. a repair item's repository bundle)."""
         path = self._path(key)
         try:
             size = self.fs.size(path)
         except FileNotFoundError:
             return None
-        if size is None or size > MAX_OBJECT_BYTES:
-            raise RunsStoreError(f"{self.uri_for(key)}: {size} bytes, over {MAX_OBJECT_BYTES}: refused")
+        if size is None or size > max_bytes:
+            raise RunsStoreError(f"{self.uri_for(key)}: {size} bytes, over {max_bytes}: refused")
         with self.fs.open(path, "rb") as handle:
-            data = handle.read(MAX_OBJECT_BYTES + 1)
-        if len(data) > MAX_OBJECT_BYTES:
-            raise RunsStoreError(f"{self.uri_for(key)}: grew past {MAX_OBJECT_BYTES} bytes while read")
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise RunsStoreError(f"{self.uri_for(key)}: grew past {max_bytes} bytes while read")
         return data
 
     def write(self, key: str, data: bytes, write_once: bool = False) -> None:
