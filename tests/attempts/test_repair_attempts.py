@@ -884,3 +884,65 @@ def test_on_a_single_machine_items_stay_in_the_items_folder(tmp_path, isolated, 
     assert repair.load_repair_item(repair_spec(item)) == item
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.json"))
     assert (items_dir() / "calc" / "calc-1.validation.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_items_built_and_validated_on_one_host_are_attempted_graded_and_loaded_on_another(
+    tmp_path, isolated, monkeypatch, s3_bucket
+):
+    """A cluster of two hosts sharing only moto's S3: host A builds the item from its manifest and
+    validates its grader (real grader containers); the repository goes away; host B, its items folder
+    empty, plans the stand-ins' attempts, runs them, grades their patches in fresh grader containers
+    from the store's bundle, and loads records, grades and the item (pulled from the store) into its
+    warehouse."""
+    if why := _docker_and_grader():
+        pytest.skip(why)
+    import shutil
+
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.cycle.run import run_with_reruns
+    from argusic.repair.grader import validate_item
+    from argusic.repair.items import build_items, items_dir
+    from argusic.sandbox.executor import LocalExecutor
+    from argusic.warehouse.load_repair import ingest_repair_task
+    from argusic.workflows.repair_round import repair_ingest_paths
+
+    monkeypatch.setenv("ARGUSIC_RUNS_URL", f"s3://{s3_bucket}/runs")
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
+    _cluster_host(monkeypatch, tmp_path, "a")
+    bare, fake = make_item_repo(tmp_path)
+    (tmp_path / "statement.md").write_text(STATEMENT + "\n")
+    manifest = tmp_path / "calc.toml"
+    manifest.write_text(
+        f'project_id = "calc"\nrepository = "{bare}"\n'
+        'test_command = ["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q"]\n'
+        f'[[items]]\nid = "calc-1"\nrange = "{fake.base}..{_git(bare, "rev-parse", "main")}"\n'
+        'statement = "statement.md"\n'
+    )
+    (item,) = build_items(manifest, items_dir())
+    assert validate_item(item, out_dir=items_dir()).usable  # graded from the store's bundle already
+    shutil.rmtree(bare)
+
+    b = _cluster_host(monkeypatch, tmp_path, "b")
+    agents = ["repair-demo-gold", "repair-demo-none"]
+    specs = plan_repair_specs("2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360)
+    assert [(s.agent_id, s.item.item_id, s.item.revision) for s in specs] == [
+        (a, "calc-1", item.revision) for a in agents
+    ]
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    records = []
+    for spec, verdict in zip(specs, ("resolved", "unresolved"), strict=True):
+        paths = run_with_reruns(spec, LocalExecutor(), store, b / "runs")
+        record = load_record_file(paths[-1])
+        assert len(paths) == 1 and record.invalid_reason is None, record.invalid_reason
+        grade = json.loads(store.read(record.repair.grade.uri))
+        assert (grade["verdict"], grade["revision"]) == (verdict, item.revision), grade
+        records.append(str(paths[-1]))
+    assert sorted(p.name for p in (b / "items").iterdir()) == [".repos"]
+    loaded = repair_ingest_paths(records)  # pulls the graded item revision and its validation
+    assert (b / "items" / "calc" / "revisions" / "calc-1" / f"{item.revision}.json").is_file()
+    assert (b / "items" / "calc" / "calc-1.validation.json").is_file()
+    counts = ingest_repair_task(loaded, str(tmp_path / "b-warehouse.duckdb"))
+    assert (counts["items"], counts["validations"], counts["grades"]) == (1, 1, 2), counts
