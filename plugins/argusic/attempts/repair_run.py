@@ -7,7 +7,9 @@ specs of purpose repair, so reruns, resumption, the Airflow task and ingest are 
 
 1. On the host: a bare repository holding **one parentless commit of base's files** (tagged `base`),
    made from the item's repository; the container is given only that (``base_source``), so neither the
-   item's repository nor any history of it is reachable.
+   item's repository nor any history of it is reachable. On a cluster (a runs store) the item and its
+   base come from the runs store, where the host that built them put them
+   (``argusic.repair.item_store``): any host can attempt and grade any item.
 2. In the container (``working_copy_script``): the checkout becomes a fresh repository (its `.git`
    replaced: no history, no remote, no shallow graft), committed once and tagged `base`; then
    ``check_instructions.py`` refuses to start when any instruction file (``CLAUDE.md``, ``AGENTS.md``,

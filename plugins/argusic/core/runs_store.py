@@ -10,6 +10,8 @@ and each host's runs folder becomes a cache of the store, keyed the same way:
     <cycle>/plan/manifest-<digest>.json    what one batch of specs holds (written last: a rerun reads it)
     <cycle>/environment.json               the cycle's pin, first writer wins (a conditional put)
     <cycle>/<attempt id>/run_record.json   every run record, write-once (the attempt task)
+    items/<project>/<item>/<revision>/…    repair items, their bases' bundles, their validations
+                                           (argusic.repair.item_store)
 
 An attempt task pulls its spec, the pin and the records measured before (a retry on another host finds
 them and measures nothing twice) and pushes each record as soon as it is written; ingest pulls the

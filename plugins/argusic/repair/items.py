@@ -7,6 +7,10 @@ every revision ever written is also kept, never overwritten, at
 nothing; a different revision (new statement, new grader image, other test outcomes...) adds its
 file and becomes the current one. ``revision`` is the sha256 of the canonical JSON (sorted keys, no
 spaces, UTF-8) of every field except ``revision`` and ``built_at``.
+
+On a cluster (ARGUSIC_RUNS_URL set) each revision built also goes into the runs store with a bundle of
+its base (``publish_item``; ``argusic.repair.item_store``), and hosts that did not build it read it
+from there (``load_stored_item``, ``repository_of``).
 """
 
 from __future__ import annotations
