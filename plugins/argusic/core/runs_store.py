@@ -105,9 +105,10 @@ class RunsStore:
             raise RunsStoreError(f"runs store key {key[:200]!r}: {problem}")
         return f"{self.root}/{key}"
 
-    def read(self, key: str, max_bytes: int = MAX_OBJECT_BYTES) -> bytes | None:
+    def read(self, key: str, max_bytes: int | None = None) -> bytes | None:
         """An object's bytes (None when absent), refused past `max_bytes` (default MAX_OBJECT_BYTES; a
         larger cap for the few objects that need one, e.g. a repair item's repository bundle)."""
+        max_bytes = MAX_OBJECT_BYTES if max_bytes is None else max_bytes
         path = self._path(key)
         try:
             size = self.fs.size(path)

@@ -40,7 +40,7 @@ from argusic.repair import testrun
 PREFIX = "items"
 ENTRY_SCHEMA = "argusic.repair_item_entry/1"
 MAX_BUNDLE_BYTES = 512 << 20  # a shallow bundle of one commit's files; a large repository fits
-MAX_DOC_BYTES = 1 << 20
+MAX_DOC_BYTES = 4 * 1024 * 1024  # an item record's own cap (argusic.repair.items.MAX_ITEM_BYTES)
 ITEM_FILE = "item.json"
 ENTRY_FILE = "entry.json"
 VALIDATED_FILE = "validated.json"
