@@ -695,3 +695,254 @@ def test_repair_round_without_airflow_shows_the_track_end_to_end(tmp_path, isola
     again = repair_round("2026-12-round", ["calc"])
     assert again["verdicts"] == first["verdicts"]
     assert {p: Path(p).stat().st_mtime_ns for p in again["records"]} == stamps  # nothing measured twice
+
+
+# --- on a cluster: items built on one host, attempted and graded on another (the runs store) --------
+
+
+@pytest.fixture(params=["s3", "file"])
+def items_store(request, tmp_path, monkeypatch) -> str:
+    """A cluster's runs store: moto's S3 (the real protocol) or a file:// store on a local disk."""
+    if request.param == "s3":
+        url = f"s3://{request.getfixturevalue('s3_bucket')}/runs"
+    else:
+        url = (tmp_path / "store").as_uri()
+    monkeypatch.setenv("ARGUSIC_RUNS_URL", url)
+    return url
+
+
+def _cluster_host(monkeypatch, root: Path, name: str) -> Path:
+    """Make this process host `name`: its own runs folder and items folder (nothing shared on disk)."""
+    home = root / "hosts" / name
+    monkeypatch.setenv("ARGUSIC_RUNS_DIR", str(home / "runs"))
+    monkeypatch.setenv("ARGUSIC_ITEMS_DIR", str(home / "items"))
+    return home
+
+
+def _item_built_on_host_a(tmp_path: Path, usable: bool = True):
+    """Host A builds the calc item of make_item_repo's history (the real record, its base in the
+    repository) and validates it: both go into the runs store. Returns (item, fresh commit of base)."""
+    from argusic.repair.grader import Validation, store_validation
+    from argusic.repair.items import items_dir, make_item, publish_item, store_item
+
+    bare, fake = make_item_repo(tmp_path)
+    item = make_item({
+        "item_id": "calc-1", "project_id": "calc", "repository": str(bare), "base": fake.base,
+        "source": {"kind": "commit", "ref": "2" * 40}, "track": "basic", "problem_statement": STATEMENT,
+        "interface_spec": None, "test_patch": fake.test_patch, "gold_patch": fake.gold_patch,
+        "test_files": ["test_calc.py"], "test_command": ["python3", "-m", "pytest"], "setup_command": None,
+        "fail_to_pass": ["test_calc::test_add"], "pass_to_pass": [], "split": None,
+        "superseded_by_split": False, "states": {"base": {}, "with_tests": {}, "with_gold": {}},
+        "built_at": "2026-12-01T00:00:00Z",
+        "grader_image": {"reference": "argusic-grader:bookworm", "digest": "sha256:" + "3" * 64},
+    })  # fmt: skip
+    store_item(item, items_dir())
+    entry = publish_item(item, items_dir(), bare)  # None on a single machine: nothing to put anywhere
+    assert entry is None or entry.endswith(f"items/calc/calc-1/{item.revision}/entry.json")
+    validation = Validation(item.item_id, item.revision, "2026-12-01T00:00:00Z", {"reference": "g"})
+    validation.usable = usable
+    store_validation(validation, item)
+    fresh = repair.base_source(bare, item.base, tmp_path / "a-source.git")
+    return item, bare, fresh
+
+
+def _tamper(key: str, change) -> None:
+    """Change an object of the runs store behind the code's back (as a person with write access)."""
+    from argusic.core.runs_store import shared
+
+    store = shared()
+    path = f"{store.root}/{key}"
+    store.fs.pipe_file(path, change(store.fs.cat_file(path)))
+
+
+def test_an_item_built_on_one_host_is_planned_prepared_and_attempted_on_another_from_the_store(
+    tmp_path, isolated, monkeypatch, graded, items_store
+):
+    """Host A builds and validates; the item's repository then goes away. Host B, its items folder
+    empty, plans the item, loads it, unpacks its base from the store's bundle (the same fresh commit
+    host A would hand the container) and runs the whole attempt."""
+    import shutil
+
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.cycle.run import run_with_reruns
+    from argusic.repair import testrun
+    from argusic.repair.items import repository_of
+    from argusic.sandbox.executor import LocalExecutor
+
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
+    _cluster_host(monkeypatch, tmp_path, "a")
+    item, bare, fresh_a = _item_built_on_host_a(tmp_path)
+    shutil.rmtree(bare)  # host B could not reach the manifest's repository anyway
+
+    b = _cluster_host(monkeypatch, tmp_path, "b")
+    assert not (b / "items").exists()
+    (spec,) = plan_repair_specs(
+        "2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True, budget_scale=1 / 360
+    )
+    assert (spec.item.item_id, spec.item.revision) == ("calc-1", item.revision)
+    assert repair.load_repair_item(spec) == item
+    git_dir = repository_of(item)
+    assert git_dir.is_relative_to(b / "items" / ".repos" / "store")
+    assert repair.base_source(git_dir, item.base, tmp_path / "b-source.git") == fresh_a
+    tree = tmp_path / "b-tree"
+    testrun.export_base(git_dir, item.base, tree)  # what the grader exports
+    assert (tree / GOLD).read_text() == "def add(a, b):\n    return a - b\n"
+    assert sorted(p.name for p in tree.iterdir()) == ["NOTES.md", "README.md", GOLD]
+
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    paths = run_with_reruns(spec, LocalExecutor(), store, b / "runs")
+    record = load_record_file(paths[-1])
+    assert len(paths) == 1 and record.invalid_reason is None, record.invalid_reason
+    assert record.repair.item_revision == item.revision and graded[0][0].count(b"+    return a + b") == 1
+    assert json.loads(store.read(record.repair.grade.uri))["verdict"] == "resolved"
+    assert sorted(p.name for p in (b / "items").iterdir()) == [".repos"]  # only the unpacked base
+
+
+@pytest.mark.parametrize(
+    "what,where,refusal",
+    [
+        ("item", "item.json", "changed since it was stored"),
+        ("built_at", "item.json", "changed since it was stored"),
+        ("bundle", "bundle", "changed since it was stored"),
+        ("entry", "entry.json", "is not in the runs store"),
+        ("validation", "validation", None),
+    ],
+)
+def test_an_item_changed_or_missing_in_the_store_is_refused(
+    tmp_path, isolated, monkeypatch, items_store, what, where, refusal
+):
+    from argusic.core.runs_store import shared
+    from argusic.repair.items import ItemError, repository_of
+
+    _cluster_host(monkeypatch, tmp_path, "a")
+    item, _, _ = _item_built_on_host_a(tmp_path)
+    folder = f"items/calc/calc-1/{item.revision}"
+    entry = json.loads(shared().read(f"{folder}/entry.json"))
+    validated = json.loads(shared().read(f"{folder}/validated.json"))
+    key = {
+        "item.json": f"{folder}/item.json",
+        "entry.json": f"{folder}/entry.json",
+        "bundle": entry["bundle"]["key"],
+        "validation": validated["validation"]["key"],
+    }[where]
+    if what == "item":
+        _tamper(key, lambda data: data.replace(b"returns -1 instead of 5", b"returns 5, all is well"))
+    elif what == "built_at":  # the content's revision still agrees: the entry's sha256 does not
+        _tamper(key, lambda data: data.replace(b"2026-12-01T00:00:00Z", b"2026-12-02T00:00:00Z"))
+    elif what == "bundle":
+        _tamper(key, lambda data: data[:-40] + bytes(40))
+    elif what == "validation":
+        _tamper(key, lambda data: data.replace(b'"usable": true', b'"usable": false'))
+    else:
+        shared().fs.rm_file(f"{shared().root}/{key}")
+
+    _cluster_host(monkeypatch, tmp_path, "b")
+    if what == "validation":  # a validation that is not the one stored is no validation: not planned
+        assert plan_repair_specs("2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True) == []
+        return
+    if what == "bundle":  # the plan reads no bundle; the attempt and the grader are refused it
+        assert len(plan_repair_specs("2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True)) == 1
+        with pytest.raises(ItemError, match=refusal):
+            repository_of(item)
+        return
+    with pytest.raises(ItemError, match=refusal):
+        plan_repair_specs("2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True)
+    with pytest.raises(ItemError, match=refusal):
+        repair.load_repair_item(repair_spec(item))
+
+
+def test_a_bundle_that_does_not_hold_the_items_base_is_refused(tmp_path, isolated, monkeypatch, items_store):
+    """A bundle of another commit, listed with its own sha256 (a wrong entry): git's object ids decide."""
+    from argusic.core.runs_store import shared
+    from argusic.repair import item_store
+    from argusic.repair.items import ItemError, repository_of
+
+    _cluster_host(monkeypatch, tmp_path, "a")
+    item, bare, _ = _item_built_on_host_a(tmp_path)
+    other = item_store.base_bundle(bare, _git(bare, "rev-parse", "main"))
+    folder = f"items/calc/calc-1/{item.revision}"
+    entry = json.loads(shared().read(f"{folder}/entry.json"))
+    sha = hashlib.sha256(other).hexdigest()
+    entry["bundle"] = {"key": f"{folder}/base-{sha}.bundle", "sha256": sha, "bytes": len(other)}
+    shared().fs.pipe_file(f"{shared().root}/{folder}/base-{sha}.bundle", other)
+    shared().fs.pipe_file(f"{shared().root}/{folder}/entry.json", json.dumps(entry).encode())
+    _cluster_host(monkeypatch, tmp_path, "b")
+    with pytest.raises(ItemError, match="not a bundle of|does not hold the item's base"):
+        repository_of(item)
+
+
+def test_on_a_single_machine_items_stay_in_the_items_folder(tmp_path, isolated, monkeypatch):
+    from argusic.repair import item_store
+    from argusic.repair.items import items_dir, repository_of
+
+    monkeypatch.delenv("ARGUSIC_RUNS_URL", raising=False)
+    monkeypatch.setenv("ARGUSIC_ITEMS_DIR", str(tmp_path / "items"))
+    item, bare, _ = _item_built_on_host_a(tmp_path)
+    assert item_store.active() is None
+    assert repository_of(item) == bare.resolve()
+    assert repair.load_repair_item(repair_spec(item)) == item
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.json"))
+    assert (items_dir() / "calc" / "calc-1.validation.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_items_built_and_validated_on_one_host_are_attempted_graded_and_loaded_on_another(
+    tmp_path, isolated, monkeypatch, s3_bucket
+):
+    """A cluster of two hosts sharing only moto's S3: host A builds the item from its manifest and
+    validates its grader (real grader containers); the repository goes away; host B, its items folder
+    empty, plans the stand-ins' attempts, runs them, grades their patches in fresh grader containers
+    from the store's bundle, and loads records, grades and the item (pulled from the store) into its
+    warehouse."""
+    if why := _docker_and_grader():
+        pytest.skip(why)
+    import shutil
+
+    from argusic.core.evidence import EvidenceStore
+    from argusic.core.record import load_record_file
+    from argusic.cycle.run import run_with_reruns
+    from argusic.repair.grader import validate_item
+    from argusic.repair.items import build_items, items_dir
+    from argusic.sandbox.executor import LocalExecutor
+    from argusic.warehouse.load_repair import ingest_repair_task
+    from argusic.workflows.repair_round import repair_ingest_paths
+
+    monkeypatch.setenv("ARGUSIC_RUNS_URL", f"s3://{s3_bucket}/runs")
+    monkeypatch.setenv("ARGUSIC_SCRATCH_DIR", str(tmp_path / "scratch"))
+    _cluster_host(monkeypatch, tmp_path, "a")
+    bare, fake = make_item_repo(tmp_path)
+    (tmp_path / "statement.md").write_text(STATEMENT + "\n")
+    manifest = tmp_path / "calc.toml"
+    manifest.write_text(
+        f'project_id = "calc"\nrepository = "{bare}"\n'
+        'test_command = ["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q"]\n'
+        f'[[items]]\nid = "calc-1"\nrange = "{fake.base}..{_git(bare, "rev-parse", "main")}"\n'
+        'statement = "statement.md"\n'
+    )
+    (item,) = build_items(manifest, items_dir())
+    assert validate_item(item, out_dir=items_dir()).usable  # graded from the store's bundle already
+    shutil.rmtree(bare)
+
+    b = _cluster_host(monkeypatch, tmp_path, "b")
+    agents = ["repair-demo-gold", "repair-demo-none"]
+    specs = plan_repair_specs("2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360)
+    assert [(s.agent_id, s.item.item_id, s.item.revision) for s in specs] == [
+        (a, "calc-1", item.revision) for a in agents
+    ]
+    store = EvidenceStore((tmp_path / "evidence").as_uri())
+    records = []
+    for spec, verdict in zip(specs, ("resolved", "unresolved"), strict=True):
+        paths = run_with_reruns(spec, LocalExecutor(), store, b / "runs")
+        record = load_record_file(paths[-1])
+        assert len(paths) == 1 and record.invalid_reason is None, record.invalid_reason
+        grade = json.loads(store.read(record.repair.grade.uri))
+        assert (grade["verdict"], grade["revision"]) == (verdict, item.revision), grade
+        records.append(str(paths[-1]))
+    assert sorted(p.name for p in (b / "items").iterdir()) == [".repos"]
+    loaded = repair_ingest_paths(records)  # pulls the graded item revision and its validation
+    assert (b / "items" / "calc" / "revisions" / "calc-1" / f"{item.revision}.json").is_file()
+    assert (b / "items" / "calc" / "calc-1.validation.json").is_file()
+    counts = ingest_repair_task(loaded, str(tmp_path / "b-warehouse.duckdb"))
+    assert (counts["items"], counts["validations"], counts["grades"]) == (1, 1, 2), counts

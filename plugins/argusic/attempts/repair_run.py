@@ -7,7 +7,9 @@ specs of purpose repair, so reruns, resumption, the Airflow task and ingest are 
 
 1. On the host: a bare repository holding **one parentless commit of base's files** (tagged `base`),
    made from the item's repository; the container is given only that (``base_source``), so neither the
-   item's repository nor any history of it is reachable.
+   item's repository nor any history of it is reachable. On a cluster (a runs store) the item and its
+   base come from the runs store, where the host that built them put them
+   (``argusic.repair.item_store``): any host can attempt and grade any item.
 2. In the container (``working_copy_script``): the checkout becomes a fresh repository (its `.git`
    replaced: no history, no remote, no shallow graft), committed once and tagged `base`; then
    ``check_instructions.py`` refuses to start when any instruction file (``CLAUDE.md``, ``AGENTS.md``,
@@ -60,8 +62,9 @@ from argusic.core.record import RecordError, RecordFile, bound_texts, load_recor
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import PACKAGE_DIR, parse_size
 from argusic.external.collect import JsonlRead, iter_jsonl, record_parts, shell_script
+from argusic.repair import item_store
 from argusic.repair.grader import grade_patch
-from argusic.repair.items import items_dir, load_item, local_git_dir
+from argusic.repair.items import Item, items_dir, load_item, load_stored_item, repository_of
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
 from argusic.sandbox.launch import Launch
 
@@ -180,9 +183,15 @@ def item_path(project_id: str, item_id: str, base: Path | None = None) -> Path:
 
 
 def load_repair_item(spec, base: Path | None = None):
-    """The item a repair spec names, refused unless it is the planned revision of that project."""
-    path = item_path(spec.project_id, spec.item.item_id, base)
-    item = load_item(path)
+    """The item a repair spec names, refused unless it is the planned revision of that project. On a
+    cluster (a runs store, no `base` folder given) it is read from the runs store, where the host that
+    built it put it (``argusic.repair.items.load_stored_item``: sha256 and revision checked)."""
+    if base is None and item_store.active() is not None:
+        path = f"the runs store's {spec.project_id}/{spec.item.item_id}"
+        item = load_stored_item(spec.project_id, spec.item.item_id, spec.item.revision)
+    else:
+        path = item_path(spec.project_id, spec.item.item_id, base)
+        item = load_item(path)
     for field, want in (
         ("item_id", spec.item.item_id),
         ("revision", spec.item.revision),
@@ -200,6 +209,8 @@ def load_repair_item(spec, base: Path | None = None):
 def usable_items(project_id: str, base: Path | None = None) -> list[Any]:
     """The project's items fit for agents: validated usable (gold resolved ×3, empty unresolved) and
     not the original of split items; sorted by item id (the plan's order)."""
+    if base is None and item_store.active() is not None:
+        return _stored_usable_items(project_id)
     folder = (base or items_dir()) / project_id
     found = []
     if not folder.is_dir():
@@ -215,6 +226,28 @@ def usable_items(project_id: str, base: Path | None = None) -> list[Any]:
     return found
 
 
+def _stored_usable_items(project_id: str) -> list[Item]:
+    """`usable_items` on a cluster: the project's current item revisions in the runs store, each with
+    its validation record from there (a missing or unreadable one says not usable)."""
+    found = []
+    for item_id, revision in sorted(item_store.current_revisions(project_id).items()):
+        item = load_stored_item(project_id, item_id, revision)
+        try:
+            raw = item_store.read_validation_bytes(project_id, item_id, revision)
+            doc = json.loads(raw) if raw is not None else None
+        except (item_store.ItemStoreError, ValueError) as err:
+            log.warning("%s revision %s: validation not read from the runs store: %s", item_id, revision, err)
+            continue
+        if item.superseded_by_split or not _usable_doc(doc, revision):
+            continue
+        found.append(item)
+    return found
+
+
+def _usable_doc(doc: object, revision: str) -> bool:
+    return isinstance(doc, dict) and doc.get("usable") is True and doc.get("revision") == revision
+
+
 def _usable(path: Path, revision: str) -> bool:
     """Whether a validation record says usable for this revision (a missing, linked, oversized or
     unreadable one says no)."""
@@ -224,7 +257,7 @@ def _usable(path: Path, revision: str) -> bool:
         doc = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return False
-    return isinstance(doc, dict) and doc.get("usable") is True and doc.get("revision") == revision
+    return _usable_doc(doc, revision)
 
 
 # --- the prompt -----------------------------------------------------------------------------------
@@ -532,7 +565,7 @@ def run_repair_attempt(
         pinned_image = pin.images[role].digest
     # The item's repository as the grader finds it (a local path, file:// or git://127.0.0.1 mirrored):
     # read on the host only, never handed to the container.
-    repository = local_git_dir(item.repository, items_dir() / ".repos")
+    repository = repository_of(item)  # on a cluster: unpacked from the item's bundle in the runs store
     out_dir = folder / "out"
     if out_dir.exists():
         shutil.rmtree(out_dir)

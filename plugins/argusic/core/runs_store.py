@@ -10,6 +10,8 @@ and each host's runs folder becomes a cache of the store, keyed the same way:
     <cycle>/plan/manifest-<digest>.json    what one batch of specs holds (written last: a rerun reads it)
     <cycle>/environment.json               the cycle's pin, first writer wins (a conditional put)
     <cycle>/<attempt id>/run_record.json   every run record, write-once (the attempt task)
+    items/<project>/<item>/<revision>/…    repair items, their bases' bundles, their validations
+                                           (argusic.repair.item_store)
 
 An attempt task pulls its spec, the pin and the records measured before (a retry on another host finds
 them and measures nothing twice) and pushes each record as soon as it is written; ingest pulls the
@@ -103,19 +105,21 @@ class RunsStore:
             raise RunsStoreError(f"runs store key {key[:200]!r}: {problem}")
         return f"{self.root}/{key}"
 
-    def read(self, key: str) -> bytes | None:
-        """An object's bytes (None when absent), refused past MAX_OBJECT_BYTES."""
+    def read(self, key: str, max_bytes: int | None = None) -> bytes | None:
+        """An object's bytes (None when absent), refused past `max_bytes` (default MAX_OBJECT_BYTES; a
+        larger cap for the few objects that need one, e.g. a repair item's repository bundle)."""
+        max_bytes = MAX_OBJECT_BYTES if max_bytes is None else max_bytes
         path = self._path(key)
         try:
             size = self.fs.size(path)
         except FileNotFoundError:
             return None
-        if size is None or size > MAX_OBJECT_BYTES:
-            raise RunsStoreError(f"{self.uri_for(key)}: {size} bytes, over {MAX_OBJECT_BYTES}: refused")
+        if size is None or size > max_bytes:
+            raise RunsStoreError(f"{self.uri_for(key)}: {size} bytes, over {max_bytes}: refused")
         with self.fs.open(path, "rb") as handle:
-            data = handle.read(MAX_OBJECT_BYTES + 1)
-        if len(data) > MAX_OBJECT_BYTES:
-            raise RunsStoreError(f"{self.uri_for(key)}: grew past {MAX_OBJECT_BYTES} bytes while read")
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise RunsStoreError(f"{self.uri_for(key)}: grew past {max_bytes} bytes while read")
         return data
 
     def write(self, key: str, data: bytes, write_once: bool = False) -> None:

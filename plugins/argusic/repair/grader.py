@@ -18,7 +18,10 @@ files of interest (f2p and p2p) are re-run alone up to three times. Seven verdic
 
 ``validate_item``: the gold patch three times (each must be ``resolved``), the empty patch once
 (``unresolved``), and for split items the topic's partial gold patch once (``resolved``); an item is
-usable only then. The record is written beside the item.
+usable only then. The record is written beside the item, and on a cluster into the runs store.
+
+The item's base comes from its repository on one machine, and on a cluster from the item's bundle in
+the runs store (``argusic.repair.items.repository_of``): a grader on any host needs nothing else.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from argusic.repair import lint, testrun
+from argusic.repair import item_store, lint, testrun
 from argusic.repair import paths as test_paths
-from argusic.repair.items import Item, ItemError, items_dir, local_git_dir, write_record
+from argusic.repair.items import Item, ItemError, items_dir, repository_of, write_record
 
 GRADE_SCHEMA = "argusic.repair_grade/1"
 VALIDATION_SCHEMA = "argusic.repair_validation/1"
@@ -294,7 +297,7 @@ def grade_patch(
         return grade
     try:
         grade.grader_image["digest"] = testrun.image_id(image)
-        git_dir = local_git_dir(item.repository, _repo_cache(), need=item.base)
+        git_dir = repository_of(item, _repo_cache())  # on a cluster: the runs store's bundle
     except (testrun.StateError, ItemError) as err:
         grade.detail = str(err)
         return grade
@@ -416,10 +419,14 @@ def validate_item(item: Item, *, image: str | None = None, out_dir: Path | None 
 
 
 def store_validation(validation: Validation, item: Item, out_dir: Path | None = None) -> Path:
+    """Write the validation record beside the item; on a cluster it goes into the runs store too
+    (``argusic.repair.item_store.put_validation``), where the planning and attempting hosts read it."""
     folder = Path(out_dir or items_dir()) / item.project_id
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{item.item_id}.validation.json"
-    write_record(path, validation.to_json())
+    text = validation.to_json()
+    write_record(path, text)
+    item_store.put_validation(item.project_id, item.item_id, item.revision, text.encode())
     return path
 
 

@@ -7,6 +7,10 @@ every revision ever written is also kept, never overwritten, at
 nothing; a different revision (new statement, new grader image, other test outcomes...) adds its
 file and becomes the current one. ``revision`` is the sha256 of the canonical JSON (sorted keys, no
 spaces, UTF-8) of every field except ``revision`` and ``built_at``.
+
+On a cluster (ARGUSIC_RUNS_URL set) each revision built also goes into the runs store with a bundle of
+its base (``publish_item``; ``argusic.repair.item_store``), and hosts that did not build it read it
+from there (``load_stored_item``, ``repository_of``).
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from argusic.core.runs_store import RunsStoreError
 from argusic.core.settings import project_root
+from argusic.repair import item_store, testrun
 from argusic.repair import paths as test_paths
-from argusic.repair import testrun
 
 SCHEMA = "argusic.repair_item/1"
 MAX_ITEM_BYTES = 4 * 1024 * 1024
@@ -494,7 +499,55 @@ def build_items(
             refusals.append(str(err))
     for item in built:
         store_item(item, out_dir)
+        publish_item(item, out_dir, git_dir)
     return built
+
+
+def publish_item(item: Item, out_dir: Path, git_dir: Path) -> str | None:
+    """On a cluster, put a stored item into the runs store with a bundle of its base from `git_dir`
+    (``argusic.repair.item_store``): the bytes of its kept revision file, the first one built. Its
+    entry's URI; None on a single machine."""
+    if item_store.active() is None:
+        return None
+    kept = Path(out_dir) / item.project_id / "revisions" / item.item_id / f"{item.revision}.json"
+    try:
+        return item_store.put_item(
+            item.project_id, item.item_id, item.revision, kept.read_bytes(), git_dir, item.base
+        )
+    except (item_store.ItemStoreError, RunsStoreError, testrun.StateError, OSError) as err:
+        raise ItemError(f"{item.item_id}: not put into the runs store: {err}") from None
+
+
+def load_stored_item(project_id: str, item_id: str, revision: str) -> Item:
+    """An item revision from the runs store (a cluster's hosts share no items folder): the entered
+    bytes (sha256 checked), parsed, its revision recomputed from its content and matched with the one
+    asked for; ItemError naming the object otherwise."""
+    try:
+        raw = item_store.read_item_bytes(project_id, item_id, revision)
+    except item_store.ItemStoreError as err:
+        raise ItemError(str(err)) from None
+    where = f"runs store item {project_id}/{item_id} revision {revision[:12]}…"
+    try:
+        item = Item.model_validate_json(raw)
+    except ValidationError as err:
+        raise _refusal(where, err) from None
+    if (item.project_id, item.item_id, item.revision) != (project_id, item_id, revision):
+        raise ItemError(f"{where}: holds {item.project_id}/{item.item_id} revision {item.revision[:12]}…")
+    return item
+
+
+def repository_of(item: Item, cache: Path | None = None) -> Path:
+    """A local git dir holding the item's base: on a cluster, unpacked from the item's bundle in the
+    runs store (the manifest's repository is on the host that built it); on one machine, the item's
+    repository (``local_git_dir``). `cache`: where mirrors and bundles are unpacked (default
+    ``<items folder>/.repos``)."""
+    cache = Path(cache or items_dir() / ".repos")
+    if item_store.active() is None:
+        return local_git_dir(item.repository, cache, need=item.base)
+    try:
+        return item_store.base_git_dir(item.project_id, item.item_id, item.revision, item.base, cache)
+    except item_store.ItemStoreError as err:
+        raise ItemError(str(err)) from None
 
 
 def _build_one(

@@ -24,8 +24,16 @@ from argusic.core.spec import write_spec
 from argusic.cycle.plan import budget_scale_for, plan_repair_specs
 from argusic.cycle.run import run_with_reruns
 from argusic.cycle.tally import read_run_records
+from argusic.repair import item_store
 from argusic.repair.grader import validate_item
-from argusic.repair.items import build_items, items_dir, load_item, load_manifest
+from argusic.repair.items import (
+    build_items,
+    items_dir,
+    load_item,
+    load_manifest,
+    load_stored_item,
+    write_record,
+)
 from argusic.sources.forge import build_repair_forge
 from argusic.sources.pool import load_pool
 from argusic.warehouse.load_repair import ingest_repair_task
@@ -178,8 +186,29 @@ def repair_ingest_paths(record_paths: Sequence[str | RecordFile]) -> list[str]:
     for record in (r.record for r in records):
         if record.repair is not None and record.repair.grade is not None:
             projects.add(record.project_id)
+            pull_stored_item(record.project_id, record.repair.item_id, record.repair.item_revision)
     folders = [str(items_dir() / p) for p in sorted(projects) if (items_dir() / p).is_dir()]
     return [*folders, *grades] if grades else []
+
+
+def pull_stored_item(project_id: str, item_id: str, revision: str) -> None:
+    """On a cluster, bring an item revision and its validation from the runs store into this host's
+    items folder when it lacks them (the host that built them may be another): the revision as the
+    items folder keeps it (``<project>/revisions/<item>/<revision>.json``, never replaced) and the
+    validation beside the item when there is none. Single machine: nothing to do."""
+    if item_store.active() is None:
+        return
+    folder = items_dir() / project_id
+    kept = folder / "revisions" / item_id / f"{revision}.json"
+    if not kept.is_file():
+        load_stored_item(project_id, item_id, revision)  # refused unless sha256 and revision agree
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        write_record(kept, item_store.read_item_bytes(project_id, item_id, revision).decode())
+    validation = folder / f"{item_id}.validation.json"
+    if not validation.exists():
+        raw = item_store.read_validation_bytes(project_id, item_id, revision)
+        if raw is not None:
+            write_record(validation, raw.decode())
 
 
 def _sha256(path: Path) -> str:
