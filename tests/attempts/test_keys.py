@@ -239,6 +239,21 @@ def test_shared_key_is_recorded_as_shared(monkeypatch: pytest.MonkeyPatch) -> No
         assert key.record() == {"kind": "none", "limit_usd": None} and key.container_env() == {}
 
 
+def test_the_gateways_count_of_a_per_run_key_is_recorded_only_when_known() -> None:
+    from argusic.core.record import Key
+
+    key = IssuedKey(value="sk-x", kind="per_run", attempt_id="a", alias="x", limit_usd=3)
+    assert key.record() == {"kind": "per_run", "limit_usd": 3}  # the contract's shape, as before
+    key.gateway_spend = {"spend_usd": 0.25, "max_budget_usd": 3.0}
+    assert key.record() == {"kind": "per_run", "limit_usd": 3, "gateway_spend_usd": 0.25}
+    written = '{"kind":"per_run","limit_usd":3.0,"gateway_spend_usd":0.25}'
+    assert Key(**key.record()).model_dump_json() == written
+    assert Key(kind="per_run", limit_usd=3.0).model_dump_json() == '{"kind":"per_run","limit_usd":3.0}'
+    shared = IssuedKey(value="sk-v", kind="shared", attempt_id="a", alias="shared:V")
+    shared.gateway_spend = {"spend_usd": 9.0, "max_budget_usd": None}  # a shared key has no per-run count
+    assert shared.record() == {"kind": "shared", "limit_usd": None}
+
+
 def test_alias_carries_the_attempt() -> None:
     alias = new_alias("2026-12.board.agent.proj.a1")
     assert alias.startswith(ALIAS_PREFIX)

@@ -205,11 +205,12 @@ def _run(end_state, *, answered=True, report=True):
 
 
 EVIDENCE = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "1" * 64}, "report": None}
+SPENT = {"kind": "per_run", "limit_usd": 3.0, "gateway_spend_usd": 3.0012}  # the record's key field
 
 
 @pytest.mark.parametrize(
-    ("result", "run", "evidence", "expected"),
-    [
+    ("result", "run", "evidence", "expected", "key"),
+    [case if len(case) == 5 else (*case, None) for case in [
         # expected: (end_reason, invalid_reason: ours, container_fault: the container's, keep_report)
         (_result(), _run("completed"), EVIDENCE, ("completed", None, None, True)),
         # Worked until it stopped but wrote no report: the agent's doing, a measured failure (#25).
@@ -219,6 +220,15 @@ EVIDENCE = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "1" * 64}, "rep
         # The CLI's own error event: the model API or our gateway failed mid-run -- ours, rerun.
         (_result(exit_code=1), _run("error"), EVIDENCE,
          ("harness_error", "agent CLI ended in error", None, False)),
+        # The CLI's error came after the gateway counted the key's spend up to its limit: the agent's
+        # own model use, inside the test machine -- a measured failure, never rerun (v1.6).
+        (_result(exit_code=1), _run("error"), EVIDENCE, ("harness_error", None,
+         "the attempt's model key reached its spend limit (3.0012 of 3.00 USD", False), SPENT),
+        # Spend under the limit, or a key whose spend the gateway did not say: ours, as above.
+        (_result(exit_code=1), _run("error"), EVIDENCE,
+         ("harness_error", "agent CLI ended in error", None, False), SPENT | {"gateway_spend_usd": 2.99}),
+        (_result(exit_code=1), _run("error"), EVIDENCE,
+         ("harness_error", "agent CLI ended in error", None, False), SPENT | {"gateway_spend_usd": None}),
         # The CLI killed inside the container (its log cut): the container's.
         (_result(exit_code=137), _run("truncated"), EVIDENCE,
          ("harness_error", None, "session log ends", False)),
@@ -231,12 +241,12 @@ EVIDENCE = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "1" * 64}, "rep
         # The recording deleted from inside: the container's; its report earns nothing.
         (_result(), _run("completed"), EVIDENCE | {"recording": None},
          ("completed", None, "incomplete evidence: no recording", False)),
-    ],
+    ]],
 )  # fmt: skip
-def test_external_outcome_decisions(result, run, evidence, expected):
+def test_external_outcome_decisions(result, run, evidence, expected, key):
     from argusic.attempts.install_run import external_outcome
 
-    end_reason, invalid, fault, keep_report = external_outcome(result, run, evidence)
+    end_reason, invalid, fault, keep_report = external_outcome(result, run, evidence, key)
     want_end, want_invalid, want_fault, want_keep = expected
     assert end_reason == want_end
     assert (invalid is None) == (want_invalid is None) and (invalid or "").startswith(want_invalid or "")

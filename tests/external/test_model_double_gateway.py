@@ -328,6 +328,7 @@ def test_claude_code_attempt_through_the_gateway_with_a_per_run_key(env, tmp_pat
     assert (tokens_in, tokens_out) == (record.usage.input_tokens.value, record.usage.output_tokens.value)
     spend = tokens_in * PRICE_IN + tokens_out * PRICE_OUT
     assert run.key.gateway_spend["spend_usd"] == pytest.approx(float(spend))
+    assert record.key.gateway_spend_usd == pytest.approx(float(spend))  # kept in the run record
     assert sum(r["cost_usd"] for r in model) == pytest.approx(float(spend))
 
 
@@ -335,9 +336,11 @@ def test_claude_code_attempt_through_the_gateway_with_a_per_run_key(env, tmp_pat
 @pytest.mark.docker
 def test_a_spent_key_is_refused_by_the_gateway_and_the_cli_ends(env, tmp_path, monkeypatch):  # noqa: F811
     """max_budget 0.005 USD: turns 0 and 1 are served (0.0072 USD), the CLI's next request is refused
-    by the gateway as LiteLLM refuses it (422 budget_exceeded); the CLI ends in error and the attempt
-    is recorded as the harness classifies an ended CLI today (invalid, to rerun: METHODOLOGY.md §7
-    counts "the model gateway or key unusable" as the pipeline's); the key is deleted and in no byte."""
+    by the gateway as LiteLLM refuses it (422 budget_exceeded); the CLI ends in error. The gateway
+    counted the key's spend up to its limit: the agent's own model use spent it, inside the test
+    machine, so the attempt is valid and a failure scoring 0 with that reason (METHODOLOGY.md §7,
+    v1.6), never invalid and rerun (an agent could otherwise discard a losing run by burning its key);
+    the key is deleted and in no byte."""
     run = _attempt_through_gateway(tmp_path, monkeypatch, TinyBudgetBroker)
     model = [r for r in run.served if r["path"].startswith("/v1/")]
     assert [(r.get("turn"), r["status"]) for r in model[:2]] == [(0, 200), (1, 200)]
@@ -348,9 +351,10 @@ def test_a_spent_key_is_refused_by_the_gateway_and_the_cli_ends(env, tmp_path, m
     assert all(r.get("turn") is None for r in refused)
     print("refused:", [(len(r["tools"]), r.get("x-stainless-retry-count")) for r in refused])
     record = run.record
-    assert record.end_reason == "harness_error"
-    assert record.invalid_reason.startswith("agent CLI ended in error")
-    assert "budget_exceeded" in record.invalid_reason or "Budget has been exceeded" in record.invalid_reason
+    assert record.end_reason == "harness_error" and record.invalid_reason is None
+    assert record.container_fault.startswith("the attempt's model key reached its spend limit")
+    assert "agent CLI ended in error" in record.container_fault
+    assert "budget_exceeded" in record.container_fault or "Budget has been exceeded" in record.container_fault
     assert [c.arguments.get("command") for c in _exec_calls(run.out)] == COMMANDS[:2]
     assert record.report is None and run.key.limit_usd == 0.005 == record.key.limit_usd
     spend = sum(
@@ -359,6 +363,7 @@ def test_a_spent_key_is_refused_by_the_gateway_and_the_cli_ends(env, tmp_path, m
     )
     assert run.key.gateway_spend == {"spend_usd": pytest.approx(float(spend)), "max_budget_usd": 0.005}
     assert run.key.gateway_spend["spend_usd"] >= 0.005
+    assert record.key.gateway_spend_usd == pytest.approx(float(spend))
     _key_lived_one_attempt(tmp_path, run)
 
 
@@ -455,14 +460,16 @@ def test_a_spent_key_is_refused_to_codex_by_the_gateway(env, tmp_path, monkeypat
         (r["status"], r.get("refused"), r.get("turn")) == (422, "budget_exceeded", None) for r in refused
     )
     record = run.record
-    print("record:", record.end_reason, record.invalid_reason)
-    assert record.end_reason == "harness_error"
-    assert record.invalid_reason.startswith("agent CLI ended in error: turn.failed: unexpected status 422")
-    assert "Budget has been exceeded!" in record.invalid_reason
+    print("record:", record.end_reason, record.invalid_reason, record.container_fault)
+    assert record.end_reason == "harness_error" and record.invalid_reason is None  # the agent's spend
+    assert record.container_fault.startswith("the attempt's model key reached its spend limit")
+    assert "agent CLI ended in error: turn.failed: unexpected status 422" in record.container_fault
+    assert "Budget has been exceeded!" in record.container_fault
     # Codex counts tokens per finished turn: the failed turn leaves the record without any, while the
     # gateway counted both answers it served: its spend is the only figure of what this attempt used.
     assert record.usage.input_tokens.status == record.usage.output_tokens.status == "unavailable"
     spent = _codex_cost(turns[0]) + _codex_cost(turns[1])
     assert run.key.gateway_spend == {"spend_usd": pytest.approx(float(spent)), "max_budget_usd": limit}
     assert run.key.gateway_spend["spend_usd"] >= limit
+    assert record.key.gateway_spend_usd == pytest.approx(float(spent))
     _key_lived_one_attempt(tmp_path, run)

@@ -167,8 +167,20 @@ def _fault_of(
     return None, fault or _missing_evidence(evidence)
 
 
+def key_spent(key: dict | None) -> str | None:
+    """Why the attempt's key could no longer be used, when the gateway counted its spend up to the
+    key's limit (the run record's ``key``: ``gateway_spend_usd`` against ``limit_usd``), else None."""
+    spend, limit = (key or {}).get("gateway_spend_usd"), (key or {}).get("limit_usd")
+    if spend is None or limit is None or spend < limit:
+        return None
+    return (
+        f"the attempt's model key reached its spend limit ({spend:.4f} of {limit:.2f} USD, "
+        "as the gateway counted)"
+    )
+
+
 def external_outcome(
-    result: ExecutionResult, run, evidence: dict
+    result: ExecutionResult, run, evidence: dict, key: dict | None = None
 ) -> tuple[str, str | None, str | None, bool]:
     """(end_reason, invalid_reason, container_fault, keep_report) of an external harness's attempt.
 
@@ -180,7 +192,8 @@ def external_outcome(
     - the session log never shows the model answering (gateway or key unusable, network down, CLI
       failed to start): the agent never got to work, whatever the ending (harness_error, or timeout
       when it was still retrying at the budget);
-    - the CLI ended in error (its own error event: the model API or the gateway failed mid-run).
+    - the CLI ended in error (its own error event: the model API or the gateway failed mid-run),
+      unless the gateway says the attempt's key had reached its spend limit (below).
 
     The container's (a measured failure, 0 points, never rerun: all of it happens inside the
     container, where a project or the agent could cause it to veto its result):
@@ -188,7 +201,10 @@ def external_outcome(
     - the session log ends without the CLI's closing event (the CLI killed or its log cut), or the CLI
       exited non-zero without an error event: harness_error;
     - the CLI closed its session normally but its report is missing or unreadable: completed;
-    - a log or recording missing, or /out refused at landing.
+    - a log or recording missing, or /out refused at landing;
+    - the CLI ended in error after the gateway counted the key's spend up to its limit: the agent's
+      own model use spent it, inside the test machine (v1.6). Were it ours, an agent (or project code
+      reading the key from its environment) could throw away a run it was losing by burning the key.
 
     Time limit hit after the agent worked: timeout, valid, no report (a timeout scores 0).
     """
@@ -203,6 +219,8 @@ def external_outcome(
     invalid = fault = None
     if result.timed_out:
         end_reason = "timeout"
+    elif run.end_state == "error" and key_spent(key):
+        end_reason, fault = "harness_error", f"{key_spent(key)}; agent CLI ended in error: {run.end_detail}"
     elif run.end_state == "error":
         end_reason, invalid = "harness_error", f"agent CLI ended in error: {run.end_detail}"
     elif run.end_state == "truncated":
@@ -233,7 +251,8 @@ def _build_external_record(
 ) -> RunRecord:
     sealed = sealed or SealCheck({"status": "no_channel"})
     run = driver.collect(out_dir)
-    end_reason, invalid_reason, container_fault, keep_report = external_outcome(result, run, evidence)
+    outcome = external_outcome(result, run, evidence, key_record)
+    end_reason, invalid_reason, container_fault, keep_report = outcome
     invalid_reason, container_fault = _with_seal(invalid_reason, container_fault, sealed)
     session_intact = "session.jsonl" not in sealed.seal.get("altered", [])
     key = key_record or {"kind": driver.key_kind, "limit_usd": None}
@@ -311,9 +330,8 @@ def run_install_attempt(
         result, key_record = ExecutionResult(executor.name, at, at, None, False, daemon_error), None
         key = None
     else:
-        result, key_record, key = _execute(
-            spec, executor, repo_path, out_dir, artifacts, pinned_image, broker, live_log
-        )
+        result, key = _execute(spec, executor, repo_path, out_dir, artifacts, pinned_image, broker, live_log)
+        key_record = key.record()  # after the key's deletion: with the spend the gateway counted
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
     record = with_presentation(
         build_record(
@@ -335,9 +353,8 @@ def _execute(
     pinned_image: str | None,
     broker: KeyBroker | None,
     live_log: bool,
-) -> tuple[ExecutionResult, dict, IssuedKey]:
-    """Run the attempt under a key made for it alone: (what the executor saw, the record's key field,
-    the key)."""
+) -> tuple[ExecutionResult, IssuedKey]:
+    """Run the attempt under a key made for it alone: (what the executor saw, the key, deleted)."""
     driver = driver_for(spec.agent_id)
     budget = orchestrator_config().budget_seconds(spec.tier)
     effective = max(1.0, budget * spec.budget_scale) if spec.demo else float(budget)
@@ -383,4 +400,4 @@ def _execute(
         )
         # the key object outlives its deletion at the gateway: its value stays a known value of the
         # masker of the served copies (with_presentation), which run after the attempt
-        return result, key.record(), key
+        return result, key

@@ -173,8 +173,12 @@ class IssuedKey:
         return [self._value] if self._value else []
 
     def record(self) -> dict[str, Any]:
-        """The run record's ``key`` field (argusic.run_record/1): kind and limit, never the value."""
-        return {"kind": self.kind, "limit_usd": self.limit_usd if self.kind == "per_run" else None}
+        """The run record's ``key`` field (argusic.run_record/1): kind and limit, never the value; and,
+        once the key is deleted, what the gateway counted against it (``gateway_spend_usd``)."""
+        per_run = self.kind == "per_run"
+        spend = self.gateway_spend["spend_usd"] if per_run and self.gateway_spend else None
+        record = {"kind": self.kind, "limit_usd": self.limit_usd if per_run else None}
+        return record if spend is None else record | {"gateway_spend_usd": spend}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -223,6 +224,18 @@ def bound_texts(doc: dict) -> dict:
 class Key(_Strict):
     kind: Literal["per_run", "shared", "none"]
     limit_usd: float | None
+    # What the gateway counted against a per-run key, read just before it was deleted (None: not a
+    # per-run key, a broker that cannot say, or a record written before it was kept).
+    gateway_spend_usd: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _contract_shape(self, handler):  # noqa: ANN001, ANN202 - pydantic's serializer protocol
+        # DESIGN.md's contract is {kind, limit_usd}: the gateway's count is written only when known,
+        # so every other record stays byte for byte what it was.
+        data = handler(self)
+        if data.get("gateway_spend_usd") is None:
+            data.pop("gateway_spend_usd", None)
+        return data
 
 
 class Presentation(_Strict):
