@@ -637,6 +637,33 @@ def test_external_session_endings(tmp_path, subtype, answered, end, invalid, lim
     assert (got[1] is None) if invalid is None else (invalid in got[1])
 
 
+@pytest.mark.parametrize(
+    "spend,invalid,limit",
+    [
+        (3.0004, None, "spend"),  # the gateway counted the key spent: the agent's limit, patch graded
+        (2.5, "agent CLI ended in error", None),  # under its limit: the API or gateway failed, ours
+        (None, "agent CLI ended in error", None),  # a gateway that does not say: ours, as before
+    ],
+)
+def test_a_cli_ended_in_error_by_a_spent_key_hit_the_spend_limit(tmp_path, spend, invalid, limit):
+    from datetime import UTC, datetime
+
+    from argusic.attempts.agents import driver_for
+    from argusic.sandbox.launch import ExecutionResult
+
+    out = tmp_path / "out"
+    out.mkdir()
+    _session(out / "session.jsonl", "error_during_execution", True)
+    (out / repair.STATUS_FILE).write_text('{"agent_exit": 1, "agent_seconds": 50, "collect_exit": 0}')
+    now = datetime.now(UTC)
+    result = ExecutionResult("docker", now, now, 0, False, None)
+    evidence = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "0" * 64}, "report": None}
+    key = {"kind": "per_run", "limit_usd": 3.0} | ({} if spend is None else {"gateway_spend_usd": spend})
+    end, why, hit, _ = repair.repair_outcome(driver_for("claude-code"), result, out, evidence, 1800, key)
+    assert hit == limit and (end == "timeout" if limit else end == "harness_error")
+    assert (why is None) if invalid is None else (invalid in why)
+
+
 def test_time_limit_and_refusals_of_the_container(tmp_path):
     from datetime import UTC, datetime
 

@@ -209,3 +209,15 @@ def with_presentation(record: RunRecord, store: EvidenceStore, key: IssuedKey | 
     # The record was validated when it was built; only its presentation (validated just above) and
     # invalid_reason or container_fault change, so it is copied rather than parsed again.
     return record.model_copy(update=update)
+
+
+def key_spent(key: dict | None) -> str | None:
+    """Why the attempt's key could no longer be used, when the gateway counted its spend up to the
+    key's limit (the run record's ``key``: ``gateway_spend_usd`` against ``limit_usd``), else None."""
+    spend, limit = (key or {}).get("gateway_spend_usd"), (key or {}).get("limit_usd")
+    if spend is None or limit is None or spend < limit:
+        return None
+    return (
+        f"the attempt's model key reached its spend limit ({spend:.4f} of {limit:.2f} USD, "
+        "as the gateway counted)"
+    )

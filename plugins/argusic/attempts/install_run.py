@@ -23,6 +23,7 @@ from argusic.attempts.common import (
     _model_answered,
     _read_report,
     artifact_globs,
+    key_spent,
     presentation_secrets,
     title_recording,
     with_presentation,
@@ -165,18 +166,6 @@ def _fault_of(
     else:
         fault = None
     return None, fault or _missing_evidence(evidence)
-
-
-def key_spent(key: dict | None) -> str | None:
-    """Why the attempt's key could no longer be used, when the gateway counted its spend up to the
-    key's limit (the run record's ``key``: ``gateway_spend_usd`` against ``limit_usd``), else None."""
-    spend, limit = (key or {}).get("gateway_spend_usd"), (key or {}).get("limit_usd")
-    if spend is None or limit is None or spend < limit:
-        return None
-    return (
-        f"the attempt's model key reached its spend limit ({spend:.4f} of {limit:.2f} USD, "
-        "as the gateway counted)"
-    )
 
 
 def external_outcome(

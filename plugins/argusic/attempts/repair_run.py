@@ -25,7 +25,8 @@ specs of purpose repair, so reruns, resumption, the Airflow task and ingest are 
 Infrastructure failures (the model never answered, the CLI's API failures, our tooling) make the
 attempt invalid and are rerun once (orchestrator.toml ``[repair] max_reruns``). Hitting a limit is the
 agent's result, not a failure: a turn limit is read from Claude Code's result subtype
-(``error_max_turns``), never from its turn count.
+(``error_max_turns``), never from its turn count; the spend limit from the gateway's count of the
+key's spend (``common.key_spent``), never from the CLI's words.
 
 The deterministic reference agent does not fix bugs and no model is reachable here, so the demo uses
 two **demo stand-ins**, clearly labelled as such in their recordings and in the agent registry, and
@@ -465,9 +466,13 @@ def _result_subtype(out_dir: Path) -> str | None:
 
 
 def repair_outcome(
-    driver, result, out_dir: Path, evidence: dict, agent_seconds: float
+    driver, result, out_dir: Path, evidence: dict, agent_seconds: float, key: dict | None = None
 ) -> tuple[str, str | None, str | None, Any]:
-    """(end_reason, invalid_reason, limit_hit, collected run or None) of a repair attempt."""
+    """(end_reason, invalid_reason, limit_hit, collected run or None) of a repair attempt.
+
+    `key` is the record's key field: a CLI that ended in error after the gateway counted the key's
+    spend up to its limit hit the spend limit (the agent's own model use: its patch is graded), not
+    our tooling (board.key_spent)."""
     status = _status(out_dir)
     if result.stopped is not None:  # an operator's cancel or emergency stop: ours, on record, not graded
         return result.stopped, result.stop_reason or result.stopped, None, None
@@ -503,6 +508,8 @@ def repair_outcome(
             invalid = f"the agent never reached its model ({run.end_state}: {detail})"
         elif _result_subtype(out_dir) == "error_max_turns":
             limit = "turns"
+        elif limit is None and run.end_state == "error" and board.key_spent(key):
+            limit = "spend"
         elif limit is None and run.end_state == "error":
             invalid = f"agent CLI ended in error: {run.end_detail}"
         elif limit is None and run.end_state == "truncated":
@@ -603,7 +610,7 @@ def run_repair_attempt(
                 redactions=key.redactions(),
                 **run_kwargs,
             )
-            key_record = key.record()
+        key_record = key.record()  # after the key's deletion: with the spend the gateway counted
     finally:
         shutil.rmtree(source_dir, ignore_errors=True)
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
@@ -633,7 +640,8 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
     for name, filename in board.EVIDENCE_FILES.items():
         path = out_dir / filename
         evidence[name] = store.put_file(path).as_ref() if path.is_file() and not path.is_symlink() else None
-    end_reason, invalid, limit, run = repair_outcome(driver, result, out_dir, evidence, agent_seconds)
+    ending = repair_outcome(driver, result, out_dir, evidence, agent_seconds, key_record)
+    end_reason, invalid, limit, run = ending
     patch_ref = grade_ref = None
     patch_path = out_dir / PATCH_FILE
     patch = _read_capped(patch_path, limits.patch_max_bytes)

@@ -322,7 +322,7 @@ class Repair(_Strict):
     grade: EvidenceRef | None  # the grade record (argusic.repair_grade/1); None: not graded
     # Which limit fixed before the results ended the agent: time, turns (from the CLI's result
     # subtype, never its turn count), or none.
-    limit_hit: Literal["time", "turns"] | None = None
+    limit_hit: Literal["time", "turns", "spend"] | None = None
 
 
 class RunRecord(_Strict):
