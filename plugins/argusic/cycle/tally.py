@@ -88,8 +88,8 @@ def outcome_of(record) -> str:
     if record.container_fault is not None and (edition is None or edition >= _CONTAINER_FAULT_EDITION):
         return FAIL
     report = record.report
-    if report is not None and report.errors_fixed > report.errors_encountered:
-        return FAIL  # a rejected report (from edition 1.6; before it, the pipeline marked it invalid)
+    if _rejected_report(record):
+        return FAIL
     claimed = bool(
         record.end_reason == "completed"
         and report is not None
@@ -100,6 +100,13 @@ def outcome_of(record) -> str:
     if not claimed:
         return FAIL
     return PASS if claim_shown(record) else FAIL
+
+
+def _rejected_report(record) -> bool:
+    """A report claiming more errors fixed than encountered: rejected, a measured failure (from edition
+    1.6; before it the pipeline marked such an attempt invalid)."""
+    report = record.report
+    return report is not None and report.errors_fixed > report.errors_encountered
 
 
 def claim_shown(record) -> bool:
@@ -179,8 +186,11 @@ def glance_label(spec_label: str, story_label: str, record) -> str:
     detail = words.removeprefix("✓ ").removeprefix("✗ ").removeprefix("INVALID: ")
     if outcome == TIMEOUT:
         detail = detail.removeprefix("timeout ")
-    elif outcome == FAIL and words.startswith("✓"):
-        detail = f"not shown by the harness's observation (claimed: {detail})"
+    elif outcome == FAIL and words.startswith("✓"):  # a claimed pass the rubric will not count
+        why = "not shown by the harness's observation"
+        if _rejected_report(record):
+            why = "report rejected, more errors fixed than encountered"
+        detail = f"{why} (claimed: {detail})"
     return f"{spec_label} · {_MARKS[outcome]}{detail}"[:MAP_LABEL_MAX]
 
 
@@ -235,7 +245,7 @@ def tally_plan(spec_paths: Iterable[str | Path]) -> PlanTally:
     from argusic.core.spec import read_spec
 
     glances: list[AttemptGlance] = []
-    last_records: list[RunRecord] = []
+    tally = CycleTally()  # each planned attempt once, by its last record
     for spec_path in spec_paths:
         spec = read_spec(spec_path)
         measured: list[RecordFile] = []
@@ -252,10 +262,10 @@ def tally_plan(spec_paths: Iterable[str | Path]) -> PlanTally:
             glances.append(AttemptGlance(None, f"{spec.label} · no run record (its task did not measure it)"))
             continue
         last = measured[-1].record
-        last_records.append(last)
+        tally.add(last)
         story = story_of(spec, measured)
         glances.append(AttemptGlance(outcome_of(last), glance_label(spec.label, story.label, last)))
-    return PlanTally(tally_of(last_records), glances)
+    return PlanTally(tally, glances)
 
 
 def require_valid_attempts(cycle_id: str, record_paths: Sequence[str | Path | RecordFile]) -> CycleTally:
