@@ -251,8 +251,8 @@ def argusic_cycle():
         return run_attempt_task(spec_path)
 
     @task(**TALLY_TASK_ARGS)
-    def tally(scope: str, spec_paths: list[str]) -> dict:
-        return tally_task(spec_paths)
+    def tally(scope: str) -> dict:
+        return tally_task(plan_task_id="plan")
 
     @task
     def plan_repair(pool_path: str, params: dict) -> list[str]:
@@ -355,7 +355,7 @@ def argusic_cycle():
     specs = plan(pool)
     records = run_attempt.expand(spec_path=specs)
     # the run at a glance, beside ingest (never in its way): one instance, labelled with the counts
-    records >> tally.partial(spec_paths=specs).expand(scope=["board attempts"])
+    [specs, records] >> tally.expand(scope=["board attempts"])
     repair_specs = plan_repair(pool)
     repair_records = run_repair_attempt.expand(spec_path=repair_specs)
     ingested = ingest(specs, repair_specs)

@@ -165,26 +165,29 @@ TALLY_MAP_INDEX_TEMPLATE = (
     "{% if tally_summary is defined %}{{ tally_summary }}{% else %}tally of the attempts{% endif %}"
 )
 # The tally task's settings (`@task(**TALLY_TASK_ARGS)`, mapped over one scope: a mapped instance is
-# the one kind Airflow gives a label): after every attempt task is done, whatever their states (a
-# failed one is counted as without a record), unless nothing was planned; in the default queue.
+# the one kind Airflow gives a label). It runs once every upstream is done, whatever their states: an
+# attempt task that failed is counted as without a record, a plan that failed leaves nothing to count
+# (the plan is pulled, not passed: a failed plan does not fail the tally too). Default queue.
 TALLY_TASK_ARGS = {
-    "trigger_rule": "all_done_min_one_success",
+    "trigger_rule": "all_done",
     "map_index_template": TALLY_MAP_INDEX_TEMPLATE,
 }
 
 
-def tally_task(spec_paths: list[str]) -> dict[str, int | str]:
+def tally_task(plan_task_id: str) -> dict[str, int | str]:
     """The run's tally once its attempts are done: how many passed, failed, timed out and were invalid
     (and any without a record), read from the records as the rubric will class them. Its label and
     its log's first line give the counts; the log then lists every attempt by outcome, failures
     first. It counts, it never judges: a missing or unreadable record is listed, not raised."""
     from argusic.cycle.tally import tally_plan  # deferred: the attempt path's modules
 
+    context = get_current_context()
+    spec_paths = context["ti"].xcom_pull(task_ids=plan_task_id) or []
     plan = tally_plan(spec_paths)
     for line in plan.lines():
         log.info("%s", line)
-    summary = plan.summary()
-    get_current_context()["tally_summary"] = summary
+    summary = plan.summary() if spec_paths else f"nothing to tally: {plan_task_id} returned no plan"
+    context["tally_summary"] = summary
     return {**plan.counts(), "summary": summary}
 
 
