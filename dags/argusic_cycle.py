@@ -10,10 +10,12 @@ from airflow.sdk import Param, dag, task
 from argusic.orchestration.dag_support import (
     ATTEMPT_QUEUE,
     ATTEMPT_TASK_ARGS,
+    TALLY_TASK_ARGS,
     WAREHOUSE_TASK_ARGS,
     budget_params,
     retry_delay,
     run_attempt_task,
+    tally_task,
 )
 from argusic.orchestration.dag_support import attempt_label as _attempt_label
 from argusic.orchestration.dag_support import cycle_id_of_context as _cycle_id
@@ -39,11 +41,16 @@ disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (
 3. **run_attempt** — one task instance per attempt, labelled *agent / project / attempt N* (also
    before it starts). Its log shows the attempt's own log as it grows (masked: keys and tokens
    removed, terminal escapes stripped, lines cut) and ends with the final state, the agent's report
-   and the evidence. When it ends, its label says how: `✓ ran, verified for real`, `✗ install
-   failed`, `✗ timeout at 5400 s`, `INVALID: …`. **Green** = measured (whatever the agent achieved:
-   read the label); **skipped** = invalid even after the bounded reruns (our tooling failed; kept
-   with its reason, loaded, never scored); **red** = could not be measured at all (nothing is
-   published). Retries cover infrastructure only; a finished attempt is never measured twice.
+   and the evidence. When it ends, its label gives the outcome in capitals, as the rubric will class
+   it: `✓ PASS: ran, verified for real`, `✗ FAIL: install failed`, `✗ TIMEOUT at 5400 s`,
+   `INVALID: …` (search the run_attempt list for `FAIL`). **Green** = measured and recorded
+   (whatever the agent achieved: read the label); **skipped** = invalid even after the bounded
+   reruns (our tooling failed; kept with its reason, loaded, never scored); **red** = could not be
+   measured at all (nothing is published). Retries cover infrastructure only; a finished attempt is
+   never measured twice.
+3b. **tally** — once every attempt task is done: its label is the run's summary, *9 attempts: 3
+   pass · 4 fail · 1 timeout · 1 invalid*; its log lists every attempt by outcome, failures first
+   (Browse → Task Instances, task `tally`: one line per run). Beside ingest, never in its way.
 4. **ingest** → **build** (dbt build + expectations) — in the one-slot pool `argusic_warehouse`
    (DuckDB has a single writer). Ingest loads every record of the plan, reruns included; a run
    whose attempts are all invalid fails here: nothing is loaded or published.
@@ -243,6 +250,10 @@ def argusic_cycle():
     def run_attempt(spec_path: str) -> list[str]:
         return run_attempt_task(spec_path)
 
+    @task(**TALLY_TASK_ARGS)
+    def tally(scope: str) -> dict:
+        return tally_task(plan_task_id="plan")
+
     @task
     def plan_repair(pool_path: str, params: dict) -> list[str]:
         if not params.get("repair"):
@@ -343,6 +354,8 @@ def argusic_cycle():
     pool = prepare_pool()
     specs = plan(pool)
     records = run_attempt.expand(spec_path=specs)
+    # the run at a glance, beside ingest (never in its way): one instance, labelled with the counts
+    [specs, records] >> tally.expand(scope=["board attempts"])
     repair_specs = plan_repair(pool)
     repair_records = run_repair_attempt.expand(spec_path=repair_specs)
     ingested = ingest(specs, repair_specs)

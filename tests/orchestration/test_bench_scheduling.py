@@ -116,11 +116,17 @@ def test_attempt_task_stands_in_only_in_a_bench_cycle(airflow_db, tmp_path) -> N
     assert len(mapped) == 6
     assert {(t["state"], t["label"], t["try"]) for t in mapped} == {("success", STANDIN_LABEL, 1)}
     assert [t["state"] for t in bench["tis"] if t["task_id"] == "ingest"] == ["failed"]  # nothing to load
+    # the tally counts, it never fails: stand-ins leave no record, and it says so
+    tally = [(t["state"], t["label"]) for t in bench["tis"] if t["task_id"] == "tally"]
+    assert tally == [("success", "6 attempts: 0 pass · 0 fail · 0 timeout · 0 invalid · 6 without a record")]
     assert bench["state"] == "failed"
 
     mapped = [t for t in real["tis"] if t["task_id"] == "run_attempt"]
     assert len(mapped) == 6
     assert {(t["state"], t["try"]) for t in mapped} == {("failed", 1)}  # refused at once, never retried
+    # failed attempt tasks do not stop the tally: they are counted as without a record
+    tally = [(t["state"], t["label"]) for t in real["tis"] if t["task_id"] == "tally"]
+    assert tally == [("success", "6 attempts: 0 pass · 0 fail · 0 timeout · 0 invalid · 6 without a record")]
     assert real["state"] == "failed"
     assert _records(tmp_path / "runs") == []  # neither cycle measured or recorded anything
 

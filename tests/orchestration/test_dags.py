@@ -238,7 +238,13 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert set(cycle) == {
         "prepare_pool", "plan", "run_attempt", "ingest", "build", "prepare_publication",
         "approve_publication", "publish", "plan_repair", "run_repair_attempt", "judge", "ingest_judgements",
+        "tally",
     }  # fmt: skip
+    # The run at a glance (issue 29): one tally instance after every attempt task is done, labelled with
+    # the counts, beside ingest (ingest does not wait for it).
+    tally = cycle["tally"]
+    assert tally["mapped"] and "tally_summary" in tally["map_index_template"]
+    assert tally["trigger_rule"] == "all_done" and tally["queue"] != "argusic_attempts"
     # Repair attempts (opt-in): mapped like the board's, on the attempt workers, with their label.
     assert (
         cycle["run_repair_attempt"]["mapped"] and cycle["run_repair_attempt"]["queue"] == "argusic_attempts"
@@ -605,6 +611,13 @@ def test_invalid_attempts_are_skipped_and_a_run_with_nothing_valid_fails_at_inge
     attempts = [t for t in run["tis"] if t["task_id"] == "run_attempt"]
     assert len(attempts) == 2 and {t["state"] for t in attempts} == {"skipped"}, attempts
     assert all("· INVALID: executor error" in t["label"] for t in attempts), attempts
+    # the run's tally: both invalid, said in its label and returned with the counts
+    (tally,) = [t for t in run["tis"] if t["task_id"] == "tally"]
+    assert tally["state"] == "success"
+    assert tally["label"] == "2 attempts: 0 pass · 0 fail · 0 timeout · 2 invalid"
+    (counts,) = [x["value"] for x in run["xcom"] if x["task_id"] == "tally"]
+    assert counts == {"planned": 2, "fail": 0, "timeout": 0, "invalid": 2, "pass": 0, "without_record": 0,
+                      "summary": tally["label"]}  # fmt: skip
     ingest = [t for t in run["tis"] if t["task_id"] == "ingest"]
     assert [(t["state"], t["try"]) for t in ingest] == [("failed", 1)]  # nothing valid: not retried
     assert run["state"] == "failed" and states(run, "publish") == ["upstream_failed"]

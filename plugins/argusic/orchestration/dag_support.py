@@ -1,6 +1,7 @@
 """What the argusic DAG files share, so that each DAG reuses rather than copies: the one-slot warehouse
-pool, the attempt label, failing at once on a configuration error, the cycle of a run, and the body of
-the mapped attempt task. The steps it runs are cycle/'s, the same that `argusic cycle run` calls."""
+pool, the attempt label, failing at once on a configuration error, the cycle of a run, and the bodies
+of the mapped attempt task and of the run's tally. The steps it runs are cycle/'s, the same that
+`argusic cycle run` calls."""
 
 from __future__ import annotations
 
@@ -134,6 +135,7 @@ def run_attempt_task(spec_path: str) -> list[str]:
     from argusic.attempts.repair_run import RepairRefused
     from argusic.attempts.story import story_of
     from argusic.cycle.run import measure_planned_attempt
+    from argusic.cycle.tally import glance_label
 
     try:
         if standin_requested():  # a benchmark worker (bench_standin): never a real cycle
@@ -150,10 +152,43 @@ def run_attempt_task(spec_path: str) -> list[str]:
     story = story_of(spec, measured)
     for line in story.lines:
         attempt_log.info("%s", line)
-    get_current_context()["attempt_result"] = story.label
+    # the outcome in capitals after the attempt's name (PASS, FAIL, TIMEOUT, INVALID): docs/airflow.md
+    get_current_context()["attempt_result"] = glance_label(spec.label, story.label, measured[-1].record)
     if story.invalid:  # measured nothing that counts: not green; loaded by ingest, never scored
         raise AirflowSkipException(f"invalid after the bounded reruns: {story.label}")
     return [str(m.path) for m in measured]
+
+
+# The tally task's label: how many of the run's attempts passed, failed, timed out and were invalid
+# (`tally_summary`, set by tally_task), the run's summary in the task instance lists.
+TALLY_MAP_INDEX_TEMPLATE = (
+    "{% if tally_summary is defined %}{{ tally_summary }}{% else %}tally of the attempts{% endif %}"
+)
+# The tally task's settings (`@task(**TALLY_TASK_ARGS)`, mapped over one scope: a mapped instance is
+# the one kind Airflow gives a label). It runs once every upstream is done, whatever their states: an
+# attempt task that failed is counted as without a record, a plan that failed leaves nothing to count
+# (the plan is pulled, not passed: a failed plan does not fail the tally too). Default queue.
+TALLY_TASK_ARGS = {
+    "trigger_rule": "all_done",
+    "map_index_template": TALLY_MAP_INDEX_TEMPLATE,
+}
+
+
+def tally_task(plan_task_id: str) -> dict[str, int | str]:
+    """The run's tally once its attempts are done: how many passed, failed, timed out and were invalid
+    (and any without a record), read from the records as the rubric will class them. Its label and
+    its log's first line give the counts; the log then lists every attempt by outcome, failures
+    first. It counts, it never judges: a missing or unreadable record is listed, not raised."""
+    from argusic.cycle.tally import tally_plan  # deferred: the attempt path's modules
+
+    context = get_current_context()
+    spec_paths = context["ti"].xcom_pull(task_ids=plan_task_id) or []
+    plan = tally_plan(spec_paths)
+    for line in plan.lines():
+        log.info("%s", line)
+    summary = plan.summary() if spec_paths else f"nothing to tally: {plan_task_id} returned no plan"
+    context["tally_summary"] = summary
+    return {**plan.counts(), "summary": summary}
 
 
 def _bench_standin(spec_path: str) -> list[str]:
