@@ -150,3 +150,25 @@ def test_a_token_printed_only_encoded_is_masked_across_borders(
     for name, encoded in forms.items():
         assert encoded not in served, name
     assert served.count(b"[masked]") >= len(places)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"\xff", b"\xff\xff", b"ab", b"\x1b[31m", b"c", b"\n", b""]), max_size=30),
+    st.data(),
+)
+def test_the_events_view_maps_as_the_runs_removed(pieces: list[bytes], draw) -> None:
+    """A recording stream's events view (bytes.split) has the text and the raw offsets of the view
+    made by removing each run of 0xFF with the regular expression."""
+    raw = views.View("raw", b"".join(pieces))
+    fast = views._events_view(raw)
+    slow, _ = views._stage(raw, "events", views._EVENT_SPLIT)
+    assert fast.data == slow.data
+    size = len(fast.data)
+    if size and slow is not raw:
+        spans = draw.draw(
+            st.lists(st.tuples(st.integers(0, size - 1), st.integers(1, size)).map(sorted), max_size=10)
+        )
+        spans = [(a, b) for a, b in spans if b > a] or [(0, size)]
+        assert fast.raw_spans(spans) == slow.raw_spans(spans)
+        assert [fast.raw_span(a, b) for a, b in spans] == [slow.raw_span(a, b) for a, b in spans]

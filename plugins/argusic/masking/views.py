@@ -247,6 +247,19 @@ def _stage(view: View, name: str, pattern: re.Pattern) -> tuple[View, list[bytes
     return View(name, b"".join(pieces[0::2]), view, lambda: _removed_map(pieces)), pieces
 
 
+def _events_view(source: View) -> View:
+    """`source` without its 0xFF bytes (the ends of a recording's events): what removing each run of
+    them (`_stage` with `_EVENT_SPLIT`) gives, split with `bytes.split` (C speed: the regular
+    expression took 40% of a recording's views). Its map has a segment per event, empty ones
+    included; an empty segment starts where the next one does, so every character maps as in the
+    map of the runs (`test_the_events_view_maps_as_the_runs_removed`)."""
+    parts = source.data.split(b"\xff")
+    lengths = _lengths(parts)
+    vstart = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    sstart = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
+    return View("events", b"".join(parts), source, lambda: Map(vstart, sstart, sstart + lengths, None))
+
+
 PAYLOAD_MIN = 8  # escape sequences shorter than this cannot hold a credential
 
 
@@ -361,7 +374,7 @@ class Views:
         self.typed: View | None = None
         view = self.raw
         if b"\xff" in raw:  # event boundaries first: an escape sequence may be split over events
-            view, _ = _stage(view, "events", _EVENT_SPLIT)
+            view = _events_view(view)
         if b"\x1b" in view.data:
             source = view
             view, pieces = _stage(view, "stripped", _ESCAPE_SPLIT)
