@@ -330,8 +330,9 @@ def _matches_in(confirmer, data: bytes, ranges: list[tuple[int, int]]):
     size = len(data)
     for start, end in ranges:
         for m in confirmer.regex.finditer(data, start, end):
-            if m.end() == end < size and m.start() < end:
-                m = confirmer.regex.match(data, m.start()) or m
+            ms, me = m.span()
+            if me == end < size and ms < end:
+                m = confirmer.regex.match(data, ms) or m
             yield m
 
 
@@ -364,18 +365,19 @@ def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | No
             continue
         confirmer = rules.confirmers[idx]
         for m in _matches_in(confirmer, data, ranges):
+            ms, me = m.span()  # once: each call of the RE2 wrapper's Match costs a few checks
             if joined is not None:
-                brk = _break_inside(joined, m.start(), m.end())
+                brk = _break_inside(joined, ms, me)
             else:
-                last = max(data.rfind(b"\n", m.start(), m.end()), data.rfind(b"\r", m.start(), m.end()))
-                if last > m.start() and data[last - 1 : last + 1] == b"\r\n":
+                last = max(data.rfind(b"\n", ms, me), data.rfind(b"\r", ms, me))
+                if last > ms and data[last - 1 : last + 1] == b"\r\n":
                     last -= 1
-                brk = last if last > m.start() else None
+                brk = last if last > ms else None
             if brk is not None:
                 # The text before the last line break alone (RE2 reads past an `endpos` for `$`).
-                first = confirmer.regex.match(data[m.start() : brk])
-                if first is not None and not _continues_token(data[m.start() + first.end() : m.end()]):
-                    m = _Shifted(first, m.start())
+                first = confirmer.regex.match(data[ms:brk])
+                if first is not None and not _continues_token(data[ms + first.end() : me]):
+                    m = _Shifted(first, ms)
             spans = []
             for s, e in match_spans(data, m, rule, confirmer.names, confirmer.groups):
                 value = data[s:e]
