@@ -35,14 +35,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-import hyperscan
 import numpy as np
 
 from argusic.masking.banners import Banners, banner_spans
 from argusic.masking.policy import KEY_PLACEHOLDER, PLACEHOLDER, KeyBlock, MaskPolicy, MaskStats
-from argusic.masking.rules import LINE, CompiledRules, Rule, compiled, scan
+from argusic.masking.rules import LINE, CompiledRules, Rule, compiled
 from argusic.masking.values import STANDARD_ALPHABET, KnownValues
-from argusic.masking.views import View, Views
+from argusic.masking.views import View, Views, maximal_runs, run_table
 
 CRED, KEY, BANNER = 1, 2, 4
 WINDOW = 4 << 20  # raw bytes per window
@@ -242,72 +241,48 @@ def candidate_values(secrets: Iterable[str], min_len: int, stats: MaskStats) -> 
 
 # -- one window ---------------------------------------------------------------------------------------------
 
-_B64_RUN = re.compile(rb"[A-Za-z0-9+/_\-]+")
-_HEX_RUN = re.compile(rb"[0-9a-fA-F]+")
 B64_MIN_RUN = 24  # base64 of 18 bytes: shorter tokens are not worth the cost
 HEX_MIN_RUN = 32
 
 
-@dataclass(frozen=True)
-class _RunFinder:
-    database: object
+_B64_TABLE = run_table(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_HEX_TABLE = run_table(b"0123456789abcdefABCDEF")
 
-    @classmethod
-    def build(cls) -> _RunFinder:
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(
-            expressions=[
-                b"(?:^|[^A-Za-z0-9+/_\\-])[A-Za-z0-9+/_\\-]{%d}" % B64_MIN_RUN,
-                b"(?:^|[^0-9a-fA-F])[0-9a-fA-F]{%d}" % HEX_MIN_RUN,
-            ],
-            ids=[0, 1],
-            flags=[0, 0],
-        )
-        return cls(db)
 
-    def decoded(self, data: bytes) -> bytes:
-        """Every base64 run (4 alignments, standard or url-safe) and hex run (2 alignments), decoded,
-        one decoding per alignment for all runs at once (each run padded to whole quanta and ended
-        by zero bytes, so runs never run into each other)."""
-        starts: list[tuple[int, int]] = []
+def decoded_runs(data: bytes) -> bytes:
+    """Every base64 run (4 alignments, standard or url-safe) and hex run (2 alignments), decoded,
+    one decoding per alignment for all runs at once (each run padded to whole quanta and ended
+    by zero bytes, so runs never run into each other).
 
-        def on_match(kind: int, start: int, end: int, flags: int, context: object) -> None:
-            starts.append((kind, end))
-
-        scan(self.database, data, on_match)
-        if not starts:
-            return b""
-        # Base64 of text always holds capitals (each 3-byte group starts with I-Z for any byte below
-        # 'h'); runs of hex digits are decoded as hex only (they are every hash in a log).
-        b64 = [_B64_RUN.match(data, end - B64_MIN_RUN).group() for kind, end in starts if kind == 0]
-        b64 = [r for r in b64 if r.translate(None, _NOT_CAPITALS) and r.translate(None, _HEX_DIGITS)]
-        hexes = [_HEX_RUN.match(data, end - HEX_MIN_RUN).group() for kind, end in starts if kind == 1]
-        out: list[bytes] = []
-        if b64:
-            # Each run padded to whole quanta plus one zero quantum; alignment k = k characters
-            # skipped = (4 - k) % 4 filler characters before each run and k after it.
-            standard = b"\n".join(b64).translate(STANDARD_ALPHABET).split(b"\n")
-            runs = [r + b"A" * (-len(r) % 4 + 4) for r in standard]
-            for k in range(4):
-                before, after = b"A" * ((4 - k) % 4), b"A" * k
-                out.append(binascii.a2b_base64(before + (after + before).join(runs) + after))
-        if hexes:
-            runs = [r + b"0" * (len(r) % 2 + 4) for r in hexes]
-            out.append(binascii.unhexlify(b"".join(runs)))
-            out.append(binascii.unhexlify(b"0" + b"00".join(runs) + b"0"))
-        return b"\n".join(out)
+    A run is a maximal run of at least `B64_MIN_RUN` base64 characters (`HEX_MIN_RUN` hex digits):
+    what the greedy `[A-Za-z0-9+/_\\-]{24,}` / `[0-9a-fA-F]{32,}` find, located with one `translate`
+    and one numpy comparison (`maximal_runs`) rather than a Hyperscan match and a regex per run
+    (`test_decoded_runs_are_the_greedy_runs_decoded` compares it with the regex definition)."""
+    # Base64 of text always holds capitals (each 3-byte group starts with I-Z for any byte below
+    # 'h'); runs of hex digits are decoded as hex only (they are every hash in a log).
+    runs = maximal_runs(data, _B64_TABLE, B64_MIN_RUN)
+    b64 = [r for r in runs if r.translate(None, _NOT_CAPITALS) and r.translate(None, _HEX_DIGITS)]
+    # Hex digits are base64 characters: a run of HEX_MIN_RUN (>= B64_MIN_RUN) hex digits lies in a
+    # base64 run, so the hex runs of the base64 runs (one byte apart) are the hex runs of the text.
+    hexes = maximal_runs(b"\n".join(r for r in runs if len(r) >= HEX_MIN_RUN), _HEX_TABLE, HEX_MIN_RUN)
+    out: list[bytes] = []
+    if b64:
+        # Each run padded to whole quanta plus one zero quantum; alignment k = k characters
+        # skipped = (4 - k) % 4 filler characters before each run and k after it.
+        standard = b"\n".join(b64).translate(STANDARD_ALPHABET).split(b"\n")
+        runs = [r + b"A" * (-len(r) % 4 + 4) for r in standard]
+        for k in range(4):
+            before, after = b"A" * ((4 - k) % 4), b"A" * k
+            out.append(binascii.a2b_base64(before + (after + before).join(runs) + after))
+    if hexes:
+        runs = [r + b"0" * (len(r) % 2 + 4) for r in hexes]
+        out.append(binascii.unhexlify(b"".join(runs)))
+        out.append(binascii.unhexlify(b"0" + b"00".join(runs) + b"0"))
+    return b"\n".join(out)
 
 
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
 _NOT_CAPITALS = bytes(b for b in range(256) if not 65 <= b <= 90)
-_RUN_FINDER: _RunFinder | None = None
-
-
-def _run_finder() -> _RunFinder:
-    global _RUN_FINDER
-    if _RUN_FINDER is None:
-        _RUN_FINDER = _RunFinder.build()
-    return _RUN_FINDER
 
 
 def _continues_token(tail: bytes) -> bool:
@@ -355,8 +330,9 @@ def _matches_in(confirmer, data: bytes, ranges: list[tuple[int, int]]):
     size = len(data)
     for start, end in ranges:
         for m in confirmer.regex.finditer(data, start, end):
-            if m.end() == end < size and m.start() < end:
-                m = confirmer.regex.match(data, m.start()) or m
+            ms, me = m.span()
+            if me == end < size and ms < end:
+                m = confirmer.regex.match(data, ms) or m
             yield m
 
 
@@ -389,30 +365,33 @@ def _rule_hits(data: bytes, state: MaskState, line_view: bool, joined: View | No
             continue
         confirmer = rules.confirmers[idx]
         for m in _matches_in(confirmer, data, ranges):
+            ms, me = m.span()  # once: each call of the RE2 wrapper's Match costs a few checks
             if joined is not None:
-                brk = _break_inside(joined, m.start(), m.end())
+                brk = _break_inside(joined, ms, me)
             else:
-                last = max(data.rfind(b"\n", m.start(), m.end()), data.rfind(b"\r", m.start(), m.end()))
-                if last > m.start() and data[last - 1 : last + 1] == b"\r\n":
+                last = max(data.rfind(b"\n", ms, me), data.rfind(b"\r", ms, me))
+                if last > ms and data[last - 1 : last + 1] == b"\r\n":
                     last -= 1
-                brk = last if last > m.start() else None
+                brk = last if last > ms else None
             if brk is not None:
                 # The text before the last line break alone (RE2 reads past an `endpos` for `$`).
-                first = confirmer.regex.match(data[m.start() : brk])
-                if first is not None and not _continues_token(data[m.start() + first.end() : m.end()]):
-                    m = _Shifted(first, m.start())
+                first = confirmer.regex.match(data[ms:brk])
+                if first is not None and not _continues_token(data[ms + first.end() : me]):
+                    m = _Shifted(first, ms)
             spans = []
             for s, e in match_spans(data, m, rule, confirmer.names, confirmer.groups):
                 value = data[s:e]
-                if not value or is_placeholder_only(value) or _in_placeholder(data, s, e):
-                    continue
-                if rule.soft and looks_like_no_value(value, _code_assignment(data, m, rule, s)):
-                    continue
+                # Every test below only drops a span: the cheapest, which drops most (a quoted hash
+                # in a JSON log line has too little entropy), goes first.
                 if rule.min_entropy and (
                     len(value) < 2**rule.min_entropy  # cannot reach it: fewer distinct bytes than needed
                     or not value.translate(None, _HEX_DIGITS)  # hex digits: at most 4 bits a byte
                     or entropy(value) <= rule.min_entropy
                 ):
+                    continue
+                if not value or is_placeholder_only(value) or _in_placeholder(data, s, e):
+                    continue
+                if rule.soft and looks_like_no_value(value, _code_assignment(data, m, rule, s)):
                     continue
                 spans.append((s, e))
             if spans:
@@ -476,11 +455,10 @@ def scan_window(views: Views, pos: int, state: MaskState, *, banners: bool, at_e
                 state.add_value(view.data[s:e], soft=rule.soft)
 
     if policy.decode_encoded_runs:
-        finder = _run_finder()
         for view in (views.joined, views.decoded_joined):
             if view is None:
                 continue
-            blob = finder.decoded(view.data)
+            blob = decoded_runs(view.data)
             for rule, rule_spans, (ms, me) in _rule_hits(blob, state, line_view=True):
                 stats.detector_types.add(rule.id)
                 described[f"token format {rule.id} inside an encoded run in {view.name} view"] = None

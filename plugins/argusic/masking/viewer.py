@@ -63,12 +63,12 @@ from functools import lru_cache
 from typing import BinaryIO
 
 import hyperscan
-import numpy as np
 import re2
 
 from argusic.masking.policy import MaskingError
 from argusic.masking.recording import MAX_LINE, STREAM_CODES, parse_event, parse_header
 from argusic.masking.rules import scan
+from argusic.masking.views import maximal_runs, run_table
 
 WINDOW = 1 << 20  # characters decoded and searched at once
 OVERLAP = 64 << 10  # characters shared by consecutive windows
@@ -352,20 +352,8 @@ def _inflated(data: bytes, budget: list[int]) -> Iterator[str]:
         start = data.find(b"\x1f\x8b", start + 2)
 
 
-def _runs(data: bytes, alphabet: bytes, minimum: int) -> list[bytes]:
-    """The maximal runs of at least `minimum` bytes of an alphabet (`alphabet`: a translation table,
-    1 for each byte in it, else 0), found with numpy: what a greedy `[alphabet]{minimum,}` finds."""
-    if len(data) < minimum:
-        return []
-    inside = np.frombuffer((b"\0" + data + b"\0").translate(alphabet), dtype=np.int8)
-    edges = np.flatnonzero(inside[1:] != inside[:-1])  # starts and ends alternate
-    starts, ends = edges[0::2], edges[1::2]
-    long = (ends - starts) >= minimum
-    return [data[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist(), strict=True)]
-
-
-def _alphabet(letters: bytes) -> bytes:
-    return bytes(1 if b in letters else 0 for b in range(256))
+_runs = maximal_runs  # the runs of an alphabet (tests call it by this name)
+_alphabet = run_table
 
 
 # Base64 runs, standard or url-safe (`=` ends a run and is dropped, as a trailing `={0,2}` then
