@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -28,6 +29,7 @@ from argusic.warehouse.analyst import (
     analyst_dir,
     connect_analyst,
     current_copy,
+    newer_copy,
     publish_analyst_copy,
     read_manifest,
 )
@@ -91,7 +93,8 @@ def test_copy_holds_marts_seeds_and_raw_layer_with_comments(tmp_path: Path):
             f"{s}.{t}"
             for s, t in con.execute("SELECT schema_name, table_name FROM duckdb_tables()").fetchall()
         }
-        assert tables == {f"marts.{m}" for m in MARTS} | {"reference.agents", "raw.run_records"}
+        # and the copy's own description, `meta` (issue 29)
+        assert tables == {f"marts.{m}" for m in MARTS} | {"reference.agents", "raw.run_records", "main.meta"}
         assert not con.execute(
             "SELECT * FROM duckdb_views() WHERE NOT internal"
         ).fetchall()  # no dbt internals
@@ -133,6 +136,93 @@ def test_copy_holds_marts_seeds_and_raw_layer_with_comments(tmp_path: Path):
     )
     assert by_name["marts.project_verdicts"]["partitioned_by"] is None
     assert by_name["raw.run_records"]["parquet"] is None
+
+
+def _decide(db: Path, *states: tuple[str, str, bool]) -> None:
+    """marts.board_publication as dbt builds it (cycle, state, ever published), one row per cycle."""
+    with duckdb.connect(str(db)) as con:
+        con.execute(
+            "CREATE OR REPLACE TABLE marts.board_publication (cycle_id VARCHAR, publication_state VARCHAR, "
+            "ever_published BOOLEAN, decided_by VARCHAR, decided_at TIMESTAMP, decision_note VARCHAR, "
+            "is_demo_cycle BOOLEAN)"
+        )
+        for cycle, state, ever in states:
+            who, at = (None, None) if state == "pending" else ("ops-ana", "2026-12-02 09:00:00")
+            note = {"rejected": "scores wrong", "published": "ok"}.get(state)
+            con.execute(
+                "INSERT INTO marts.board_publication VALUES (?, ?, ?, ?, ?, ?, false)",
+                [cycle, state, ever, who, at, note],
+            )
+
+
+def test_meta_says_which_copy_when_built_and_each_boards_state(tmp_path: Path):
+    """Issue 29: the copy describes itself in `meta` (one row, commented): its version, the build time
+    the build passed, the stable path, the warehouse and its fingerprint, and every cycle with the
+    state of its board; a rejected cycle says it was never published."""
+    frames = good_frames()
+    frames["attempt_scores"].loc[6, "cycle_id"] = "c2"
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb", frames)
+    with duckdb.connect(str(db)) as con:
+        con.execute("INSERT INTO marts.board SELECT * REPLACE ('c2' AS cycle_id) FROM marts.board")
+    _decide(db, ("c1", "published", True), ("c2", "rejected", False))
+    built = datetime(2026, 12, 3, 7, 30, tzinfo=UTC)
+    copy = publish_analyst_copy(db, built_at=built)
+    assert f"analyst copy {copy.target / 'argusic.duckdb'} (version {copy.folder.name})" in copy.summary()
+    with connect_analyst(copy.target) as con:
+        meta = con.execute("SELECT * FROM meta").fetchall()
+        names = [d[0] for d in con.description]
+        comments = dict(
+            con.execute(
+                "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = 'meta'"
+            ).fetchall()
+        )
+        (table_comment,) = con.execute(
+            "SELECT comment FROM duckdb_tables() WHERE table_name = 'meta'"
+        ).fetchone()
+        cycles = con.execute(
+            "SELECT cycle_id, publication_state, ever_published, state FROM "
+            "(SELECT unnest(cycles, recursive := true) FROM meta)"
+        ).fetchall()
+    assert len(meta) == 1
+    row = dict(zip(names, meta[0], strict=True))
+    assert row["copy_version"] == copy.folder.name == copy.version
+    assert row["built_at"] == datetime(2026, 12, 3, 7, 30)  # the build's time, UTC, not the copy's
+    assert row["published_at"] >= row["built_at"]
+    assert row["stable_path"] == str(copy.target.absolute() / "argusic.duckdb")
+    assert row["warehouse"] == str(db.resolve()) and len(row["warehouse_fingerprint"]) == 64
+    assert row["latest_published_cycle"] == "c1"
+    assert [c[:3] for c in cycles] == [("c1", "published", True), ("c2", "rejected", False)]
+    assert cycles[1][3].startswith("c2: rejected by ops-ana at 2026-12-02 09:00 UTC")
+    assert cycles[1][3].endswith('("scores wrong"): never published')
+    assert "c2: rejected" in row["boards"] and "never published" in row["boards"]
+    assert set(comments) == set(names) and all(comments.values()) and "one row" in table_comment
+    manifest = read_manifest(copy.target)
+    assert (manifest["copy_version"], manifest["built_at"]) == (copy.folder.name, "2026-12-03T07:30:00Z")
+    assert manifest["warehouse_fingerprint"] == row["warehouse_fingerprint"]
+    assert [c["publication_state"] for c in manifest["cycles"]] == ["published", "rejected"]
+
+    # the fingerprint follows the rows: the same warehouse gives the same one, a change another
+    assert (
+        read_manifest(publish_analyst_copy(db).target)["warehouse_fingerprint"]
+        == row["warehouse_fingerprint"]
+    )
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE marts.attempt_scores SET score = 1.5 WHERE cycle_id = 'c2'")
+    assert (
+        read_manifest(publish_analyst_copy(db).target)["warehouse_fingerprint"]
+        != row["warehouse_fingerprint"]
+    )
+
+
+def test_a_reader_learns_that_a_newer_copy_was_published(tmp_path: Path):
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    first = publish_analyst_copy(db)
+    opened = current_copy(first.target)
+    assert newer_copy(opened, first.target) is None
+    second = publish_analyst_copy(db)
+    assert newer_copy(opened, first.target) == second.folder.resolve()
+    assert newer_copy(current_copy(first.target), first.target) is None
+    assert newer_copy(opened, tmp_path / "nothing" / "published") is None  # no copy: nothing newer
 
 
 def test_dbt_descriptions_become_the_copys_comments(tmp_path: Path):
