@@ -590,6 +590,56 @@ def test_sql_one_shot(published: Path):
     assert unknown.exit_code == 2 and ".dump: unknown command" in unknown.output
 
 
+def _flat(result) -> str:
+    """A command's output with its line wrapping undone (rich wraps notes at the terminal's width)."""
+    return " ".join(result.output.split())
+
+
+def _three_cycles(db: Path) -> None:
+    """c1 (oldest) published, c2 rejected, c3 (latest) pending; each cycle's attempts end a day apart."""
+    with duckdb.connect(str(db)) as con:
+        for column, value in (("harness_edition", "'2'"), ("sponsor", "NULL"), ("sponsorship", "NULL")):
+            con.execute(f"ALTER TABLE marts.board ADD COLUMN IF NOT EXISTS {column} VARCHAR DEFAULT {value}")
+        con.execute("ALTER TABLE marts.attempt_scores ADD COLUMN IF NOT EXISTS ended_at TIMESTAMP")
+        con.execute("UPDATE marts.attempt_scores SET ended_at = TIMESTAMP '2026-12-01 10:00:00'")
+        for day, cycle in ((2, "c2"), (3, "c3")):
+            con.execute(
+                f"INSERT INTO marts.board SELECT * REPLACE ('{cycle}' AS cycle_id) FROM marts.board "
+                "WHERE cycle_id = 'c1'"
+            )
+            con.execute(
+                f"INSERT INTO marts.attempt_scores SELECT * REPLACE ('{cycle}' AS cycle_id, attempt_id || "
+                f"'-{cycle}' AS attempt_id, TIMESTAMP '2026-12-0{day} 10:00:00' AS ended_at) "
+                "FROM marts.attempt_scores WHERE cycle_id = 'c1'"
+            )
+    _decide(db, ("c1", "published", True), ("c2", "rejected", False), ("c3", "pending", False))
+
+
+def test_board_shows_the_latest_published_board_and_says_each_state(published: Path, isolated: Path):
+    """Issue 29: `argusic board` shows the latest *published* board unless asked (`--cycle`,
+    `--any-state`), and its header says the state; a rejected cycle says it was never published."""
+    db = isolated / "warehouse" / "argusic.duckdb"
+    _three_cycles(db)
+    publish_analyst_copy(db, built_at=datetime(2026, 12, 4, 8, 0, tzinfo=UTC))
+    default = runner.invoke(app, ["board"])
+    assert default.exit_code == 0, default.output
+    assert "Argusic board — cycle c1 — PUBLISHED" in _flat(default)
+    assert "publication: published (approved by ops-ana at 2026-12-02 09:00 UTC)" in _flat(default)
+    assert "as of this analyst copy's build at 2026-12-04 08:00:00 UTC" in _flat(default)
+    latest = runner.invoke(app, ["board", "--any-state"])
+    assert latest.exit_code == 0 and "Argusic board — cycle c3 — PENDING" in _flat(latest), latest.output
+    assert "pending (no publication decision yet): not published" in _flat(latest)
+    rejected = runner.invoke(app, ["board", "--cycle", "c2"])
+    assert "Argusic board — cycle c2 — REJECTED" in _flat(rejected), rejected.output
+    assert 'rejected by ops-ana at 2026-12-02 09:00 UTC ("scores wrong"): never published' in _flat(rejected)
+    # with nothing published, the default says what the latest board is and how to see it
+    _decide(db, ("c1", "rejected", False), ("c2", "rejected", False), ("c3", "pending", False))
+    publish_analyst_copy(db)
+    none = runner.invoke(app, ["board"])
+    assert none.exit_code == 2 and "no published board in the analyst copy" in _flat(none), none.output
+    assert "argusic board --cycle c3" in _flat(none)
+
+
 def test_sql_without_a_copy_says_how_to_make_one(isolated: Path):
     result = runner.invoke(app, ["sql", "SELECT 1"])
     assert (
