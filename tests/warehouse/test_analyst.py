@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from argusic.cli import sql_shell
 from argusic.cli.main import app
 from argusic.warehouse import analyst, dbt_build
 from argusic.warehouse.analyst import (
@@ -640,6 +641,17 @@ def test_board_shows_the_latest_published_board_and_says_each_state(published: P
     assert "argusic board --cycle c3" in _flat(none)
 
 
+def test_sql_warns_when_a_newer_copy_exists(published: Path):
+    """Issue 29: a reader of an older copy is told, with both versions and the stable path to reopen."""
+    opened = current_copy(published)
+    assert sql_shell.stale_warning(opened, published) is None
+    newer = publish_analyst_copy(published.parent / "argusic.duckdb", built_at=datetime(2026, 12, 4, 8, 0))
+    warning = sql_shell.stale_warning(opened, published)
+    assert warning is not None and f"version {newer.folder.name}, built at 2026-12-04 08:00:00 UTC" in warning
+    assert f"still reads version {opened.name}" in warning and str(published / "argusic.duckdb") in warning
+    assert sql_shell.stale_warning(current_copy(published), published) is None
+
+
 def test_sql_without_a_copy_says_how_to_make_one(isolated: Path):
     result = runner.invoke(app, ["sql", "SELECT 1"])
     assert (
@@ -682,13 +694,19 @@ def test_sql_opens_harlequin_on_the_copy_in_a_terminal(published: Path, tmp_path
         _tmux("send-keys", "-t", session, "SELECT agent_id || '!' AS shout FROM marts.board WHERE rank = 1")
         _tmux("send-keys", "-t", session, "C-j")
         screen = _screen_until(session, ["a1!", "executed successfully"])
+        assert "Newer analyst copy" not in screen
+        # a copy published while the session is open: the next query says so (issue 29)
+        publish_analyst_copy(published.parent / "argusic.duckdb")
+        _tmux("send-keys", "-t", session, "F2")  # back to the editor (the results have the focus)
+        _tmux("send-keys", "-t", session, "C-j")
+        warned = _screen_until(session, ["Newer analyst copy", "this session still"])
         _tmux("send-keys", "-t", session, "C-q")
         deadline = time.monotonic() + 60
         while "Query Editor" in _tmux("capture-pane", "-p", "-t", session) and time.monotonic() < deadline:
             time.sleep(0.5)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-    assert "shout" in screen
+    assert "shout" in screen and "this session still" in warned
 
 
 @pytest.mark.slow
