@@ -652,6 +652,33 @@ def test_sql_warns_when_a_newer_copy_exists(published: Path):
     assert sql_shell.stale_warning(current_copy(published), published) is None
 
 
+def test_harlequins_catalog_menu_shows_a_tables_descriptions(published: Path):
+    """Harlequin's catalog has no place for a comment: a table's menu gets "Show Descriptions", which
+    opens the query of its comments in a new editor tab; that query, run on the copy, gives them."""
+    from harlequin_duckdb import DuckDbAdapter
+    from harlequin_duckdb.catalog import TableCatalogItem
+
+    sql_shell.harlequin_app(published)  # adds the menu entry
+    action = dict(TableCatalogItem.INTERACTIONS)["Show Descriptions"]
+    texts: list[str] = []
+    driver = type("Driver", (), {"insert_text_in_new_buffer": lambda self, text: texts.append(text)})()
+    connection = DuckDbAdapter(conn_str=(str(published / "argusic.duckdb"),), read_only=True).connect()
+    try:
+        (database,) = connection.get_catalog().items
+        marts = next(s for s in database.fetch_children() if s.label == "marts")
+        board = next(t for t in marts.fetch_children() if t.label == "board")
+        assert isinstance(board, TableCatalogItem)
+        action(board, driver)
+        # run on the session's own connection (DuckDB allows one configuration per file in a process)
+        columns, table = (
+            connection.conn.execute(q).fetchall() for q in texts[0].strip().rstrip(";").split(";\n")
+        )
+    finally:
+        connection.close()
+    assert any(c[0] == "rank" and c[2] == "1 = best" for c in columns)
+    assert table == [("Grain: one row per (cycle_id, agent_id).",)]
+
+
 def test_sql_without_a_copy_says_how_to_make_one(isolated: Path):
     result = runner.invoke(app, ["sql", "SELECT 1"])
     assert (
