@@ -605,13 +605,23 @@ def _cycle_states(con: duckdb.DuckDBPyConnection) -> list[CycleState]:
 
 
 def _fingerprint(con: duckdb.DuckDBPyConnection, tables: list[TableCopy]) -> str:
-    """sha256 over every copied table's name, rows and sum of DuckDB's 64-bit row hashes."""
+    """sha256 over every copied table's name, rows and sum of DuckDB's 64-bit row hashes. A mart
+    written in cycle partitions reuses the per-cycle fingerprints the Parquet step computed (its
+    largest tables: no second scan) and hashes only its rows without a cycle."""
     digest = hashlib.sha256()
     for item in sorted(tables, key=lambda t: t.name):
-        schema, table = item.name.split(".", 1)
-        (total,) = con.execute(
-            f"SELECT coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR FROM {_quote(schema)}.{_quote(table)} AS t"
-        ).fetchone()
+        relation = ".".join(_quote(part) for part in item.name.split(".", 1))
+        if item.partitions is not None:
+            (rest,) = con.execute(
+                f"SELECT coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR FROM {relation} AS t "
+                f"WHERE {PARTITION_COLUMN} IS NULL"
+            ).fetchone()
+            cycles = json.dumps(item.partitions.get("cycles") or {}, sort_keys=True)
+            total = f"cycles {cycles}; no cycle {rest}"
+        else:
+            (total,) = con.execute(
+                f"SELECT coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR FROM {relation} AS t"
+            ).fetchone()
         digest.update(f"{item.name}\t{item.rows}\t{total}\n".encode())
     return digest.hexdigest()
 
