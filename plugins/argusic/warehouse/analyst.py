@@ -495,7 +495,10 @@ META_COMMENTS = {
         "This copy's version (the name of its folder under .analyst.versions/). `argusic sql` warns when "
         "the copy published now has another one."
     ),
-    "built_at": "When the build that published this copy ran (UTC), as the build passed it.",
+    "built_at": (
+        "When the build that published this copy ran (UTC): the time the build passes, else the start "
+        "of this copy's publication, right after the build's every check passed."
+    ),
     "published_at": "When this copy was written (UTC), after the build's every check passed.",
     "stable_path": (
         "The path that always opens the copy published now (a link replaced at each publication); a "
