@@ -15,11 +15,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 import pytest
+from argusic.cli import sql_shell
 from argusic.cli.main import app
 from argusic.warehouse import analyst, dbt_build
 from argusic.warehouse.analyst import (
@@ -28,6 +30,7 @@ from argusic.warehouse.analyst import (
     analyst_dir,
     connect_analyst,
     current_copy,
+    newer_copy,
     publish_analyst_copy,
     read_manifest,
 )
@@ -91,7 +94,8 @@ def test_copy_holds_marts_seeds_and_raw_layer_with_comments(tmp_path: Path):
             f"{s}.{t}"
             for s, t in con.execute("SELECT schema_name, table_name FROM duckdb_tables()").fetchall()
         }
-        assert tables == {f"marts.{m}" for m in MARTS} | {"reference.agents", "raw.run_records"}
+        # and the copy's own description, `meta` (issue 29)
+        assert tables == {f"marts.{m}" for m in MARTS} | {"reference.agents", "raw.run_records", "main.meta"}
         assert not con.execute(
             "SELECT * FROM duckdb_views() WHERE NOT internal"
         ).fetchall()  # no dbt internals
@@ -133,6 +137,93 @@ def test_copy_holds_marts_seeds_and_raw_layer_with_comments(tmp_path: Path):
     )
     assert by_name["marts.project_verdicts"]["partitioned_by"] is None
     assert by_name["raw.run_records"]["parquet"] is None
+
+
+def _decide(db: Path, *states: tuple[str, str, bool]) -> None:
+    """marts.board_publication as dbt builds it (cycle, state, ever published), one row per cycle."""
+    with duckdb.connect(str(db)) as con:
+        con.execute(
+            "CREATE OR REPLACE TABLE marts.board_publication (cycle_id VARCHAR, publication_state VARCHAR, "
+            "ever_published BOOLEAN, decided_by VARCHAR, decided_at TIMESTAMP, decision_note VARCHAR, "
+            "is_demo_cycle BOOLEAN)"
+        )
+        for cycle, state, ever in states:
+            who, at = (None, None) if state == "pending" else ("ops-ana", "2026-12-02 09:00:00")
+            note = {"rejected": "scores wrong", "published": "ok"}.get(state)
+            con.execute(
+                "INSERT INTO marts.board_publication VALUES (?, ?, ?, ?, ?, ?, false)",
+                [cycle, state, ever, who, at, note],
+            )
+
+
+def test_meta_says_which_copy_when_built_and_each_boards_state(tmp_path: Path):
+    """Issue 29: the copy describes itself in `meta` (one row, commented): its version, the build time
+    the build passed, the stable path, the warehouse and its fingerprint, and every cycle with the
+    state of its board; a rejected cycle says it was never published."""
+    frames = good_frames()
+    frames["attempt_scores"].loc[6, "cycle_id"] = "c2"
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb", frames)
+    with duckdb.connect(str(db)) as con:
+        con.execute("INSERT INTO marts.board SELECT * REPLACE ('c2' AS cycle_id) FROM marts.board")
+    _decide(db, ("c1", "published", True), ("c2", "rejected", False))
+    built = datetime(2026, 12, 3, 7, 30, tzinfo=UTC)
+    copy = publish_analyst_copy(db, built_at=built)
+    assert f"analyst copy {copy.target / 'argusic.duckdb'} (version {copy.folder.name})" in copy.summary()
+    with connect_analyst(copy.target) as con:
+        meta = con.execute("SELECT * FROM meta").fetchall()
+        names = [d[0] for d in con.description]
+        comments = dict(
+            con.execute(
+                "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = 'meta'"
+            ).fetchall()
+        )
+        (table_comment,) = con.execute(
+            "SELECT comment FROM duckdb_tables() WHERE table_name = 'meta'"
+        ).fetchone()
+        cycles = con.execute(
+            "SELECT cycle_id, publication_state, ever_published, state FROM "
+            "(SELECT unnest(cycles, recursive := true) FROM meta)"
+        ).fetchall()
+    assert len(meta) == 1
+    row = dict(zip(names, meta[0], strict=True))
+    assert row["copy_version"] == copy.folder.name == copy.version
+    assert row["built_at"] == datetime(2026, 12, 3, 7, 30)  # the build's time, UTC, not the copy's
+    assert row["published_at"] >= row["built_at"]
+    assert row["stable_path"] == str(copy.target.absolute() / "argusic.duckdb")
+    assert row["warehouse"] == str(db.resolve()) and len(row["warehouse_fingerprint"]) == 64
+    assert row["latest_published_cycle"] == "c1"
+    assert [c[:3] for c in cycles] == [("c1", "published", True), ("c2", "rejected", False)]
+    assert cycles[1][3].startswith("c2: rejected by ops-ana at 2026-12-02 09:00 UTC")
+    assert cycles[1][3].endswith('("scores wrong"): never published')
+    assert "c2: rejected" in row["boards"] and "never published" in row["boards"]
+    assert set(comments) == set(names) and all(comments.values()) and "one row" in table_comment
+    manifest = read_manifest(copy.target)
+    assert (manifest["copy_version"], manifest["built_at"]) == (copy.folder.name, "2026-12-03T07:30:00Z")
+    assert manifest["warehouse_fingerprint"] == row["warehouse_fingerprint"]
+    assert [c["publication_state"] for c in manifest["cycles"]] == ["published", "rejected"]
+
+    # the fingerprint follows the rows: the same warehouse gives the same one, a change another
+    assert (
+        read_manifest(publish_analyst_copy(db).target)["warehouse_fingerprint"]
+        == row["warehouse_fingerprint"]
+    )
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE marts.attempt_scores SET score = 1.5 WHERE cycle_id = 'c2'")
+    assert (
+        read_manifest(publish_analyst_copy(db).target)["warehouse_fingerprint"]
+        != row["warehouse_fingerprint"]
+    )
+
+
+def test_a_reader_learns_that_a_newer_copy_was_published(tmp_path: Path):
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    first = publish_analyst_copy(db)
+    opened = current_copy(first.target)
+    assert newer_copy(opened, first.target) is None
+    second = publish_analyst_copy(db)
+    assert newer_copy(opened, first.target) == second.folder.resolve()
+    assert newer_copy(current_copy(first.target), first.target) is None
+    assert newer_copy(opened, tmp_path / "nothing" / "published") is None  # no copy: nothing newer
 
 
 def test_dbt_descriptions_become_the_copys_comments(tmp_path: Path):
@@ -465,6 +556,16 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
         assert all(r[0] and r[1] and len(r[2]) == 64 for r in evidence)
         assert all(r[3] >= 5400 and 1 <= r[4] < r[3] for r in evidence)  # real budget, scaled budget
         assert all(r[5] for r in evidence)
+        # the copy says which it is and each board's state (issue 29): 2026-12 was approved before the
+        # second cycle's build; 2027-01's approval came after its own build, so this copy has it pending
+        states = con.execute(
+            "SELECT cycle_id, publication_state FROM (SELECT unnest(cycles, recursive := true) FROM meta)"
+        ).fetchall()
+        assert states == [("2027-01", "pending"), ("2026-12", "published")]
+        assert con.execute("SELECT latest_published_cycle, stable_path FROM meta").fetchone() == (
+            "2026-12",
+            str(target.absolute() / "argusic.duckdb"),
+        )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -498,6 +599,94 @@ def test_sql_one_shot(published: Path):
     assert refused.exit_code == 2 and "read-only" in refused.output
     unknown = runner.invoke(app, ["sql", ".dump"])
     assert unknown.exit_code == 2 and ".dump: unknown command" in unknown.output
+
+
+def _flat(result) -> str:
+    """A command's output with its line wrapping undone (rich wraps notes at the terminal's width)."""
+    return " ".join(result.output.split())
+
+
+def _three_cycles(db: Path) -> None:
+    """c1 (oldest) published, c2 rejected, c3 (latest) pending; each cycle's attempts end a day apart."""
+    with duckdb.connect(str(db)) as con:
+        for column, value in (("harness_edition", "'2'"), ("sponsor", "NULL"), ("sponsorship", "NULL")):
+            con.execute(f"ALTER TABLE marts.board ADD COLUMN IF NOT EXISTS {column} VARCHAR DEFAULT {value}")
+        con.execute("ALTER TABLE marts.attempt_scores ADD COLUMN IF NOT EXISTS ended_at TIMESTAMP")
+        con.execute("UPDATE marts.attempt_scores SET ended_at = TIMESTAMP '2026-12-01 10:00:00'")
+        for day, cycle in ((2, "c2"), (3, "c3")):
+            con.execute(
+                f"INSERT INTO marts.board SELECT * REPLACE ('{cycle}' AS cycle_id) FROM marts.board "
+                "WHERE cycle_id = 'c1'"
+            )
+            con.execute(
+                f"INSERT INTO marts.attempt_scores SELECT * REPLACE ('{cycle}' AS cycle_id, attempt_id || "
+                f"'-{cycle}' AS attempt_id, TIMESTAMP '2026-12-0{day} 10:00:00' AS ended_at) "
+                "FROM marts.attempt_scores WHERE cycle_id = 'c1'"
+            )
+    _decide(db, ("c1", "published", True), ("c2", "rejected", False), ("c3", "pending", False))
+
+
+def test_board_shows_the_latest_published_board_and_says_each_state(published: Path, isolated: Path):
+    """Issue 29: `argusic board` shows the latest *published* board unless asked (`--cycle`,
+    `--any-state`), and its header says the state; a rejected cycle says it was never published."""
+    db = isolated / "warehouse" / "argusic.duckdb"
+    _three_cycles(db)
+    publish_analyst_copy(db, built_at=datetime(2026, 12, 4, 8, 0, tzinfo=UTC))
+    default = runner.invoke(app, ["board"])
+    assert default.exit_code == 0, default.output
+    assert "Argusic board — cycle c1 — PUBLISHED" in _flat(default)
+    assert "publication: published (approved by ops-ana at 2026-12-02 09:00 UTC)" in _flat(default)
+    assert "as of this analyst copy's build at 2026-12-04 08:00:00 UTC" in _flat(default)
+    latest = runner.invoke(app, ["board", "--any-state"])
+    assert latest.exit_code == 0 and "Argusic board — cycle c3 — PENDING" in _flat(latest), latest.output
+    assert "pending (no publication decision yet): not published" in _flat(latest)
+    rejected = runner.invoke(app, ["board", "--cycle", "c2"])
+    assert "Argusic board — cycle c2 — REJECTED" in _flat(rejected), rejected.output
+    assert 'rejected by ops-ana at 2026-12-02 09:00 UTC ("scores wrong"): never published' in _flat(rejected)
+    # with nothing published, the default says what the latest board is and how to see it
+    _decide(db, ("c1", "rejected", False), ("c2", "rejected", False), ("c3", "pending", False))
+    publish_analyst_copy(db)
+    none = runner.invoke(app, ["board"])
+    assert none.exit_code == 2 and "no published board in the analyst copy" in _flat(none), none.output
+    assert "argusic board --cycle c3" in _flat(none)
+
+
+def test_sql_warns_when_a_newer_copy_exists(published: Path):
+    """Issue 29: a reader of an older copy is told, with both versions and the stable path to reopen."""
+    opened = current_copy(published)
+    assert sql_shell.stale_warning(opened, published) is None
+    newer = publish_analyst_copy(published.parent / "argusic.duckdb", built_at=datetime(2026, 12, 4, 8, 0))
+    warning = sql_shell.stale_warning(opened, published)
+    assert warning is not None and f"version {newer.folder.name}, built at 2026-12-04 08:00:00 UTC" in warning
+    assert f"still reads version {opened.name}" in warning and str(published / "argusic.duckdb") in warning
+    assert sql_shell.stale_warning(current_copy(published), published) is None
+
+
+def test_harlequins_catalog_menu_shows_a_tables_descriptions(published: Path):
+    """Harlequin's catalog has no place for a comment: a table's menu gets "Show Descriptions", which
+    opens the query of its comments in a new editor tab; that query, run on the copy, gives them."""
+    from harlequin_duckdb import DuckDbAdapter
+    from harlequin_duckdb.catalog import TableCatalogItem
+
+    sql_shell.harlequin_app(published)  # adds the menu entry
+    action = dict(TableCatalogItem.INTERACTIONS)["Show Descriptions"]
+    texts: list[str] = []
+    driver = type("Driver", (), {"insert_text_in_new_buffer": lambda self, text: texts.append(text)})()
+    connection = DuckDbAdapter(conn_str=(str(published / "argusic.duckdb"),), read_only=True).connect()
+    try:
+        (database,) = connection.get_catalog().items
+        marts = next(s for s in database.fetch_children() if s.label == "marts")
+        board = next(t for t in marts.fetch_children() if t.label == "board")
+        assert isinstance(board, TableCatalogItem)
+        action(board, driver)
+        # run on the session's own connection (DuckDB allows one configuration per file in a process)
+        columns, table = (
+            connection.conn.execute(q).fetchall() for q in texts[0].strip().rstrip(";").split(";\n")
+        )
+    finally:
+        connection.close()
+    assert any(c[0] == "rank" and c[2] == "1 = best" for c in columns)
+    assert table == [("Grain: one row per (cycle_id, agent_id).",)]
 
 
 def test_sql_without_a_copy_says_how_to_make_one(isolated: Path):
@@ -542,13 +731,19 @@ def test_sql_opens_harlequin_on_the_copy_in_a_terminal(published: Path, tmp_path
         _tmux("send-keys", "-t", session, "SELECT agent_id || '!' AS shout FROM marts.board WHERE rank = 1")
         _tmux("send-keys", "-t", session, "C-j")
         screen = _screen_until(session, ["a1!", "executed successfully"])
+        assert "Newer analyst copy" not in screen
+        # a copy published while the session is open: the next query says so (issue 29)
+        publish_analyst_copy(published.parent / "argusic.duckdb")
+        _tmux("send-keys", "-t", session, "F2")  # back to the editor (the results have the focus)
+        _tmux("send-keys", "-t", session, "C-j")
+        warned = _screen_until(session, ["Newer analyst copy", "this session still"])
         _tmux("send-keys", "-t", session, "C-q")
         deadline = time.monotonic() + 60
         while "Query Editor" in _tmux("capture-pane", "-p", "-t", session) and time.monotonic() < deadline:
             time.sleep(0.5)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-    assert "shout" in screen
+    assert "shout" in screen and "this session still" in warned
 
 
 @pytest.mark.slow

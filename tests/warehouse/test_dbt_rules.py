@@ -329,6 +329,12 @@ RULINGS = [  # the ruling, then the row naming its rerun once it exists
     ("dispute-1", "environment_at_fault", "corr-2c", "ops-ana", datetime(2026, 10, 20, 11), "mirror down"),
 ]
 
+PUBLICATIONS = [  # (cycle_id, board_sha256, decision, decided_by, decided_at, note)
+    (CYCLE, "a" * 64, "approved", "ops-ana", datetime(2026, 10, 14, 9), "checked the logs"),
+    (CORR, "b" * 64, "approved", "ops-ana", datetime(2026, 10, 18, 9), "first board"),
+    (CORR, "c" * 64, "rejected", "ops-bo", datetime(2026, 10, 21, 9), "wait for the rerun"),
+]
+
 DECISIONS = [  # (project_id, decision, decided_by, decided_at)
     ("p-env", "environment_at_fault", "ops-ana", datetime(2026, 10, 12, 9)),
     ("p-proj", "environment_at_fault", "ops-ana", datetime(2026, 10, 12, 9)),
@@ -372,6 +378,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
             [*DISPUTE, datetime(2026, 10, 19)],
         )
         con.executemany("INSERT INTO decisions.dispute_rulings VALUES (?, ?, ?, ?, ?, ?)", RULINGS)
+        con.executemany("INSERT INTO decisions.publication_decisions VALUES (?, ?, ?, ?, ?, ?)", PUBLICATIONS)
         rows = records()
         con.executemany(
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
@@ -448,8 +455,8 @@ def test_build_passes_every_node_including_unit_tests(built):
     # views, int_repair_grades_attributed, int_attempt_costs and three marts (issue #13) + the hints and
     # change similarity staging views and the attempt_hints, stability, change_similarity marts (issue #14)
     # + Layer 2's stg_judge_verdicts and judge_panel + Layer 3's int_judging_attempt_facts, review_queue
-    # and judging_review_divergence (issue #14)
-    assert kinds.get("model") == 38
+    # and judging_review_divergence (issue #14) + board_publication (issue #29: each board's state)
+    assert kinds.get("model") == 39
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):
@@ -721,6 +728,22 @@ def test_board_scores_ranks_and_pass_rates(built):
     assert (std["passes"], std["valid_attempts"], std["invalid_attempts"]) == (10, 20, 3)
     assert std["pass_rate"] == pytest.approx(0.5)
     assert (board[RIVAL]["valid_attempts"], board[RIVAL]["invalid_attempts"]) == (3, 1)
+
+
+def test_every_board_is_published_rejected_or_pending(built):
+    """Issue #29: a board's publication state comes from the people's publication decisions, the
+    latest in force; a cycle whose board was approved before a later rejection was published once."""
+    states = {r["cycle_id"]: r for r in q(built, "select * from marts.board_publication")}
+    boards = {r["cycle_id"] for r in q(built, "select distinct cycle_id from marts.board")}
+    assert set(states) == boards and {CYCLE, CORR} <= boards
+    assert (states[CYCLE]["publication_state"], states[CYCLE]["ever_published"]) == ("published", True)
+    assert (states[CYCLE]["decided_by"], states[CYCLE]["board_sha256"]) == ("ops-ana", "a" * 64)
+    corr = states[CORR]
+    assert (corr["publication_state"], corr["ever_published"], corr["decisions"]) == ("rejected", True, 2)
+    assert (corr["decision_note"], corr["last_approved_board_sha256"]) == ("wait for the rerun", "b" * 64)
+    for cycle in boards - {CYCLE, CORR}:  # nobody decided
+        assert (states[cycle]["publication_state"], states[cycle]["ever_published"]) == ("pending", False)
+        assert states[cycle]["decision"] is None and states[cycle]["decisions"] == 0
 
 
 def test_project_verdicts_paths(built):

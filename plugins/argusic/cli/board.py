@@ -1,5 +1,10 @@
 """`argusic board` and `argusic attempts`: a cycle's board and its attempts, read from the analyst copy
-(never the pipeline's own file: never waits); the same tables close `cycle run` and `demo`."""
+(never the pipeline's own file: never waits); the same tables close `cycle run` and `demo`.
+
+`argusic board` shows the latest *published* board unless asked otherwise (`--cycle ID`, or
+`--any-state` for the latest board whatever its state), and its header says the board's publication
+state as the copy has it (marts.board_publication: published, rejected, pending). The state is the
+copy's: a decision recorded after the copy's build reaches it with the next build."""
 
 from __future__ import annotations
 
@@ -10,7 +15,14 @@ from rich.table import Table
 
 from argusic.cli.common import console, fail, warehouse_errors
 from argusic.cycle.pools import latest_cycle_of
-from argusic.warehouse.analyst import AnalystCopyMissing, analyst_db_path, connect_analyst
+from argusic.warehouse.analyst import (
+    BOARD_STATES,
+    META_TABLE,
+    AnalystCopyMissing,
+    CycleState,
+    analyst_db_path,
+    connect_analyst,
+)
 
 
 def _analyst():
@@ -25,24 +37,77 @@ def _copy_name() -> str:
     return f"the analyst copy {analyst_db_path()}"
 
 
-def latest_cycle() -> str:
+def _cycles(con) -> list[tuple[str, object, CycleState | None]]:
+    """(cycle_id, end of its latest attempt, its board's state or None when the copy has no
+    marts.board_publication) of every cycle with a board in the copy."""
+    try:
+        rows = con.execute(
+            "SELECT b.cycle_id, max(a.ended_at) FROM (SELECT DISTINCT cycle_id FROM marts.board) b "
+            "LEFT JOIN marts.attempt_scores a USING (cycle_id) GROUP BY b.cycle_id"
+        ).fetchall()
+    except Exception:  # no marts yet (nothing built)
+        return []
+    states = _states(con)
+    return [(cycle, ended, states.get(cycle)) for cycle, ended in rows]
+
+
+def _states(con) -> dict[str, CycleState]:
+    """Each cycle's board state in the copy (marts.board_publication); empty for a copy built before it."""
+    schema, table = BOARD_STATES
+    try:
+        rows = con.execute(
+            "SELECT cycle_id, publication_state, ever_published, decided_by, decided_at, decision_note, "
+            f"is_demo_cycle, NULL FROM {schema}.{table}"
+        ).fetchall()
+    except Exception:  # a copy built before marts.board_publication
+        return {}
+    return {row[0]: CycleState(*row) for row in rows}
+
+
+def _built_at(con) -> str:
+    """ " at <when>" the copy's build ran (its meta table), or "" for a copy without one."""
+    try:
+        (when,) = con.execute(f"SELECT built_at FROM {META_TABLE}").fetchone()
+    except Exception:  # a copy from before the meta table
+        return ""
+    return f" at {when:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def latest_cycle(any_state: bool = True) -> str:
     """The latest cycle in the analyst copy: by the cycle's month, then the end of its latest attempt
-    (never by sorting names: `2026-12-demo` is not later than `2027-01`)."""
+    (never by sorting names: `2026-12-demo` is not later than `2027-01`). ``any_state=False``: the
+    latest whose board is published (a copy without board states: the latest, with a note)."""
     with _analyst() as con:
-        try:
-            rows = con.execute(
-                "SELECT b.cycle_id, max(a.ended_at) FROM (SELECT DISTINCT cycle_id FROM marts.board) b "
-                "LEFT JOIN marts.attempt_scores a USING (cycle_id) GROUP BY b.cycle_id"
-            ).fetchall()
-        except Exception:  # no marts yet (nothing built)
-            rows = []
+        rows = _cycles(con)
     if not rows:
         fail(f"no cycle has a board in {_copy_name()} yet: run `argusic cycle run` (or `argusic demo`)")
-    return latest_cycle_of(rows)
+    latest = latest_cycle_of([(cycle, ended) for cycle, ended, _ in rows])
+    if any_state:
+        return latest
+    if all(state is None for _, _, state in rows):
+        console.print(
+            f"  {_copy_name()} has no board states (built before marts.board_publication): showing the "
+            "latest board whatever its state",
+            markup=False,
+        )
+        return latest
+    published = [
+        (cycle, ended) for cycle, ended, state in rows if state and state.publication_state == "published"
+    ]
+    if not published:
+        state = next(s for c, _, s in rows if c == latest)
+        fail(
+            f"no published board in {_copy_name()}: the latest is {state.sentence if state else latest}; "
+            f"`argusic board --cycle {latest}` (or --any-state) shows it"
+        )
+    return latest_cycle_of(published)
 
 
 def print_board(cycle_id: str) -> None:
+    """The board of ``cycle_id`` as the analyst copy has it, its publication state in the header."""
     with _analyst() as con:
+        state = _states(con).get(cycle_id)
+        built = _built_at(con)
         rows = con.execute(
             """
             SELECT rank, agent_id, board_score, pass_rate, valid_attempts, sets_counted, sets_unstable,
@@ -55,12 +120,24 @@ def print_board(cycle_id: str) -> None:
     if not rows:
         fail(f"no board for cycle {cycle_id!r} in {_copy_name()}")
     demo = any(r[-1] for r in rows)
-    title = f"Argusic board — cycle {cycle_id}" + (" (scaled budgets: not a real cycle)" if demo else "")
+    shown = state.publication_state.upper() if state and state.publication_state else "state unknown"
+    title = f"Argusic board — cycle {cycle_id} — {shown}" + (
+        " (scaled budgets: not a real cycle)" if demo else ""
+    )
     table = Table(title=title)
     for column in ("rank", "agent", "score", "pass rate", "attempts", "sets", "unstable", "in review"):
         table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
     edition = rows[0][10]  # the cycle's, the same on every row
-    notes = [f"harness edition of this cycle: {edition or 'not recorded (records before environments)'}"]
+    notes = [
+        "publication: "
+        + (
+            state.sentence.split(": ", 1)[1]
+            if state
+            else "unknown (this copy has no marts.board_publication)"
+        )
+        + f" (as of this analyst copy's build{built}; a decision recorded later shows after the next build)",
+        f"harness edition of this cycle: {edition or 'not recorded (records before environments)'}",
+    ]
     for row in rows:
         rank, agent, score, pass_rate, attempts, counted, unstable, review, incomplete, total = row[:10]
         sponsor, sponsorship = row[11:13]
@@ -123,11 +200,20 @@ def print_attempts(cycle_id: str) -> None:
 
 
 def board(
-    cycle: Annotated[str | None, typer.Option(help="Cycle id (default: the latest cycle)")] = None,
+    cycle: Annotated[
+        str | None, typer.Option(help="Cycle id, whatever its board's state (default: the latest published)")
+    ] = None,
+    any_state: Annotated[
+        bool,
+        typer.Option(
+            "--any-state", help="The latest board whatever its state: published, rejected or pending"
+        ),
+    ] = False,
 ) -> None:
-    """Print a cycle's board from the analyst copy (never waits for the pipeline)."""
+    """Print the latest published board from the analyst copy, or the one asked for (never waits for
+    the pipeline); the header says whether it is published, rejected or pending."""
     with warehouse_errors():
-        print_board(cycle or latest_cycle())
+        print_board(cycle or latest_cycle(any_state=any_state))
 
 
 def attempts(

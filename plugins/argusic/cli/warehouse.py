@@ -17,7 +17,7 @@ from argusic.cli.common import console, err_console, fail, warehouse_errors
 from argusic.core.settings import warehouse_path
 from argusic.publication.audit import audit_warehouse
 from argusic.warehouse import dbt_docs
-from argusic.warehouse.analyst import DB_NAME, PARQUET, AnalystCopyError, AnalystCopyMissing, current_copy
+from argusic.warehouse.analyst import DB_NAME, AnalystCopyError, AnalystCopyMissing, analyst_dir, current_copy
 from argusic.warehouse.db import connect
 from argusic.warehouse.load_runs import IngestError
 from argusic.warehouse.load_runs import ingest as do_ingest
@@ -113,13 +113,16 @@ def sql(
 ) -> None:
     """The analyst copy in an SQL shell (Harlequin, read-only), or one statement for scripts.
 
-    `argusic sql` opens the interactive shell; `argusic sql "SELECT …"` (or SQL on standard input)
-    prints the result and exits. Reads the copy published by the last successful build, never the
-    pipeline's own file: it never waits for a cycle and never holds one up."""
+    `argusic sql` opens the interactive shell on the copy's stable path (warehouse/analyst/argusic.duckdb)
+    and warns before a query when a newer copy was published since it opened; `argusic sql "SELECT …"`
+    (or SQL on standard input) prints the result and exits. Reads the copy published by the last
+    successful build, never the pipeline's own file: it never waits for a cycle and never holds one up.
+    `SELECT * FROM meta`: which copy, built when, each cycle's board state."""
     if output not in sql_shell.FORMATS:
         fail(f"--format {output!r}: expected one of {', '.join(sql_shell.FORMATS)}")
+    target = analyst_dir()  # the stable path: a link to the copy published now
     try:
-        folder = current_copy()
+        folder = current_copy(target)
     except AnalystCopyMissing as err:
         fail(str(err))
     text = " ".join(query or [])
@@ -129,9 +132,11 @@ def sql(
         if not sys.stdin.isatty() or not sys.stdout.isatty():
             fail('no SQL given: pass a statement (argusic sql "SELECT …") or run it in a terminal')
         try:
-            sql_shell.exec_harlequin(folder / DB_NAME, folder / PARQUET)
-        except FileNotFoundError as err:
-            fail(str(err))
+            code = sql_shell.run_harlequin(target)
+        except ImportError as err:
+            fail(f"Harlequin is not installed in this environment ({err}): run `make install`")
+        if code:
+            raise typer.Exit(code=code)
         return
 
     with duckdb.connect(str(folder / DB_NAME), read_only=True) as con:
@@ -143,6 +148,8 @@ def sql(
             fail(f"{str(err).strip()}{note}")
     if result is not None:
         sql_shell.render(result, output, console)
+    if warning := sql_shell.stale_warning(folder, target):  # published while the query ran
+        err_console.print(warning, markup=False, highlight=False)
 
 
 def docs(

@@ -7,10 +7,18 @@ only then, the build publishes a consistent read-only copy under ``ARGUSIC_ANALY
 ``analyst/`` beside the warehouse file, i.e. ``warehouse/analyst/``)::
 
     warehouse/analyst/                 -> a link to .analyst.versions/<published-at>-<random>/
-        argusic.duckdb                 marts.*, reference.* (seeds), raw.run_records (slimmed: below)
+        argusic.duckdb                 marts.*, reference.* (seeds), raw.run_records (slimmed: below),
+                                       meta (one row: this copy's version, build time, cycles and the
+                                       state of each cycle's board, the warehouse's fingerprint)
         parquet/<mart>/cycle_id=<id>/data_0.parquet   marts with a cycle_id, hive-partitioned
         parquet/<mart>/data.parquet    marts without one (verdicts, editions, hardware)
         manifest.json                  when, from which warehouse, tables and rows (argusic.analyst_copy/1)
+
+The stable path is the link's: ``warehouse/analyst/argusic.duckdb`` (``analyst_db_path()``) always
+opens the copy published now; a version folder is deleted two publications later, so nothing prints
+one as the place to open (``AnalystCopy.summary`` names the link). A reader that opened a copy finds
+out whether a newer one was published since with ``newer_copy`` (one readlink: cheap enough for every
+query; `argusic sql` checks before each).
 
 Publication is atomic: the new copy is written whole into a new folder, then the link is replaced by
 ``rename`` (one system call: a reader resolves either the old copy or the new one, never half of
@@ -42,6 +50,7 @@ exactly.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -55,12 +64,17 @@ from typing import Any
 import duckdb
 
 from argusic.core.settings import warehouse_path
+from argusic.cycle.pools import latest_cycle_of
 
 ANALYST_DIR_ENV = "ARGUSIC_ANALYST_DIR"
 MANIFEST_SCHEMA = "argusic.analyst_copy/1"
 DB_NAME = "argusic.duckdb"
 PARQUET = "parquet"
 MANIFEST = "manifest.json"
+# The copy's own description, one row (in the main schema: `SELECT * FROM meta`).
+META_TABLE = "meta"
+# Where each cycle's board state comes from (a dbt mart); a copy of a warehouse built before it says so.
+BOARD_STATES = ("marts", "board_publication")
 
 # What goes into the copy: every table of these schemas, and these raw tables.
 COPIED_SCHEMAS = ("marts", "reference")
@@ -143,6 +157,23 @@ def connect_analyst(target: Path | None = None) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(folder / DB_NAME), read_only=True)
 
 
+def copy_version(folder: Path) -> str:
+    """A copy's version: the name of its folder (``<published-at>-<random>``), as its meta table says."""
+    return Path(folder).name
+
+
+def newer_copy(opened: Path, target: Path | None = None) -> Path | None:
+    """The folder of the copy published now when it is not ``opened`` (the folder a reader resolved
+    when it connected), else None. One readlink, no file read: cheap enough before every query. None
+    too when no copy is published at all (nothing newer to open)."""
+    target = Path(target) if target else analyst_dir()
+    try:
+        now = target.resolve(strict=True)
+    except OSError:
+        return None
+    return None if now == Path(opened).resolve() else now
+
+
 def parquet_dir(target: Path | None = None) -> Path:
     """The Parquet folder of the copy published now, the link resolved: a reader that lists and then
     opens many files reads them all from one copy even if a new one is published meanwhile."""
@@ -177,9 +208,13 @@ class AnalystCopy:
     def summary(self) -> str:
         rows = sum(t.rows for t in self.tables)
         return (
-            f"analyst copy {self.target}: {len(self.tables)} tables, {rows:,} rows, "
-            f"{self.bytes / 2**20:.1f} MiB, published in {self.seconds:.2f} s"
+            f"analyst copy {self.target / DB_NAME} (version {self.version}): {len(self.tables)} tables, "
+            f"{rows:,} rows, {self.bytes / 2**20:.1f} MiB, published in {self.seconds:.2f} s"
         )
+
+    @property
+    def version(self) -> str:
+        return copy_version(self.folder)
 
 
 # (schema, table) -> (table description, {column: description}), from a dbt manifest.
@@ -449,6 +484,214 @@ def _write(
     return copied
 
 
+META_COMMENTS = {
+    None: (
+        "This analyst copy, one row: its version, when the build that made it ran, the stable path to "
+        "open, the warehouse it was copied from and that warehouse's fingerprint, and every cycle with "
+        "a board with the state of its board (published, rejected or pending; marts.board_publication). "
+        "Written by the build (argusic.warehouse.analyst), never by SQL's now()."
+    ),
+    "copy_version": (
+        "This copy's version (the name of its folder under .analyst.versions/). `argusic sql` warns when "
+        "the copy published now has another one."
+    ),
+    "built_at": (
+        "When the build that published this copy ran (UTC): the time the build passes, else the start "
+        "of this copy's publication, right after the build's every check passed."
+    ),
+    "published_at": "When this copy was written (UTC), after the build's every check passed.",
+    "stable_path": (
+        "The path that always opens the copy published now (a link replaced at each publication); a "
+        "version folder is deleted two publications later."
+    ),
+    "warehouse": "The pipeline's warehouse file this copy was made from (writers only: never open it).",
+    "warehouse_fingerprint": (
+        "sha256 over every table copied from the warehouse (its name, rows and the sum of DuckDB's "
+        "row hashes): two copies with the same fingerprint hold the same rows."
+    ),
+    "duckdb_version": "The DuckDB version that wrote this copy.",
+    "latest_published_cycle": (
+        "The latest cycle whose board is published (by the cycle's month, then its latest attempt); "
+        "null when no board is published. `argusic board` shows this one unless asked otherwise."
+    ),
+    "boards": (
+        "Every cycle with a board and its state, one sentence each (e.g. `2027-01: rejected by ops at "
+        '... ("reason"): never published`).'
+    ),
+    "cycles": (
+        "Every cycle with a board, latest first: cycle_id, publication_state (published, rejected, "
+        "pending; null when the warehouse has no marts.board_publication), ever_published, decided_by, "
+        "decided_at, decision_note, is_demo_cycle, latest_attempt_at, state (the sentence of boards). "
+        "`SELECT unnest(cycles, recursive := true) FROM meta` gives one row per cycle."
+    ),
+}
+
+
+@dataclass
+class CycleState:
+    """One cycle's board in the copy, and its publication state (marts.board_publication)."""
+
+    cycle_id: str
+    publication_state: str | None  # published | rejected | pending; None: no board_publication mart
+    ever_published: bool | None
+    decided_by: str | None
+    decided_at: datetime | None
+    decision_note: str | None
+    is_demo_cycle: bool | None
+    latest_attempt_at: datetime | None
+
+    @property
+    def sentence(self) -> str:
+        when = f" at {self.decided_at:%Y-%m-%d %H:%M} UTC" if self.decided_at else ""
+        why = f' ("{self.decision_note}")' if self.decision_note else ""
+        demo = " (demo cycle)" if self.is_demo_cycle else ""
+        if self.publication_state == "published":
+            return f"{self.cycle_id}{demo}: published (approved by {self.decided_by}{when})"
+        if self.publication_state == "rejected":
+            before = (
+                "; an earlier board of this cycle was published"
+                if self.ever_published
+                else ": never published"
+            )
+            return f"{self.cycle_id}{demo}: rejected by {self.decided_by}{when}{why}{before}"
+        if self.publication_state == "pending":
+            return f"{self.cycle_id}{demo}: pending (no publication decision yet): not published"
+        return (
+            f"{self.cycle_id}{demo}: publication state unknown (the warehouse has no marts.board_publication)"
+        )
+
+
+def _columns_of(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> set[str]:
+    """The columns of a table of the copy (none: no such table)."""
+    return {
+        row[0]
+        for row in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND schema_name = ? AND table_name = ?",
+            [schema, table],
+        ).fetchall()
+    }
+
+
+def _cycle_states(con: duckdb.DuckDBPyConnection) -> list[CycleState]:
+    """Every cycle with a board in the copy, latest first, with its board's publication state."""
+    if not {"cycle_id", "is_demo_cycle"} <= _columns_of(con, "marts", "board"):
+        return []
+    ends = "SELECT NULL::VARCHAR AS cycle_id, NULL::TIMESTAMP AS ended_at"
+    if {"cycle_id", "ended_at"} <= _columns_of(con, "marts", "attempt_scores"):
+        ends = "SELECT cycle_id, max(ended_at) AS ended_at FROM marts.attempt_scores GROUP BY ALL"
+    if _columns_of(con, *BOARD_STATES):
+        states = (
+            "p.publication_state, p.ever_published, p.decided_by, p.decided_at, p.decision_note, "
+            "p.is_demo_cycle"
+        )
+        source = (
+            "marts.board_publication AS p "
+            "JOIN (SELECT DISTINCT cycle_id FROM marts.board) AS b ON b.cycle_id = p.cycle_id"
+        )
+    else:
+        states = "NULL, NULL, NULL, NULL::TIMESTAMP, NULL, b.is_demo_cycle"
+        source = (
+            "(SELECT cycle_id, bool_or(is_demo_cycle) AS is_demo_cycle FROM marts.board GROUP BY ALL) AS b"
+        )
+    rows = con.execute(
+        f"SELECT b.cycle_id, {states}, e.ended_at FROM {source} "
+        f"LEFT JOIN ({ends}) AS e ON e.cycle_id = b.cycle_id"
+    ).fetchall()
+    found = [CycleState(*row) for row in rows]
+    ordered: list[CycleState] = []
+    while found:  # latest first, by the cycle's month then its latest attempt (never by name)
+        latest = latest_cycle_of([(c.cycle_id, c.latest_attempt_at) for c in found])
+        ordered += [c for c in found if c.cycle_id == latest]
+        found = [c for c in found if c.cycle_id != latest]
+    return ordered
+
+
+def _fingerprint(con: duckdb.DuckDBPyConnection, tables: list[TableCopy]) -> str:
+    """sha256 over every copied table's name, rows and sum of DuckDB's 64-bit row hashes. A mart
+    written in cycle partitions reuses the per-cycle fingerprints the Parquet step computed (its
+    largest tables: no second scan) and hashes only its rows without a cycle."""
+    digest = hashlib.sha256()
+    for item in sorted(tables, key=lambda t: t.name):
+        relation = ".".join(_quote(part) for part in item.name.split(".", 1))
+        if item.partitions is not None:
+            (rest,) = con.execute(
+                f"SELECT coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR FROM {relation} AS t "
+                f"WHERE {PARTITION_COLUMN} IS NULL"
+            ).fetchone()
+            cycles = json.dumps(item.partitions.get("cycles") or {}, sort_keys=True)
+            total = f"cycles {cycles}; no cycle {rest}"
+        else:
+            (total,) = con.execute(
+                f"SELECT coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR FROM {relation} AS t"
+            ).fetchone()
+        digest.update(f"{item.name}\t{item.rows}\t{total}\n".encode())
+    return digest.hexdigest()
+
+
+def _write_meta(
+    db_file: Path, *, version: str, built_at: datetime, target: Path, warehouse: Path, tables: list[TableCopy]
+) -> dict[str, Any]:
+    """Add the ``meta`` table (one row, commented) to the written copy ``db_file``; what it holds."""
+    published_at = datetime.now(UTC).replace(tzinfo=None)
+    built = built_at.astimezone(UTC).replace(tzinfo=None) if built_at.tzinfo else built_at
+    with duckdb.connect(str(db_file)) as con:
+        con.execute("SET enable_progress_bar = false")
+        cycles = _cycle_states(con)
+        fingerprint = _fingerprint(con, tables)
+        latest = next((c.cycle_id for c in cycles if c.publication_state == "published"), None)
+        con.execute("BEGIN")
+        con.execute(
+            "CREATE TEMP TABLE cycle_rows (ord INTEGER, cycle_id VARCHAR, publication_state VARCHAR, "
+            "ever_published BOOLEAN, decided_by VARCHAR, decided_at TIMESTAMP, decision_note VARCHAR, "
+            "is_demo_cycle BOOLEAN, latest_attempt_at TIMESTAMP, state VARCHAR)"
+        )
+        if cycles:
+            con.executemany(
+                "INSERT INTO cycle_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    [i, c.cycle_id, c.publication_state, c.ever_published, c.decided_by, c.decided_at,
+                     c.decision_note, c.is_demo_cycle, c.latest_attempt_at, c.sentence]
+                    for i, c in enumerate(cycles)
+                ],
+            )  # fmt: skip
+        con.execute(
+            f"""
+            CREATE TABLE main.{META_TABLE} AS SELECT
+                ?::VARCHAR AS copy_version, ?::TIMESTAMP AS built_at, ?::TIMESTAMP AS published_at,
+                ?::VARCHAR AS stable_path, ?::VARCHAR AS warehouse, ?::VARCHAR AS warehouse_fingerprint,
+                ?::VARCHAR AS duckdb_version, ?::VARCHAR AS latest_published_cycle,
+                (SELECT coalesce(string_agg(state, '; ' ORDER BY ord), 'no cycle has a board yet')
+                 FROM cycle_rows) AS boards,
+                (SELECT coalesce(list(struct_pack(cycle_id, publication_state, ever_published,
+                        decided_by, decided_at, decision_note, is_demo_cycle, latest_attempt_at, state)
+                        ORDER BY ord), []) FROM cycle_rows) AS cycles
+            """,
+            [version, built, published_at, str(target / DB_NAME), str(warehouse), fingerprint,
+             duckdb.__version__, latest],
+        )  # fmt: skip
+        con.execute("DROP TABLE cycle_rows")
+        for column, text in META_COMMENTS.items():
+            if column is None:
+                con.execute(f"COMMENT ON TABLE main.{META_TABLE} IS {_literal(text)}")
+            else:
+                con.execute(f"COMMENT ON COLUMN main.{META_TABLE}.{_quote(column)} IS {_literal(text)}")
+        con.execute("COMMIT")
+        con.execute("CHECKPOINT")
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    return {
+        "copy_version": version,
+        "built_at": built.strftime(stamp),
+        "stable_path": str(target / DB_NAME),
+        "warehouse_fingerprint": fingerprint,
+        "latest_published_cycle": latest,
+        "cycles": [
+            {"cycle_id": c.cycle_id, "publication_state": c.publication_state, "state": c.sentence}
+            for c in cycles
+        ],
+    }
+
+
 def _published(target: Path) -> tuple[Path, dict[str, Any]] | None:
     """The copy published at ``target`` now (its folder, resolved, and its manifest), if readable."""
     try:
@@ -492,17 +735,22 @@ def _prune(versions: Path, keep: set[Path]) -> None:
 
 
 def publish_analyst_copy(
-    db_path: Path | None = None, target: Path | None = None, descriptions: Descriptions | None = None
+    db_path: Path | None = None,
+    target: Path | None = None,
+    descriptions: Descriptions | None = None,
+    built_at: datetime | None = None,
 ) -> AnalystCopy:
     """Copy the warehouse ``db_path`` into a new analyst copy and publish it at ``target``.
 
     ``descriptions`` (``descriptions_of`` the build's dbt manifest) become the comments of the marts
-    and seeds; without them the copy keeps whatever comments the warehouse holds.
+    and seeds; without them the copy keeps whatever comments the warehouse holds. ``built_at``: when
+    the build that made it ran (its meta table's built_at; default: now, as this publication starts).
 
     Callers hold the warehouse writer lock (the build does), so the copy is exactly the warehouse as
     built and validated. On any failure the new folder is removed and the previous copy stays
     published (AnalystCopyError names the cause)."""
     started = time.perf_counter()
+    built_at = built_at or datetime.now(UTC)
     db_path = Path(db_path or warehouse_path())
     target = Path(target) if target else analyst_dir(db_path)
     versions = _versions_dir(target)
@@ -512,9 +760,18 @@ def publish_analyst_copy(
     folder.mkdir()
     try:
         tables = _write(db_path, folder, descriptions, _published(target))
+        meta = _write_meta(
+            folder / DB_NAME,
+            version=copy_version(folder),
+            built_at=built_at,
+            target=target.absolute(),
+            warehouse=db_path.resolve(),
+            tables=tables,
+        )
         manifest = {
             "schema": MANIFEST_SCHEMA,
             "published_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            **meta,
             "warehouse": str(db_path.resolve()),
             "duckdb_version": duckdb.__version__,
             "database": DB_NAME,
@@ -552,8 +809,10 @@ __all__ = [
     "analyst_db_path",
     "analyst_dir",
     "connect_analyst",
+    "copy_version",
     "current_copy",
     "descriptions_of",
+    "newer_copy",
     "parquet_dir",
     "publish_analyst_copy",
     "read_manifest",

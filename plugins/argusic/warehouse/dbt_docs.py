@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argusic.core.settings import dbt_project_dir, warehouse_path
-from argusic.warehouse.analyst import DB_NAME, AnalystCopyMissing, current_copy
+from argusic.warehouse.analyst import DB_NAME, AnalystCopyMissing, analyst_db_path, copy_version, current_copy
 
 
 class DocsError(RuntimeError):
@@ -48,12 +48,14 @@ def _private_copy() -> Iterator[tuple[Path, str]]:
     with tempfile.TemporaryDirectory(prefix="argusic-docs-") as tmp:
         db = Path(tmp) / DB_NAME  # same file name as the warehouse's: same database name in dbt
         try:
-            source = current_copy() / DB_NAME
+            folder = current_copy()
+            source = folder / DB_NAME
         except AnalystCopyMissing:
             yield db, "no analyst copy yet: descriptions only, no column types"
             return
         shutil.copyfile(source, db)
-        yield db, f"catalog from the analyst copy {source}"
+        # the stable path (a version folder is deleted two publications later) and the version read
+        yield db, f"catalog from the analyst copy {analyst_db_path()} (version {copy_version(folder)})"
 
 
 def generate(out: Path | None = None, project_dir: Path | None = None) -> Generated:
