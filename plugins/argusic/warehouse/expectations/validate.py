@@ -509,7 +509,8 @@ def validate_warehouse(db_path: Path | None = None) -> ValidationReport:
     the suite reads and, when every expectation of the suite is row-local (not null, in set,
     between, unique), only the rows that could break one (all rows of a duplicated key); GX then
     judges every expectation on that frame, so a pass or a failure, and its count of unexpected
-    rows, are those of the whole table.
+    rows, are those of the whole table. When no row could break one, every expectation holds and GX
+    is not asked (``_prepare``).
     """
     path = Path(db_path) if db_path else warehouse_path()
     if not path.exists():
