@@ -57,6 +57,62 @@ TARGET_RATIO = 5.0
 TARGET_PEAK_MB = 2048.0
 
 # ---------------------------------------------------------------------------------------------------
+# CPU seconds: the machine is shared, so each phase's wall time is read next to its CPU time (user +
+# system, of the process's every thread and of its waited-for children)
+# ---------------------------------------------------------------------------------------------------
+
+
+def cpu_seconds() -> float:
+    """CPU seconds used so far by this process (every thread) and its waited-for children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+CPU_PROBE_ENV = "ARGUSIC_BENCH_CPU_PROBE"
+
+
+def install_cpu_probe(path: Path) -> None:
+    """Time each step of a build (dbt, expectations, analyst copy) in CPU seconds, in this process.
+
+    Wraps the steps ``argusic.warehouse.dbt_build`` calls (``_run_dbt``, ``validate_warehouse``,
+    ``publish_analyst_copy``; a step it no longer has is skipped) and appends one JSON line a step to
+    ``path``: ``{"step": ..., "cpu": ...}``. The steps of a build run one after another, so the
+    process's CPU time across a step is that step's. Used in the cold build phase and, through
+    ``python -c``, in the build worker the benchmark starts.
+    """
+    from argusic.warehouse import dbt_build
+
+    def probe(step: str, fn):
+        def timed(*args, **kwargs):
+            began = cpu_seconds()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with open(path, "a") as out:
+                    out.write(json.dumps({"step": step, "cpu": cpu_seconds() - began}) + "\n")
+
+        return timed
+
+    steps = {"_run_dbt": "dbt", "validate_warehouse": "expectations", "publish_analyst_copy": "copy"}
+    for name, step in steps.items():
+        if hasattr(dbt_build, name):
+            setattr(dbt_build, name, probe(step, getattr(dbt_build, name)))
+
+
+def read_cpu_probe(path: Path) -> list[dict[str, float]]:
+    """The probe's lines grouped by build: one dict {step: cpu} a build (a build starts with dbt)."""
+    builds: list[dict[str, float]] = []
+    if not path.exists():
+        return builds
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["step"] == "dbt" or not builds:
+            builds.append({})
+        builds[-1][entry["step"]] = builds[-1].get(entry["step"], 0.0) + entry["cpu"]
+    return builds
+
+
+# ---------------------------------------------------------------------------------------------------
 # Synthetic run records, generated in DuckDB SQL
 # ---------------------------------------------------------------------------------------------------
 
@@ -429,22 +485,31 @@ def phase_floor(db: Path, out: Path) -> dict:
 
     with duckdb.connect(str(db), read_only=True) as con:
         sql = floor_sql()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_seconds()
         rows = con.execute(sql).fetchall()
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
     out.write_text(json.dumps([[str(v) if v is not None else None for v in row] for row in rows]))
-    return {"seconds": seconds, "rows": len(rows)}
+    return {"seconds": seconds, "cpu_seconds": cpu, "rows": len(rows)}
 
 
 def phase_build(db: Path, target: Path) -> dict:
     os.environ["DBT_TARGET_PATH"] = str(target)
     os.environ["DBT_LOG_PATH"] = str(target / "logs")
+    probe = target.parent / "cpu_cold.jsonl"
+    probe.unlink(missing_ok=True)
+    install_cpu_probe(probe)
     from argusic.warehouse.dbt_build import build_warehouse
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     result = build_warehouse(db, quiet=True)
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    steps = (read_cpu_probe(probe) or [{}])[-1]
     return {
-        "seconds": time.perf_counter() - started,
+        "seconds": seconds,
+        "cpu_seconds": cpu,  # the same span as seconds: imports, parse, build, expectations, copy
+        "dbt_cpu_seconds": steps.get("dbt", 0.0),
+        "validation_cpu_seconds": steps.get("expectations", 0.0),
+        "analyst_cpu_seconds": steps.get("copy", 0.0),
         "dbt_seconds": result.dbt_seconds,
         "validation_seconds": result.validation_seconds,
         "analyst_seconds": result.analyst_seconds,
@@ -509,6 +574,13 @@ def run_phase(args: list[str], env: dict | None = None) -> dict:
     return result
 
 
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a running process and its waited-for children (/proc; Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # after the name: state(3) ... utime(14) stime(15) cutime(16) cstime(17), counted from 1
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def worker_builds(db: Path, target: Path, repeats: int) -> dict:
     """Builds through a real build worker (``argusic build-worker``) in its own process.
 
@@ -519,8 +591,19 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
     from argusic.publication.build_worker import request
 
     socket_path = target.parent / "worker" / "build.sock"
-    env = {**os.environ, "DBT_TARGET_PATH": str(target), "DBT_LOG_PATH": str(target / "logs")}
-    code = "from argusic.cli.main import app; app()"
+    probe = target.parent / "cpu_worker.jsonl"
+    probe.unlink(missing_ok=True)
+    env = {
+        **os.environ, "DBT_TARGET_PATH": str(target), "DBT_LOG_PATH": str(target / "logs"),
+        CPU_PROBE_ENV: str(probe),
+    }  # fmt: skip
+    # the worker as `argusic build-worker` starts it, with the CPU probe around its build's steps
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+        "import os, pathlib, bench_warehouse; "
+        f"bench_warehouse.install_cpu_probe(pathlib.Path(os.environ[{CPU_PROBE_ENV!r}])); "
+        "from argusic.cli.main import app; app()"
+    )
     with tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(
@@ -536,11 +619,12 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
             start_seconds = time.perf_counter() - started
             timings = []
             for _ in range(repeats + 1):
-                began = time.perf_counter()
+                began, cpu = time.perf_counter(), _process_cpu(proc.pid)
                 answer = request(socket_path, "build", db_path=str(db))
                 timings.append(
                     {
                         "seconds": time.perf_counter() - began,
+                        "cpu_seconds": _process_cpu(proc.pid) - cpu,
                         "dbt_seconds": answer["dbt_seconds"],
                         "validation_seconds": answer["validation_seconds"],
                         "analyst_seconds": answer["analyst_seconds"],
@@ -554,19 +638,30 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
             _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"the build worker exited with {os.waitstatus_to_exitcode(status)}")
-    # The build alone (dbt + expectations, as measured before the analyst copy existed) and the copy.
-    for t in timings:
+    # The build alone (dbt + expectations, as measured before the analyst copy existed) and the copy;
+    # in CPU the same, the copy's CPU from the probe.
+    steps = read_cpu_probe(probe)
+    for i, t in enumerate(timings):
+        step = steps[i] if i < len(steps) else {}
         t["build_seconds"] = t["seconds"] - t["analyst_seconds"]
+        t["analyst_cpu_seconds"] = step.get("copy", 0.0)
+        t["build_cpu_seconds"] = t["cpu_seconds"] - t["analyst_cpu_seconds"]
+        t["dbt_cpu_seconds"] = step.get("dbt", 0.0)
+        t["validation_cpu_seconds"] = step.get("expectations", 0.0)
     steady = sorted(timings[1:], key=lambda t: t["build_seconds"])[len(timings[1:]) // 2]
-    copies = sorted(t["analyst_seconds"] for t in timings[1:])
+    copies = sorted(timings[1:], key=lambda t: t["analyst_seconds"])[len(timings[1:]) // 2]
     return {
+        "cpu_seconds": steady["build_cpu_seconds"],
+        "dbt_cpu_seconds": steady["dbt_cpu_seconds"],
+        "validation_cpu_seconds": steady["validation_cpu_seconds"],
+        "analyst_cpu_seconds": copies["analyst_cpu_seconds"],
         "start_seconds": start_seconds,
         "first": timings[0],
         "steady": [t["build_seconds"] for t in timings[1:]],
         "seconds": steady["build_seconds"],
         "with_copy_seconds": steady["seconds"],
-        "analyst_seconds": copies[len(copies) // 2],
-        "analyst_steady": copies,
+        "analyst_seconds": copies["analyst_seconds"],
+        "analyst_steady": sorted(t["analyst_seconds"] for t in timings[1:]),
         "dbt_seconds": steady["dbt_seconds"],
         "validation_seconds": steady["validation_seconds"],
         "nodes": steady["nodes"],
@@ -596,12 +691,18 @@ def bench(size: int, work: Path, top: int, repeats: int = 3) -> dict:
         flush=True,
     )
     floor = run_phase(["--phase", "floor", "--db", str(db), "--out", str(floor_out)])
-    print(f"floor: {floor['seconds']:.2f} s, {floor['rows']} board rows, peak {floor['peak_mb']:.0f} MB")
+    print(
+        f"floor: {floor['seconds']:.2f} s ({floor['cpu_seconds']:.2f} CPU-s), {floor['rows']} board rows, "
+        f"peak {floor['peak_mb']:.0f} MB"
+    )
     build = run_phase(["--phase", "build", "--db", str(db), "--target", str(target)])
     print(
-        f"build: {build['seconds']:.2f} s (dbt {build['dbt_seconds']:.2f} s, expectations "
-        f"{build['validation_seconds']:.2f} s, {build['nodes']} nodes; then the analyst copy "
-        f"{build['analyst_seconds']:.2f} s, {build['analyst_mb']:.0f} MB), peak {build['peak_mb']:.0f} MB"
+        f"build: {build['seconds']:.2f} s, {build['cpu_seconds']:.2f} CPU-s (dbt "
+        f"{build['dbt_seconds']:.2f} s / {build['dbt_cpu_seconds']:.2f} CPU-s, expectations "
+        f"{build['validation_seconds']:.2f} s / "
+        f"{build['validation_cpu_seconds']:.2f} CPU-s, {build['nodes']} nodes; then the analyst copy "
+        f"{build['analyst_seconds']:.2f} s / {build['analyst_cpu_seconds']:.2f} CPU-s, "
+        f"{build['analyst_mb']:.0f} MB), peak {build['peak_mb']:.0f} MB"
     )
     worker = worker_builds(db, work / "dbt_target_worker", repeats)
     steady = ", ".join(f"{t:.2f}" for t in worker["steady"])
@@ -609,12 +710,14 @@ def bench(size: int, work: Path, top: int, repeats: int = 3) -> dict:
     print(
         f"build worker: ready in {worker['start_seconds']:.1f} s; first build "
         f"{worker['first']['build_seconds']:.2f} s (parses the project); then {steady} s, median "
-        f"{worker['seconds']:.2f} s (dbt {worker['dbt_seconds']:.2f} s, expectations "
-        f"{worker['validation_seconds']:.2f} s); {worker['parses']} parse(s); worker peak "
+        f"{worker['seconds']:.2f} s, {worker['cpu_seconds']:.2f} CPU-s (dbt {worker['dbt_seconds']:.2f} s / "
+        f"{worker['dbt_cpu_seconds']:.2f} CPU-s, expectations {worker['validation_seconds']:.2f} s / "
+        f"{worker['validation_cpu_seconds']:.2f} CPU-s); {worker['parses']} parse(s); worker peak "
         f"{worker['peak_mb']:.0f} MB"
     )
     print(
         f"analyst copy after each worker build: {copies} s, median {worker['analyst_seconds']:.2f} s "
+        f"({worker['analyst_cpu_seconds']:.2f} CPU-s) "
         f"(+{100 * worker['analyst_seconds'] / worker['seconds']:.0f}% of the build); "
         f"{build['analyst_mb']:.0f} MB (DuckDB snapshot + Parquet)"
     )
@@ -655,12 +758,31 @@ def print_table(rows: list[dict]) -> None:
             f"{floor['peak_mb']:>9.0f} {cold['peak_mb']:>8.0f} {worker['peak_mb']:>10.0f} "
             f"{'agree' if r['check']['agree'] else 'DISAGREE':>9}"
         )
+    header = (
+        f"{'attempts':>10} {'floor CPU':>10} {'cold CPU':>9} {'worker CPU':>11} {'dbt CPU':>8} "
+        f"{'expect CPU':>11} {'copy CPU':>9} {'cold':>7} {'worker':>7}"
+    )
+    print("\n" + header + "   (CPU seconds: user + system, every thread)")
+    print("-" * len(header))
+    for r in rows:
+        floor, cold, worker = r["floor"], r["build"], r["worker"]
+        print(
+            f"{r['generate']['rows']:>10,} {floor['cpu_seconds']:>10.2f} {cold['cpu_seconds']:>9.2f} "
+            f"{worker['cpu_seconds']:>11.2f} {worker['dbt_cpu_seconds']:>8.2f} "
+            f"{worker['validation_cpu_seconds']:>11.2f} {worker['analyst_cpu_seconds']:>9.2f} "
+            f"{cold['cpu_seconds'] / floor['cpu_seconds']:>6.1f}x "
+            f"{worker['cpu_seconds'] / floor['cpu_seconds']:>6.1f}x"
+        )
     print(
         "cold = one `argusic build` process (build_warehouse): imports (GX ~5 s, dbt), parse, build.\n"
         "worker = median steady build through `argusic build-worker` (dbt and GX imported once, manifest "
         "kept):\n  dbt build (seeds, models, data tests; no unit tests) + expectations (SQL checks, GX).\n"
         "dbt s / expect s: of the worker's median build. copy s: the analyst copy published after it\n"
-        "(not in worker s; in cold s). Peak memory: each process's own (kernel ru_maxrss)."
+        "(not in worker s; in cold s). Peak memory: each process's own (kernel ru_maxrss).\n"
+        "CPU: the same spans in CPU seconds (the process's every thread and waited-for children), so that\n"
+        "a figure taken on a shared machine can be read without the other processes' load: floor = the\n"
+        "query, cold = the build process from build_warehouse on, worker = the worker process across a\n"
+        "build request, less the copy (its steps timed in the worker)."
     )
     for r in rows:
         floor, cold, worker = r["floor"], r["build"], r["worker"]
@@ -674,6 +796,13 @@ def print_table(rows: list[dict]) -> None:
             f"({verdict} the {TARGET_RATIO:g}x target), {with_copy:.1f}x with the analyst copy "
             f"(+{worker['analyst_seconds']:.2f} s), {cold['seconds'] / floor['seconds']:.1f}x as a cold "
             f"process; peak {peak:.0f} MB ({memory} {TARGET_PEAK_MB:.0f} MB)"
+        )
+        cpu_with_copy = (worker["cpu_seconds"] + worker["analyst_cpu_seconds"]) / floor["cpu_seconds"]
+        print(
+            f"CPU ratio build/floor at {r['generate']['rows']:,} attempts: "
+            f"{worker['cpu_seconds'] / floor['cpu_seconds']:.1f}x through the build worker, "
+            f"{cpu_with_copy:.1f}x with the analyst copy (+{worker['analyst_cpu_seconds']:.2f} CPU-s), "
+            f"{cold['cpu_seconds'] / floor['cpu_seconds']:.1f}x as a cold process"
         )
 
 

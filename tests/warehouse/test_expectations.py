@@ -839,6 +839,32 @@ def test_reduced_frame_counts_every_broken_row_of_a_large_table(monkeypatch) -> 
     assert seen[-1] == (7, True)  # 3 + 1 + 3 suspect rows of 5,000
 
 
+def test_gx_is_not_asked_when_no_row_could_break_an_expectation(monkeypatch) -> None:
+    """Every expectation row-local and no suspect row: every one holds without GX (as GX finds on the
+    empty frame); one suspect row and GX judges the suite; an absent column still goes to GX."""
+    asked: list[str] = []
+    original = validate._GXObjects.definition
+
+    def spy(self, context, table, applied):
+        asked.append(table)
+        return original(self, context, table, applied)
+
+    monkeypatch.setattr(validate._GXObjects, "definition", spy)
+    df = _big_attempts(200)
+    report = validate_frames({"attempt_scores": df}, only=["attempt_scores"])
+    assert report.success and asked == []
+    applicable = [s for s in suites.SUITES["attempt_scores"] if set(s["when_columns"]) <= set(df.columns)]
+    assert report.tables["attempt_scores"].evaluated == len(applicable)
+    df.loc[7, "outcome"] = "passed"
+    report = validate_frames({"attempt_scores": df}, only=["attempt_scores"])
+    assert not report.success and asked == ["attempt_scores"]
+    assert "expect_column_values_to_be_in_set(column='outcome'" in report.summary()
+    report = validate_frames(
+        {"attempt_scores": _big_attempts(200).drop(columns=["purpose"])}, only=["attempt_scores"]
+    )
+    assert not report.success and asked == ["attempt_scores", "attempt_scores"]
+
+
 def test_table_level_expectations_see_every_row(monkeypatch) -> None:
     seen = _frames_seen_by_gx(monkeypatch)
     report = validate_frames(good_frames(), only=["hardware_tiers"])

@@ -152,6 +152,15 @@ BREAKAGES = [
     ("judges-total-5", _set(D, 0, "judges_total", 5.0), D, BETWEEN, ["judges_total", "between 0 and 4"]),
     ("bad-provisional", _set(D, 2, "provisional_result", "maybe"), D, IN_SET,
      ["provisional_result", "'maybe'"]),
+    # the marts' keys and vocabularies that only these suites check (no dbt test repeats them)
+    ("null-hint-attempt", _set(H, 2, "attempt_id", None), H, NOT_NULL, ["attempt_id"]),
+    ("null-stability-agent", _set(S, 1, "agent_id", None), S, NOT_NULL, ["agent_id"]),
+    ("null-stability-project", _set(S, 1, "project_id", None), S, NOT_NULL, ["project_id"]),
+    ("null-stability-environment", _set(S, 2, "environment", None), S, NOT_NULL, ["environment"]),
+    ("null-panel-attempt", _set(J, 2, "attempt_id", None), J, NOT_NULL, ["attempt_id"]),
+    ("null-review-attempt", _set(D, 2, "attempt_id", None), D, NOT_NULL, ["attempt_id"]),
+    ("direction-sideways", _set(D, 2, "divergence_direction", "sideways"), D, IN_SET,
+     ["divergence_direction", "'sideways'"]),
 ]  # fmt: skip
 
 

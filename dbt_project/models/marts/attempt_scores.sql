@@ -11,26 +11,20 @@ with scores as (
 
 ),
 
-evidence as (
+-- one read of the run records for both groups of columns (one join, not one per group)
+records as (
 
     select
         attempt_id,
+        -- the evidence
         final_state,
         served_log_uri,
         served_recording_uri,
         served_copy_withheld,
         log_sha256,
         recording_sha256,
-        report_sha256
-    from {{ ref('stg_run_records') }}
-
-),
-
--- the agent's claims (its report) beside what the harness observed (edition 1.7, issue #25)
-claims as (
-
-    select
-        attempt_id,
+        report_sha256,
+        -- the agent's claims (its report) beside what the harness observed (edition 1.7, issue #25)
         install_ok as claimed_install_ok,
         observed_install_ok,
         ran_ok as claimed_ran_ok,
@@ -48,15 +42,29 @@ claims as (
 
 select
     scores.* exclude (container_fault, claims_not_shown),
-    evidence.* exclude (attempt_id),
+    records.final_state,
+    records.served_log_uri,
+    records.served_recording_uri,
+    records.served_copy_withheld,
+    records.log_sha256,
+    records.recording_sha256,
+    records.report_sha256,
     -- appended (issue #25): the contract's earlier columns keep their places
     scores.container_fault,
     -- appended (edition 1.7, issue #25): each claim beside its observation, then which claims the
     -- observation did not show
-    claims.* exclude (attempt_id),
+    records.claimed_install_ok,
+    records.observed_install_ok,
+    records.claimed_ran_ok,
+    records.observed_ran_ok,
+    records.claimed_errors_encountered,
+    records.observed_errors_encountered,
+    records.claimed_errors_fixed,
+    records.observed_errors_fixed,
+    records.claimed_test_depth,
+    records.observed_verified,
+    records.seal_status,
     scores.claims_not_shown
 from scores
-left join evidence
-    on evidence.attempt_id = scores.attempt_id
-left join claims
-    on claims.attempt_id = scores.attempt_id
+left join records
+    on records.attempt_id = scores.attempt_id

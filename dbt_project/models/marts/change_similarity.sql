@@ -12,6 +12,15 @@ with pairs as (
 
 ),
 
+-- the attempts some pair names: only theirs are read below (a million records, a few thousand pairs)
+paired as (
+
+    select attempt_a as attempt_id from pairs
+    union
+    select attempt_b as attempt_id from pairs
+
+),
+
 records as (
 
     select
@@ -30,6 +39,7 @@ records as (
         ) as environment
     from {{ ref('stg_run_records') }}
     where purpose in ('repair', 'board', 'verdict')
+        and attempt_id in (select attempt_id from paired)
 
 ),
 

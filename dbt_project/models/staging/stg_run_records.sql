@@ -5,6 +5,40 @@ with source as (
 
 ),
 
+-- The fields read from record_json, extracted with one parse of the record per list (DuckDB's
+-- list form of json_extract / json_extract_string gives what each path alone gives): a model that
+-- reads several of them parses each record once or twice, not once per field (at a million records,
+-- every field read alone was a full parse of every record).
+record_fields as (
+
+    select
+        *,
+        -- as text (json_extract_string)
+        json_extract_string(record_json, [
+            '$.model.responded',            -- 1
+            '$.model.requested',            -- 2
+            '$.repair.item_id',             -- 3
+            '$.repair.item_revision',       -- 4
+            '$.observed.source',            -- 5
+            '$.observed.verify_command',    -- 6
+            '$.seal.status'                 -- 7
+        ]) as record_text,
+        -- as JSON values, cast below (json_extract)
+        json_extract(record_json, [
+            '$.usage.input_tokens.value',   -- 1
+            '$.usage.output_tokens.value',  -- 2
+            '$.observed.install_ok',        -- 3
+            '$.observed.ran_ok',            -- 4
+            '$.observed.errors_encountered', -- 5
+            '$.observed.errors_fixed',      -- 6
+            '$.observed.verified',          -- 7
+            '$.seal.report_replaced'        -- 8
+        ]) as record_values
+
+    from source
+
+),
+
 renamed as (
 
     select
@@ -78,32 +112,31 @@ renamed as (
 
         -- usage and model as the record states them (null when the record says unavailable): the
         -- inputs of the cost rule (int_attempt_costs), never the client's own cost estimate
-        try_cast(json_extract(record_json, '$.usage.input_tokens.value') as bigint) as input_tokens,
-        try_cast(json_extract(record_json, '$.usage.output_tokens.value') as bigint) as output_tokens,
-        json_extract_string(record_json, '$.model.responded') as model_responded,
-        json_extract_string(record_json, '$.model.requested') as model_requested,
+        try_cast(record_values[1] as bigint) as input_tokens,
+        try_cast(record_values[2] as bigint) as output_tokens,
+        record_text[1] as model_responded,
+        record_text[2] as model_requested,
 
         -- a repair attempt's item (null for board and verdict attempts): groups its patch with the
         -- same agent's other patches for the same item in marts.change_similarity (issue #14)
-        json_extract_string(record_json, '$.repair.item_id') as repair_item_id,
-        json_extract_string(record_json, '$.repair.item_revision') as repair_item_revision,
+        record_text[3] as repair_item_id,
+        record_text[4] as repair_item_revision,
 
         -- what our harness observed of the session (edition 1.7, issue #25), beside the agent's report
         -- above: the report is the agent's claim, this is the evidence that credits it. Every column
         -- null when the record has no observation (older records; one the harness could not make)
-        json_extract_string(record_json, '$.observed.source') as observed_source,
-        try_cast(json_extract(record_json, '$.observed.install_ok') as boolean) as observed_install_ok,
-        try_cast(json_extract(record_json, '$.observed.ran_ok') as boolean) as observed_ran_ok,
-        try_cast(json_extract(record_json, '$.observed.errors_encountered') as integer)
-            as observed_errors_encountered,
-        try_cast(json_extract(record_json, '$.observed.errors_fixed') as integer) as observed_errors_fixed,
-        try_cast(json_extract(record_json, '$.observed.verified') as boolean) as observed_verified,
-        json_extract_string(record_json, '$.observed.verify_command') as observed_verify_command,
+        record_text[5] as observed_source,
+        try_cast(record_values[3] as boolean) as observed_install_ok,
+        try_cast(record_values[4] as boolean) as observed_ran_ok,
+        try_cast(record_values[5] as integer) as observed_errors_encountered,
+        try_cast(record_values[6] as integer) as observed_errors_fixed,
+        try_cast(record_values[7] as boolean) as observed_verified,
+        record_text[6] as observed_verify_command,
         -- whether the landed files are the ones the harness sealed (null in older records)
-        json_extract_string(record_json, '$.seal.status') as seal_status,
-        try_cast(json_extract(record_json, '$.seal.report_replaced') as boolean) as seal_report_replaced
+        record_text[7] as seal_status,
+        try_cast(record_values[8] as boolean) as seal_report_replaced
 
-    from source
+    from record_fields
 
 )
 
