@@ -455,6 +455,7 @@ def _build(
         plan = plan_for(path) if plan_for else DbtPlan(None)
         graph = _graph(plan.manifest, project) if changes.partial and plan.manifest is not None else None
         nodes: list[NodeResult] = []
+        selection = changes.selectors(_stored_materializations(plan.manifest))
         if graph is None or downstream(graph[0], changes.changed):  # else nothing reads what changed
             nodes = _run_dbt(
                 project,
@@ -463,7 +464,7 @@ def _build(
                 include_unit_tests=include_unit_tests,
                 manifest=plan.manifest,
                 exclude=plan.reused_tests,
-                select=changes.selectors(_stored_materializations(plan.manifest)),
+                **({"select": selection} if selection else {}),  # a full build: dbt's default, all
             )
         dbt_seconds = time.perf_counter() - started
         if after_dbt:
