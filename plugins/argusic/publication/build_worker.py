@@ -11,7 +11,8 @@ private (0700), so only the worker's own user can connect. Requests are served o
     {"op": "build", "db_path": "...", "analyst_dir": "...", "include_unit_tests": false}
         -> {"ok": true, "summary": "...", "nodes": 72, "dbt_seconds": 2.1, "validation_seconds": 0.4,
             "analyst_seconds": 0.3, "seconds": 2.9,
-            "slowest_nodes": [["model.argusic.attempt_scores", 0.9], ...]}
+            "slowest_nodes": [["model.argusic.attempt_scores", 0.9], ...], "note": "...",
+            "changed_sources": ["decisions.review_decisions"]}  # [] when the whole project was built
     {"op": "publish", "cycle_id": "2026-12", "out_dir": "...", "db_path": "..."}
         -> {"ok": true, "path": ".../2026-12/board.json"}
     {"op": "ping"} -> {"ok": true, "builds": 3, "parses": 1}
@@ -118,6 +119,8 @@ def _handle(session: BuildSession, request: Any) -> dict[str, Any]:
             "analyst_dir": str(result.analyst.target) if result.analyst else None,
             "seconds": time.perf_counter() - started,
             "slowest_nodes": result.slowest(),
+            "note": result.note,
+            "changed_sources": list(result.changed_sources),  # [] : the whole project was built
         }
     for field in ("cycle_id", "out_dir"):
         if not request.get(field):

@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import importlib.metadata
 import json
 import multiprocessing.util
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from argusic.core.settings import dbt_project_dir, warehouse_path
 from argusic.warehouse.analyst import AnalystCopy, Descriptions, descriptions_of, publish_analyst_copy
 from argusic.warehouse.db import connect
+from argusic.warehouse.expectations import suites
 from argusic.warehouse.expectations.results import ValidationReport
+from argusic.warehouse.expectations.suites import OPTIONAL_TABLES, REQUIRED_TABLES
 from argusic.warehouse.expectations.validate import load_gx, validate_warehouse
 from argusic.warehouse.lock import WarehouseBusy, writer_lock
 from argusic.warehouse.schema import migrate_raw
@@ -48,6 +53,7 @@ class BuildResult:
     validation_seconds: float
     note: str = ""  # e.g. which data tests a session did not re-run, and why
     analyst: AnalystCopy | None = None  # the analyst copy published after the build (None: not asked)
+    changed_sources: tuple[str, ...] = ()  # a partial build: the source tables it rebuilt from (else ())
 
     @property
     def analyst_seconds(self) -> float:
@@ -149,6 +155,7 @@ def _run_dbt(
     include_unit_tests: bool = False,
     manifest: Any = None,
     exclude: tuple[str, ...] = (),
+    select: tuple[str, ...] = (),
 ) -> list[NodeResult]:
     """``dbt build`` in-process; raises PublicationBlocked naming the failed nodes.
 
@@ -157,11 +164,14 @@ def _run_dbt(
     tests/warehouse/test_dbt_rules.py), as dbt recommends. Every data test still runs. dbt keeps its target
     folder (the project's ``target/`` or ``DBT_TARGET_PATH``) between builds, so an unchanged
     project is parsed partially (``partial_parse.msgpack``). ``manifest``: a manifest parsed for this
-    project and warehouse (``BuildSession``), so that dbt does not parse at all.
+    project and warehouse (``BuildSession``), so that dbt does not parse at all. ``select``: dbt
+    selectors of a partial build (``Changes.selectors``); none: the whole project.
     """
     args = [*_dbt_args(project_dir, "build", lean=manifest is not None), "--threads", str(dbt_threads())]
     if not include_unit_tests:
         args += ["--exclude-resource-type", "unit_test"]
+    if select:
+        args += ["--select", *select]
     if exclude:
         args += ["--exclude", *exclude]
     if quiet:
@@ -187,6 +197,192 @@ def _run_dbt(
             f"dbt build failed: {type(reason).__name__ if res.exception else ''} {reason}".strip()
         )
     return nodes
+
+
+# ---------------------------------------------------------------------------------------------------
+# What changed since the last build: only what depends on it is rebuilt
+# ---------------------------------------------------------------------------------------------------
+#
+# A successful build records, in the warehouse itself (``argusic_build.built_from``, never copied for
+# analysts), what it was built from: a fingerprint of the project (its files, dbt's and DuckDB's
+# versions, the expectation suites) and one of each source table (every table of the schemas
+# ``raw`` and ``decisions``). The record is deleted when a build starts and written only when dbt
+# and every expectation passed, so it always describes marts that are complete and checked. The next
+# build compares: when the project is the same and only some source tables changed (a review, an
+# approval, a judging review, a verdict request), dbt builds only the tables and data tests
+# downstream of those sources (``source:<table>+``), and the expectations run only on the marts
+# downstream of them. Views are not recreated (their SQL is the project's, unchanged; they read their
+# inputs live), seeds are not reloaded, and the attempt-level tables stay as they were. Anything else
+# builds the whole project: no record, a changed project, a source table added or removed, unit tests
+# asked for, or nothing changed at all (a build asked for on unchanged inputs is a full rebuild and
+# check, as before).
+
+STATE_SCHEMA = "argusic_build"
+STATE_TABLE = f"{STATE_SCHEMA}.built_from"
+SOURCE_SCHEMAS = ("raw", "decisions")
+PROJECT_KEY = "project"
+# Write-once source tables: rows are only inserted, under a primary key, and a column added later is
+# filled by migrate_raw (which changes the table's column list, part of its fingerprint). Their key
+# stands for the row: hashing whole rows of raw.run_records (record_json, KBs each) costs ~3 s at a
+# million attempts, the key ~0.05 s. Every other source table (replaced by key on re-ingest: hints,
+# verdicts, repair items; decisions) is fingerprinted by its whole rows.
+WRITE_ONCE_KEYS = {"raw.run_records": "attempt_id", "raw.pool_entries": "cycle_id, project_id"}
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a build rebuilds: everything (``full_because`` says why) or what depends on ``changed``."""
+
+    changed: tuple[str, ...] = ()  # source tables (schema.table) whose rows changed
+    full_because: str = ""
+
+    @property
+    def partial(self) -> bool:
+        return not self.full_because
+
+    def selectors(self, materializations: Iterable[str] = ("table", "incremental")) -> tuple[str, ...]:
+        """dbt selectors of a partial build: the models downstream of the changed sources that store
+        data (not views), and every data test downstream of them (those on views included)."""
+        if not self.partial:
+            return ()
+        out: list[str] = []
+        for source in self.changed:
+            out += [f"source:{source}+,resource_type:model,config.materialized:{m}" for m in materializations]
+            out.append(f"source:{source}+,resource_type:test")
+        return tuple(out)
+
+    def note(self, rebuilt: int, validated: Iterable[str] | None) -> str:
+        if not self.partial:
+            return ""
+        marts = "no mart" if validated is not None and not list(validated) else "its marts"
+        checked = f"expectations on {marts}" if validated is not None else "every expectation"
+        return (
+            f"only {', '.join(self.changed)} changed since the last build: {rebuilt} nodes downstream "
+            f"of it rebuilt and tested, {checked}; the rest is as the last build left and checked it"
+        )
+
+
+def project_state(project_dir: Path) -> str:
+    """The project's part of a build's inputs: its files, dbt's and DuckDB's versions, the suites."""
+    digest = hashlib.sha256(project_fingerprint(project_dir).encode())
+    for dist in ("dbt-core", "dbt-duckdb"):
+        try:
+            digest.update(f"{dist} {importlib.metadata.version(dist)}".encode())
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - always installed
+            digest.update(dist.encode())
+    digest.update(f"duckdb {duckdb.__version__}".encode())
+    for source in sorted(Path(suites.__file__).parent.glob("*.py")):  # the suites, the checks, GX's use
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()
+
+
+def input_state(con: duckdb.DuckDBPyConnection, project: str) -> dict[str, str]:
+    """Fingerprints of a build's inputs: ``project`` and each source table (columns, rows)."""
+    listed = con.execute(
+        "SELECT table_schema, table_name, string_agg(column_name || ' ' || data_type, ', ' "
+        "ORDER BY ordinal_position) FROM information_schema.columns "
+        f"WHERE table_schema IN {SOURCE_SCHEMAS} GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    state = {PROJECT_KEY: project}
+    for schema, table, columns in listed:
+        name = f"{schema}.{table}"
+        hashed = f"hash({WRITE_ONCE_KEYS[name]})" if name in WRITE_ONCE_KEYS else "hash(t)"
+        count, total = con.execute(
+            f'SELECT count(*), coalesce(sum({hashed}), 0) FROM "{schema}"."{table}" AS t'
+        ).fetchone()
+        state[name] = hashlib.sha256(f"{columns}\n{count}\n{total}".encode()).hexdigest()
+    return state
+
+
+def built_from(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """What the marts in the warehouse were last built from and checked on ({} when unknown)."""
+    found = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+        STATE_TABLE.split("."),
+    ).fetchone()[0]
+    return dict(con.execute(f"SELECT input, fingerprint FROM {STATE_TABLE}").fetchall()) if found else {}
+
+
+def _forget_built_from(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {STATE_SCHEMA}")
+    con.execute(f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} (input VARCHAR PRIMARY KEY, fingerprint VARCHAR)")
+    con.execute(f"DELETE FROM {STATE_TABLE}")
+
+
+def _record_built_from(path: Path, state: Mapping[str, str]) -> None:
+    with connect(path) as con:
+        _forget_built_from(con)
+        con.executemany(f"INSERT INTO {STATE_TABLE} VALUES (?, ?)", list(state.items()))
+
+
+def what_changed(previous: Mapping[str, str], current: Mapping[str, str], *, unit_tests: bool) -> Changes:
+    """A partial build when only source tables changed since a recorded build; else a full one."""
+    if unit_tests:
+        return Changes(full_because="unit tests asked for")
+    if not previous:
+        return Changes(full_because="no record of a complete, checked build of this warehouse")
+    if previous.get(PROJECT_KEY) != current[PROJECT_KEY]:
+        return Changes(full_because="the project changed")
+    if set(previous) != set(current):
+        return Changes(full_because="a source table was added or removed")
+    changed = tuple(sorted(k for k in current if k != PROJECT_KEY and previous[k] != current[k]))
+    if not changed:
+        return Changes(full_because="nothing changed since the last build: all rebuilt and checked")
+    return Changes(changed)
+
+
+def _graph(manifest: Any, project: Path) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """(child_map, nodes) of the manifest a session parsed, else of the manifest.json this build
+    wrote (None when there is none)."""
+    if manifest is not None:
+        if getattr(manifest, "child_map", None) is None:
+            manifest.build_parent_and_child_maps()
+        return manifest.child_map, manifest.nodes
+    written = Path(os.environ.get("DBT_TARGET_PATH") or project / "target") / "manifest.json"
+    try:
+        parsed = json.loads(written.read_text())
+        return parsed["child_map"], parsed["nodes"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _field(node: Any, name: str) -> Any:
+    return node.get(name) if isinstance(node, Mapping) else getattr(node, name, None)
+
+
+def downstream(child_map: Mapping[str, Any], sources: Iterable[str]) -> set[str]:
+    """Every node (models, tests) downstream of the source tables (``schema.table``)."""
+    wanted = set(sources)
+    seen: set[str] = set()
+    todo = [u for u in child_map if u.startswith("source.") and ".".join(u.split(".")[-2:]) in wanted]
+    while todo:
+        for child in child_map.get(todo.pop(), []):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
+
+
+def marts_downstream(graph: tuple[Mapping[str, Any], Mapping[str, Any]], sources: Iterable[str]) -> set[str]:
+    """The relations of schema ``marts`` (tables and views) downstream of the source tables."""
+    child_map, nodes = graph
+    return {
+        str(_field(nodes[uid], "alias") or _field(nodes[uid], "name"))
+        for uid in downstream(child_map, sources)
+        if uid.startswith("model.") and uid in nodes and _field(nodes[uid], "schema") == "marts"
+    }
+
+
+def _stored_materializations(manifest: Any) -> tuple[str, ...]:
+    """The materializations of the project's models that store data (a session's manifest)."""
+    if manifest is None:
+        return ("table", "incremental")
+    kinds = {
+        str(_field(_field(n, "config"), "materialized"))
+        for n in manifest.nodes.values()
+        if _field(n, "resource_type") == "model"
+    }
+    return tuple(sorted(kinds - {"view", "ephemeral"})) or ("table",)
 
 
 def build_warehouse(
@@ -249,22 +445,40 @@ def _build(
         # open, e.g. an analyst's connection, rather than letting dbt fail on DuckDB's lock. Every
         # source dbt reads must exist: bring the raw layer and the decision tables up to date first,
         # as ingest does (a warehouse from before a table was added, or made with RAW_DDL alone).
+        # Then what changed since the last build, and the record of it forgotten until this one passes.
         with connect(path) as con:
             migrate_raw(con)
+            current = input_state(con, project_state(project))
+            changes = what_changed(built_from(con), current, unit_tests=include_unit_tests)
+            _forget_built_from(con)
         started = time.perf_counter()
         plan = plan_for(path) if plan_for else DbtPlan(None)
-        nodes = _run_dbt(
-            project,
-            path,
-            quiet,
-            include_unit_tests=include_unit_tests,
-            manifest=plan.manifest,
-            exclude=plan.reused_tests,
-        )
+        graph = _graph(plan.manifest, project) if changes.partial and plan.manifest is not None else None
+        nodes: list[NodeResult] = []
+        selection = changes.selectors(_stored_materializations(plan.manifest))
+        if graph is None or downstream(graph[0], changes.changed):  # else nothing reads what changed
+            nodes = _run_dbt(
+                project,
+                path,
+                quiet,
+                include_unit_tests=include_unit_tests,
+                manifest=plan.manifest,
+                exclude=plan.reused_tests,
+                **({"select": selection} if selection else {}),  # a full build: dbt's default, all
+            )
         dbt_seconds = time.perf_counter() - started
         if after_dbt:
             after_dbt(plan)
-        report = validate_warehouse(path)
+        # A partial build checks the marts downstream of what changed; the others are as the last
+        # build left them, checked then (the suites are part of the project's fingerprint).
+        if changes.partial and graph is None:
+            graph = _graph(None, project)  # the manifest.json this build's dbt wrote
+        only = None
+        if graph is not None:  # the marts with a suite (some marts have none: dbt's tests check them)
+            only = sorted(marts_downstream(graph, changes.changed) & {*REQUIRED_TABLES, *OPTIONAL_TABLES})
+        report = validate_warehouse(path, only=only)
+        if report.success:
+            _record_built_from(path, current)
         # Readers get the new copy only from a build whose every check passed; still under the lock,
         # so that it is exactly what was validated. A failed build leaves the previous copy.
         if report.success and analyst:
@@ -273,7 +487,8 @@ def _build(
         raise PublicationBlocked(
             "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
         )
-    return BuildResult(path, nodes, report, dbt_seconds, report.seconds, plan.note, copy)
+    note = changes.note(len(nodes), only) or plan.note  # a partial build selects no seed test
+    return BuildResult(path, nodes, report, dbt_seconds, report.seconds, note, copy, changes.changed)
 
 
 def _descriptions(plan: DbtPlan, project: Path) -> Descriptions | None:

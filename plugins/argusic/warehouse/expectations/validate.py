@@ -502,7 +502,7 @@ def _present_marts(con: Any) -> set[str]:
     }
 
 
-def validate_warehouse(db_path: Path | None = None) -> ValidationReport:
+def validate_warehouse(db_path: Path | None = None, only: Iterable[str] | None = None) -> ValidationReport:
     """Run every suite on the marts of the DuckDB warehouse (ARGUSIC_WAREHOUSE by default).
 
     Read-only connection. Per mart, DuckDB computes the check columns and selects only the columns
@@ -510,17 +510,19 @@ def validate_warehouse(db_path: Path | None = None) -> ValidationReport:
     between, unique), only the rows that could break one (all rows of a duplicated key); GX then
     judges every expectation on that frame, so a pass or a failure, and its count of unexpected
     rows, are those of the whole table. When no row could break one, every expectation holds and GX
-    is not asked (``_prepare``).
+    is not asked (``_prepare``). ``only``: these marts' suites alone (a build that rebuilt only some
+    marts; see ``argusic.warehouse.dbt_build``).
     """
     path = Path(db_path) if db_path else warehouse_path()
     if not path.exists():
         raise FileNotFoundError(f"warehouse {path} does not exist")
     with connect(path, read_only=True) as con:  # waits for a writer (or an analyst's) rather than failing
-        return validate_connection(con)
+        return validate_connection(con, only)
 
 
-def validate_connection(con: Any) -> ValidationReport:
-    """Every suite on the marts seen by an open DuckDB connection (see ``validate_warehouse``)."""
+def validate_connection(con: Any, only: Iterable[str] | None = None) -> ValidationReport:
+    """Every suite (or ``only`` some) on the marts seen by an open DuckDB connection (see
+    ``validate_warehouse``)."""
     present = _present_marts(con)
     relations = {t: f'"{SCHEMA}"."{t}"' for t in [*REQUIRED_TABLES, *OPTIONAL_TABLES] if t in present}
-    return _validate(con, relations, None, overlap=True)
+    return _validate(con, relations, only, overlap=True)
