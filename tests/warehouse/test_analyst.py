@@ -556,14 +556,15 @@ def test_readers_held_open_change_nothing_for_a_whole_cycle(isolated: Path, tmp_
         assert all(r[0] and r[1] and len(r[2]) == 64 for r in evidence)
         assert all(r[3] >= 5400 and 1 <= r[4] < r[3] for r in evidence)  # real budget, scaled budget
         assert all(r[5] for r in evidence)
-        # the copy says which it is and each board's state (issue 29): 2026-12 was approved before the
-        # second cycle's build; 2027-01's approval came after its own build, so this copy has it pending
+        # the copy says which it is and each board's state (issue 29): both approved and published, the
+        # second one's approval built at once after publishing (refresh_after_decision), not left pending
+        # until the next cycle's build
         states = con.execute(
             "SELECT cycle_id, publication_state FROM (SELECT unnest(cycles, recursive := true) FROM meta)"
         ).fetchall()
-        assert states == [("2027-01", "pending"), ("2026-12", "published")]
+        assert states == [("2027-01", "published"), ("2026-12", "published")]
         assert con.execute("SELECT latest_published_cycle, stable_path FROM meta").fetchone() == (
-            "2026-12",
+            "2027-01",
             str(target.absolute() / "argusic.duckdb"),
         )
 

@@ -103,6 +103,8 @@ def publish(
     except DecisionError as err:
         cli.fail(str(err))
     if reject:
+        with cli.warehouse_errors():
+            publication.refresh_after_decision()
         cli.console.print(f"rejected by {by}: nothing published ({note})")
         return
     try:

@@ -146,6 +146,8 @@ class PublicationApproval(ApprovalOperator):
                 "board of cycle %s (sha256 %s) %s by %s at %s UTC: %s",
                 prepared["cycle_id"], prepared["board_sha256"], decision, answer.by, answer.at, answer.note,
             )  # fmt: skip
+            if decision == "rejected":  # an approval is built after the publish task publishes
+                publication.refresh_after_decision()
         return super().execute_complete(context, event)
 
 

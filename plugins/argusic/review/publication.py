@@ -19,7 +19,7 @@ from pathlib import Path
 
 from argusic.core.layout import publish_dir
 from argusic.publication.board import compose_publication
-from argusic.publication.build_worker import publish_or_delegate
+from argusic.publication.build_worker import build_or_delegate, publish_or_delegate
 from argusic.review.text import quoted
 from argusic.warehouse import decisions
 from argusic.warehouse.db import connect
@@ -325,11 +325,21 @@ def publish_approved(
             f"board of cycle {cycle_id!r} not published: the approval in force is for board "
             f"{decision['board_sha256'][:12]}…, not {board_sha256[:12]}…"
         )
-    return Path(
+    path = Path(
         publish_or_delegate(
             cycle_id, Path(out_dir or publish_dir()), db_path, approved_sha256=decision["board_sha256"]
         )
     )
+    refresh_after_decision(db_path)
+    return path
+
+
+def refresh_after_decision(db_path: Path | None = None) -> str:
+    """Build again once a board is published or rejected, so the analyst copy says so at once
+    (marts.board_publication, the copy's meta table; `argusic board` shows the latest *published*
+    board). Only what reads the decisions is rebuilt (dbt_build's decision-only build); without it,
+    a just-approved board read as pending until the next cycle's build."""
+    return build_or_delegate(db_path)
 
 
 def publish_cycle_board(cycle_id: str, board_sha256: str | None = None) -> str:
