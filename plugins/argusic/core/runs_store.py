@@ -5,9 +5,13 @@ no folder: set ARGUSIC_RUNS_URL (e.g. `s3://argusic/runs`, or `file:///…` for 
 and each host's runs folder becomes a cache of the store, keyed the same way:
 
     <cycle>/pool.json                      the cycle's pool (prepare_pool)
-    <cycle>/plan/<attempt id>.json         the plan: one spec per attempt (plan; XCom carries its URI),
-                                           write-once, put in one batch
-    <cycle>/plan/manifest-<digest>.json    what one batch of specs holds (written last: a rerun reads it)
+    <cycle>/plan/pack-<sha256>.specs       the plan: its specs in packs of 256, named by their sha256,
+                                           write-once, put in one batch (argusic.core.spec.write_specs;
+                                           XCom carries <pack URI>/<attempt id>.json per attempt)
+    <cycle>/plan/manifest-<n>.json         what batch n of the plan added: attempt id -> pack, offset,
+                                           length, sha256 (written last, write-once in the next slot)
+    <cycle>/plan/<attempt id>.json         a single spec (plans written before packs, verdict and
+                                           repair rounds: argusic.core.spec.write_spec)
     <cycle>/environment.json               the cycle's pin, first writer wins (a conditional put)
     <cycle>/<attempt id>/run_record.json   every run record, write-once (the attempt task)
 
@@ -103,19 +107,20 @@ class RunsStore:
             raise RunsStoreError(f"runs store key {key[:200]!r}: {problem}")
         return f"{self.root}/{key}"
 
-    def read(self, key: str) -> bytes | None:
-        """An object's bytes (None when absent), refused past MAX_OBJECT_BYTES."""
+    def read(self, key: str, limit: int = MAX_OBJECT_BYTES) -> bytes | None:
+        """An object's bytes (None when absent), refused past `limit` (MAX_OBJECT_BYTES unless the
+        caller knows the object may be larger: a month's plan manifest)."""
         path = self._path(key)
         try:
             size = self.fs.size(path)
         except FileNotFoundError:
             return None
-        if size is None or size > MAX_OBJECT_BYTES:
-            raise RunsStoreError(f"{self.uri_for(key)}: {size} bytes, over {MAX_OBJECT_BYTES}: refused")
+        if size is None or size > limit:
+            raise RunsStoreError(f"{self.uri_for(key)}: {size} bytes, over {limit}: refused")
         with self.fs.open(path, "rb") as handle:
-            data = handle.read(MAX_OBJECT_BYTES + 1)
-        if len(data) > MAX_OBJECT_BYTES:
-            raise RunsStoreError(f"{self.uri_for(key)}: grew past {MAX_OBJECT_BYTES} bytes while read")
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise RunsStoreError(f"{self.uri_for(key)}: grew past {limit} bytes while read")
         return data
 
     def write(self, key: str, data: bytes, write_once: bool = False) -> None:
@@ -230,6 +235,10 @@ class RunsStore:
             return list(await asyncio.gather(*(one(key, limit) for key in keys)))
 
         return sync(self.fs.loop, every)
+
+    def listing(self, folder: str) -> dict[str, int]:
+        """{key: size} of the objects directly under `folder` (one listing, paged; {} when none)."""
+        return self._sizes({folder})
 
     def _sizes(self, folders: set[str]) -> dict[str, int]:
         """{key: size} of the objects directly under each folder: one listing (paged) per folder."""
