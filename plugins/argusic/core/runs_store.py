@@ -237,7 +237,9 @@ class RunsStore:
         return sync(self.fs.loop, every)
 
     def listing(self, folder: str) -> dict[str, int]:
-        """{key: size} of the objects directly under `folder` (one listing, paged; {} when none)."""
+        """{key: size} of the objects directly under `folder` (one listing, paged; {} when none), as
+        the store has them now (not a listing this process cached: other hosts write there too)."""
+        self.fs.invalidate_cache(self._path(folder))
         return self._sizes({folder})
 
     def _sizes(self, folders: set[str]) -> dict[str, int]:
