@@ -107,9 +107,10 @@ class RunsStore:
             raise RunsStoreError(f"runs store key {key[:200]!r}: {problem}")
         return f"{self.root}/{key}"
 
-    def read(self, key: str, limit: int = MAX_OBJECT_BYTES) -> bytes | None:
+    def read(self, key: str, limit: int | None = None) -> bytes | None:
         """An object's bytes (None when absent), refused past `limit` (MAX_OBJECT_BYTES unless the
         caller knows the object may be larger: a month's plan manifest)."""
+        limit = MAX_OBJECT_BYTES if limit is None else limit
         path = self._path(key)
         try:
             size = self.fs.size(path)
