@@ -10,8 +10,11 @@ month's board) is planned by `argusic.cycle.plan.write_plan` into a scratch runs
 
 Each is timed for the first plan and for a rerun (idempotent: nothing written again), and compared
 with its floor: the same bytes (every spec, concatenated) written as one file (local, file) or put as
-one object (s3). The table gives the planning process's CPU seconds and, for moto's server started
-here, the server's own (a Python stand-in for S3: what it spends is not the plan's).
+one object (s3). The plan's specs go into content-addressed packs with one manifest a batch
+(argusic.core.spec.write_specs): a few dozen objects for a month, not one per attempt. The table gives
+the planning process's CPU seconds and, for moto's server started here, the server's own (a Python
+stand-in for S3: what it spends is not the plan's), then `read s`: every spec read back through
+read_spec as ingest reads the plan, on another host (a fresh runs folder, nothing in memory).
 ``--one-by-one`` also times the former way (one `write_spec` per attempt: a read and a
 put each) on the same stores, for the before/after figures. Timings on a shared machine are noisy: read
 the ratios.
@@ -108,6 +111,20 @@ def _wait_for(url: str) -> None:
     raise RuntimeError(f"no S3 server at {url}")
 
 
+def _read_back(refs: list[str], specs: list, runs: Path) -> float:
+    """Seconds to read every spec back through read_spec on another host (its own runs folder, no
+    pack in memory), as ingest reads the plan; each must be the spec planned."""
+    from argusic.core import spec as spec_module
+
+    os.environ["ARGUSIC_RUNS_DIR"] = str(runs)
+    getattr(spec_module, "_PACKS", {}).clear()  # packs kept parsed by this process (none before packs)
+    started = time.perf_counter()
+    read = [spec_module.read_spec(ref) for ref in refs]
+    elapsed = time.perf_counter() - started
+    assert read == specs, "a spec read back is not the spec planned"
+    return elapsed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=11007, help="attempts planned (3 per project)")
@@ -177,9 +194,11 @@ def main() -> int:
                             - server_cpu
                         )
                 assert len(refs) == len(specs), (len(refs), len(specs))
-                rows.append((kind, way, len(specs), len(blob), floor, *times, cpu, server_cpu))
+                read = _read_back(refs, specs, folder / "reader-runs")
+                rows.append((kind, way, len(specs), len(blob), floor, *times, cpu, server_cpu, read))
                 print(
-                    f"{kind:6} {way:11} {len(specs)} specs: {times[0]:.2f} s, rerun {times[1]:.2f} s",
+                    f"{kind:6} {way:11} {len(specs)} specs: {times[0]:.2f} s, rerun {times[1]:.2f} s, "
+                    f"read {read:.2f} s",
                     flush=True,
                 )
     finally:
@@ -190,12 +209,12 @@ def main() -> int:
     print()
     print(
         f"{'store':6} {'way':11} {'specs':>6} {'MB':>6} {'floor s':>8} {'plan s':>8} {'x floor':>8} "
-        f"{'rerun s':>8} {'x floor':>8} {'plan CPU s':>10} {'server CPU s':>12}"
+        f"{'rerun s':>8} {'x floor':>8} {'plan CPU s':>10} {'server CPU s':>12} {'read s':>8}"
     )
-    for kind, way, n, size, floor, first, rerun, cpu, server_cpu in rows:
+    for kind, way, n, size, floor, first, rerun, cpu, server_cpu, read in rows:
         print(
             f"{kind:6} {way:11} {n:6d} {size / 1e6:6.2f} {floor:8.3f} {first:8.2f} {first / floor:8.0f} "
-            f"{rerun:8.2f} {rerun / floor:8.0f} {cpu:10.2f} {server_cpu:12.2f}"
+            f"{rerun:8.2f} {rerun / floor:8.0f} {cpu:10.2f} {server_cpu:12.2f} {read:8.2f}"
         )
     return 0
 

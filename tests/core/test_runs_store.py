@@ -317,20 +317,66 @@ def test_a_plan_rerun_on_the_store_is_idempotent_and_a_changed_spec_is_refused(
     uris = write_specs(specs)
     assert len(uris) == 60 and all(u.startswith(s3_runs + "/2026-12-bt/plan/") for u in uris)
     store = runs_store.shared()
-    before = {u: store.read(store.key_of_uri(u)) for u in uris}
+
+    def plan_objects() -> dict[str, bytes]:
+        """Every object of the plan in the store (the references name places in its packs)."""
+        return {key: store.read(key) for key in store.listing("2026-12-bt/plan")}
+
+    before = plan_objects()
+    assert sorted(k.rsplit("/", 1)[1].split("-")[0] for k in before) == ["manifest", "pack"]  # 60 specs
     assert write_specs(specs) == uris
     _host(monkeypatch, isolated, "two")
     assert write_specs(specs) == uris  # another host, nothing local: the store's manifest says done
-    assert {u: store.read(store.key_of_uri(u)) for u in uris} == before
+    assert plan_objects() == before
     assert read_spec(uris[4]) == specs[4]
 
     _host(monkeypatch, isolated, "three")
     changed = [*specs[:-1], specs[-1].model_copy(update={"commit": "b" * 40})]
     with pytest.raises(RunsStoreConflict, match=r"2026-12-bt\.board\.readme-runner\.p19\.a3"):
         write_specs(changed)
-    assert {u: store.read(store.key_of_uri(u)) for u in uris} == before
+    assert plan_objects() == before
     _host(monkeypatch, isolated, "one")
     with pytest.raises(
         SpecConflict, match=r"1 planned attempt\(s\) already have another spec: 2026-12-bt\.board"
     ):
-        write_specs(changed)  # the host that planned it refuses before asking the store
+        write_specs(changed)  # the host that planned it refuses too (the store's plan, not its copy)
+    assert plan_objects() == before
+
+
+def test_a_packed_spec_is_read_from_the_store_checked_and_cached_on_the_host(
+    s3_runs: str, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attempt host reads its spec's pack from the store once (then from its runs folder), a copy
+    on the host that is not the named bytes is fetched again, and a pack tampered in the store or gone
+    from it is refused by name; a correction on another host finds the spec through the store's plan."""
+    from argusic.core import spec as spec_module
+    from argusic.core.spec import AttemptSpec, SpecMissing, SpecTampered, read_spec, write_specs
+    from argusic.workflows.corrections import correction_spec
+
+    specs = [
+        AttemptSpec(cycle_id="2026-12-pk", agent_id="readme-runner", project_id=f"p{i}", repo_url="/r.git",
+                    commit="a" * 40, tier="standard", attempt_no=n)
+        for i in range(100) for n in (1, 2, 3)
+    ]  # fmt: skip
+    _host(monkeypatch, isolated, "warehouse")
+    uris = write_specs(specs)
+    store = runs_store.shared()
+    pack_key = store.key_of_uri(uris[0].rsplit("/", 1)[0])
+    runs = _host(monkeypatch, isolated, "attempts")
+    spec_module._PACKS.clear()  # a new process on a new host
+    assert read_spec(uris[0]) == specs[0]
+    cached = runs / pack_key
+    assert cached.read_bytes() == store.read(pack_key)
+    cached.write_bytes(b"not the pack")  # a damaged copy on the host: the store's replaces it
+    spec_module._PACKS.clear()
+    assert read_spec(uris[1]) == specs[1] and cached.read_bytes() == store.read(pack_key)
+
+    _host(monkeypatch, isolated, "other")
+    assert correction_spec(specs[5].attempt_id).rerun_of == specs[5].attempt_id
+    spec_module._PACKS.clear()
+    store.write(pack_key, store.read(pack_key).replace(b"a" * 40, b"b" * 40, 1))  # tampered in the store
+    with pytest.raises(SpecTampered, match=r"pack-.*not to its name: damaged or tampered"):
+        read_spec(uris[2])
+    store.fs.rm(store._path(pack_key))
+    with pytest.raises(SpecMissing, match="no such pack in the runs store"):
+        read_spec(uris[3])

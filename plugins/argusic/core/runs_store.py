@@ -5,9 +5,13 @@ no folder: set ARGUSIC_RUNS_URL (e.g. `s3://argusic/runs`, or `file:///…` for 
 and each host's runs folder becomes a cache of the store, keyed the same way:
 
     <cycle>/pool.json                      the cycle's pool (prepare_pool)
-    <cycle>/plan/<attempt id>.json         the plan: one spec per attempt (plan; XCom carries its URI),
-                                           write-once, put in one batch
-    <cycle>/plan/manifest-<digest>.json    what one batch of specs holds (written last: a rerun reads it)
+    <cycle>/plan/pack-<sha256>.specs       the plan: its specs in packs of 256, named by their sha256,
+                                           write-once, put in one batch (argusic.core.spec.write_specs;
+                                           XCom carries <pack URI>/<attempt id>.json per attempt)
+    <cycle>/plan/manifest-<n>.json         what batch n of the plan added: attempt id -> pack, offset,
+                                           length, sha256 (written last, write-once in the next slot)
+    <cycle>/plan/<attempt id>.json         a single spec (plans written before packs, verdict and
+                                           repair rounds: argusic.core.spec.write_spec)
     <cycle>/environment.json               the cycle's pin, first writer wins (a conditional put)
     <cycle>/<attempt id>/run_record.json   every run record, write-once (the attempt task)
     items/<project>/<item>/<revision>/…    repair items, their bases' bundles, their validations
@@ -234,6 +238,12 @@ class RunsStore:
             return list(await asyncio.gather(*(one(key, limit) for key in keys)))
 
         return sync(self.fs.loop, every)
+
+    def listing(self, folder: str) -> dict[str, int]:
+        """{key: size} of the objects directly under `folder` (one listing, paged; {} when none), as
+        the store has them now (not a listing this process cached: other hosts write there too)."""
+        self.fs.invalidate_cache(self._path(folder))
+        return self._sizes({folder})
 
     def _sizes(self, folders: set[str]) -> dict[str, int]:
         """{key: size} of the objects directly under each folder: one listing (paged) per folder."""

@@ -1,7 +1,9 @@
-"""A cycle's plan: (agent x project x attempt) specs from the pool, written one file per attempt
-(`runs/<cycle_id>/plan/<attempt_id>.json`, one small AttemptSpec document each: XCom carries paths,
-never data), the repair attempts of a round, and the refusals no retry can fix. No Airflow here: the
-DAG files own the scheduling, `argusic cycle run` calls the same functions."""
+"""A cycle's plan: (agent x project x attempt) specs from the pool, written in packs (one small
+AttemptSpec document per attempt, 256 to a content-addressed pack under `runs/<cycle_id>/plan/`, one
+manifest a batch: argusic.core.spec.write_specs; XCom carries one reference per attempt,
+`…/plan/pack-<sha256>.specs/<attempt_id>.json`, never data), the repair attempts of a round, and the
+refusals no retry can fix. No Airflow here: the DAG files own the scheduling, `argusic cycle run`
+calls the same functions."""
 
 from __future__ import annotations
 
@@ -65,12 +67,13 @@ def write_plan(
     budget_scale: float | None = None,
     executor=None,
 ) -> list[str]:
-    """Write one spec file per attempt of this shard and return their paths, in plan order.
+    """Write the spec of every attempt of this shard and return their references (read_spec), in plan
+    order.
 
     A shard holds every attempt of its projects (projects dealt round-robin in pool order), so the
-    three attempts of a pair always land in the same DAG run. Specs are written once, in one batch
-    (argusic.core.spec.write_specs): rewriting the same plan is a no-op, and a plan that would change
-    a spec already written is refused (SpecConflict) naming the attempts.
+    three attempts of a pair always land in the same DAG run. Specs are written once, in packs with
+    one manifest (argusic.core.spec.write_specs): rewriting the same plan is a no-op, and a plan that
+    would change a spec already written is refused (SpecConflict) naming the attempts.
     Planning pins the cycle's environment (argusic.attempts.environment) for the executor the attempts will
     run on (`executor`: an executor or its name; None: ARGUSIC_EXECUTOR, else docker; local is
     refused for a cycle that is not a demo), or checks

@@ -13,8 +13,8 @@ from pathlib import Path
 from airflow.sdk import Param, get_current_context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from argusic.core.spec import SpecMissing, SpecTampered, read_spec
 from argusic.core.spec import attempt_label as spec_attempt_label
-from argusic.core.spec import read_spec
 from argusic.cycle.ids import cycle_id_of_run
 from argusic.orchestration.bench_standin import (
     STANDIN_ENV,
@@ -142,7 +142,10 @@ def run_attempt_task(spec_path: str) -> list[str]:
             return _bench_standin(spec_path)
     except StandinRefused as err:
         raise fail_at_once(err) from None
-    spec = read_spec(spec_path)  # once: the attempt and its story use it
+    try:
+        spec = read_spec(spec_path)  # once: the attempt and its story use it
+    except (SpecMissing, SpecTampered) as err:  # the plan's pack gone or not its bytes: no retry fixes it
+        raise fail_at_once(err) from None
     try:
         measured = measure_planned_attempt(spec, live_log=True)
     except (EnvironmentRefused, HarnessUnrecorded) as err:  # another harness than the cycle's: no retry

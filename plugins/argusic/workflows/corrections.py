@@ -8,8 +8,7 @@ from pathlib import Path
 
 from argusic.core.layout import plan_dir
 from argusic.core.record import load_record_file, make_attempt_id, parse_attempt_id
-from argusic.core.runs_store import pull
-from argusic.core.spec import read_spec
+from argusic.core.spec import planned_spec_reference, read_spec
 from argusic.cycle.run import run_with_reruns
 from argusic.review.disputes import DisputeError, get
 from argusic.warehouse import decisions
@@ -17,8 +16,9 @@ from argusic.warehouse.load_runs import ingest_records
 
 
 def correction_spec(attempt_id: str):
-    """The AttemptSpec of the correction rerun: the disputed attempt's planned spec
-    (runs/<cycle>/plan/<attempt id without .r<n>>.json), as its next run."""
+    """The AttemptSpec of the correction rerun: the disputed attempt's planned spec (the spec the
+    cycle's plan holds for the attempt id without .r<n>: in a pack, or a single file of a plan written
+    before packs; on a cluster the runs store's plan), as its next run."""
     parts = parse_attempt_id(attempt_id)
     base = make_attempt_id(
         str(parts["cycle_id"]),
@@ -27,10 +27,12 @@ def correction_spec(attempt_id: str):
         str(parts["project_id"]),
         int(parts["attempt_no"]),
     )
-    path = plan_dir(str(parts["cycle_id"])) / f"{base}.json"
-    pull(f"{parts['cycle_id']}/plan/{base}.json")  # on a cluster: the plan is in the runs store
-    if not path.is_file():
-        raise DisputeError(f"no planned spec for {base} at {path}: the attempt cannot be rerun from its plan")
+    path = planned_spec_reference(str(parts["cycle_id"]), base)
+    if path is None:
+        raise DisputeError(
+            f"no planned spec for {base} in {plan_dir(str(parts['cycle_id']))}: the attempt cannot be "
+            "rerun from its plan"
+        )
     spec = read_spec(path).model_copy(update={"rerun_no": int(parts["rerun_no"]) + 1})
     if spec.rerun_of != attempt_id:
         raise DisputeError(f"the planned spec {path} does not rerun {attempt_id}")

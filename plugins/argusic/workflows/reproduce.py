@@ -61,7 +61,7 @@ from argusic.core.settings import (
     runs_dir,
     warehouse_path,
 )
-from argusic.core.spec import AttemptSpec
+from argusic.core.spec import AttemptSpec, is_packed, planned_spec_reference, read_spec
 from argusic.publication.replay import AttemptFacts, ReplayRefused, fetch_served, find_attempt, printable
 from argusic.sandbox.containment import Containment
 from argusic.sandbox.executor import DockerExecutor, LocalExecutor, docker_available
@@ -148,15 +148,18 @@ def _pool_source(record: RunRecord, base: Path) -> RepoSource | None:
 def _plan_source(record: RunRecord, base: Path) -> RepoSource | None:
     parts = parse_attempt_id(record.attempt_id)
     bare = f"{record.cycle_id}.{parts['purpose']}.{record.agent_id}.{record.project_id}.a{record.attempt_no}"
-    path = base / record.cycle_id / "plan" / f"{bare}.json"
-    if not path.is_file() or path.is_symlink() or path.stat().st_size > 64 * 1024:
-        return None
     try:
-        spec = AttemptSpec.model_validate_json(path.read_bytes())
-    except ValueError:
+        path = planned_spec_reference(record.cycle_id, bare, base)  # in a pack, or a single file
+        if path is None:
+            return None
+        single = Path(path)  # a spec file of its own is read only when plain and small
+        if not is_packed(path) and (single.is_symlink() or single.stat().st_size > 64 * 1024):
+            return None
+        spec = read_spec(path)
+    except (OSError, ValueError):
         return None
     if spec.project_id == record.project_id and spec.commit == record.commit:
-        return RepoSource(spec.repo_url, str(path))
+        return RepoSource(spec.repo_url, path)
     return None
 
 
