@@ -37,7 +37,8 @@ disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (
    first; a candidate that fails is left out with its reason. A bad catalogue, or a pool_size /
    catalogue other than the recorded pool's, fails at once (no retries) saying how to go on.
 2. **plan** — one AttemptSpec per attempt, packed (`runs/<cycle>/plan/`: content-addressed packs and
-   a manifest; XCom carries one reference per attempt); refuses real budgets on the demo forge's fixtures (set `demo`), an empty plan, and a plan above `[core] max_map_length`.
+   a manifest; XCom carries one reference per attempt); refuses real budgets on the demo forge's
+   fixtures (set `demo`), an empty plan, and a plan above `[core] max_map_length`.
 3. **run_attempt** — one task instance per attempt, labelled *agent / project / attempt N* (also
    before it starts). Its log shows the attempt's own log as it grows (masked: keys and tokens
    removed, terminal escapes stripped, lines cut) and ends with the final state, the agent's report
