@@ -110,9 +110,10 @@ def test_the_project_is_the_tests_tiny_project_in_a_fresh_repository(tmp_path):
         ["git", "--git-dir", str(bare), "show", f"{commit}:make_data.py"], capture_output=True, text=True
     )
     assert shown.returncode == 0 and shown.stdout == MAKE_DATA
-    assert T.next_attempt_no(tmp_path / "runs", "codex", "tinydata") == 1
-    (tmp_path / "runs" / T.CYCLE / f"{T.CYCLE}.board.codex.tinydata.a1").mkdir(parents=True)
-    assert T.next_attempt_no(tmp_path / "runs", "codex", "tinydata") == 2
+    cycle = tmp_path / "runs" / "model-double-x"
+    assert T.next_attempt_no(cycle, "codex", "tinydata") == 1
+    (cycle / "model-double-x.board.codex.tinydata.a1").mkdir(parents=True)
+    assert T.next_attempt_no(cycle, "codex", "tinydata") == 2
 
 
 def test_the_attempt_conditions_are_undone(monkeypatch):
@@ -168,7 +169,7 @@ def test_a_codex_install_attempt_against_the_double_as_a_stranger_runs_it(env, t
     lines = done.output.splitlines()
     record_path = Path(_value(lines, "record: "))
     record = load_record_file(record_path)
-    assert record_path.is_relative_to(out) and record.cycle_id == T.CYCLE and record.demo
+    assert record_path.is_relative_to(out) and record.cycle_id.startswith(f"{T.CYCLE}-") and record.demo
     attempt_out = record_path.parent / "out"
 
     # The commands, from the CLI's own session log, as the driver's collector reads them.
@@ -198,7 +199,7 @@ def test_a_codex_install_attempt_against_the_double_as_a_stranger_runs_it(env, t
     assert spend and _value(lines, "gateway spend: ").startswith(f"{spend:.6f} USD of max_budget 3.0 USD")
     key_line = _value(lines, "key: minted ")
     assert key_line.startswith(f"argusic-attempt:{settings.installation_id()}:{record.attempt_id}:")
-    assert "model requests 8 (8 x 200), 8 answered with it; deleted yes" in key_line
+    assert "model requests 8 (8 x 200), the key accepted on 8; deleted yes" in key_line
     assert "(broker: created 1, deleted 1, delete failed 0)" in key_line
 
     # Where things are, and the replay line `argusic play` takes.

@@ -62,7 +62,8 @@ from argusic.sandbox.model_double import (
 )
 from argusic.workflows.reproduce import score_records
 
-CYCLE = "model-double"
+CYCLE = "model-double"  # each trial is a cycle of its own, model-double-<UTC time>: a cycle pins its
+# environment (the attempt network among it), and each trial's double has a network of its own
 AGENTS = agents.EXTERNAL_HARNESSES  # the agent ids whose CLIs the double speaks to
 SCENARIOS = {  # scenario -> the script kind it runs
     "install": "install",
@@ -202,11 +203,12 @@ def attempt_conditions(agent: str, network: str) -> Iterator[None]:
             os.environ[NETWORK_ENV] = before
 
 
-def next_attempt_no(runs: Path, agent: str, project: str) -> int:
-    folder = runs / CYCLE
+def next_attempt_no(folder: Path, agent: str, project: str) -> int:
+    """The first attempt number with no folder in the cycle's ``folder`` (a record on file is never
+    measured again)."""
     taken = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
     n = 1
-    while f"{CYCLE}.board.{agent}.{project}.a{n}" in taken:
+    while f"{folder.name}.board.{agent}.{project}.a{n}" in taken:
         n += 1
     return n
 
@@ -230,10 +232,11 @@ def run_trial(plan: TrialPlan, out: Path, say=lambda text: None) -> TrialRun:
     out.mkdir(parents=True, exist_ok=True)
     runs, evidence = out / "runs", out / "evidence"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    cycle = f"{CYCLE}-{stamp}"
     bare, commit = build_project(plan.project, out / "projects" / stamp)
-    attempt_no = next_attempt_no(runs, plan.agent, plan.project)
+    attempt_no = next_attempt_no(runs / cycle, plan.agent, plan.project)
     spec = AttemptSpec(
-        cycle_id=CYCLE, agent_id=plan.agent, project_id=plan.project, repo_url=str(bare), commit=commit,
+        cycle_id=cycle, agent_id=plan.agent, project_id=plan.project, repo_url=str(bare), commit=commit,
         tier="standard", attempt_no=attempt_no, demo=True, budget_scale=plan.budget / STANDARD_BUDGET,
     )  # fmt: skip
     master = f"sk-master-{os.urandom(24).hex()}"
@@ -299,6 +302,7 @@ def trial_lines(run: TrialRun, points: dict | str | None) -> list[str]:
             f"{_yes(seen.verified)}, commands {seen.commands_run} run / {seen.commands_failed} failed"
         )
     if isinstance(points, dict):
+        points = {k: "—" if v is None else v for k, v in points.items()}
         lines.append(
             f"points (the rubric, dbt attempt_scores): outcome {points['outcome']}, install "
             f"{points['install_points']}, run {points['run_points']}, recovery {points['recovery_points']}, "
@@ -338,7 +342,7 @@ def trial_lines(run: TrialRun, points: dict | str | None) -> list[str]:
     else:
         lines.append(
             f"key: minted {key.alias} (fingerprint {key.fingerprint}, limit {key.limit_usd} USD); "
-            f"model requests {len(model)} ({shown_statuses}), {len(carried)} answered with it; "
+            f"model requests {len(model)} ({shown_statuses}), the key accepted on {len(carried)}; "
             f"deleted {'yes' if deleted and stats.deleted == 1 else 'NO'} "
             f"(broker: created {stats.created}, deleted {stats.deleted}, delete failed {stats.delete_failed})"
         )
