@@ -203,6 +203,8 @@ def test_every_script_file_is_valid_and_named_for_what_it_says():
     assert {f"{f.parent.name}/{f.name}" for f in files} >= {
         "tinydata/claude-code.install.json", "tinydata/claude-code.budget.json",
         "tinydata/claude-code.fails-500.json", "tinydata/claude-code.fails-429.json",
+        "tinydata/codex.install.json", "tinydata/codex.budget.json",
+        "tinydata/codex.fails-500.json", "tinydata/codex.fails-429.json",
         "repairkit/claude-code.repair.json", "repairkit/codex.repair.json",
     }  # fmt: skip
     assert {p.name for p in SCRIPTS_DIR.iterdir() if p.is_file()} == {"README.md"}  # nothing else lies here

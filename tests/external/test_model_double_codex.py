@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pytest
 from argusic.external import SESSION_LOG, codex
-from argusic.sandbox.model_double import load_script, responses_output, responses_stream_events
+from argusic.sandbox.model_double import (
+    load_script,
+    load_script_file,
+    responses_output,
+    responses_stream_events,
+    script_file,
+)
 from test_model_double import (
     KEY,
     PROJECT,
@@ -239,12 +245,25 @@ def _exec(cmd: str, i: int, **extra) -> dict:
             "tool_calls": [{"name": "exec_command", "input": {"cmd": cmd, **extra}}]}  # fmt: skip
 
 
-def _script() -> list[dict]:
-    """Look, run (fails), read the code, fix it (a patch), run again, verify, write the report, stop."""
-    turns = [_exec(COMMANDS[0], 0), _exec(COMMANDS[1], 1), _exec(COMMANDS[2], 2), _exec(PATCH, 3),
+def _script(kind: str = "install") -> list[dict]:
+    """The tiny project's Codex script of that kind (plugins/argusic/model_scripts/tinydata/codex.*):
+    install is look, run (fails), read the code, fix it (a patch), run again, verify, write the report,
+    stop."""
+    return load_script_file(script_file(PROJECT, "codex", kind))
+
+
+def test_the_codex_scripts_are_the_steps_these_tests_check():
+    """The scripts are data; what they say is what the Docker tests below expect, step by step."""
+    steps = [_exec(COMMANDS[0], 0), _exec(COMMANDS[1], 1), _exec(COMMANDS[2], 2), _exec(PATCH, 3),
              _exec(COMMANDS[3], 4), _exec(COMMANDS[4], 5), _exec(_report_patch(), 6)]  # fmt: skip
-    turns.append({"text": REPORT["final_state"], "usage": {"input_tokens": 2100, "output_tokens": 30}})
-    return turns
+    steps.append({"text": REPORT["final_state"], "usage": {"input_tokens": 2100, "output_tokens": 30}})
+    assert _script() == steps
+    first = steps[0]
+    for status in (500, 429):
+        assert _script(f"fails-{status}") == [first, {"status": status, "message": "outage"}]
+    hang = {"tool_calls": [{"name": "exec_command", "input": {"cmd": HANG, "yield_time_ms": 30000}}],
+            "usage": {"input_tokens": 1500, "output_tokens": 10}}  # fmt: skip
+    assert _script("budget") == [first, hang, {"text": "never asked"}]
 
 
 def _codex_attempt(
@@ -386,8 +405,9 @@ def _ends(wrapped: str | None, command: str) -> bool:
 def test_a_model_failing_mid_session_makes_the_codex_attempt_invalid(status, env, tmp_path, monkeypatch):  # noqa: F811
     """The model answers one turn, then 500 or 429 (no retries): the CLI ends with turn.failed, the
     attempt is ours to rerun (invalid), what it did before is on record, the key deleted."""
-    first = _script()[0]
-    run = _codex_attempt(tmp_path, monkeypatch, [first, {"status": status, "message": "outage"}])
+    script = _script(f"fails-{status}")
+    assert script[0] == _script()[0] and script[1]["status"] == status
+    run = _codex_attempt(tmp_path, monkeypatch, script)
     assert [(r.get("turn"), r["status"]) for r in run.served] == [(0, 200), (1, status)]
     record = run.record
     assert record.end_reason == "harness_error"
@@ -405,11 +425,10 @@ def test_a_codex_session_that_runs_into_the_budget_is_a_measured_timeout(env, tm
     """The model has the agent run a command longer than the attempt's budget, waiting for it as long
     as exec_command allows (30 s, longer than the budget): the container is killed at the budget, the
     attempt is a valid timeout (the agent's doing), the session log so far is read, the key deleted."""
-    first = _script()[0]
-    hang = {"tool_calls": [{"name": "exec_command", "input": {"cmd": HANG, "yield_time_ms": 30000}}],
-            "usage": {"input_tokens": 1500, "output_tokens": 10}}  # fmt: skip
+    script = _script("budget")
+    assert script[0] == _script()[0] and script[1]["tool_calls"][0]["input"]["cmd"] == HANG
     started = time.monotonic()
-    run = _codex_attempt(tmp_path, monkeypatch, [first, hang, {"text": "never asked"}], budget=20)
+    run = _codex_attempt(tmp_path, monkeypatch, script, budget=20)
     assert time.monotonic() - started < 150
     assert [r.get("turn") for r in run.served] == [0, 1]  # the third turn is never asked for
     record = run.record

@@ -12,6 +12,7 @@ module of its job in this package, and what they share is in `argusic.cli.common
 - `verdicts`, `review` (review, dispute, publish), `repair` (items, grade), `judging` (tasks, hints),
   `judge`, `judging_review` (judging)
 - `model_double`: model-double serve (a scripted model service for the agent CLIs)
+- `double_attempt`: model-double attempt (a real agent CLI's whole attempt against that service)
 
 The command modules import at the top. The few imports left inside a command (each marked
 `# deferred:`) wait for what `argusic --help` must not pay for: pandas and pyarrow, which the build
@@ -31,6 +32,7 @@ from argusic.cli import (
     board,
     cycle,
     demo,
+    double_attempt,
     emergency,
     judge,
     judging,
@@ -84,7 +86,9 @@ app.add_typer(judging.tasks_app, name="tasks")
 app.add_typer(judging.hints_app, name="hints")
 # The person's review of judged attempts (issue 14, Layer 3).
 app.add_typer(judging_review.judging_app, name="judging")
-# The scripted model service the agent CLIs are tested against (issue 28).
+# The scripted model service the agent CLIs are tested against (issue 28), and a whole attempt of a
+# real agent CLI against it.
+model_double.model_double_app.command("attempt")(double_attempt.attempt)
 app.add_typer(model_double.model_double_app, name="model-double")
 
 

@@ -10,9 +10,10 @@ the session, the final message and the verdict checks come from the real CLI's o
 mints a per-run key, starts the double (``python3 model_double.py serve`` in the runner image) on a
 fresh *internal* Docker network of its own (nothing else reachable from it) with that key as the only
 one it accepts, and returns the key with the double's URL; ``delete`` removes the double, its network
-and its staged files, so the key is dead however the judge ended. The judge's container joins that
-network (``network`` attribute, read by ``run_judge``). The double's request log (header names, never
-a key) is kept on the broker as ``requests``.
+and its staged files, so the key is dead however the judge ended (the container's start and stop:
+``argusic.sandbox.double_container.DoubleContainer``, shared with ``argusic model-double attempt``).
+The judge's container joins that network (``network`` attribute, read by ``run_judge``). The double's
+request log (header names, never a key) is kept on the broker as ``requests``.
 
 Claude Code and Codex judges: the double speaks the Anthropic Messages API (Claude Code: tool calls
 such as ``Read``) and the OpenAI Responses API as Codex 0.171.0 calls it (tool calls are
@@ -21,26 +22,20 @@ such as ``Read``) and the OpenAI Responses API as Codex 0.171.0 calls it (tool c
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import secrets
-import shutil
-import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 from argusic.attempts.keys import IssuedKey, KeyRef, KeyStats, KeyUnavailable, new_alias
 from argusic.core.settings import runner_image
 from argusic.sandbox import model_double
-from argusic.sandbox.containment import locked_container_options
+from argusic.sandbox.double_container import DoubleContainer
 
 SCRIPT_SUFFIX = ".json"
 MAX_SCRIPT_BYTES = 1 << 20
 DOUBLE_LABEL = "argusic.judge.double"
 DOUBLE_PORT = 8080
-START_SECONDS = 30
 SCRIPTED_HARNESSES = ("claude-code", "codex")  # the double speaks Anthropic Messages and OpenAI Responses
 
 
@@ -96,107 +91,55 @@ class DoubleBroker:
         self._token: str | None = None
         self._alias: str | None = None
         self._attempt_id: str | None = None
-        self._container: Any = None
-        self._network: Any = None
-        self._stage: Path | None = None
+        self._double: DoubleContainer | None = None
 
     @property
     def model(self) -> str:
         return script_model(self.script_bytes)
 
     def create(self, attempt_id: str, limit_usd: float, *, ttl_seconds: int | None = None) -> IssuedKey:
-        import docker  # deferred: the Docker SDK loads only when a double runs
-
         if self._token is not None:
             raise KeyUnavailable("this model double already has a key (one judge run per broker)")
         value = f"sk-double-{secrets.token_hex(24)}"
+        self._double = DoubleContainer(
+            self.script_bytes,
+            key=value,
+            image=self.image,
+            name_prefix="argusic-judge-double",
+            label=DOUBLE_LABEL,
+            port=DOUBLE_PORT,
+        )
         try:
-            base_url = self._start(docker, value)
+            base_url = self._double.start()  # removes what it made when it does not answer
         except Exception as err:
+            self.network = self._double.network  # its name stays: what was made is removed
             self._stop()
             self.stats.add("create_failed")
             raise KeyUnavailable(f"model double did not start: {err}") from None
+        self.network = self._double.network
         key = IssuedKey(
             value=value,
             kind="per_run",
             attempt_id=attempt_id,
             alias=new_alias(attempt_id),
             limit_usd=limit_usd,
-            base_url=base_url,
+            base_url=f"{base_url}/v1",
         )
         self._token, self._alias, self._attempt_id = key.token_id, key.alias, attempt_id
         self.stats.add("created")
         return key
 
-    def _start(self, docker: Any, value: str) -> str:
-        client = docker.from_env()
-        tag = secrets.token_hex(6)
-        self._stage = Path(tempfile.mkdtemp(prefix="argusic-double-"))
-        self._stage.chmod(0o755)
-        shutil.copyfile(model_double.__file__, self._stage / "model_double.py")
-        (self._stage / "script.json").write_bytes(self.script_bytes)
-        (self._stage / "key").write_text(value)
-        for name in ("model_double.py", "script.json", "key"):
-            (self._stage / name).chmod(0o644)  # the image's unprivileged user reads them
-        self._network = client.networks.create(
-            f"argusic-judge-double-{tag}", driver="bridge", internal=True, labels={DOUBLE_LABEL: "1"}
-        )
-        self.network = self._network.name
-        options = locked_container_options(
-            tmpfs={"/tmp": "rw,noexec,nosuid,nodev,size=16m"},
-            volumes={str(self._stage): {"bind": "/double", "mode": "ro"}},
-            working_dir="/tmp",
-            environment={"LANG": "C.UTF-8"},
-            memory="256m",
-            pids=64,
-            cpus=0.5,
-        )
-        del options["network_disabled"], options["network_mode"]
-        serve = (
-            "exec python3 -I /double/model_double.py serve --script /double/script.json"
-            f" --key-file /double/key --log /tmp/requests.jsonl --port {DOUBLE_PORT}"
-            ' --host "$(hostname -i)"'
-        )
-        self._container = client.containers.run(
-            self.image,
-            ["sh", "-c", serve],
-            detach=True,
-            name=f"argusic-judge-double-{tag}",
-            network=self.network,
-            labels={DOUBLE_LABEL: "1"},
-            **options,
-        )
-        deadline = time.monotonic() + START_SECONDS
-        while b"model double:" not in self._container.logs() and time.monotonic() < deadline:
-            self._container.reload()
-            if self._container.status == "exited":
-                break
-            time.sleep(0.2)
-        self._container.reload()
-        logs = self._container.logs()
-        address = self._container.attrs["NetworkSettings"]["Networks"][self.network]["IPAddress"]
-        if b"model double:" not in logs or not address:
-            raise RuntimeError(logs[-500:].decode(errors="replace").strip() or "no answer")
-        return f"http://{address}:{DOUBLE_PORT}/v1"
+    @property
+    def _stage(self) -> Path | None:
+        """The double's staged files (script, key), while it runs."""
+        return None if self._double is None else self._double.stage
 
     def _stop(self) -> None:
         """Remove the double, its network and its staged files (the key with them)."""
-        import docker  # deferred: the Docker SDK loads only when a double runs
-
-        if self._container is not None:
-            with contextlib.suppress(docker.errors.DockerException):
-                log = self._container.exec_run(["cat", "/tmp/requests.jsonl"]).output.decode(errors="replace")
-                self.requests = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
-            with contextlib.suppress(docker.errors.DockerException):
-                self._container.remove(force=True)
-            self._container = None
-        if self._network is not None:
-            with contextlib.suppress(docker.errors.DockerException):
-                self._network.remove()
-            self._network = None
-        if self._stage is not None:
-            shutil.rmtree(self._stage, ignore_errors=True)
-            self._stage = None
+        if self._double is not None:
+            self._double.stop()
+            self.requests = self._double.requests
+            self._double = None
 
     def delete(self, key: IssuedKey | KeyRef | str) -> bool:
         tid = key if isinstance(key, str) else key.token_id

@@ -720,7 +720,10 @@ def answer_responses(handler: Handler, body: Any, entry: dict) -> None:
 #   and the log says ``"priced": false``.
 
 BUDGET_EXCEEDED_STATUS = 422  # litellm.budget_exceeded_status_code of 1.108.7
-DEFAULT_PRICES_FILE = PACKAGE_ROOT.parents[1] / "dbt_project" / "seeds" / "model_prices.csv"
+# The checkout's seed; a copy of this file alone (in /double/ of a double's container) has no checkout
+# above it: its prices come with --prices.
+_CHECKOUT = PACKAGE_ROOT.parents[1] if len(PACKAGE_ROOT.parents) > 1 else PACKAGE_ROOT
+DEFAULT_PRICES_FILE = _CHECKOUT / "dbt_project" / "seeds" / "model_prices.csv"
 MAX_LIST_SIZE = 100
 
 
