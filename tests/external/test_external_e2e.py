@@ -223,7 +223,7 @@ SPENT = {"kind": "per_run", "limit_usd": 3.0, "gateway_spend_usd": 3.0012}  # th
         # The CLI's error came after the gateway counted the key's spend up to its limit: the agent's
         # own model use, inside the test machine -- a measured failure, never rerun (v1.6).
         (_result(exit_code=1), _run("error"), EVIDENCE, ("harness_error", None,
-         "the attempt's model key reached its spend limit (3.0012 of 3.00 USD", False), SPENT),
+         "the attempt's model key reached its spend limit (3.0012 of 3 USD", False), SPENT),
         # Spend under the limit, or a key whose spend the gateway did not say: ours, as above.
         (_result(exit_code=1), _run("error"), EVIDENCE,
          ("harness_error", "agent CLI ended in error", None, False), SPENT | {"gateway_spend_usd": 2.99}),

@@ -218,6 +218,6 @@ def key_spent(key: dict | None) -> str | None:
     if spend is None or limit is None or spend < limit:
         return None
     return (
-        f"the attempt's model key reached its spend limit ({spend:.4f} of {limit:.2f} USD, "
+        f"the attempt's model key reached its spend limit ({spend:g} of {limit:g} USD, "
         "as the gateway counted)"
     )
