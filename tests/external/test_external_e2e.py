@@ -252,3 +252,21 @@ def test_external_outcome_decisions(result, run, evidence, expected, key):
     assert (invalid is None) == (want_invalid is None) and (invalid or "").startswith(want_invalid or "")
     assert (fault is None) == (want_fault is None) and (fault or "").startswith(want_fault or "")
     assert keep_report == want_keep
+
+
+def test_a_cli_error_on_record_names_no_key():
+    """The CLI's own words are kept in the published reason, but a gateway's error names the key
+    (LiteLLM: "Key=<alias> (sk-...<last 4>)"), and the alias carries the operator's agent and project
+    ids, which published ids never show (issue 32)."""
+    from argusic.attempts.common import cli_error
+
+    said = (
+        "API Error: 422 Budget has been exceeded! Key=argusic-attempt:id27b62b:c1.board.claude-code."
+        "tinydata.a1:2a8a5980 (sk-...FlQQ) Current cost: 0.0072, Max budget: 0.0054; also sk-live-0123abcd"
+    )
+    reason = cli_error(said)
+    assert reason.startswith("agent CLI ended in error: API Error: 422 Budget has been exceeded! Key=")
+    assert "Current cost: 0.0072, Max budget: 0.0054" in reason
+    for name in ("argusic-attempt:", "claude-code", "tinydata", "2a8a5980", "FlQQ", "sk-", "0123abcd"):
+        assert name not in reason
+    assert cli_error(None) == "agent CLI ended in error: "

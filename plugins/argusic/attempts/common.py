@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -221,3 +222,14 @@ def key_spent(key: dict | None) -> str | None:
         f"the attempt's model key reached its spend limit ({spend:g} of {limit:g} USD, "
         "as the gateway counted)"
     )
+
+
+# A gateway's error names the key: LiteLLM's "Key=<alias> (sk-...<last 4>)". Its alias carries the
+# operator's agent and project ids (published ids never do: issue 32), its tail part of a value.
+_KEY_NAMES = re.compile(r"argusic-attempt:[^\s()\"',]*|\bsk-[^\s()\"',]*")
+
+
+def cli_error(detail: str | None) -> str:
+    """`agent CLI ended in error: <the CLI's own words>`, for a record's published reason: the words
+    kept, a key's alias or value (or its visible tail) named by neither."""
+    return f"agent CLI ended in error: {_KEY_NAMES.sub('[the attempt key]', detail or '')}"

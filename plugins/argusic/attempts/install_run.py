@@ -23,6 +23,7 @@ from argusic.attempts.common import (
     _model_answered,
     _read_report,
     artifact_globs,
+    cli_error,
     key_spent,
     presentation_secrets,
     title_recording,
@@ -209,9 +210,9 @@ def external_outcome(
     if result.timed_out:
         end_reason = "timeout"
     elif run.end_state == "error" and key_spent(key):
-        end_reason, fault = "harness_error", f"{key_spent(key)}; agent CLI ended in error: {run.end_detail}"
+        end_reason, fault = "harness_error", f"{key_spent(key)}; {cli_error(run.end_detail)}"
     elif run.end_state == "error":
-        end_reason, invalid = "harness_error", f"agent CLI ended in error: {run.end_detail}"
+        end_reason, invalid = "harness_error", cli_error(run.end_detail)
     elif run.end_state == "truncated":
         end_reason = "harness_error"
         fault = (

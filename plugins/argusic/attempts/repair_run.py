@@ -511,7 +511,7 @@ def repair_outcome(
         elif limit is None and run.end_state == "error" and board.key_spent(key):
             limit = "spend"
         elif limit is None and run.end_state == "error":
-            invalid = f"agent CLI ended in error: {run.end_detail}"
+            invalid = board.cli_error(run.end_detail)
         elif limit is None and run.end_state == "truncated":
             invalid = f"session log ends without the CLI's closing event ({run.end_detail})"
     elif limit is None and status["agent_exit"] != 0:
