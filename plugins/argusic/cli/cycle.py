@@ -312,6 +312,7 @@ def cycle_run(
         if approve_as:
             publication.record(cycle, prepared.board_sha256, "approved", approve_as, utc_now(), note)
             published = publication.publish_approved(cycle, prepared.board_sha256)
+            publication.refresh_after_decision()
     except dbt_build.PublicationBlocked as err:
         fail(f"publication blocked: {err}")
     except (build_worker.BuildWorkerError, AnalystCopyError, DecisionError) as err:

@@ -96,6 +96,7 @@ def demo(
                 "approved by `argusic demo` itself, not by a person: a demo cycle on fixture projects",
             )  # fmt: skip
             published = publication.publish_approved(cycle, prepared.board_sha256)
+            publication.refresh_after_decision()
     except dbt_build.PublicationBlocked as err:
         fail(f"publication blocked: {err}")
     except IngestError as err:

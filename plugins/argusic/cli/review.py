@@ -110,6 +110,7 @@ def publish(
     try:
         with cli.warehouse_errors():
             path = publication.publish_approved(cycle, prepared.board_sha256)
+            publication.refresh_after_decision()
     except dbt_build.PublicationBlocked as err:
         cli.fail(f"publication blocked: {err}")
     cli.console.print(f"approved by {by}; published {path}")

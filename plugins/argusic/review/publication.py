@@ -325,20 +325,21 @@ def publish_approved(
             f"board of cycle {cycle_id!r} not published: the approval in force is for board "
             f"{decision['board_sha256'][:12]}…, not {board_sha256[:12]}…"
         )
-    path = Path(
+    return Path(
         publish_or_delegate(
             cycle_id, Path(out_dir or publish_dir()), db_path, approved_sha256=decision["board_sha256"]
         )
     )
-    refresh_after_decision(db_path)
-    return path
 
 
 def refresh_after_decision(db_path: Path | None = None) -> str:
     """Build again once a board is published or rejected, so the analyst copy says so at once
     (marts.board_publication, the copy's meta table; `argusic board` shows the latest *published*
     board). Only what reads the decisions is rebuilt (dbt_build's decision-only build); without it,
-    a just-approved board read as pending until the next cycle's build."""
+    a just-approved board read as pending until the next cycle's build. Called by the pipeline's
+    publish steps (the cycle DAG's publish task, `argusic cycle run`, `argusic demo`, `argusic
+    publish`), not by publish_approved itself: its callers with a warehouse of their own making (tests
+    that write marts directly) would see them rebuilt from the raw layer."""
     return build_or_delegate(db_path)
 
 
@@ -347,4 +348,6 @@ def publish_cycle_board(cycle_id: str, board_sha256: str | None = None) -> str:
     latest publication decision approves it exactly as it is (argusic.review.publication; with
     `board_sha256`, only that board); returns the published path."""
     release_semaphores_at_exit()
-    return str(publish_approved(cycle_id, board_sha256, publish_dir()))
+    published = str(publish_approved(cycle_id, board_sha256, publish_dir()))
+    refresh_after_decision()
+    return published
