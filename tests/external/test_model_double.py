@@ -310,31 +310,44 @@ def test_a_turn_can_be_delayed(serve):
     assert status == 200 and time.monotonic() - started >= 0.5
 
 
+def free_loopback_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_listening(proc, port: int, seconds: float = 30) -> None:
+    """Until the double started as `proc` accepts connections on 127.0.0.1:`port` (its stderr shown
+    if it exits or does not listen in time)."""
+    import socket
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.2)
+
+
 def test_the_command_serves_a_script_on_loopback(tmp_path):
     """`argusic model-double serve`: listens on 127.0.0.1, answers the script, refuses a wrong key."""
-    import socket
     import subprocess
     import sys
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"turns": [{"text": "from the command"}]}))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_loopback_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "argusic.cli", "model-double", "serve", "--script", str(script), "--port",
          str(port), "--key", KEY],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-                time.sleep(0.2)
+        wait_listening(proc, port)
         server = type("S", (), {"server_address": ("127.0.0.1", port)})
         assert _post(server, AGENT, {"x-api-key": "sk-wrong"})[0] == 401
         status, _, data = _post(server, AGENT, {"x-api-key": KEY})

@@ -40,7 +40,9 @@ from test_model_double import (
     _script,
     double_service,
     env,  # noqa: F401 - the fixture, used by the Docker tests
+    free_loopback_port,
     served_requests,
+    wait_listening,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -370,16 +372,13 @@ def test_a_spent_key_is_refused_by_the_gateway_and_the_cli_ends(env, tmp_path, m
 def test_the_double_started_as_in_its_container_is_a_gateway_with_a_master_key(tmp_path):
     """`python3 model_double.py serve --master-key-file` (no static key, no --prices: the seed's
     prices): the broker mints a key there, a model request with it is answered and charged."""
-    import socket
     import subprocess
     import sys
 
     script, master_file = tmp_path / "script.json", tmp_path / "master"
     script.write_text(json.dumps({"turns": [TURN]}))
     master_file.write_text(f"sk-master-{uuid.uuid4().hex}")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_loopback_port()
     program = ROOT / "plugins" / "argusic" / "sandbox" / "model_double.py"
     proc = subprocess.Popen(
         [sys.executable, str(program), "serve", "--script", str(script),
@@ -387,14 +386,7 @@ def test_the_double_started_as_in_its_container_is_a_gateway_with_a_master_key(t
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-                time.sleep(0.2)
+        wait_listening(proc, port)
         broker = LiteLLMKeyBroker(f"http://127.0.0.1:{port}", master_file.read_text(), backoff_seconds=0.01)
         with attempt_key(broker, "a-command", 1.0) as key:
             server = type("S", (), {"server_address": ("127.0.0.1", port)})
