@@ -209,8 +209,8 @@ def external_outcome(
     invalid = fault = None
     if result.timed_out:
         end_reason = "timeout"
-    elif run.end_state == "error" and key_spent(key):
-        end_reason, fault = "harness_error", f"{key_spent(key)}; {cli_error(run.end_detail)}"
+    elif run.end_state == "error" and (spent := key_spent(key)):
+        end_reason, fault = "harness_error", f"{spent}; {cli_error(run.end_detail)}"
     elif run.end_state == "error":
         end_reason, invalid = "harness_error", cli_error(run.end_detail)
     elif run.end_state == "truncated":
