@@ -254,6 +254,22 @@ def test_the_gateways_count_of_a_per_run_key_is_recorded_only_when_known() -> No
     assert shared.record() == {"kind": "shared", "limit_usd": None}
 
 
+def test_a_per_run_keys_unknown_spend_is_said_never_left_blank() -> None:
+    """The gateway answered neither before nor after the deletion: the record says why the count is
+    unknown (a blank would read as "under the limit"), capped; the contract's shape otherwise."""
+    from argusic.core.record import Key
+
+    key = IssuedKey(value="sk-x", kind="per_run", attempt_id="a", alias="x", limit_usd=3)
+    key.gateway_spend_unread = "spend not read before deletion: gateway unreachable " + "x" * 300
+    doc = key.record()
+    assert (
+        doc["gateway_spend_unread"].startswith("spend not read") and len(doc["gateway_spend_unread"]) == 200
+    )
+    assert Key(**doc).gateway_spend_unread == doc["gateway_spend_unread"]
+    key.gateway_spend = {"spend_usd": 1.0, "max_budget_usd": 3.0}  # a count read after all wins
+    assert key.record() == {"kind": "per_run", "limit_usd": 3, "gateway_spend_usd": 1.0}
+
+
 def test_alias_carries_the_attempt() -> None:
     alias = new_alias("2026-12.board.agent.proj.a1")
     assert alias.startswith(ALIAS_PREFIX)

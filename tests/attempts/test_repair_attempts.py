@@ -643,6 +643,8 @@ def test_external_session_endings(tmp_path, subtype, answered, end, invalid, lim
         (3.0004, None, "spend"),  # the gateway counted the key spent: the agent's limit, patch graded
         (2.5, "agent CLI ended in error", None),  # under its limit: the API or gateway failed, ours
         (None, "agent CLI ended in error", None),  # a gateway that does not say: ours, as before
+        # The count could not be read and the CLI's error shows no budget refusal: a rerun that says so.
+        ("unread", "the key's spend is unknown: gateway timed out", None),
     ],
 )
 def test_a_cli_ended_in_error_by_a_spent_key_hit_the_spend_limit(tmp_path, spend, invalid, limit):
@@ -658,7 +660,11 @@ def test_a_cli_ended_in_error_by_a_spent_key_hit_the_spend_limit(tmp_path, spend
     now = datetime.now(UTC)
     result = ExecutionResult("docker", now, now, 0, False, None)
     evidence = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "0" * 64}, "report": None}
-    key = {"kind": "per_run", "limit_usd": 3.0} | ({} if spend is None else {"gateway_spend_usd": spend})
+    key = {"kind": "per_run", "limit_usd": 3.0} | (
+        {} if spend is None
+        else {"gateway_spend_unread": "gateway timed out"} if spend == "unread"
+        else {"gateway_spend_usd": spend}
+    )  # fmt: skip
     end, why, hit, _ = repair.repair_outcome(driver_for("claude-code"), result, out, evidence, 1800, key)
     assert hit == limit and (end == "timeout" if limit else end == "harness_error")
     assert (why is None) if invalid is None else (invalid in why)

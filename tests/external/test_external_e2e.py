@@ -191,13 +191,13 @@ def _result(*, exit_code=0, timed_out=False, error=None):
     return ExecutionResult("docker", now, now, exit_code, timed_out, error, "img")
 
 
-def _run(end_state, *, answered=True, report=True):
+def _run(end_state, *, answered=True, report=True, detail="detail"):
     from argusic.external.collect import CollectedRun, unavailable
 
     return CollectedRun(
         harness="codex", harness_version=None,
         usage={name: unavailable("test") for name in USAGE_FIELDS},
-        model_requested="m", model_responded=None, end_state=end_state, end_detail="detail",
+        model_requested="m", model_responded=None, end_state=end_state, end_detail=detail,
         final_text="done" if answered else None, tool_calls=[], lines_total=1, lines_unparsable=0,
         truncated_tail=False, problems=[], report={"x": 1} if report else None,
         report_problem=None if report else "report missing: report.json was not written",
@@ -206,6 +206,7 @@ def _run(end_state, *, answered=True, report=True):
 
 EVIDENCE = {"log": {"sha256": "0" * 64}, "recording": {"sha256": "1" * 64}, "report": None}
 SPENT = {"kind": "per_run", "limit_usd": 3.0, "gateway_spend_usd": 3.0012}  # the record's key field
+UNREAD = {"kind": "per_run", "limit_usd": 3.0, "gateway_spend_unread": "spend not read before deletion: gone"}
 
 
 @pytest.mark.parametrize(
@@ -229,6 +230,18 @@ SPENT = {"kind": "per_run", "limit_usd": 3.0, "gateway_spend_usd": 3.0012}  # th
          ("harness_error", "agent CLI ended in error", None, False), SPENT | {"gateway_spend_usd": 2.99}),
         (_result(exit_code=1), _run("error"), EVIDENCE,
          ("harness_error", "agent CLI ended in error", None, False), SPENT | {"gateway_spend_usd": None}),
+        # The gateway's count unknown (it answered neither before nor after the deletion): never taken
+        # for one under the limit. The CLI's sealed error showing the gateway's budget refusal decides;
+        # without it the rerun's reason says the spend is unknown.
+        (_result(exit_code=1), _run("error", detail="API Error: 422 {'error': {'type': 'budget_exceeded'}}"),
+         EVIDENCE, ("harness_error", None, "the attempt's model key was refused for its spend limit", False),
+         UNREAD),
+        (_result(exit_code=1), _run("error", detail="API Error: 500 upstream"), EVIDENCE,
+         ("harness_error", "agent CLI ended in error: API Error: 500 upstream (the key's spend is unknown: "
+          "spend not read", None, False), UNREAD),
+        # A refusal's words with the count known under the limit are the container's words, not a count.
+        (_result(exit_code=1), _run("error", detail="Budget has been exceeded!"), EVIDENCE,
+         ("harness_error", "agent CLI ended in error", None, False), SPENT | {"gateway_spend_usd": 0.5}),
         # The CLI killed inside the container (its log cut): the container's.
         (_result(exit_code=137), _run("truncated"), EVIDENCE,
          ("harness_error", None, "session log ends", False)),

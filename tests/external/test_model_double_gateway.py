@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from argusic.attempts.keys import KeyStats, LiteLLMKeyBroker, attempt_key, token_id
+from argusic.attempts.keys import KeyBrokerError, KeyStats, LiteLLMKeyBroker, attempt_key, token_id
 from argusic.sandbox.model_double import (
     BUDGET_EXCEEDED_STATUS,
     DEFAULT_PRICES_FILE,
@@ -143,6 +143,38 @@ def test_the_broker_sees_a_deleted_key_as_gone(gateway):
     key = broker.create("a-deleted", 3)
     assert broker.key_info(key)["status"] == "active"
     assert broker.delete(key) is True and broker.key_info(key) is None and broker.delete(key) is False
+
+
+def test_a_spend_the_gateway_did_not_give_before_deletion_is_read_from_its_archive(gateway, monkeypatch):
+    """The read before deletion fails (the gateway down for a moment): the count is read from the
+    deleted key's archive; when that fails too, the key says why its spend is unknown (never blank)."""
+    server, broker, _ = gateway([TURN, TURN], prices=load_prices(DEFAULT_PRICES_FILE))
+    cost = float(1000 * PRICE_IN + 40 * PRICE_OUT)
+    real_info = broker.key_info
+
+    def down_while_live(key, *, attempts=None, archived=False):
+        if not archived:
+            raise KeyBrokerError("key info: gateway unreachable (connection refused or reset)")
+        return real_info(key, attempts=attempts, archived=archived)
+
+    monkeypatch.setattr(broker, "key_info", down_while_live)
+    with attempt_key(broker, "a-archive", 3.0) as key:
+        assert _call(server, "POST", "/v1/messages", AGENT, {"x-api-key": _value(key)})[0] == 200
+    assert key.gateway_spend == {"spend_usd": pytest.approx(cost), "max_budget_usd": 3.0}
+    assert key.record() == {"kind": "per_run", "limit_usd": 3.0, "gateway_spend_usd": pytest.approx(cost)}
+    assert real_info(key) is None  # deleted all the same
+
+    def down(key, *, attempts=None, archived=False):
+        raise KeyBrokerError("key info: gateway timed out")
+
+    monkeypatch.setattr(broker, "key_info", down)
+    with attempt_key(broker, "a-unknown", 3.0) as key:
+        assert _call(server, "POST", "/v1/messages", AGENT, {"x-api-key": _value(key)})[0] == 200
+    assert key.gateway_spend is None and real_info(key) is None
+    assert key.record()["gateway_spend_unread"] == (
+        "spend not read before deletion: key info: gateway timed out; not read after it either: "
+        "key info: gateway timed out"
+    )
 
 
 def test_prices_come_from_the_seed_or_a_file(tmp_path):

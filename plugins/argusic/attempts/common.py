@@ -212,16 +212,39 @@ def with_presentation(record: RunRecord, store: EvidenceStore, key: IssuedKey | 
     return record.model_copy(update=update)
 
 
-def key_spent(key: dict | None) -> str | None:
-    """Why the attempt's key could no longer be used, when the gateway counted its spend up to the
-    key's limit (the run record's ``key``: ``gateway_spend_usd`` against ``limit_usd``), else None."""
-    spend, limit = (key or {}).get("gateway_spend_usd"), (key or {}).get("limit_usd")
-    if spend is None or limit is None or spend < limit:
-        return None
-    return (
-        f"the attempt's model key reached its spend limit ({spend:g} of {limit:g} USD, "
-        "as the gateway counted)"
-    )
+# LiteLLM's refusal of a key at its max_budget (1.108.7: ProxyException type "budget_exceeded",
+# message "Budget has been exceeded! ..."), as a CLI repeats it in its error event.
+_BUDGET_REFUSAL = re.compile(r"budget_exceeded|Budget has been exceeded", re.IGNORECASE)
+
+
+def key_spent(key: dict | None, cli_detail: str | None = None) -> str | None:
+    """Why the attempt's key could no longer be used, or None.
+
+    Spent when the gateway counted its spend up to the key's limit (the run record's ``key``:
+    ``gateway_spend_usd`` against ``limit_usd``). When that count is unknown (``gateway_spend_unread``:
+    the gateway answered neither before nor after the deletion), the CLI's own error (``cli_detail``,
+    from its sealed session log) showing the gateway's budget refusal counts instead: an unknown count
+    never passes for one under the limit on its own (that would let an agent that burned its key on a
+    failing gateway have its run thrown away)."""
+    key = key or {}
+    spend, limit = key.get("gateway_spend_usd"), key.get("limit_usd")
+    if spend is not None and limit is not None and spend >= limit:
+        return (
+            f"the attempt's model key reached its spend limit ({spend:g} of {limit:g} USD, "
+            "as the gateway counted)"
+        )
+    if spend is None and key.get("gateway_spend_unread") and _BUDGET_REFUSAL.search(cli_detail or ""):
+        return (
+            "the attempt's model key was refused for its spend limit (the CLI's error shows the "
+            "gateway's budget refusal; the gateway's count could not be read)"
+        )
+    return None
+
+
+def spend_unknown(key: dict | None) -> str:
+    """The words added to an invalid reason when the key's spend is unknown ('' when it is known)."""
+    unread = (key or {}).get("gateway_spend_unread")
+    return f" (the key's spend is unknown: {unread})" if unread else ""
 
 
 # A gateway's error names the key: LiteLLM's "Key=<alias> (sk-...<last 4>)". Its alias carries the

@@ -26,6 +26,7 @@ from argusic.attempts.common import (
     cli_error,
     key_spent,
     presentation_secrets,
+    spend_unknown,
     title_recording,
     with_presentation,
 )
@@ -209,10 +210,10 @@ def external_outcome(
     invalid = fault = None
     if result.timed_out:
         end_reason = "timeout"
-    elif run.end_state == "error" and (spent := key_spent(key)):
+    elif run.end_state == "error" and (spent := key_spent(key, run.end_detail)):
         end_reason, fault = "harness_error", f"{spent}; {cli_error(run.end_detail)}"
     elif run.end_state == "error":
-        end_reason, invalid = "harness_error", cli_error(run.end_detail)
+        end_reason, invalid = "harness_error", cli_error(run.end_detail) + spend_unknown(key)
     elif run.end_state == "truncated":
         end_reason = "harness_error"
         fault = (

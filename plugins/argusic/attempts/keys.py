@@ -94,6 +94,7 @@ class IssuedKey:
         "base_url",
         "expires",
         "gateway_spend",
+        "gateway_spend_unread",
         "kind",
         "limit_usd",
         "token_id",
@@ -122,6 +123,9 @@ class IssuedKey:
         # The key's spend as the gateway counted it, read just before the key is deleted
         # (``attempt_key``; brokers with ``key_spend``): {"spend_usd", "max_budget_usd"}, or None.
         self.gateway_spend: dict[str, float | None] | None = None
+        # Why the gateway's count could not be read (before deletion and, archived, after it), or None:
+        # a per-run key whose spend is unknown must not pass for one under its limit (issue 28's note).
+        self.gateway_spend_unread: str | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -178,7 +182,11 @@ class IssuedKey:
         per_run = self.kind == "per_run"
         spend = self.gateway_spend["spend_usd"] if per_run and self.gateway_spend else None
         record = {"kind": self.kind, "limit_usd": self.limit_usd if per_run else None}
-        return record if spend is None else record | {"gateway_spend_usd": spend}
+        if spend is not None:
+            return record | {"gateway_spend_usd": spend}
+        if per_run and self.gateway_spend_unread:
+            return record | {"gateway_spend_unread": self.gateway_spend_unread[:200]}
+        return record
 
 
 @dataclass(frozen=True)
@@ -472,10 +480,13 @@ class LiteLLMKeyBroker:
     def sweep(self, running_attempt_ids: Iterable[str]) -> list[KeyRef]:
         return sweep_keys(self, running_attempt_ids)
 
-    def key_info(self, key: IssuedKey | str, *, attempts: int | None = None) -> dict[str, Any] | None:
+    def key_info(
+        self, key: IssuedKey | str, *, attempts: int | None = None, archived: bool = False
+    ) -> dict[str, Any] | None:
         """The gateway's record of a live key (max_budget, spend, alias), or None when it does not
         exist. LiteLLM (1.108.7) archives deleted keys and still answers /key/info for them, with
-        ``"status": "deleted"``: such a key does not exist either."""
+        ``"status": "deleted"``: such a key does not exist either, unless ``archived`` asks for the
+        archive (its spend, read after the deletion when the read before it failed)."""
         tid = key if isinstance(key, str) else key.token_id
         try:
             data = self._request("GET", "/key/info", params={"key": tid}, attempts=attempts)
@@ -486,14 +497,15 @@ class LiteLLMKeyBroker:
         except (requests.RequestException, RetryError) as err:
             raise KeyBrokerError(f"key info: {_describe(err)}") from None
         info = (data or {}).get("info")
-        if not isinstance(info, dict) or info.get("status") == "deleted":
+        if not isinstance(info, dict) or (info.get("status") == "deleted" and not archived):
             return None
         return info
 
-    def key_spend(self, key: IssuedKey) -> dict[str, float | None] | None:
-        """What the gateway counted against the key (``spend_usd``, ``max_budget_usd``), read once (no
-        retries: it runs on the way to deleting the key); None when the gateway has no such key."""
-        info = self.key_info(key, attempts=1)
+    def key_spend(self, key: IssuedKey, *, archived: bool = False) -> dict[str, float | None] | None:
+        """What the gateway counted against the key (``spend_usd``, ``max_budget_usd``), with the
+        broker's retries (a lost count would make a spent key look like our failure); None when the
+        gateway has no such key. ``archived``: also from a deleted key's archive."""
+        info = self.key_info(key, archived=archived)
         if info is None:
             return None
         budget = info.get("max_budget")
@@ -544,13 +556,33 @@ def _note_spend(broker: KeyBroker, key: IssuedKey) -> None:
         return
     try:
         key.gateway_spend = reader(key)
-    except Exception as err:  # noqa: BLE001 - logged; the key is deleted all the same
-        log.warning("key %s: spend not read before deletion: %s", key.alias, err)
+        key.gateway_spend_unread = None if key.gateway_spend is not None else "the gateway has no such key"
+    except Exception as err:  # noqa: BLE001 - logged and kept; the key is deleted all the same
+        key.gateway_spend_unread = f"spend not read before deletion: {err}"
+        log.warning("key %s: %s", key.alias, key.gateway_spend_unread)
     if key.gateway_spend is not None:
         log.info(
             "key %s: the gateway counted %s USD of its %s USD limit",
             *(key.alias, key.gateway_spend["spend_usd"], key.gateway_spend["max_budget_usd"]),
         )
+
+
+def _note_archived_spend(broker: KeyBroker, key: IssuedKey) -> None:
+    """When the count could not be read before deletion, read it from the deleted key's archive
+    (LiteLLM keeps it): a gateway that failed for a moment still gives the count. Still unknown: the
+    reason stays on the key and in the record (``gateway_spend_unread``)."""
+    reader = getattr(broker, "key_spend", None)
+    if reader is None or key.gateway_spend is not None or key.kind != "per_run":
+        return
+    try:
+        key.gateway_spend = reader(key, archived=True)
+    except Exception as err:  # noqa: BLE001 - the reason is kept in the record
+        key.gateway_spend_unread = f"{key.gateway_spend_unread}; not read after it either: {err}"
+        log.warning("key %s: %s", key.alias, key.gateway_spend_unread)
+        return
+    if key.gateway_spend is not None:
+        key.gateway_spend_unread = None
+        log.info("key %s: the gateway's archive counted %s USD", key.alias, key.gateway_spend["spend_usd"])
 
 
 def _delete_quietly(broker: KeyBroker, key: IssuedKey) -> None:
@@ -589,6 +621,7 @@ def attempt_key(
             with _signals_deferred() as pending:
                 _note_spend(broker, key)
                 _delete_quietly(broker, key)
+                _note_archived_spend(broker, key)
             if pending:
                 raise AttemptCancelled(f"signal {pending[0]} during key deletion")
 

@@ -508,10 +508,10 @@ def repair_outcome(
             invalid = f"the agent never reached its model ({run.end_state}: {detail})"
         elif _result_subtype(out_dir) == "error_max_turns":
             limit = "turns"
-        elif limit is None and run.end_state == "error" and board.key_spent(key):
+        elif limit is None and run.end_state == "error" and board.key_spent(key, run.end_detail):
             limit = "spend"
         elif limit is None and run.end_state == "error":
-            invalid = board.cli_error(run.end_detail)
+            invalid = board.cli_error(run.end_detail) + board.spend_unknown(key)
         elif limit is None and run.end_state == "truncated":
             invalid = f"session log ends without the CLI's closing event ({run.end_detail})"
     elif limit is None and status["agent_exit"] != 0:

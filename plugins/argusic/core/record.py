@@ -227,14 +227,18 @@ class Key(_Strict):
     # What the gateway counted against a per-run key, read just before it was deleted (None: not a
     # per-run key, a broker that cannot say, or a record written before it was kept).
     gateway_spend_usd: float | None = None
+    # Why that count could not be read (the gateway did not answer before nor after the deletion):
+    # a spend that is unknown is said so, never taken for one under the limit.
+    gateway_spend_unread: str | None = Field(default=None, max_length=LABEL_MAX)
 
     @model_serializer(mode="wrap")
     def _contract_shape(self, handler):  # noqa: ANN001, ANN202 - pydantic's serializer protocol
-        # DESIGN.md's contract is {kind, limit_usd}: the gateway's count is written only when known,
-        # so every other record stays byte for byte what it was.
+        # DESIGN.md's contract is {kind, limit_usd}: the gateway's count (or why it is unknown) is
+        # written only when there is one, so every other record stays byte for byte what it was.
         data = handler(self)
-        if data.get("gateway_spend_usd") is None:
-            data.pop("gateway_spend_usd", None)
+        for optional in ("gateway_spend_usd", "gateway_spend_unread"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return data
 
 
