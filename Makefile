@@ -74,6 +74,7 @@ format: install
 test: install image agents-image grader-image render-image browser terminal-tools lint
 	bash scripts/check-ttl-methodology.sh
 	bash scripts/check-cost-methodology.sh
+	bash scripts/check-repair-methodology.sh
 	# two workers (pytest-xdist), a test file each at a time: most slow tests wait on Docker, Airflow or a
 	# browser, and one after another they came to over 80 of CI's 90 minutes; the 30 slowest are printed
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30

@@ -143,3 +143,52 @@ def test_guards_fall_back_to_python3_without_the_venv(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert str(checkout / "plugins" / "argusic" / "orchestrator.toml") in proc.stdout
+
+
+# -- The repair track's limits (seed 001: 25 min, 60 turns, every model running every item 3 times) ------
+
+REPAIR = ROOT / "scripts" / "check-repair-methodology.sh"
+REPAIR_DOC = ROOT / "docs" / "repair-attempts.md"
+
+
+def run_repair(doc: Path | None = None, config: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in {"REPAIR_DOC", "ARGUSIC_ORCHESTRATOR_CONFIG"}}
+    env |= {"REPAIR_DOC": str(doc)} if doc else {}
+    env |= {"ARGUSIC_ORCHESTRATOR_CONFIG": str(config)} if config else {}
+    return subprocess.run(["bash", str(REPAIR)], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_the_repair_limits_are_the_seeds_and_agree() -> None:
+    proc = run_repair()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in ("minutes: documented 25, orchestrator 25: ok", "turns: documented 60, orchestrator 60: ok",
+                 "runs: documented 3, orchestrator 3: ok"):  # fmt: skip
+        assert line in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "blamed"),
+    [
+        (r"^max_turns = 60$", "max_turns = 100", "turns: repair-attempts.md says 60, [repair] has 100"),
+        (r"^attempts_per_item = 3$", "attempts_per_item = 1", "runs: repair-attempts.md says 3, [repair] has 1"),  # noqa: E501
+        (r"^setup_seconds = 60$", "setup_seconds = 60\n[repair.items.calc-1]\nbudget_minutes = 45",
+         "items with their own limits (calc-1)"),
+    ],
+)  # fmt: skip
+def test_the_repair_guard_fails_on_a_changed_limit_or_an_items_own(
+    tmp_path, pattern, replacement, blamed
+) -> None:
+    config = altered(CONFIG, tmp_path / "orchestrator.toml", pattern, replacement)
+    proc = run_repair(config=config)
+    assert proc.returncode == 1 and blamed in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_the_repair_guard_fails_when_the_document_changes_or_loses_its_line(tmp_path) -> None:
+    doc = altered(
+        REPAIR_DOC, tmp_path / "r.md", r"^Repair limits per item: 25 min", "Repair limits per item: 30 min"
+    )
+    proc = run_repair(doc=doc)
+    assert proc.returncode == 1 and "repair minutes: r.md says 30, [repair] has 25" in proc.stderr
+    doc = altered(REPAIR_DOC, tmp_path / "s.md", r"^Repair limits per item: .*$", "Limits as agreed.")
+    proc = run_repair(doc=doc)
+    assert proc.returncode == 1 and "0 repair limits lines; keep exactly one" in proc.stderr

@@ -273,12 +273,13 @@ def test_spec_of_purpose_repair_names_its_item(tmp_path):
 
 
 def test_repair_limits_are_fixed_in_the_orchestrator_config(tmp_path):
-    limits = repair.repair_limits()
-    assert limits.budget_seconds == 30 * 60 and limits.max_turns == 100 and limits.max_reruns == 1
+    limits = repair.repair_limits()  # seed 001's: 25 min, 60 turns, every item 3 times (issue 31)
+    assert limits.budget_seconds == 25 * 60 and limits.max_turns == 60 and limits.max_reruns == 1
+    assert limits.attempts_per_item == 3
     config = tmp_path / "o.toml"
     config.write_text("[repair]\nbudget_minutes = 10\n[repair.items.calc-1]\nmax_turns = 7\n")
     assert repair.repair_limits("calc-1", config).max_turns == 7
-    assert repair.repair_limits("calc-2", config).max_turns == 100
+    assert repair.repair_limits("calc-2", config).max_turns == 60  # the seed's, when a file says none
     assert repair.repair_limits("calc-1", config).budget_seconds == 600
 
 
@@ -400,7 +401,9 @@ def test_repair_attempts_in_docker_by_the_demo_stand_ins_are_graded(tmp_path, is
     assert validate_item(item, out_dir=items_root).usable
 
     agents = ["repair-demo-gold", "repair-demo-none"]
-    specs = plan_repair_specs("2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360)
+    specs = plan_repair_specs(
+        "2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360, attempts_per_item=1
+    )
     assert [(s.agent_id, s.attempt_no, s.item.item_id) for s in specs] == [(a, 1, "calc-1") for a in agents]
     store = EvidenceStore((tmp_path / "evidence").as_uri())
     executor = DockerExecutor()
@@ -543,14 +546,25 @@ def test_plan_numbers_attempts_over_the_usable_items_of_a_project(tmp_path, isol
     specs = plan_repair_specs(
         "2026-12", ["calc", "empty"], ["repair-demo-gold", "repair-demo-none"], demo=True
     )
+    # Every model runs every item the seed's 3 times (orchestrator.toml [repair] attempts_per_item):
+    # item i, try k is attempt i * 3 + k.
     assert [(s.agent_id, s.attempt_no, s.item.item_id, s.item.track) for s in specs] == [
-        ("repair-demo-gold", 1, "calc-a", "spec"),
-        ("repair-demo-gold", 2, "calc-b", "basic"),
-        ("repair-demo-none", 1, "calc-a", "spec"),
-        ("repair-demo-none", 2, "calc-b", "basic"),
+        (agent, 3 * i + k, item_id, track)
+        for agent in ("repair-demo-gold", "repair-demo-none")
+        for i, (item_id, track) in enumerate([("calc-a", "spec"), ("calc-b", "basic")])
+        for k in (1, 2, 3)
     ]
     assert {s.item.revision for s in specs} == {a.revision, b.revision}
     assert specs[1].attempt_id == "2026-12.repair.repair-demo-gold.calc.a2"
+    assert (
+        specs[3].attempt_id == "2026-12.repair.repair-demo-gold.calc.a4" and specs[3].item.item_id == "calc-b"
+    )
+    # Only a demo may plan fewer runs per item than configured (the tests below run one, for speed).
+    assert (
+        len(plan_repair_specs("2026-12", ["calc"], ["repair-demo-gold"], demo=True, attempts_per_item=1)) == 2
+    )
+    with pytest.raises(repair.RepairRefused, match="only a demo"):
+        plan_repair_specs("2026-12", ["calc"], ["claude-code"], attempts_per_item=1)
     # the attempt finds its item again, and refuses one rebuilt since the plan
     assert repair.load_repair_item(specs[0]).revision == a.revision
     moved = specs[0].model_copy(update={"item": specs[0].item.model_copy(update={"revision": "9" * 64})})
@@ -579,17 +593,35 @@ def test_external_agent_launch_has_the_prompt_its_limits_and_no_patch(tmp_path):
     key = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": "http://127.0.0.1:4000/v1"}
     launch = repair.repair_launch(driver_for("claude-code"), item, limits, 1800, key)(_paths())
     script = launch.argv[-1]
-    assert "--max-turns 100" in script and "--timeout 1800" in script
+    assert "--max-turns 60" in script and "--timeout 1800" in script  # the seed's 60 turns (issue 31)
     assert "/opt/argusic/task/prompt.md" in script and "session.jsonl" in script
     assert STATEMENT.strip() in launch.files[repair.PROMPT_FILE]
     assert set(launch.files) == {repair.PROMPT_FILE, repair.CHECK_FILE}  # no replay patch for an agent
     assert all(item.gold_patch.strip() not in text for text in launch.files.values())
     assert launch.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4000"  # Anthropic clients add /v1
     assert launch.env["HOME"].startswith("/var/lib/a/")  # a fresh HOME, checked before the agent starts
+    # the CLI's side calls use the compared model, never another (seed 001)
+    assert (
+        launch.env["ANTHROPIC_SMALL_FAST_MODEL"]
+        == launch.env["ANTHROPIC_DEFAULT_HAIKU_MODEL"]
+        == "claude-sonnet-4-5"
+    )
     # instruction check before the agent, patch collection after it
     assert script.index(repair.CHECK_FILE) < script.index("claude") < script.index("diff --cached --binary")
     codex = repair.repair_launch(driver_for("codex"), item, limits, 1800, {"OPENAI_API_KEY": "k"})(_paths())
     assert "--max-turns" not in codex.argv[-1] and "codex" in codex.argv[-1]
+
+
+def test_permission_denials_are_read_from_the_clis_result(tmp_path):
+    """Seed 001 counts the tool calls refused for want of permission (each still costs a turn)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    assert repair.permission_denials(out) is None  # no session log
+    events = [{"type": "result", "subtype": "success", "permission_denials": [{"tool_name": "Bash"}] * 2}]
+    (out / "session.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert repair.permission_denials(out) == 2
+    (out / "session.jsonl").write_text(json.dumps({"type": "result", "subtype": "success"}) + "\n")
+    assert repair.permission_denials(out) is None  # a CLI that does not say
 
 
 def _session(path: Path, subtype: str | None, answered: bool = True) -> None:
@@ -811,7 +843,7 @@ def test_an_item_built_on_one_host_is_planned_prepared_and_attempted_on_another_
     b = _cluster_host(monkeypatch, tmp_path, "b")
     assert not (b / "items").exists()
     (spec,) = plan_repair_specs(
-        "2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True, budget_scale=1 / 360
+        "2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True, budget_scale=1 / 360, attempts_per_item=1
     )
     assert (spec.item.item_id, spec.item.revision) == ("calc-1", item.revision)
     assert repair.load_repair_item(spec) == item
@@ -875,7 +907,7 @@ def test_an_item_changed_or_missing_in_the_store_is_refused(
         assert plan_repair_specs("2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True) == []
         return
     if what == "bundle":  # the plan reads no bundle; the attempt and the grader are refused it
-        assert len(plan_repair_specs("2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True)) == 1
+        assert len(plan_repair_specs("2026-12-repair", ["calc"], ["repair-demo-gold"], demo=True)) == 3
         with pytest.raises(ItemError, match=refusal):
             repository_of(item)
         return
@@ -960,7 +992,9 @@ def test_items_built_and_validated_on_one_host_are_attempted_graded_and_loaded_o
 
     b = _cluster_host(monkeypatch, tmp_path, "b")
     agents = ["repair-demo-gold", "repair-demo-none"]
-    specs = plan_repair_specs("2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360)
+    specs = plan_repair_specs(
+        "2026-12-repair", ["calc"], agents, demo=True, budget_scale=1 / 360, attempts_per_item=1
+    )
     assert [(s.agent_id, s.item.item_id, s.item.revision) for s in specs] == [
         (a, "calc-1", item.revision) for a in agents
     ]

@@ -112,7 +112,9 @@ def _repair_against_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agen
     script = _script(agent)
 
     with double_service(tmp_path, monkeypatch, script, agent=agent) as (broker, key, network, server):
-        (spec,) = plan_repair_specs("double-repair", ["repairkit"], [agent], demo=True, budget_scale=0.15)
+        (spec,) = plan_repair_specs(
+            "double-repair", ["repairkit"], [agent], demo=True, budget_scale=0.15, attempts_per_item=1
+        )
         assert (spec.purpose, spec.item.item_id, spec.commit) == ("repair", ITEM, item.base)
         store = EvidenceStore((tmp_path / "evidence").as_uri())
         path = run_attempt(spec, None, store, tmp_path / "runs", broker=broker)

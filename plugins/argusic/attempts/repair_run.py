@@ -159,9 +159,9 @@ def repair_limits(item_id: str | None = None, config_path: Path | None = None) -
     own = section.get("items", {}).get(item_id, {}) if item_id else {}
     value = {**section, **own}
     return RepairLimits(
-        budget_seconds=int(value.get("budget_minutes", 30)) * 60,
-        max_turns=int(value.get("max_turns", 100)),
-        attempts_per_item=int(value.get("attempts_per_item", 1)),
+        budget_seconds=int(value.get("budget_minutes", 25)) * 60,
+        max_turns=int(value.get("max_turns", 60)),
+        attempts_per_item=int(value.get("attempts_per_item", 3)),
         max_reruns=int(value.get("max_reruns", 1)),
         patch_max_bytes=parse_size(value.get("patch_max_size", "8m")),
         setup_seconds=int(value.get("setup_seconds", 60)),
@@ -406,7 +406,11 @@ def _agent_command(driver, paths, prompt_path: str, limits: RepairLimits, key_en
             f"{shlex.join(cli)} < {shlex.quote(prompt_path)} | tee -- {shlex.quote(out + '/session.jsonl')}",
         ]
     )
-    return ["bash", "-c", script], mod.build_env(key_env, paths.scratch, max_retries=driver.max_retries)
+    env = mod.build_env(key_env, paths.scratch, max_retries=driver.max_retries)
+    # Seed 001: the CLI's side calls (titles, summaries: its "small, fast" model) go to the compared
+    # model too, never to another one the comparison did not choose.
+    env |= {name: driver.model for name in AUXILIARY_MODEL_ENV}
+    return ["bash", "-c", script], env
 
 
 def repair_launch(driver, item, limits: RepairLimits, agent_seconds: float, key_env: dict):
@@ -453,16 +457,33 @@ def _status(out_dir: Path) -> dict:
     )
 
 
-def _result_subtype(out_dir: Path) -> str | None:
-    """Claude Code's result subtype (``error_max_turns`` when the turn limit ended it)."""
+# Claude Code's variables naming the model of its side calls (the older and the current name).
+AUXILIARY_MODEL_ENV = ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL")
+
+
+def _result_event(out_dir: Path) -> dict:
+    """Claude Code's last result event in the session log ({} when there is none)."""
     path = out_dir / "session.jsonl"
     if not path.is_file() or path.is_symlink():
-        return None
-    subtype = None
+        return {}
+    found: dict = {}
     for event in iter_jsonl(path, JsonlRead()):
-        if event.get("type") == "result" and isinstance(event.get("subtype"), str):
-            subtype = event["subtype"]
-    return subtype
+        if event.get("type") == "result":
+            found = event
+    return found
+
+
+def _result_subtype(out_dir: Path) -> str | None:
+    """Claude Code's result subtype (``error_max_turns`` when the turn limit ended it)."""
+    subtype = _result_event(out_dir).get("subtype")
+    return subtype if isinstance(subtype, str) else None
+
+
+def permission_denials(out_dir: Path) -> int | None:
+    """How many tool calls the CLI refused for want of permission (Claude Code's result
+    ``permission_denials``, seed 001: each still uses a turn); None when the CLI does not say."""
+    denials = _result_event(out_dir).get("permission_denials")
+    return len(denials) if isinstance(denials, list) else None
 
 
 def repair_outcome(
@@ -708,6 +729,7 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
             "patch": patch_ref,
             "grade": grade_ref,
             "limit_hit": limit,
+            "permission_denials": permission_denials(out_dir) if driver.external else None,
         },
     }
     return parse_record(bound_texts(doc), source=spec.attempt_id)

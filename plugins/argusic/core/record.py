@@ -327,6 +327,9 @@ class Repair(_Strict):
     # Which limit fixed before the results ended the agent: time, turns (from the CLI's result
     # subtype, never its turn count), or none.
     limit_hit: Literal["time", "turns", "spend"] | None = None
+    # Tool calls the CLI refused for want of permission (Claude Code's result permission_denials,
+    # seed 001); None: the CLI does not say (Codex, the demo stand-ins, older records).
+    permission_denials: int | None = Field(default=None, ge=0)
 
 
 class RunRecord(_Strict):

@@ -163,11 +163,14 @@ def plan_repair_specs(
     demo: bool = False,
     budget_scale: float = 1.0,
     base: Path | None = None,
+    attempts_per_item: int | None = None,
 ) -> list:
     """One spec per (agent, usable item, attempt), in plan order. The attempt id's project part is
     the pool project; attempt numbers count the (agent, project)'s repair attempts over its usable
     items in item-id order (item i, try k: i * attempts_per_item + k), and each spec names its item.
-    Agents that cannot repair are refused (RepairRefused) rather than silently left out."""
+    Agents that cannot repair are refused (RepairRefused) rather than silently left out.
+    ``attempts_per_item``: the configured runs per item (``[repair] attempts_per_item``, the seed's 3)
+    unless a demo asks for fewer; a cycle's plan keeps the configured number."""
     for agent in agents:
         driver = driver_for(agent)
         if agent in STANDINS and not demo:
@@ -177,7 +180,11 @@ def plan_repair_specs(
                 f"{agent}: the {driver.harness_name} harness does not repair; choose external agents, "
                 f"or in a demo {', '.join(sorted(STANDINS))}"
             )
-    per_item = repair_limits().attempts_per_item  # one numbering for the plan, whatever an item's own
+    per_item = repair_limits().attempts_per_item if attempts_per_item is None else attempts_per_item
+    if per_item < 1:
+        raise RepairRefused(f"attempts per item must be at least 1, got {per_item}")
+    if attempts_per_item is not None and not demo:
+        raise RepairRefused("only a demo plans fewer repair runs per item than configured")
     specs = []
     for project_id in project_ids:
         items = usable_items(project_id, base)

@@ -1,8 +1,9 @@
-"""The methodology guards (scripts/check-ttl-methodology.sh, scripts/check-cost-methodology.sh):
-compare the time-budget table and the key spend-limit line of METHODOLOGY.md with the values the
-orchestrator is really configured with (argusic.core.settings.orchestrator_config()).
+"""The methodology guards (scripts/check-ttl-methodology.sh, scripts/check-cost-methodology.sh,
+scripts/check-repair-methodology.sh): compare the time-budget table and the key spend-limit line of
+METHODOLOGY.md, and the repair limits line of docs/repair-attempts.md (seed 001), with the values the
+orchestrator is really configured with (argusic.core.settings.orchestrator_config(), `[repair]`).
 
-Run as `python -m argusic.ops.guards ttl|cost METHODOLOGY.md`; the config file comes from
+Run as `python -m argusic.ops.guards ttl|cost|repair <document>`; the config file comes from
 ARGUSIC_ORCHESTRATOR_CONFIG (default plugins/argusic/orchestrator.toml). Exit 0 when they agree;
 1 with a message naming what differs or what could not be read.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tomllib
 from decimal import Decimal
 from pathlib import Path
 from typing import NoReturn
@@ -130,12 +132,75 @@ def check_cost(doc: Path) -> None:
     print(f"{guard.name}: ok")
 
 
-CHECKS = {"ttl": check_ttl, "cost": check_cost}
+_REPAIR_LINE = re.compile(
+    r"^Repair limits per item:\s*(\d+)\s*min,\s*(\d+)\s*turns,\s*(\d+)\s*runs per model\s*$"
+)
+
+
+def check_repair(doc: Path) -> None:
+    """The repair track's limits (seed 001: 25 min, 60 turns, every model running every item 3 times)
+    as written in ``doc`` against ``[repair]`` and the marts' ``repair_runs_per_item``; an item's own
+    limits are refused (the seed fixes one set for every item)."""
+    # deferred: the ttl and cost guards run on a bare python3 (no venv); this one needs the package's
+    # dependencies (the repair limits' reader, PyYAML for dbt_project.yml)
+    import yaml
+
+    from argusic.attempts.repair_run import repair_limits
+
+    guard = _Guard("check-repair-methodology", doc)
+    fail, cfg_path = guard.fail, guard.cfg_path
+    found = [
+        (number, match)
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1)
+        if (match := _REPAIR_LINE.match(line.strip()))
+    ]
+    if len(found) != 1:
+        fail(
+            f"{doc}: {len(found)} repair limits lines; keep exactly one "
+            "('Repair limits per item: <N> min, <N> turns, <N> runs per model')"
+        )
+    number, match = found[0]
+    documented = {"minutes": int(match[1]), "turns": int(match[2]), "runs": int(match[3])}
+    try:
+        limits = repair_limits(config_path=cfg_path)
+        overrides = sorted(tomllib.loads(cfg_path.read_text()).get("repair", {}).get("items", {}))
+        dbt_file = PACKAGE_DIR.parents[1] / "dbt_project" / "dbt_project.yml"
+        marts_runs = yaml.safe_load(dbt_file.read_text())["vars"]["repair_runs_per_item"]
+    except Exception as err:  # noqa: BLE001 - reported, never swallowed
+        fail(
+            f"cannot read the repair limits from {cfg_path} and dbt_project.yml: {type(err).__name__}: {err}"
+        )
+    configured = {
+        "minutes": limits.budget_seconds // 60,
+        "turns": limits.max_turns,
+        "runs": limits.attempts_per_item,
+    }
+    print(f"{guard.name}: {doc}:{number} repair limits vs {cfg_path} [repair]")
+    problems = []
+    for name, written in documented.items():
+        state = "ok" if configured[name] == written else "DIFFERS"
+        print(f"  {name}: documented {written}, orchestrator {configured[name]}: {state}")
+        if state != "ok":
+            problems.append(f"repair {name}: {doc.name} says {written}, [repair] has {configured[name]}")
+    if marts_runs != documented["runs"]:
+        problems.append(f"dbt var repair_runs_per_item is {marts_runs}, {doc.name} says {documented['runs']}")
+    if overrides:
+        problems.append(
+            f"items with their own limits ({', '.join(overrides)}): the seed fixes one set for all"
+        )
+    for problem in problems:
+        print(f"{guard.name}: FAIL: {problem}", file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print(f"{guard.name}: ok")
+
+
+CHECKS = {"ttl": check_ttl, "cost": check_cost, "repair": check_repair}
 
 
 def main(argv: list[str]) -> None:
     if len(argv) != 2 or argv[0] not in CHECKS:
-        print("usage: python -m argusic.ops.guards ttl|cost METHODOLOGY.md", file=sys.stderr)
+        print("usage: python -m argusic.ops.guards ttl|cost|repair <document>", file=sys.stderr)
         sys.exit(2)
     CHECKS[argv[0]](Path(argv[1]))
 
