@@ -156,6 +156,16 @@ def plan_attempts(
     ]
 
 
+# A demo's stand-ins replay a gold patch or change nothing: the same verdict every time, so a demo runs
+# each item once (its marts say "1 of 3 planned runs"); a cycle runs the configured number (seed 001: 3).
+DEMO_RUNS_PER_ITEM = 1
+
+
+def demo_runs(demo: bool) -> int | None:
+    """The runs per item a repair round plans: one in a demo, else the configured number (None)."""
+    return DEMO_RUNS_PER_ITEM if demo else None
+
+
 def plan_repair_specs(
     cycle_id: str,
     project_ids: list[str],

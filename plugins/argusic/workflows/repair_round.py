@@ -21,7 +21,7 @@ from argusic.core.record import RecordFile, load_record_file
 from argusic.core.runs_store import local_path
 from argusic.core.settings import PACKAGE_DIR, forge_dir
 from argusic.core.spec import write_spec
-from argusic.cycle.plan import budget_scale_for, plan_repair_specs
+from argusic.cycle.plan import budget_scale_for, demo_runs, plan_repair_specs
 from argusic.cycle.run import run_with_reruns
 from argusic.cycle.tally import read_run_records
 from argusic.repair import item_store
@@ -142,7 +142,9 @@ def write_repair_plan(
     pool = load_pool(local_path(pool_path))
     project_ids = list(projects) if projects else [e.project_id for e in pool.entries]
     demo, scale = budget_scale_for(demo, budget_scale)  # as the board's plan: a scaled budget is a demo
-    specs = plan_repair_specs(pool.cycle_id, project_ids, agents, demo=demo, budget_scale=scale)
+    specs = plan_repair_specs(
+        pool.cycle_id, project_ids, agents, demo=demo, budget_scale=scale, attempts_per_item=demo_runs(demo)
+    )
     if not specs:
         log.warning("cycle %s: no usable repair item for %s", pool.cycle_id, ", ".join(project_ids))
         return []
@@ -242,7 +244,10 @@ def repair_round(
         usable[found["project_id"]] = validated["usable"]
         unusable |= validated["unusable"]
     records: list[str] = []
-    for spec in plan_repair_specs(cycle_id, list(projects), agents, demo=demo, budget_scale=1 / 360):
+    planned = plan_repair_specs(
+        cycle_id, list(projects), agents, demo=demo, budget_scale=1 / 360, attempts_per_item=demo_runs(demo)
+    )
+    for spec in planned:
         records += [str(p) for p in run_with_reruns(spec, executor)]
     grades = grade_files(records)
     verdicts = {}
