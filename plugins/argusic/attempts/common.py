@@ -4,6 +4,7 @@ and the served copies. install_run and repair_run both build on it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -11,18 +12,25 @@ import re
 import shutil
 from pathlib import Path
 
-from argusic.attempts.agents import DRIVERS
+from argusic.attempts.agents import DRIVERS, driver_for
 from argusic.attempts.keys import IssuedKey, KeyBroker, LiteLLMKeyBroker
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import RECORD_FILE, attempt_dir
 from argusic.core.record import (
+    LABEL_MAX,
+    MAX_TOOL_CALLS,
+    REPORT_TEXT_MAX,
     SCHEMA_ID,
+    TOOL_ARGUMENTS_MAX,
+    TOOL_CALLS_MAX_BYTES,
     Environment,
     EvidenceRef,
     Presentation,
     Report,
     RunRecord,
     bound_report,
+    cut_text,
+    default_condition,
     utc_now_iso,
 )
 from argusic.core.runs_store import pull, push
@@ -150,7 +158,53 @@ def _base_doc(
         # The image by the name people know it by; what ran, by digest, is in environment.images.
         "image": environment.images[0].reference if environment and environment.images else result.image,
         "environment": None if environment is None else environment.model_dump(),
+        "condition": spec.condition or _default_condition(spec.agent_id),
     }
+
+
+def _default_condition(agent_id: str) -> str:
+    driver = driver_for(agent_id)
+    return default_condition(driver.harness_name, driver.external)
+
+
+def final_output_part(run) -> dict | None:
+    """The record's ``final_output`` (optional): the CLI's last message, cut, with its length and
+    the sha256 of the whole text (None when the session shows none)."""
+    text = getattr(run, "final_text", None) if run is not None else None
+    if not isinstance(text, str):
+        return None
+    return {
+        "text": cut_text(text, REPORT_TEXT_MAX),
+        "chars": len(text),
+        "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+    }
+
+
+def tool_calls_part(run) -> dict | None:
+    """The record's ``tool_calls`` (argusic.run_record/1, optional) from a collected session: order,
+    category, the harness's own name, target, arguments (canonical JSON, cut) and outcome; the first
+    calls that fit ``TOOL_CALLS_MAX_BYTES`` (as escaped JSON: a record stays under its cap)."""
+    if run is None:
+        return None
+    calls: list[dict] = []
+    used = 2  # the list's brackets
+    for order, call in enumerate(run.tool_calls[:MAX_TOOL_CALLS], start=1):
+        entry = {
+            "order": order,
+            "category": call.category,
+            "name": cut_text(call.name, LABEL_MAX),
+            "target": None if call.target is None else cut_text(call.target, TOOL_ARGUMENTS_MAX),
+            "arguments": cut_text(
+                json.dumps(dict(call.arguments), sort_keys=True, default=str, ensure_ascii=False),
+                TOOL_ARGUMENTS_MAX,
+            ),
+            "ok": call.ok,
+        }
+        used += len(json.dumps(entry)) + 2  # ensure_ascii: the longest form; ", " between entries
+        if used > TOOL_CALLS_MAX_BYTES:
+            break
+        calls.append(entry)
+    return {"source": "session_log", "total": len(run.tool_calls), "calls": calls}
 
 
 def _model_answered(run) -> bool:

@@ -24,10 +24,12 @@ from argusic.attempts.common import (
     _read_report,
     artifact_globs,
     cli_error,
+    final_output_part,
     key_spent,
     presentation_secrets,
     spend_unknown,
     title_recording,
+    tool_calls_part,
     with_presentation,
 )
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
@@ -265,6 +267,8 @@ def _build_external_record(
         "harness": parts["harness"],
         "model": parts["model"],
         "key": key,
+        "tool_calls": tool_calls_part(run),
+        "final_output": final_output_part(run),
     }
     log.info(
         "%s: %s session %s (%s), %d tool call(s)",

@@ -722,6 +722,8 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
         "harness": harness,
         "model": model,
         "key": key,
+        "tool_calls": board.tool_calls_part(run),
+        "final_output": board.final_output_part(run),
         "repair": {
             "item_id": item.item_id,
             "item_revision": item.revision,

@@ -120,6 +120,54 @@ REPORT_TEXT_MAX = 8_000
 LABEL_MAX = 200
 
 
+# Seed 002's comparison conditions: the harness before a change (baseline), after it (variant), or an
+# external harness run on the same task the same way (external-<name>).
+CONDITION_PATTERN = r"^(baseline|variant|external-[a-z0-9][a-z0-9-]{0,62})$"
+Condition = Annotated[str, StringConstraints(pattern=CONDITION_PATTERN)]
+MAX_TOOL_CALLS = 2000  # kept in a record; the session log (evidence) has them all
+TOOL_ARGUMENTS_MAX = 300
+# The kept calls' share of a record (MAX_RECORD_BYTES is 1 MiB): calls past it are counted, not kept.
+TOOL_CALLS_MAX_BYTES = 256 * 1024
+
+
+def default_condition(harness: str | None, external: bool) -> str:
+    """The condition of an attempt whose plan names none: an external harness is ``external-<name>``,
+    ours the baseline."""
+    return f"external-{harness}" if external and harness else "baseline"
+
+
+class ToolCall(_Strict):
+    """One tool call in the order the session log shows it (seed 002: order, common category, the
+    harness's own name, arguments, success)."""
+
+    order: int = Field(ge=1)
+    category: Literal["read", "search", "edit", "exec", "other"]
+    name: str = Field(max_length=LABEL_MAX)
+    target: str | None = Field(default=None, max_length=TOOL_ARGUMENTS_MAX)
+    arguments: str = Field(max_length=TOOL_ARGUMENTS_MAX)  # canonical JSON, cut (cut_text)
+    ok: bool | None  # None: the log never says how it ended
+
+
+class ToolCalls(_Strict):
+    """The attempt's tool calls, read once from the CLI's session log by its collector: the first ones
+    kept (at most ``MAX_TOOL_CALLS``, within ``TOOL_CALLS_MAX_BYTES`` as JSON), ``total`` counting
+    all. The raw session log stays in the evidence."""
+
+    source: Literal["session_log"]
+    total: int = Field(ge=0)
+    calls: list[ToolCall] = Field(max_length=MAX_TOOL_CALLS)
+
+
+class FinalOutput(_Strict):
+    """The agent's final message as its session log shows it (seed 002's "final output"): the text
+    (cut to ``REPORT_TEXT_MAX``), its length and the sha256 of the whole text, so an exact comparison
+    holds whatever its length."""
+
+    text: str = Field(max_length=REPORT_TEXT_MAX)
+    chars: int = Field(ge=0)
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
 class Report(_Strict):
     install_ok: bool
     ran_ok: bool
@@ -379,6 +427,11 @@ class RunRecord(_Strict):
     # the report is the agent's claim) and whether the landed files are what the harness sealed.
     observed: Observed | None = None
     seal: Seal | None = None
+    # Optional, added for issue #31 (seed 002): the comparison condition it ran under, and the tool
+    # calls its session log shows (external harnesses), so that readers need not parse the log again.
+    condition: Condition | None = None
+    tool_calls: ToolCalls | None = None
+    final_output: FinalOutput | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

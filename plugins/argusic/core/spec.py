@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from argusic.core.layout import plan_dir
-from argusic.core.record import IdPart, Sha256
+from argusic.core.record import Condition, IdPart, Sha256
 from argusic.core.runs_store import (
     BATCH_THREADS,
     MAX_OBJECT_BYTES,
@@ -62,6 +62,17 @@ class AttemptSpec(BaseModel):
     budget_scale: float = Field(1.0, gt=0, le=1)
     # Purpose repair only (and required there): the item; project_id stays the pool project.
     item: RepairItemRef | None = None
+    # Seed 002's comparison condition, when a plan names one (baseline | variant | external-<name>);
+    # None: the agent's own (argusic.core.record.default_condition). Not written when None, so every
+    # spec planned before stays byte for byte what it was (write-once packs compare bytes).
+    condition: Condition | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_condition(self, handler):  # noqa: ANN001, ANN202 - pydantic's serializer protocol
+        data = handler(self)
+        if isinstance(data, dict) and data.get("condition") is None:
+            data.pop("condition", None)
+        return data
 
     @model_validator(mode="after")
     def _item_with_repair(self) -> AttemptSpec:

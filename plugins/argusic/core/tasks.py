@@ -38,6 +38,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
+from argusic.core.record import CONDITION_PATTERN
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # plugins/argusic
 TASKS_DIR = PACKAGE_DIR / "judging" / "tasks"  # the task data stays beside the judges that read it
 PROJECTS_DIR = TASKS_DIR / "projects"
@@ -99,6 +101,30 @@ class Needle:
 
 
 @dataclass(frozen=True)
+class Check:
+    """A deterministic check of seed 002 (Layer 1: shown beside the attempt, never a score).
+
+    ``output_exact_match``: the final output equals ``expected_file`` (under ``tasks/expected/``), one
+    newline at each end ignored and nothing else. ``tool_calls``: exactly ``count`` tool calls of
+    ``category``, each on ``path`` when one is given. ``not_applicable``: the conditions the check
+    does not apply to (e.g. a baseline that has no tools)."""
+
+    id: str
+    type: str
+    expected_file: str | None = None
+    category: str | None = None
+    count: int | None = None
+    path: str | None = None
+    not_applicable: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.id, "type": self.type, "expected_file": self.expected_file, "category": self.category,
+            "count": self.count, "path": self.path, "not_applicable": list(self.not_applicable),
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Task:
     task_id: str  # "install_and_run" | "repair"
     project_id: str | None  # set when a project refinement was merged in
@@ -111,12 +137,13 @@ class Task:
     artifacts: tuple[str, ...]
     review: dict
     judging: dict  # {"criteria": [{"id", "question"}], "prompt": str} (Layer 2, model judges)
+    checks: tuple[Check, ...] = ()  # seed 002's deterministic checks (Layer 1)
 
     def definition(self) -> dict:
         """The merged definition, as hashed into ``revision``."""
         return _definition(
             self.task_id, self.project_id, self.version, self.description, self.prompt,
-            self.needles, self.tool_order, self.artifacts, self.review, self.judging,
+            self.needles, self.tool_order, self.artifacts, self.review, self.judging, self.checks,
         )  # fmt: skip
 
     @property
@@ -237,6 +264,50 @@ class _Judging(_Strict):
         return self
 
 
+class _CheckModel(_Strict):
+    id: Id
+    type: Literal["output_exact_match", "tool_calls"]
+    expected_file: Annotated[str, StringConstraints(min_length=1, max_length=MAX_GLOB_CHARS)] | None = None
+    category: Literal["read", "search", "edit", "exec", "other"] | None = None
+    count: int | None = Field(default=None, ge=0, le=10_000)
+    path: Annotated[str, StringConstraints(min_length=1, max_length=MAX_GLOB_CHARS)] | None = None
+    not_applicable: list[Annotated[str, StringConstraints(pattern=CONDITION_PATTERN)]] = Field(
+        default_factory=list, max_length=16
+    )
+
+    @model_validator(mode="after")
+    def _shape(self) -> _CheckModel:
+        exact = self.type == "output_exact_match"
+        given = {"expected_file": self.expected_file, "category": self.category, "count": self.count,
+                 "path": self.path}  # fmt: skip
+        needed = ("expected_file",) if exact else ("category", "count")
+        allowed = set(needed) | (set() if exact else {"path"})
+        for name, value in given.items():
+            if name in needed and value is None:
+                raise ValueError(f"check {self.id!r}: a {self.type} check needs {name}")
+            if name not in allowed and value is not None:
+                raise ValueError(f"check {self.id!r}: a {self.type} check takes no {name}")
+        if self.expected_file is not None:
+            _check_glob(self.expected_file)
+            if any(c in self.expected_file for c in "*?["):
+                raise ValueError(f"check {self.id!r}: expected_file names one file, not a pattern")
+        return self
+
+
+def _unique_checks(checks: list[_CheckModel], where: str = "checks") -> None:
+    ids = [c.id for c in checks]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ValueError(f"{where}: ids repeated: {', '.join(repeated)}")
+
+
+def _check(model: _CheckModel) -> Check:
+    return Check(
+        model.id, model.type, model.expected_file, model.category, model.count, model.path,
+        tuple(model.not_applicable),
+    )  # fmt: skip
+
+
 def _unique_needles(needles: list[_NeedleModel]) -> None:
     ids = [n.id for n in needles]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
@@ -253,10 +324,12 @@ class _KindFile(_Strict):
     artifacts: list[str] = Field(default_factory=list, max_length=MAX_ARTIFACT_GLOBS)
     review: _Review
     judging: _Judging
+    checks: list[_CheckModel] = Field(default_factory=list, max_length=MAX_NEEDLES)
 
     @model_validator(mode="after")
     def _checks(self) -> _KindFile:
         _unique_needles(self.needles)
+        _unique_checks(self.checks)
         for glob in self.artifacts:
             _check_glob(glob)
         return self
@@ -270,10 +343,12 @@ class _ProjectFile(_Strict):
     tool_order: list[Step] | None = Field(default=None, max_length=MAX_STEPS)
     artifacts: list[str] = Field(default_factory=list, max_length=MAX_ARTIFACT_GLOBS)
     replace: list[Literal["needles", "artifacts"]] = Field(default_factory=list, max_length=2)
+    checks: list[_CheckModel] = Field(default_factory=list, max_length=MAX_NEEDLES)
 
     @model_validator(mode="after")
     def _checks(self) -> _ProjectFile:
         _unique_needles(self.needles)
+        _unique_checks(self.checks)
         for glob in self.artifacts:
             _check_glob(glob)
         return self
@@ -323,9 +398,22 @@ def _needle(model: _NeedleModel) -> Needle:
 
 
 def _definition(
-    task_id, project_id, version, description, prompt, needles, tool_order, artifacts, review, judging
+    task_id,
+    project_id,
+    version,
+    description,
+    prompt,
+    needles,
+    tool_order,
+    artifacts,
+    review,
+    judging,
+    checks=(),
 ) -> dict:
-    return {
+    # Checks join the hashed definition only when there are some: a task without checks keeps the
+    # revision it had before checks existed.
+    extra = {"checks": [c.as_dict() for c in checks]} if checks else {}
+    return extra | {
         "task_id": task_id,
         "project_id": project_id,
         "version": version,
@@ -366,6 +454,7 @@ def load_task(task_id: str, project_id: str | None = None, *, tasks_dir: Path | 
     version, description = kind.version, kind.description.strip()
     needles = [_needle(n) for n in kind.needles]
     tool_order, artifacts = list(kind.tool_order), list(kind.artifacts)
+    checks = [_check(c) for c in kind.checks]
     merged_project = None
     if project_id is not None:
         ppath = _project_path(project_id)
@@ -392,6 +481,12 @@ def load_task(task_id: str, project_id: str | None = None, *, tasks_dir: Path | 
                     artifacts = list(refinement.artifacts)
                 else:
                     artifacts += [g for g in refinement.artifacts if g not in artifacts]
+                checks += [_check(c) for c in refinement.checks]
+                repeated = sorted({c.id for c in checks if [d.id for d in checks].count(c.id) > 1})
+                if repeated:
+                    raise TaskDefinitionError(
+                        f"{ppath}: checks: ids repeat the kind's: {', '.join(repeated)}"
+                    )
                 if len(artifacts) > MAX_ARTIFACT_GLOBS:
                     raise TaskDefinitionError(
                         f"{ppath}: artifacts: over {MAX_ARTIFACT_GLOBS} globs once merged"
@@ -400,7 +495,7 @@ def load_task(task_id: str, project_id: str | None = None, *, tasks_dir: Path | 
     judging = kind.judging.model_dump(mode="json")
     definition = _definition(
         task_id, merged_project, version, description, kind.prompt, needles, tool_order, artifacts, review,
-        judging,
+        judging, checks,
     )  # fmt: skip
     return Task(
         task_id=task_id,
@@ -414,7 +509,26 @@ def load_task(task_id: str, project_id: str | None = None, *, tasks_dir: Path | 
         artifacts=tuple(artifacts),
         review=review,
         judging=judging,
+        checks=tuple(checks),
     )
+
+
+def expected_output(check: Check, *, tasks_dir: Path | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The expected file of an ``output_exact_match`` check (under ``tasks/expected/``), read without
+    following links, capped; TaskDefinitionError names what is wrong."""
+    base = (tasks_dir or TASKS_DIR) / "expected"
+    path = base / (check.expected_file or "")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise TaskDefinitionError(f"check {check.id!r}: expected file {path}: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TaskDefinitionError(f"check {check.id!r}: expected file {path}: not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TaskDefinitionError(f"check {check.id!r}: expected file {path}: over {limit} bytes")
+    return data
 
 
 def task_for(purpose: str, project_id: str) -> Task:

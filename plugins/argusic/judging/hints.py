@@ -24,11 +24,12 @@ import tempfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from argusic.core.record import RunRecord, load_record_file
+from argusic.core.record import RunRecord, default_condition, load_record_file
 from argusic.core.safe_io import Unreadable, read_capped
-from argusic.core.tasks import Task, task_for
+from argusic.core.tasks import Check, Task, TaskDefinitionError, expected_output, task_for
 from argusic.external import harnesses
 from argusic.judging import tool_order
 from argusic.judging.needles import artifact_files, evaluate_needles, gather_sources
@@ -175,9 +176,31 @@ def _harness_modules() -> dict:
     return harnesses()
 
 
+def recorded_calls(record: RunRecord) -> list[SimpleNamespace] | None:
+    """The tool calls the record carries (``tool_calls``, read once from the session log when the
+    attempt was recorded), shaped as the collectors' calls; None when the record has none (older
+    records, the reference harness) or kept only some of them."""
+    part = record.tool_calls
+    if part is None or len(part.calls) != part.total:
+        return None
+    calls = []
+    for call in part.calls:
+        try:
+            arguments = json.loads(call.arguments)
+        except ValueError:  # cut: the target (the command, the path) still says what it did
+            arguments = {}
+        arguments = arguments if isinstance(arguments, dict) else {}
+        calls.append(SimpleNamespace(name=call.name, category=call.category, target=call.target,
+                                     arguments=arguments, ok=call.ok))  # fmt: skip
+    return calls
+
+
 def agent_steps(out_dir: Path, record: RunRecord) -> tuple[list[str] | None, str | None, str]:
     """(steps, why unavailable, source)."""
     harness = record.harness.name if record.harness is not None else None
+    recorded = recorded_calls(record)
+    if recorded is not None:
+        return tool_order.steps_from_tool_calls(recorded), None, f"{harness} session (run record)"
     modules = _harness_modules()
     if harness in modules:
         source = f"{harness} session"
@@ -239,6 +262,85 @@ def agent_logic_hint(attempt_dir: Path, record: RunRecord, task: Task) -> dict:
     return hint | {"score": score, "status": "measured", "in_order": in_order}
 
 
+# --- seed 002's deterministic checks -------------------------------------------------------------
+
+
+def _one_newline_off(data: bytes) -> bytes:
+    """Seed 002: one newline at each end is ignored, nothing else (no whitespace trimming, no fences)."""
+    data = data[1:] if data.startswith(b"\n") else data
+    return data[:-1] if data.endswith(b"\n") else data
+
+
+def output_matches(expected: bytes, chars: int, sha256: str) -> bool:
+    """Whether a final output (known by its length and the sha256 of the whole text) equals
+    ``expected`` with one newline at each end ignored: the output can only be one of four strings
+    (the expected body with or without a newline at each end); each is checked by the rule itself and
+    by the whole output's sha256, so a cut text is compared exactly too."""
+    body = _one_newline_off(expected)
+    for candidate in (body, b"\n" + body, body + b"\n", b"\n" + body + b"\n"):
+        if _one_newline_off(candidate) != body:
+            continue
+        if (
+            hashlib.sha256(candidate).hexdigest() == sha256
+            and len(candidate.decode("utf-8", "replace")) == chars
+        ):
+            return True
+    return False
+
+
+def _check_result(check: Check, condition: str, status: str, detail: str | None, **more: Any) -> dict:
+    return {"id": check.id, "type": check.type, "condition": condition, "status": status,
+            "detail": None if detail is None else _cut(detail), **more}  # fmt: skip
+
+
+def checks_hint(record: RunRecord, task: Task) -> list[dict]:
+    """Each of the task's checks on this attempt: pass | fail | not_applicable (its condition is
+    listed) | unavailable (the record lacks what it needs: older records, the reference harness)."""
+    harness = record.harness.name if record.harness is not None else None
+    # a record written before conditions: the agent's own (an external harness, or ours: baseline)
+    condition = record.condition or default_condition(harness, harness in _harness_modules())
+    results = []
+    for check in task.checks:
+        if condition in check.not_applicable:
+            results.append(
+                _check_result(check, condition, "not_applicable", f"not applicable to {condition}")
+            )
+        elif check.type == "output_exact_match":
+            out = record.final_output
+            if out is None:
+                results.append(
+                    _check_result(check, condition, "unavailable", "the record has no final output")
+                )
+                continue
+            try:
+                expected = expected_output(check)
+            except TaskDefinitionError as err:
+                results.append(_check_result(check, condition, "unavailable", str(err)))
+                continue
+            same = output_matches(expected, out.chars, out.sha256)
+            results.append(_check_result(
+                check, condition, "pass" if same else "fail",
+                None if same else f"final output ({out.chars} characters) is not {check.expected_file}",
+            ))  # fmt: skip
+        else:
+            calls = recorded_calls(record)
+            if calls is None:
+                results.append(_check_result(check, condition, "unavailable",
+                                             "the record does not carry every tool call"))  # fmt: skip
+                continue
+            of_category = [c for c in calls if c.category == check.category]
+            wrong_path = [c.target for c in of_category if check.path is not None and c.target != check.path]
+            ok = len(of_category) == check.count and not wrong_path
+            elsewhere = ", ".join(str(t) for t in wrong_path[:5])
+            detail = None if ok else (
+                f"{len(of_category)} {check.category} call(s), {check.count} expected"
+                + (f"; on {elsewhere} instead of {check.path}" if wrong_path else "")
+            )  # fmt: skip
+            results.append(_check_result(check, condition, "pass" if ok else "fail", detail,
+                                         observed=len(of_category)))  # fmt: skip
+    return results
+
+
 # --- the document ------------------------------------------------------------------------------
 
 
@@ -279,6 +381,8 @@ def compute_hints(attempt_dir: Path, record: RunRecord, task: Task, renderer: Re
         "agent_logic": agent_logic_hint(attempt_dir, record, task),
         "changes": changes_hint(attempt_dir, record),
     }
+    if task.checks:
+        hints["checks"] = checks_hint(record, task)
     validate_hints(hints)
     return hints
 
