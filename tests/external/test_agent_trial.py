@@ -116,6 +116,15 @@ def test_the_project_is_the_tests_tiny_project_in_a_fresh_repository(tmp_path):
     assert T.next_attempt_no(cycle, "codex", "tinydata") == 2
 
 
+def test_the_project_is_built_under_a_relative_folder_too(tmp_path, monkeypatch):
+    """The command's default folder is relative (model-double-attempts/ where it is run): git runs in
+    two folders, so a relative path named two places and the clone failed (a stranger's first run)."""
+    monkeypatch.chdir(tmp_path)
+    bare, commit = T.build_project("tinydata", Path("model-double-attempts") / "projects" / "t1")
+    assert bare == tmp_path / "model-double-attempts" / "projects" / "t1" / "tinydata.git" and bare.is_dir()
+    assert len(commit) == 40
+
+
 def test_the_attempt_conditions_are_undone(monkeypatch):
     from argusic.sandbox.containment import NETWORK_ENV
 

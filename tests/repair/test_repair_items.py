@@ -15,6 +15,7 @@ from argusic.core.settings import PACKAGE_DIR
 from argusic.repair import items as items_mod
 from argusic.repair.grader import grade_json_schema
 from argusic.repair.items import (
+    Item,
     ItemError,
     TopicEntry,
     build_items,
@@ -308,6 +309,34 @@ def test_split_topics_every_f2p_in_exactly_one_topic() -> None:
                      ["calc/div.py", "calc/clamp.py"], "m")  # fmt: skip
 
 
+def test_excluded_tests_are_in_no_list_and_an_item_without_them_keeps_its_revision() -> None:
+    """Seed 001's exclusion list: a test set aside is neither fail-to-pass nor pass-to-pass (the grader
+    never reads it), with its reason; an item that sets none aside is written as before (same revision,
+    no key), so items built before the list existed stay valid."""
+    from argusic.repair.grader import Validation, failing_of
+
+    plain = make_item(_fields())
+    assert "excluded_tests" not in plain.to_dict() and plain.excluded_tests == []
+    assert Item.model_validate(json.loads(plain.to_json())).revision == plain.revision  # as stored
+    why = "checks the exact arguments of the serializer call"
+    item = make_item(_fields(
+        pass_to_pass=[], excluded_tests=[{"test": "tests.test_a::test_old", "reason": why}],
+    ))  # fmt: skip
+    assert item.to_dict()["excluded_tests"] == [{"test": "tests.test_a::test_old", "reason": why}]
+    assert item.revision != plain.revision
+    # whatever the set-aside test does, it is never read
+    assert failing_of(item, {"tests.test_a::test_new": "passed", "tests.test_a::test_old": "failed"}) == []
+    with pytest.raises(ItemError, match="excluded test is still in fail_to_pass or pass_to_pass"):
+        make_item(_fields(excluded_tests=[{"test": "tests.test_a::test_old", "reason": why}]))
+    with pytest.raises(ItemError, match="reason"):
+        make_item(_fields(pass_to_pass=[], excluded_tests=[{"test": "tests.test_a::test_old", "reason": ""}]))
+    shown = Validation(
+        "calc-1", item.revision, "2026-12-01T00:00:00Z", {}, excluded_tests=item.to_dict()["excluded_tests"]
+    )
+    assert shown.to_dict()["excluded_tests"][0]["reason"] == why
+    assert "excluded_tests" not in Validation("calc-1", plain.revision, "t", {}).to_dict()
+
+
 def test_partial_gold_patch_keeps_the_topics_files() -> None:
     gold = (
         "diff --git a/calc/div.py b/calc/div.py\n--- a/calc/div.py\n+++ b/calc/div.py\n@@ -1 +1 @@\n-a\n+b\n"
@@ -376,6 +405,33 @@ def test_items_build_from_merged_pr(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert len(list((tmp_path / "items" / "calc" / "revisions" / "calc-1").iterdir())) == 1
     listing = CliRunner().invoke(app, ["items", "list"])
     assert "calc/calc-1-div: basic, 1 f2p, 2 p2p split div of calc-1; not validated" in listing.output
+
+
+@pytest.mark.slow
+@needs_grader
+def test_an_items_excluded_test_is_set_aside_when_it_is_built(tmp_path: Path) -> None:
+    """exclude_tests in the manifest: the named test leaves pass-to-pass, the item says why; a name
+    that is not among the item's tests is refused (a typo would set nothing aside)."""
+    shas = fixture.make_repo(tmp_path / "repo")
+    manifest = fixture.write_manifest(tmp_path / "m", tmp_path / "repo", shas["merge"][:12], topics=False)
+    text = manifest.read_text()
+    exclusion = (
+        '\n[[items.exclude_tests]]\ntest = "tests.test_basic::test_mul"\n'
+        'reason = "checks a call\'s exact arguments"\n'
+    )
+    manifest.write_text(text + exclusion)
+    (item,) = build_items(manifest, tmp_path / "items")
+    assert item.pass_to_pass == ["tests.test_basic::test_add"]
+    assert [e.model_dump() for e in item.excluded_tests] == [
+        {"test": "tests.test_basic::test_mul", "reason": "checks a call's exact arguments"}
+    ]
+    listing = CliRunner().invoke(app, ["items", "list", "--out", str(tmp_path / "items")])
+    assert "calc/calc-1: basic, 2 f2p, 1 p2p, 1 set aside; not validated" in listing.output
+    manifest.write_text(text + exclusion.replace("test_mul", "test_nope"))
+    with pytest.raises(
+        ItemError, match=r"exclude_tests: not among the item's tests: tests.test_basic::test_nope"
+    ):
+        build_items(manifest, tmp_path / "items2")
 
 
 @pytest.mark.slow

@@ -154,6 +154,7 @@ def check_docker() -> None:
 
 def build_project(project: str, folder: Path) -> tuple[Path, str]:
     """The project's files committed in a fresh repository under ``folder``; (bare repository, commit)."""
+    folder = folder.resolve()  # git runs in more than one folder: a relative path would name two places
     work, bare = folder / f"src-{project}", folder / f"{project}.git"
     work.mkdir(parents=True)
     for name, text in TRIAL_PROJECTS[project].items():

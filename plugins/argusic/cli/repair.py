@@ -105,6 +105,8 @@ def items_validate(
         console.print(f"{item.item_id}: {'usable' if result.usable else 'NOT usable'} ({runs})")
         for problem in result.problems:
             console.print(f"  {problem}")
+        for excluded in result.excluded_tests:
+            console.print(f"  set aside: {excluded['test']} ({excluded['reason']})")
         unusable += not result.usable
     if unusable:
         raise typer.Exit(code=1)
@@ -139,7 +141,9 @@ def items_list(
         superseded = " superseded_by_split" if item.superseded_by_split else ""
         console.print(
             f"{item.project_id}/{item.item_id}: {item.track}, {len(item.fail_to_pass)} f2p, "
-            f"{len(item.pass_to_pass)} p2p{split}{superseded}; {state}"
+            f"{len(item.pass_to_pass)} p2p{split}{superseded}"
+            + (f", {len(item.excluded_tests)} set aside" if item.excluded_tests else "")
+            + f"; {state}"
         )
 
 

@@ -167,6 +167,8 @@ class Validation:
     runs: list[dict] = field(default_factory=list)
     usable: bool = False
     problems: list[str] = field(default_factory=list)
+    # The tests the item sets aside (seed 001), shown with the validation they did not take part in.
+    excluded_tests: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -178,7 +180,7 @@ class Validation:
             "runs": self.runs,
             "usable": self.usable,
             "problems": self.problems,
-        }
+        } | ({"excluded_tests": self.excluded_tests} if self.excluded_tests else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
@@ -202,7 +204,8 @@ def source_id(source: dict) -> str:
 
 
 def failing_of(item: Item, results: dict[str, str]) -> list[str]:
-    """f2p tests not passing and p2p tests no longer passing (absent counts as failing)."""
+    """f2p tests not passing and p2p tests no longer passing (absent counts as failing). The item's
+    excluded tests are in neither list: whatever their result, it is never read."""
     tests = [*item.fail_to_pass, *item.pass_to_pass]
     return sorted(t for t in tests if results.get(t) != "passed")
 
@@ -391,7 +394,11 @@ def validate_item(item: Item, *, image: str | None = None, out_dir: Path | None 
     """Gold ×3, empty ×1, partial gold ×1 for split items; writes
     ``<out_dir>/<project_id>/<item_id>.validation.json`` (out_dir: the items folder)."""
     validation = Validation(
-        item.item_id, item.revision, _now(), {"reference": image or testrun.grader_image(), "digest": None}
+        item.item_id,
+        item.revision,
+        _now(),
+        {"reference": image or testrun.grader_image(), "digest": None},
+        excluded_tests=[e.model_dump() for e in item.excluded_tests],
     )
     plan: list[tuple[str, str, int, str]] = [("gold", item.gold_patch, n, "resolved") for n in (1, 2, 3)]
     plan.append(("empty", "", 1, "unresolved"))

@@ -28,7 +28,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from argusic.core.runs_store import RunsStoreError
 from argusic.core.settings import project_root
@@ -86,6 +94,15 @@ class GraderImage(_Strict):
 Argv = Annotated[list[Annotated[str, Field(max_length=4096)]], Field(min_length=1, max_length=200)]
 
 
+class ExcludedTest(_Strict):
+    """A test set aside for the item (seed 001): it checks an implementation detail (exact call
+    arguments and the like) that another correct fix would break, so it is neither fail-to-pass nor
+    pass-to-pass, and the grader never reads its result."""
+
+    test: Annotated[str, Field(min_length=1, max_length=500)]
+    reason: Annotated[str, Field(min_length=1, max_length=500)]
+
+
 class Item(_Strict):
     """One repair item, as stored. Build with `make_item` (which computes the revision)."""
 
@@ -111,8 +128,18 @@ class Item(_Strict):
     states: States
     built_at: datetime
     grader_image: GraderImage
+    # Tests set aside (ExcludedTest); written only when there are some, so an item built before the
+    # list existed keeps its revision.
+    excluded_tests: list[ExcludedTest] = Field(default_factory=list, max_length=200)
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+    @model_serializer(mode="wrap")
+    def _without_an_empty_exclusion_list(self, handler):  # noqa: ANN001, ANN202 - pydantic's protocol
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("excluded_tests"):
+            data.pop("excluded_tests", None)
+        return data
 
     @field_validator("built_at", mode="before")
     @classmethod
@@ -129,6 +156,9 @@ class Item(_Strict):
             raise ValueError("fail_to_pass is empty")
         if set(self.fail_to_pass) & set(self.pass_to_pass):
             raise ValueError("a test is both in fail_to_pass and pass_to_pass")
+        set_aside = {e.test for e in self.excluded_tests}
+        if set_aside & (set(self.fail_to_pass) | set(self.pass_to_pass)):
+            raise ValueError("an excluded test is still in fail_to_pass or pass_to_pass")
         if self.split is not None and not self.item_id.startswith(self.split.original + "-"):
             raise ValueError("a split item's id must be '<original>-<topic>'")
         if self.revision != revision_of(self.to_dict()):
@@ -266,6 +296,8 @@ class TopicEntry(_Strict):
 
 class ItemEntry(_Strict):
     id: IdPart
+    # Tests to set aside (seed 001: ones that check implementation details), each with its reason.
+    exclude_tests: list[ExcludedTest] = []
     merge: Annotated[str, Field(pattern=r"^[0-9A-Za-z._/-]{4,200}$")] | None = None
     range: Annotated[str, Field(pattern=r"^[0-9A-Za-z._/-]{4,200}\.\.[0-9A-Za-z._/-]{4,200}$")] | None = None
     statement: str
@@ -643,6 +675,13 @@ def _build_one(
             raise ItemError(f"{where}: state {state}: {run.problem}: {run.detail}")
         states[state] = run.results
     f2p, p2p = f2p_p2p(states)
+    excluded = [e.model_dump() for e in entry.exclude_tests]
+    unknown = [e["test"] for e in excluded if e["test"] not in states["with_gold"]]
+    if unknown:
+        raise ItemError(f"{where}.exclude_tests: not among the item's tests: {', '.join(unknown[:5])}")
+    set_aside = {e["test"] for e in excluded}
+    f2p = [t for t in f2p if t not in set_aside]
+    p2p = [t for t in p2p if t not in set_aside]
     if not f2p:
         raise ItemError(f"{where}: no fail-to-pass test (the tests pass without the fix, or fail with it)")
     common = {
@@ -659,7 +698,7 @@ def _build_one(
         "states": states,
         "built_at": datetime.now(UTC).replace(microsecond=0),
         "grader_image": {"reference": image, "digest": digest},
-    }
+    } | ({"excluded_tests": excluded} if excluded else {})
     original = make_item({
         **common, "item_id": entry.id, "track": "spec" if spec else "basic", "problem_statement": statement,
         "interface_spec": spec, "fail_to_pass": f2p, "split": None, "superseded_by_split": bool(entry.topics),
