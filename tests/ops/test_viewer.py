@@ -106,8 +106,16 @@ def landed(record_doc, isolated, monkeypatch):
         isolated / "analyst",
         [
             score_row(record),
-            score_row(failed, outcome="fail", score=10.0, install_points=0, run_points=0,
-                      recovery_points=0.0, depth_points=10, end_reason="gave_up"),
+            score_row(
+                failed,
+                outcome="fail",
+                score=10.0,
+                install_points=0,
+                run_points=0,
+                recovery_points=0.0,
+                depth_points=10,
+                end_reason="gave_up",
+            ),
         ],  # fmt: skip
     )
     return record, failed
@@ -128,7 +136,8 @@ def test_cycle_viewer_lists_failures_first_with_every_column_and_links(client, l
     page = client.get("/")
     assert page.status_code == 200, page.text
     text = page.text
-    assert text.index(f'data-attempt="{FAILED_ID}"') < text.index(f'data-attempt="{ATTEMPT_ID}"')  # fail first
+    failed_at, passed_at = (text.index(f'data-attempt="{i}"') for i in (FAILED_ID, ATTEMPT_ID))
+    assert failed_at < passed_at  # failures first
     for shown in ("readme-runner", "csvstats", "wavgen", "fail", "pass_full", "92.5", "40+30+7.5+15",
                   "300.0 s of 5400 s", "corrected: rerun not loaded yet (mirror was down)"):  # fmt: skip
         assert shown in text, shown

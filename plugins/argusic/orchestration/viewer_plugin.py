@@ -36,6 +36,7 @@ async def airflow_reader(request) -> None:
 
 def _not_signed_in(request, err):
     """A browser without a session goes to the login page and comes back; anything else reads why."""
+    # deferred: the API server's modules, as in airflow_reader
     from airflow.api_fastapi.app import get_auth_manager
     from fastapi.responses import PlainTextResponse, RedirectResponse
 
@@ -47,9 +48,10 @@ def _not_signed_in(request, err):
 
 def viewer_app():
     """The viewer with Airflow's authentication before every route."""
+    # deferred: built on the first request (LazyViewer), in the API server only
     from fastapi import Depends, HTTPException, Request
 
-    from argusic.ops.viewer import create_app
+    from argusic.ops.viewer import create_app  # deferred: as above (duckdb, the pages' modules)
 
     async def reader(request: Request) -> None:
         await airflow_reader(request)
