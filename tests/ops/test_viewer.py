@@ -226,6 +226,7 @@ def test_every_route_runs_the_callers_authentication(landed):
     assert closed.get("/").status_code == 401
 
 
+@pytest.mark.slow  # imports Airflow (~30 s on a loaded host)
 def test_the_airflow_plugin_refuses_a_caller_without_a_token(landed):
     from argusic.orchestration.viewer_plugin import URL_PREFIX, ArgusicViewerPlugin
     from fastapi import FastAPI
