@@ -34,6 +34,9 @@ export AIRFLOW__API__HOST="${AIRFLOW__API__HOST:-$AIRFLOW_UI_HOST}"
 export AIRFLOW__API__PORT="${AIRFLOW__API__PORT:-$AIRFLOW_UI_PORT}"
 export AIRFLOW__API__BASE_URL="${AIRFLOW__API__BASE_URL:-http://$AIRFLOW_UI_HOST:$AIRFLOW_UI_PORT}"
 export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="${AIRFLOW__CORE__EXECUTION_API_SERVER_URL:-http://$AIRFLOW_UI_HOST:$AIRFLOW_UI_PORT/execution/}"
+# The evidence viewer, served by the API server (argusic.orchestration.viewer_plugin): forms and attempt
+# logs link the served copies there (docs/airflow.md, "Evidence viewer and cycle viewer").
+export ARGUSIC_VIEWER_URL="${ARGUSIC_VIEWER_URL:-$AIRFLOW__API__BASE_URL/argusic}"
 export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT="${AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT:-8793}"
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="${AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS:-admin:admin}"
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="${AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE:-$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated}"

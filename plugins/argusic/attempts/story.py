@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argusic.attempts.live_log import clean_line
+from argusic.core.evidence_links import attempt_view_url, evidence_view_url
 from argusic.core.layout import GRADE_FILE
 from argusic.core.record import RecordFile
 from argusic.core.safe_io import Unreadable, read_capped
@@ -111,10 +112,13 @@ def story_of(spec: AttemptSpec, measured: Sequence[RecordFile]) -> AttemptStory:
     shown = last.presentation
     if shown is not None and shown.withheld:
         lines.append(f"   served copy withheld: {_text(shown.withheld_reason)}")
+    # the evidence viewer's links when one is configured (ARGUSIC_VIEWER_URL), else the store's URIs
+    if shown is not None and not shown.withheld and (page := attempt_view_url(last.attempt_id)):
+        lines.append(f"   attempt page:     {page}")
     if shown is not None and shown.log is not None:
-        lines.append(f"   served log:       {shown.log.uri}")
+        lines.append(f"   served log:       {evidence_view_url(shown.log.uri) or shown.log.uri}")
     if shown is not None and shown.recording is not None:
-        lines.append(f"   served recording: {shown.recording.uri}")
+        lines.append(f"   served recording: {evidence_view_url(shown.recording.uri) or shown.recording.uri}")
     for kind in ("log", "recording", "report"):
         ref = getattr(last.evidence, kind)
         lines.append(f"   raw {kind}: " + (f"sha256 {ref.sha256} ({ref.bytes} bytes)" if ref else "none"))

@@ -191,6 +191,23 @@ def public_evidence_base() -> str | None:
     return None if base is None else base.rstrip("/") + "/"
 
 
+VIEWER_URL_ENV = "ARGUSIC_VIEWER_URL"
+
+
+def viewer_url() -> str | None:
+    """ARGUSIC_VIEWER_URL: the evidence viewer's http(s) address as the people reading forms and task
+    logs reach it, e.g. ``http://127.0.0.1:8080/argusic`` (the Airflow API server's base URL and the
+    viewer plugin's prefix: docs/airflow.md, "Evidence viewer"), without a trailing slash.
+
+    Unset: forms and log lines show an evidence URI as text to copy, as before there was a server."""
+    base = _public_address(
+        VIEWER_URL_ENV,
+        r"https?://[^\s\"'<>\\()\[\]`]+",
+        "an http(s):// address (no spaces, quotes or brackets); leave it unset to show evidence as text",
+    )
+    return None if base is None else base.rstrip("/")
+
+
 def _public_address(env: str, pattern: str, expected: str) -> str | None:
     """The address setting `env` (None when unset or blank), refused with ValueError naming it and
     what was `expected` unless it matches `pattern` whole: it goes into public pages as a link."""

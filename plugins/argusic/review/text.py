@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from argusic.attempts.live_log import clean_line
+from argusic.core.evidence_links import evidence_view_url
 from argusic.warehouse.decisions import DecisionError
 
 SHOWN_MAX = 300
@@ -22,12 +23,15 @@ def quoted(value: object, limit: int = SHOWN_MAX) -> str:
 
 
 def link(uri: str | None, label: str) -> str:
-    """An evidence link: clickable only for http(s) URIs (the public evidence base); anything else
-    (a file:// store on an ops machine) is shown as text to copy, never followed."""
+    """An evidence link. A served copy in this installation's store links the evidence viewer when
+    one is configured (ARGUSIC_VIEWER_URL: the log's text, or the attempt's page where the recording
+    plays; `argusic.core.evidence_links`); an http(s) URI (the public evidence base) links itself;
+    anything else (a file:// or s3:// store with no viewer) is shown as text to copy, never followed."""
     if not uri:
         return f"{label}: none"
-    if uri.startswith(("https://", "http://")) and not any(c in uri for c in " ()<>[]`\n"):
-        return f"[{label}]({uri})"
+    target = evidence_view_url(uri) or uri
+    if target.startswith(("https://", "http://")) and not any(c in target for c in " ()<>[]`\n"):
+        return f"[{label}]({target})"
     return f"{label}: {quoted(uri, 500)}"
 
 
