@@ -434,11 +434,35 @@ def test_project_page_links_where_each_attempt_stopped(demo: Path, served: str, 
     browser.get(f"{served}cycles/{CYCLE}/projects/{project['project_id']}.html")
     assert browser.find_element(By.ID, "verdict").text == "Verdict: " + project["verdict"].replace("_", " ")
     stops = browser.find_elements(By.CSS_SELECTOR, "#attempts a[href$='#stopped']")
-    assert len(stops) == project["recorded_attempts"]
+    assert len(stops) == project["cycle_recorded_attempts"]  # this cycle's attempts (issue 29: one scope)
     browser.save_screenshot(str(_shots_dir(tmp_path) / "site-project.png"))
     stops[0].click()
     stopped = browser.find_element(By.ID, "stopped").text
     assert stopped.strip() and browser.current_url.endswith("#stopped")
+
+
+def test_a_timeout_says_so_at_the_end_of_its_recording(demo: Path, served: str, browser, tmp_path) -> None:
+    """Issue 29: a timed-out attempt's run page splits its durations (the agent's time against the
+    budget it got, our overhead apart) and says, under the player, that it was killed at the budget;
+    its project page labels each figure's scope."""
+    from argusic.core.evidence import served_segment
+    from selenium.webdriver.common.by import By
+
+    attempts = json.loads((demo / CYCLE / "attempts.json").read_text())["attempts"]
+    attempt = min((a for a in attempts if a["end_reason"] == "timeout" and not a.get("sealed")), key=str)
+    assert attempt["agent_seconds"] >= attempt["effective_budget_seconds"]  # killed at the budget
+    assert attempt["overhead_seconds"] > 0 and attempt["wall_seconds"] > attempt["agent_seconds"]
+    browser.get(f"{served}cycles/{CYCLE}/runs/{served_segment(attempt['attempt_id'])}.html")
+    assert browser.find_element(By.ID, "durations").text.startswith("agent ")
+    assert "our overhead" in browser.find_element(By.ID, "durations").text
+    ending = browser.find_element(By.ID, "recording-end").text
+    assert ending.startswith("End of the recording: killed at the ") and "of agent time" in ending
+    browser.execute_script("document.getElementById('recording').scrollIntoView()")
+    browser.save_screenshot(str(_shots_dir(tmp_path) / "site-run-timeout.png"))
+    browser.get(f"{served}cycles/{CYCLE}/projects/{attempt['project_id']}.html")
+    assert "(board and verdict, any agent)" in browser.find_element(By.ID, "this-cycle").text
+    assert "every cycle" in browser.find_element(By.ID, "all-cycles").text
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
 def test_recording_plays(demo: Path, served: str, browser, tmp_path) -> None:

@@ -140,6 +140,10 @@ def test_killed_at_budget_keeps_evidence_so_far(name, tmp_path, probe_harness):
     )  # fmt: skip
     assert result.timed_out and result.exit_code is None and result.error is None
     assert 2.5 <= (result.ended_at - result.started_at).total_seconds() < 30
+    # issue 29: the agent's time is the budget clock's, within the wall time; the rest is our overhead
+    agent = (result.agent_ended_at - result.agent_started_at).total_seconds()
+    assert result.started_at <= result.agent_started_at <= result.agent_ended_at <= result.ended_at
+    assert 3 <= agent < 3 + 2  # killed at the 3 s budget (polled every 0.2 s)
     log = (tmp_path / "out" / "log.txt").read_text()
     assert log.startswith("started\n") and "still working" in log
 

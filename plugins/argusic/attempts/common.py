@@ -159,7 +159,19 @@ def _base_doc(
         "image": environment.images[0].reference if environment and environment.images else result.image,
         "environment": None if environment is None else environment.model_dump(),
         "condition": spec.condition or _default_condition(spec.agent_id),
+        "timing": timing_of(result),
     }
+
+
+def timing_of(result: ExecutionResult) -> dict | None:
+    """The record's ``timing`` (issue #29): the agent's time as the executor saw it, within the
+    attempt's wall time; None when what was to run never started."""
+    start, end = result.agent_started_at, result.agent_ended_at
+    if start is None or end is None:
+        return None
+    start = min(max(start, result.started_at), result.ended_at)
+    end = min(max(end, start), result.ended_at)
+    return {"agent_started_at": utc_now_iso(start), "agent_ended_at": utc_now_iso(end)}
 
 
 def _default_condition(agent_id: str) -> str:

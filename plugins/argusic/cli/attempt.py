@@ -18,6 +18,7 @@ from argusic.core.record import RecordError
 from argusic.publication.attempt_page import PlayerMissing, load_player_assets, write_report
 from argusic.publication.replay import (
     ReplayRefused,
+    ending_note,
     fetch_served,
     find_attempt,
     keys_not_echoed,
@@ -86,6 +87,9 @@ def play(
         markup=False,
         highlight=False,
     )
+    # How the attempt ended, when not by itself: said after the recording, never written into it.
+    if not result.stopped and (ending := ending_note(facts.record)):
+        err_console.print(f"■ {ending}", style="bold yellow", markup=False, highlight=False)
 
 
 def report(

@@ -380,6 +380,35 @@ class Repair(_Strict):
     permission_denials: int | None = Field(default=None, ge=0)
 
 
+class Timing(_Strict):
+    """Where the attempt's wall time went (issue #29), as the executor observed it: the budget clock
+    ran from ``agent_started_at`` (the container, or the local process, started) to
+    ``agent_ended_at`` (it exited, or was killed at the budget or from outside). The rest of
+    ``started_at`` .. ``ended_at`` is our overhead: before, the scratch areas, the pinned commit's
+    copy and the container's creation; after, waiting for it to be gone. Records written before it
+    carry none (their duration is the whole wall time, overhead included)."""
+
+    agent_started_at: datetime
+    agent_ended_at: datetime
+
+    @field_validator("agent_started_at", "agent_ended_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None):
+            raise ValueError("must be an ISO-8601 timestamp in UTC (ending in Z or +00:00)")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Timing:
+        if self.agent_ended_at < self.agent_started_at:
+            raise ValueError("agent_ended_at is before agent_started_at")
+        return self
+
+    @property
+    def agent_seconds(self) -> float:
+        return (self.agent_ended_at - self.agent_started_at).total_seconds()
+
+
 class RunRecord(_Strict):
     schema_: Literal["argusic.run_record/1"] = Field(alias="schema")
     attempt_id: AttemptId
@@ -432,6 +461,9 @@ class RunRecord(_Strict):
     condition: Condition | None = None
     tool_calls: ToolCalls | None = None
     final_output: FinalOutput | None = None
+    # Optional, added for issue #29: the part of the wall time the budget clock ran (agent time),
+    # the rest being our overhead (container start, evidence collection).
+    timing: Timing | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -459,6 +491,12 @@ class RunRecord(_Strict):
                 if self.repair is None
                 else f"repair: only a record of purpose 'repair' has a repair block, not {self.purpose!r}"
             )
+        if self.timing is not None and not (
+            self.started_at <= self.timing.agent_started_at and self.timing.agent_ended_at <= self.ended_at
+        ):
+            raise ValueError(
+                "timing: the agent's time must lie within started_at .. ended_at (the attempt's wall time)"
+            )
         rerun_no = int(parts["rerun_no"])
         if self.rerun_of is not None:
             if rerun_no == 0:
@@ -477,6 +515,26 @@ class RunRecord(_Strict):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
+
+    @property
+    def wall_seconds(self) -> float:
+        """started_at .. ended_at: the agent's time and our overhead together."""
+        return (self.ended_at - self.started_at).total_seconds()
+
+    @property
+    def agent_seconds(self) -> float | None:
+        """The time the budget clock ran (None: a record written before timings were kept)."""
+        return None if self.timing is None else self.timing.agent_seconds
+
+    @property
+    def overhead_seconds(self) -> float | None:
+        """Our overhead: the wall time outside the agent's time (None when the record has no timing)."""
+        return None if self.timing is None else max(0.0, self.wall_seconds - self.timing.agent_seconds)
+
+    @property
+    def allowed_seconds(self) -> int:
+        """The budget this attempt was actually allowed (the scaled one in a demo cycle)."""
+        return self.effective_budget_seconds or self.budget_seconds
 
 
 class RecordError(ValueError):

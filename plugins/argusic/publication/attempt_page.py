@@ -41,9 +41,12 @@ from argusic.publication.replay import (
     AttemptFacts,
     ReplayRefused,
     clamp_terminal_sizes,
+    duration_words,
+    ending_note,
     fetch_served,
     served_ref,
     strip_terminal_codes,
+    time_split,
 )
 
 PLAYER_ASSETS_ENV = "ARGUSIC_PLAYER_ASSETS"
@@ -126,15 +129,6 @@ def _e(value: object) -> str:
 # -- facts ------------------------------------------------------------------------------------------
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes:02d} min {secs:02d} s"
-    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
-
-
 def _points(facts: AttemptFacts) -> tuple[str, str, str]:
     """(outcome, points, score) as shown."""
     record, scores = facts.record, facts.scores
@@ -164,11 +158,8 @@ def fact_rows(facts: AttemptFacts) -> list[tuple[str, str]]:
     outcome, points, score = _points(facts)
     budget = f"{r.tier}: {r.budget_seconds // 60} min"
     if r.demo and r.effective_budget_seconds:
-        budget += f" (demo cycle: scaled to {_duration(r.effective_budget_seconds)})"
-    ran = (
-        f"{r.started_at:%Y-%m-%d %H:%M:%S} → {r.ended_at:%H:%M:%S} UTC "
-        f"({_duration((r.ended_at - r.started_at).total_seconds())})"
-    )
+        budget += f" (demo cycle: scaled to {duration_words(r.effective_budget_seconds)})"
+    ran = f"{r.started_at:%Y-%m-%d %H:%M:%S} → {r.ended_at:%H:%M:%S} UTC"
     if r.executor:
         ran += f", {r.executor} executor" + (f", image {r.image}" if r.image else "")
     rows = [
@@ -179,7 +170,8 @@ def fact_rows(facts: AttemptFacts) -> list[tuple[str, str]]:
          + (f", rerun of {r.rerun_of}" if r.rerun_of else "")),
         ("budget", budget),
         ("ran", ran),
-        ("end reason", r.end_reason),
+        ("durations", time_split(r)),
+        ("end reason", r.end_reason + (f": {ending}" if (ending := ending_note(r)) else "")),
         ("invalid reason", r.invalid_reason or "none: a valid attempt"),
         ("cut short in its container", r.container_fault or "no"),
         ("outcome", outcome),
@@ -265,9 +257,13 @@ def summary_line(facts: AttemptFacts) -> str:
     """One line under the title: outcome, score, how it ended and how long it took."""
     r = facts.record
     outcome, _, score = _points(facts)
-    took = _duration((r.ended_at - r.started_at).total_seconds())
+    if r.agent_seconds is not None:
+        took = f"agent {duration_words(r.agent_seconds)} of {duration_words(r.allowed_seconds)}"
+        took += f", our overhead {duration_words(r.overhead_seconds or 0)}"
+    else:
+        took = f"{duration_words(r.wall_seconds)} (our overhead included)"
     parts = [outcome] if r.invalid_reason or facts.scores is None else [outcome, f"score {score}"]
-    return " · ".join([*parts, f"{r.end_reason} after {took}"])
+    return " · ".join([*parts, f"{r.end_reason}: {took}"])
 
 
 def masking_note(record: RunRecord) -> str:
@@ -305,6 +301,7 @@ pre.log { background: #121314; color: #e6e6e6; padding: .8rem; max-height: 36rem
           font: 12.5px/1.35 ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre-wrap;
           overflow-wrap: anywhere; }
 #player { max-width: 100%; }
+.note.ending { border-left-color: #b00000; background: #ffecec; font-weight: 600; }
 footer { margin-top: 2.5rem; color: #666; font-size: .85rem; }
 footer pre { white-space: pre-wrap; font-size: .75rem; }
 """
@@ -382,6 +379,8 @@ def render_page(
         parts.append(f'<p class="note">{_e(recording_note)}</p>')
     if cast_text is not None:
         parts.append('<div id="player"></div>')
+    if ending := ending_note(r):  # said beside the recording, never written into it
+        parts.append(f'<p class="note ending" id="recording-end">End of the recording: {_e(ending)}.</p>')
     parts.append("<h2>Log</h2>")
     if log_note:
         parts.append(f'<p class="note">{_e(log_note)}</p>')

@@ -58,6 +58,19 @@ SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_val
            AS effective_budget_seconds,
        coalesce(TRY_CAST(r.record_json ->> '$.demo' AS BOOLEAN), false) AS demo,
        r.end_reason, r.started_at, r.ended_at,
+       -- durations (issue 29): the wall time, and within it the agent's time (the budget clock, as
+       -- the executor saw it) and our overhead; null agent and overhead for a record without timing
+       round(epoch(r.ended_at) - epoch(r.started_at), 3) AS wall_seconds,
+       round(epoch(TRY_CAST(r.record_json ->> '$.timing.agent_ended_at' AS TIMESTAMPTZ))
+             - epoch(TRY_CAST(r.record_json ->> '$.timing.agent_started_at' AS TIMESTAMPTZ)), 3)
+           AS agent_seconds,
+       round(epoch(r.ended_at) - epoch(r.started_at)
+             - (epoch(TRY_CAST(r.record_json ->> '$.timing.agent_ended_at' AS TIMESTAMPTZ))
+                - epoch(TRY_CAST(r.record_json ->> '$.timing.agent_started_at' AS TIMESTAMPTZ))), 3)
+           AS overhead_seconds,
+       -- the n of an attempt id's `.r<n>` (0: not a rerun): a rerun is shown as the rerun of its original
+       coalesce(TRY_CAST(nullif(regexp_extract(s.attempt_id, '\\.r([0-9]+)$', 1), '') AS INTEGER), 0)
+           AS rerun_no,
        r.record_json ->> '$.methodology_version' AS methodology_version,
        r.record_json ->> '$.rerun_of' AS rerun_of,
        r.record_json ->> '$.executor' AS executor,
@@ -90,11 +103,21 @@ WHERE s.cycle_id = ?
 ORDER BY s.agent_id, s.project_id, s.attempt_no, s.attempt_id
 """
 # The verdict of every project the cycle attempted, at the commits it attempted, with its review.
+# The verdict's counts are of every cycle at that commit (marts.project_verdicts); beside them, each
+# figure of this cycle alone (issue 29: one scope per figure, labelled on the page).
 PROJECTS_SQL = """
-SELECT v.*, pr.* EXCLUDE (cycle_id, project_id)
+SELECT v.*, pr.* EXCLUDE (cycle_id, project_id), c.* EXCLUDE (project_id, commit_sha)
 FROM marts.project_verdicts AS v
-JOIN (SELECT DISTINCT project_id, commit_sha FROM marts.attempt_scores WHERE cycle_id = ?) AS c
-    USING (project_id, commit_sha)
+JOIN (
+    SELECT project_id, commit_sha,
+           count(*) AS cycle_recorded_attempts,
+           count(*) FILTER (WHERE is_valid) AS cycle_valid_attempts,
+           count(*) FILTER (WHERE NOT is_valid) AS cycle_invalid_attempts,
+           count(*) FILTER (WHERE regexp_matches(attempt_id, '\\.r[0-9]+$')) AS cycle_reruns
+    FROM marts.attempt_scores
+    WHERE cycle_id = ?
+    GROUP BY project_id, commit_sha
+) AS c USING (project_id, commit_sha)
 LEFT JOIN marts.project_review AS pr ON pr.cycle_id = ? AND pr.project_id = v.project_id
 ORDER BY v.project_id, v.commit_sha
 """

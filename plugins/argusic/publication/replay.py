@@ -192,6 +192,69 @@ def fetch_served(facts: AttemptFacts, kind: str, dest: Path, store: EvidenceStor
     return dest
 
 
+# -- durations and endings --------------------------------------------------------------------------
+
+
+def duration_words(seconds: float) -> str:
+    """A duration as people read it: "18 s", "15 min 0 s", "1 h 30 min 0 s"."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min {secs} s"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def budget_words(seconds: int) -> str:
+    """A budget as a length: "the 15-minute budget", "the 15 s budget"."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"the {seconds // 60}-minute budget"
+    return f"the {duration_words(seconds)} budget"
+
+
+def time_split(record: RunRecord) -> str:
+    """The attempt's durations, split (issue #29): the agent's time against the budget it was allowed,
+    and our overhead (container start, evidence collection) apart. A record without timing says
+    that its one duration includes our overhead."""
+    allowed = record.allowed_seconds
+    budget = f"{duration_words(allowed)} budget"
+    if record.demo and record.effective_budget_seconds and allowed != record.budget_seconds:
+        budget += f" (a demo: scaled down from {duration_words(record.budget_seconds)})"
+    agent, overhead = record.agent_seconds, record.overhead_seconds
+    if agent is None or overhead is None:
+        return (
+            f"{duration_words(record.wall_seconds)} in all, our overhead included (this record predates "
+            f"separate agent timings), against a {budget}"
+        )
+    return (
+        f"agent {duration_words(agent)} of a {budget}; our overhead {duration_words(overhead)} "
+        f"(container start and evidence collection); {duration_words(record.wall_seconds)} in all"
+    )
+
+
+def ending_note(record: RunRecord) -> str | None:
+    """What the end of the recording's presentation says when the attempt did not end by itself: a
+    timeout is "killed at the 15-minute budget after 15 min 0 s". None when it ended by itself. The
+    recording's bytes are never changed: this is said beside them."""
+    took = record.agent_seconds
+    after = (
+        f"after {duration_words(took)} of agent time"
+        if took is not None
+        else f"after {duration_words(record.wall_seconds)} (our overhead included)"
+    )
+    if record.end_reason == "timeout":
+        budget = budget_words(record.allowed_seconds)
+        scaled = ""
+        if record.demo and record.allowed_seconds != record.budget_seconds:
+            scaled = f" (a demo: scaled down from {duration_words(record.budget_seconds)})"
+        return f"killed at {budget}{scaled} {after}: the recording stops here, the attempt did not finish"
+    if record.end_reason == "emergency_stop":
+        return f"stopped by an emergency stop {after}: the recording stops here"
+    if record.end_reason == "cancelled":
+        return f"cancelled from outside {after}: the recording stops here"
+    return None
+
+
 # -- hostile text ---------------------------------------------------------------------------------
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -617,6 +680,9 @@ __all__ = [
     "ReplayRefused",
     "TerminalFilter",
     "analyst_database",
+    "budget_words",
+    "duration_words",
+    "ending_note",
     "fetch_served",
     "find_attempt",
     "keys_not_echoed",
@@ -627,4 +693,5 @@ __all__ = [
     "served_ref",
     "strip_terminal_codes",
     "terminal_note",
+    "time_split",
 ]

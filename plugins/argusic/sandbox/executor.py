@@ -471,6 +471,7 @@ class DockerExecutor:
                 },
                 **self.host_config(name, labels, areas, task_dir, source, network),
             )
+            agent_started = _now()  # the budget clock starts with the container
             stop_watching = watch(areas["out"]) if watch else None
             deadline = time.monotonic() + budget_seconds
             timed_out, stopped, stop_reason = False, None, None
@@ -494,6 +495,7 @@ class DockerExecutor:
                     container.kill()
                 stopped, stop_reason = "cancelled", cancel_reason(err)
                 log.warning("%s: %s; ending its container and landing what it left", attempt_id, stop_reason)
+            agent_ended = _now()
             result = container.wait(timeout=60)
             ended = _now()
             seal_line = None if timed_out or stopped else read_seal(container.logs(stdout=True, stderr=False))
@@ -514,6 +516,7 @@ class DockerExecutor:
                 tuple(found.files), tuple(found.refused),
                 seal_channel=True, seal_line=seal_line, landed_sha256=dict(landing.raw_sha256),
                 stopped=stopped, stop_reason=stop_reason,
+                agent_started_at=agent_started, agent_ended_at=min(agent_ended, ended),
             )  # fmt: skip
         except ContainmentError as err:
             return ExecutionResult(self.name, started, _now(), None, False, f"containment: {err}", image)
@@ -647,7 +650,9 @@ class LocalExecutor:
             finally:
                 os.close(gate_write)
             stop_watching = watch(raw_out) if watch else None
+            agent_started = _now()  # the budget clock starts with the harness's process
             code, timed_out, stopped, stop_reason = self._wait(proc, attempt_id, budget_seconds)
+            agent_ended = _now()
             with contextlib.suppress(ProcessLookupError):  # what the harness left running goes too
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -679,6 +684,7 @@ class LocalExecutor:
             tuple(found.files), tuple(found.refused),
             seal_channel=True, seal_line=seal_line, landed_sha256=dict(landing.raw_sha256),
             stopped=stopped, stop_reason=stop_reason,
+            agent_started_at=agent_started, agent_ended_at=agent_ended,
         )  # fmt: skip
 
     @staticmethod

@@ -115,6 +115,11 @@ class ExecutionResult:
     # or an emergency stop; `stop_reason` says who and why. What existed was landed all the same.
     stopped: StopKind | None = None
     stop_reason: str | None = None
+    # When the budget clock started (the container or process started) and when what it ran ended
+    # (exited or killed): the agent's time; the rest of started_at .. ended_at is our overhead.
+    # None: it never started (a failure of ours before it could).
+    agent_started_at: datetime | None = None
+    agent_ended_at: datetime | None = None
 
 
 @dataclass(frozen=True)

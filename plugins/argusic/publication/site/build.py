@@ -113,7 +113,8 @@ FIELDS = {
     "project": (
         "project_id commit_sha verdict verified_by_agent verified_by_attempt_id verified_at "
         "complete_attempts valid_attempts recorded_attempts review_status project_label sealed "
-        "verified_by_agent_name verified_by_agent_page"
+        "verified_by_agent_name verified_by_agent_page cycle_recorded_attempts cycle_valid_attempts "
+        "cycle_invalid_attempts cycle_reruns"
     ),
     "attempt": (
         "attempt_id agent_id project_id purpose attempt_no is_valid invalid_reason outcome score "
@@ -127,7 +128,8 @@ FIELDS = {
         "limit_disk_bytes network_mode limit_budget_seconds display container_fault project_label sealed "
         "claimed_install_ok observed_install_ok claimed_ran_ok observed_ran_ok claimed_errors_encountered "
         "observed_errors_encountered claimed_errors_fixed observed_errors_fixed claimed_test_depth "
-        "observed_verified seal_status claims_not_shown agent agent_name configuration model_matches"
+        "observed_verified seal_status claims_not_shown agent agent_name configuration model_matches "
+        "wall_seconds agent_seconds overhead_seconds rerun_no"
     ),
     "correction": "attempt_id dispute_id note decided_by decided_at rerun_attempt_id",
     "tier": "tier reference_model weights_gb context_gb overhead_gb required_gb required_unified_gb",
@@ -746,9 +748,15 @@ def _write_cycle(
         **common,
     )
     corrections = cycle.board.get("corrections", [])
+    rerun_ids = {a["rerun_of"] for a in cycle.attempts if a.get("rerun_of")}
     for project in _projects_of(cycle):
         writer.page(
-            project_page(cid, project["project_id"]), "project.html.j2", cycle_id=cid, p=project, **common
+            project_page(cid, project["project_id"]),
+            "project.html.j2",
+            cycle_id=cid,
+            p=project,
+            rerun_ids=rerun_ids,
+            **common,
         )
     instructions = cycle.board.get("instructions") or {}
     sponsors = {r["agent_id"]: r for r in cycle.board.get("rows", []) if r.get("sponsor")}
