@@ -32,7 +32,8 @@ def failure_then_fix(idle: float = 30.0, busy: int = 0) -> bytes:
         (
             1.8,
             note(
-                "recovery move loosen-pin: retry without the version pin; retrying from `pip install -r requirements.txt`"
+                "recovery move loosen-pin: retry without the version pin; "
+                "retrying from `pip install -r requirements.txt`"
             ),
         ),
         (2.0, prompt("pip install -r requirements.txt")),
