@@ -12,6 +12,7 @@ from argusic.publication.render.cards import run_card, share_images
 from argusic.publication.render.edits import (
     Edit,
     EditRefused,
+    Plan,
     TimeMap,
     plan_edits,
     validate_edits,
@@ -85,7 +86,7 @@ def test_the_timeline_ties_each_failure_to_its_command_and_captions_it():
 
 def test_idle_and_trim_are_planned_and_never_touch_a_failure():
     recording, timeline = parts(failure_then_fix(idle=30.0, busy=40))
-    edits = plan_edits(recording, timeline, idle_limit=2.0, max_seconds=30.0)
+    edits = plan_edits(recording, timeline, idle_limit=2.0, max_seconds=30.0).edits
     assert [e.kind for e in edits] == ["trim", "idle"]
     for edit in edits:
         for start, end in timeline.failure_spans:
@@ -121,17 +122,46 @@ def test_edits_out_of_order_or_overlapping_are_refused():
         validate_edits([Edit("trim", 5.0, 12.0, 1.5), Edit("trim", 10.0, 20.0, 1.5)], recording, timeline)
 
 
-def test_a_recording_that_cannot_be_shortened_without_its_failure_is_refused_not_cut():
-    events = [(0.1, prompt("make"))] + [(0.2 + i, f"line {i}\r\n") for i in range(200)]
-    events.append((201.0, note("step failed with exit code 2; counted as an error")))
-    recording, timeline = parts(cast(events))
+def _long_failing_step(seconds: int) -> bytes:
+    events = [(0.1, prompt("make"))] + [(0.2 + i, f"line {i}\r\n") for i in range(seconds)]
+    events.append((seconds + 1.0, note("step failed with exit code 2; counted as an error")))
+    return cast(events)
+
+
+def test_a_long_failing_step_is_sped_up_never_cut_and_refused_beyond_the_top_speed():
+    recording, timeline = parts(_long_failing_step(200))
+    plan = plan_edits(recording, timeline, max_seconds=30.0)
+    assert plan.edits == [] and plan.speed == 7.0  # 201 s in 30 s: shown ×7, nothing trimmed
+    assert TimeMap(plan.edits, recording.duration, plan.speed).length <= 30.0
+    recording, timeline = parts(_long_failing_step(400))
     with pytest.raises(EditRefused, match="without cutting a failing step"):
         plan_edits(recording, timeline, max_seconds=30.0)
 
 
+def test_a_recording_without_the_harness_notes_is_never_trimmed():
+    events = [(0.1, prompt("make"))] + [(0.2 + i, f"line {i}\r\n") for i in range(100)]
+    events += [(101.0, "error: something failed\r\n")]
+    recording, timeline = parts(cast(events))
+    assert not timeline.harness_notes
+    plan = plan_edits(recording, timeline, max_seconds=30.0)
+    assert plan.edits == [] and plan.speed == 3.5
+
+
+def test_a_caller_cannot_hand_in_an_edit_that_hides_the_failure(tmp_path):
+    data = failure_then_fix(idle=30.0, busy=40)
+    for plan in (
+        Plan([Edit("trim", 0.2, 2.4, 1.5)]),  # the failing step and its notes
+        Plan([Edit("idle", 1.0, 1.7, 0.1)]),  # the error line "compressed" away
+        Plan([], speed=1000.0),  # played too fast to see
+    ):
+        with pytest.raises(RenderRefused):
+            render_recording(data, tmp_path, "x", LINK, fmt="png", plan=plan)
+    assert not list(tmp_path.iterdir())
+
+
 def test_the_time_map_is_monotone_both_ways():
     recording, timeline = parts(failure_then_fix(idle=30.0, busy=40))
-    edits = plan_edits(recording, timeline, max_seconds=30.0)
+    edits = plan_edits(recording, timeline, max_seconds=30.0).edits
     timemap = TimeMap(edits, recording.duration)
     ts = [i * 0.05 for i in range(int(recording.duration / 0.05) + 2)]
     shown = [timemap.rendered(t) for t in ts]
@@ -146,8 +176,8 @@ def test_the_time_map_is_monotone_both_ways():
 def test_frames_follow_the_recording_and_every_failure_is_on_screen():
     data = failure_then_fix(idle=30.0, busy=40)
     recording, timeline = parts(data)
-    edits = plan_edits(recording, timeline, max_seconds=30.0)
-    drawn = list(frames(recording, timeline, edits, fps=5, title="t", end_card=[]))
+    edits = plan_edits(recording, timeline, max_seconds=30.0).edits
+    drawn = list(frames(recording, timeline, Plan(edits), fps=5, title="t", end_card=[]))
     times = [f.recorded for f in drawn]
     assert times == sorted(times)  # never reordered
     failing = [f for f in drawn if f.caption and " failed: " in f.caption]

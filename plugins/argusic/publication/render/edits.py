@@ -15,11 +15,13 @@ construction (edits are sorted and disjoint), so a rendering cannot show events 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from argusic.publication.render.timeline import Recording, Timeline
 
 TRIM_CARD_SECONDS = 1.5
+MAX_SPEED = 8.0
 MAX_RENDER_SECONDS = 600.0
 _PROTECTED_KINDS = ("failed", "recovery", "no_move", "fixed")
 
@@ -80,41 +82,56 @@ def validate_edits(edits: list[Edit], recording: Recording, timeline: Timeline) 
             raise EditRefused(f"{where}: cuts the end of the recording (its last output is always shown)")
 
 
-class TimeMap:
-    """The recording's clock ↔ the rendering's, for validated `edits`."""
+@dataclass(frozen=True)
+class Plan:
+    """The edits of a rendering and its speed: plain stretches (outside the edits) shown `speed`
+    times faster (1: at the recorded pace), marked on screen; every event still drawn in order."""
 
-    def __init__(self, edits: list[Edit], duration: float) -> None:
-        self.edits = edits
-        self.duration = duration
-        self.length = self.rendered(duration)
+    edits: list[Edit]
+    speed: float = 1.0
+
+
+class TimeMap:
+    """The recording's clock ↔ the rendering's, for validated `edits` and a `speed` (plain stretches
+    shown that many times faster). Built as consecutive segments (recording start, end; rendering
+    start, end; the edit or None), so both directions are monotone."""
+
+    def __init__(self, edits: list[Edit], duration: float, speed: float = 1.0) -> None:
+        if not 1.0 <= speed <= MAX_SPEED:
+            raise EditRefused(f"a speed of 1-{MAX_SPEED:g}")
+        self.edits, self.duration, self.speed = edits, duration, speed
+        self.segments: list[tuple[float, float, float, float, Edit | None]] = []
+        t = r = 0.0
+        for edit in [*edits, None]:
+            until = edit.start if edit is not None else duration
+            if until > t:
+                self.segments.append((t, until, r, r + (until - t) / speed, None))
+                r += (until - t) / speed
+            if edit is not None:
+                self.segments.append((edit.start, edit.end, r, r + edit.shown, edit))
+                r += edit.shown
+                t = edit.end
+        self.length = r
 
     def rendered(self, t: float) -> float:
         """When recording time `t` is shown (a trimmed time: at the end of its card)."""
-        offset = 0.0
-        for edit in self.edits:
-            if t <= edit.start:
-                break
-            span = edit.end - edit.start
-            if t < edit.end:
-                if edit.kind == "idle":
-                    return t + offset - (t - edit.start) * (1 - edit.shown / span)
-                return edit.start + offset + edit.shown
-            offset += edit.shown - span
-        return t + offset
+        for t0, t1, r0, r1, edit in self.segments:
+            if t < t1 or (t == t1 and t1 == self.duration):
+                if t <= t0:
+                    return r0
+                if edit is not None and edit.kind == "trim":
+                    return r1
+                return r0 + (t - t0) * (r1 - r0) / (t1 - t0)
+        return self.length
 
     def recorded(self, r: float) -> tuple[float, Edit | None]:
         """The recording time shown at rendering time `r`, and the edit it falls in (None: plain)."""
-        offset = 0.0
-        for edit in self.edits:
-            start = edit.start + offset
-            if r < start:
-                break
-            if r < start + edit.shown:
-                if edit.kind == "idle":
-                    return edit.start + (r - start) * (edit.end - edit.start) / edit.shown, edit
-                return edit.start, edit
-            offset += edit.shown - (edit.end - edit.start)
-        return min(r - offset, self.duration), None
+        for t0, t1, r0, r1, edit in self.segments:
+            if r < r1:
+                if edit is not None and edit.kind == "trim":
+                    return t0, edit
+                return t0 + max(0.0, r - r0) * (t1 - t0) / (r1 - r0), edit
+        return self.duration, None
 
 
 def _idle_gaps(recording: Recording, idle_limit: float) -> list[tuple[float, float]]:
@@ -129,10 +146,12 @@ def _idle_gaps(recording: Recording, idle_limit: float) -> list[tuple[float, flo
 
 def plan_edits(
     recording: Recording, timeline: Timeline, *, idle_limit: float = 2.0, max_seconds: float = 120.0
-) -> list[Edit]:
-    """Idle pauses compressed to `idle_limit` seconds, then, while the rendering is longer than
-    `max_seconds`, the longest stretch between two timeline steps that touches no failure trimmed.
-    EditRefused when it cannot be made short enough without cutting a failing step."""
+) -> Plan:
+    """Idle pauses compressed to `idle_limit` seconds; then, while the rendering is longer than
+    `max_seconds`, the longest stretch between two timeline steps that touches no failure trimmed
+    (only in a recording that holds the harness's notes: without them nobody can say where a failure
+    is, and nothing is trimmed); then, if still too long, the plain stretches sped up (at most
+    MAX_SPEED times). EditRefused when it cannot be made short enough that way."""
     if not 0 < idle_limit <= 60:
         raise EditRefused("the idle limit is 0-60 seconds")
     if not 5 <= max_seconds <= MAX_RENDER_SECONDS:
@@ -150,7 +169,7 @@ def plan_edits(
         {0.0, *(e.t for e in timeline.entries), recording.events[-1][0] if recording.events else 0.0}
     )
     candidates: list[Edit] = []
-    for a, b in zip(marks, marks[1:], strict=False):
+    for a, b in zip(marks, marks[1:], strict=False) if timeline.harness_notes else ():
         trim = Edit("trim", a + 1.0, b - 1.0, TRIM_CARD_SECONDS)
         if trim.end - trim.start < 3 * TRIM_CARD_SECONDS:
             continue
@@ -166,12 +185,6 @@ def plan_edits(
             break
         trims.append(trim)
         total -= shown(trim.start, trim.end) - trim.shown
-    if total > max_seconds:
-        raise EditRefused(
-            f"cannot shorten this recording to {max_seconds:g} s without cutting a failing step "
-            f"(shortest honest rendering: about {total:.0f} s): render with a larger --max-seconds "
-            f"(at most {MAX_RENDER_SECONDS:g})"
-        )
     edits = list(trims)
     for g0, g1 in gaps:  # idle spans outside the trims, clipped at their edges
         for trim in trims:
@@ -184,4 +197,16 @@ def plan_edits(
             edits.append(Edit("idle", g0, g1, idle_limit))
     edits.sort(key=lambda e: e.start)
     validate_edits(edits, recording, timeline)
-    return edits
+    fixed = sum(e.shown for e in edits)
+    plain = recording.duration - sum(e.end - e.start for e in edits)
+    speed = 1.0
+    if fixed + plain > max_seconds:
+        needed = plain / (max_seconds - fixed) if max_seconds > fixed else math.inf
+        speed = math.ceil(needed * 2) / 2  # a readable factor: ×1.5, ×2, ×2.5 …
+        if speed > MAX_SPEED:
+            raise EditRefused(
+                f"cannot shorten this recording to {max_seconds:g} s without cutting a failing step "
+                f"or playing faster than ×{MAX_SPEED:g} (it would take ×{needed:.1f}): render with a "
+                f"larger --max-seconds (at most {MAX_RENDER_SECONDS:g})"
+            )
+    return Plan(edits, speed)

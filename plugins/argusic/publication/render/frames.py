@@ -20,7 +20,7 @@ from pathlib import Path
 import pyte
 from PIL import Image, ImageDraw, ImageFont
 
-from argusic.publication.render.edits import Edit, TimeMap
+from argusic.publication.render.edits import Edit, Plan, TimeMap
 from argusic.publication.render.timeline import Recording, Timeline, one_line
 
 MAX_FRAMES = 6000
@@ -247,9 +247,9 @@ def _clock(t: float) -> str:
     return f"{int(t // 60):02d}:{t % 60:04.1f}"
 
 
-def _mark(edit: Edit | None) -> str | None:
+def _mark(edit: Edit | None, speed: float = 1.0) -> str | None:
     if edit is None:
-        return None
+        return f"▶ fast-forward ×{speed:g}" if speed > 1 else None
     length = edit.end - edit.start
     if edit.kind == "idle":
         return f"▶▶ fast-forward: {length:.1f} s idle shown in {edit.shown:.1f} s"
@@ -259,7 +259,7 @@ def _mark(edit: Edit | None) -> str | None:
 def frames(
     recording: Recording,
     timeline: Timeline,
-    edits: list[Edit],
+    plan: Plan,
     *,
     fps: int,
     title: str,
@@ -267,7 +267,7 @@ def frames(
 ) -> Iterator[Frame]:
     """Every frame of the rendering in order: the terminal at each rendering time, then the end card.
     Frames are emitted in rendering order, each showing a recording time not before the previous."""
-    timemap = TimeMap(edits, recording.duration)
+    timemap = TimeMap(plan.edits, recording.duration, plan.speed)
     steps = math.ceil(timemap.length * fps)
     count = steps + 1 + int(END_CARD_SECONDS * fps)
     if count > MAX_FRAMES:
@@ -294,9 +294,9 @@ def frames(
             elif c.t <= t and r - timemap.rendered(c.t) < CAPTION_SECONDS:
                 caption = c
         shown = sum(1 for f in failures if f <= t)
-        image = painter.decorate(cached[1], status, caption, shown, _mark(edit), _clock(t))
+        image = painter.decorate(cached[1], status, caption, shown, _mark(edit, plan.speed), _clock(t))
         text = " | ".join(c.text for c in (status, caption) if c is not None) or None
-        yield Frame(image.tobytes(), r, t, text, _mark(edit))
+        yield Frame(image.tobytes(), r, t, text, _mark(edit, plan.speed))
     card = painter.card(end_card).tobytes()
     for n in range(int(END_CARD_SECONDS * fps)):
         yield Frame(card, timemap.length + n / fps, recording.duration, None, "end card")

@@ -22,7 +22,7 @@ from PIL import Image
 from PIL.PngImagePlugin import PngInfo
 
 from argusic.publication.render import RENDERER_VERSION
-from argusic.publication.render.edits import Edit, EditRefused, plan_edits
+from argusic.publication.render.edits import EditRefused, Plan, TimeMap, plan_edits, validate_edits
 from argusic.publication.render.frames import (
     ACCENT,
     FAIL,
@@ -82,7 +82,8 @@ def _metadata_text(link: Link, served_sha: str, manifest_name: str) -> str:
     )
 
 
-def _end_card(link: Link, served_sha: str, timeline: Timeline, edits: list[Edit]) -> list:
+def _end_card(link: Link, served_sha: str, timeline: Timeline, plan: Plan) -> list:
+    edits = plan.edits
     lines: list[tuple[str, tuple[int, int, int]]] = [
         ("Rendered by Argusic from the served (masked) recording", ACCENT),
         (f"attempt: {link.attempt}", FOREGROUND),
@@ -118,8 +119,10 @@ def render_recording(
     fps: int | None = None,
     idle_limit: float = 2.0,
     max_seconds: float = 120.0,
+    plan: Plan | None = None,
 ) -> Rendering:
-    """Render the served recording `data` to `out_dir/<name>.<fmt>` and its manifest beside it."""
+    """Render the served recording `data` to `out_dir/<name>.<fmt>` and its manifest beside it.
+    The edits are planned (`plan_edits`), or `plan`'s, validated against the timeline the same way."""
     if fmt not in FORMATS:
         raise RenderRefused(f"format {fmt!r}: one of {', '.join(FORMATS)}")
     fps = fps or DEFAULT_FPS[fmt]
@@ -128,7 +131,10 @@ def render_recording(
     try:
         recording = load_recording(data)
         timeline = timeline_of(recording)
-        edits = plan_edits(recording, timeline, idle_limit=idle_limit, max_seconds=max_seconds)
+        if plan is None:
+            plan = plan_edits(recording, timeline, idle_limit=idle_limit, max_seconds=max_seconds)
+        validate_edits(plan.edits, recording, timeline)
+        TimeMap(plan.edits, recording.duration, plan.speed)  # the speed within bounds
     except (RecordingRefused, EditRefused) as err:
         raise RenderRefused(str(err)) from None
     if not recording.events:
@@ -139,13 +145,9 @@ def render_recording(
     manifest_path = out_dir / f"{name}.manifest.json"
     meta = _metadata_text(link, served_sha, manifest_path.name)
     title = f"Argusic · {link.attempt} · rendering of the served recording"
+    edits = plan.edits
     drawn = frames(
-        recording,
-        timeline,
-        edits,
-        fps=fps,
-        title=title,
-        end_card=_end_card(link, served_sha, timeline, edits),
+        recording, timeline, plan, fps=fps, title=title, end_card=_end_card(link, served_sha, timeline, plan)
     )
     size = painter_size(recording)
     try:
@@ -180,6 +182,7 @@ def render_recording(
             "harness_notes": timeline.harness_notes,
         },
         "edits": [e.as_json() for e in edits],
+        "speed": plan.speed,
         "timeline": [e.as_json() for e in timeline.entries if e.kind != "note"],
         "failures": len(timeline.failures),
         "captions": [c.as_json() for c in captions_of(timeline)],
