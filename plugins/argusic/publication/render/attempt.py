@@ -18,6 +18,7 @@ from typing import Any
 
 from argusic.core.evidence import served_segment
 from argusic.core.layout import publish_dir
+from argusic.core.record import parse_attempt_id
 from argusic.core.safe_io import Unreadable, read_capped
 from argusic.publication.files import operator_attempt_id
 from argusic.publication.render.output import Link, Rendering, RenderRefused, render_recording
@@ -67,9 +68,15 @@ def render_attempt(
     idle_limit: float = 2.0,
     max_seconds: float = 120.0,
 ) -> Rendering:
-    """Render `attempt_id`'s served recording into `out_dir`; RenderRefused with the reason."""
+    """Render `attempt_id`'s served recording into `out_dir`; RenderRefused with the reason. The id is
+    the operator's or the published one (its agent part the identity code)."""
     try:
-        facts = find_attempt(attempt_id)
+        cycle_id = str(parse_attempt_id(attempt_id)["cycle_id"])
+    except ValueError as err:
+        raise RenderRefused(f"not an attempt id: {err}") from None
+    row = published_row(cycle_id, attempt_id)
+    try:
+        facts = find_attempt(operator_attempt_id(row) if row is not None else attempt_id)
     except ReplayRefused as err:
         raise RenderRefused(str(err)) from None
     record = facts.record
