@@ -62,7 +62,7 @@ def test_render_an_unpublished_attempt_from_its_served_copy(record_doc, isolated
     record = land(record_doc, failure_then_fix())
     result = CliRunner().invoke(app, ["render", ATTEMPT, "--format", "png", "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
-    manifest = json.loads((tmp_path / "r" / f"{ATTEMPT}.manifest.json").read_text())
+    manifest = json.loads((tmp_path / "r" / f"{ATTEMPT}.png.manifest.json").read_text())
     assert manifest["served_recording_sha256"] == record.presentation.recording.sha256
     assert manifest["evidence_sha256"] == record.evidence.recording.sha256
     assert manifest["run_page"] is None and "not published" in manifest["attempt"]
@@ -80,7 +80,7 @@ def test_render_a_published_attempt_links_its_run_page_under_the_identity_code(
     out = tmp_path / "r"
     result = CliRunner().invoke(app, ["render", PUBLISHED, "--format", "gif", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    text = (out / f"{PUBLISHED}.manifest.json").read_text()
+    text = (out / f"{PUBLISHED}.gif.manifest.json").read_text()
     manifest = json.loads(text)
     assert manifest["run_page"] == f"https://argusic.example/cycles/2026-12/runs/{PUBLISHED}.html"
     assert "readme-runner" not in text  # the operator's agent id is never in a rendering

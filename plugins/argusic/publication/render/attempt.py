@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from argusic.attempts.story import _result_words as result_words  # the story's end words, one source
 from argusic.core.evidence import served_segment
 from argusic.core.layout import publish_dir
 from argusic.core.record import parse_attempt_id
@@ -101,5 +102,13 @@ def render_attempt(
             raise RenderRefused(str(err)) from None
         data = path.read_bytes()
     return render_recording(
-        data, out_dir, name, link, fmt=fmt, fps=fps, idle_limit=idle_limit, max_seconds=max_seconds
+        data,
+        out_dir,
+        name,
+        link,
+        fmt=fmt,
+        fps=fps,
+        idle_limit=idle_limit,
+        max_seconds=max_seconds,
+        ending=result_words(record),
     )

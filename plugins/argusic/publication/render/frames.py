@@ -27,6 +27,7 @@ MAX_FRAMES = 6000
 MAX_PIXELS_WIDE = 1600
 CAPTION_SECONDS = 4.0
 END_CARD_SECONDS = 4.0
+FINAL_HOLD_SECONDS = 2.0  # the last screen held, with how the attempt ended, before the end card
 BACKGROUND = (18, 18, 22)
 FOREGROUND = (220, 220, 220)
 BAR = (36, 38, 46)
@@ -95,9 +96,11 @@ class Caption:
         return {"t": round(self.t, 6), "kind": self.kind, "text": self.text}
 
 
-def captions_of(timeline: Timeline) -> list[Caption]:
+def captions_of(timeline: Timeline, ending: str | None = None, end: float = 0.0) -> list[Caption]:
     """The captions of the error-and-fix timeline, in the neutral Argusic voice: which command failed,
-    what came next, when it passed. Every failure of the timeline gets a caption."""
+    what came next, when it passed. Every failure of the timeline gets a caption; `ending` (how the
+    attempt ended, from its run record: a timeout leaves no note in the recording) is the last, at
+    `end`."""
     out: list[Caption] = []
     after_failure = False
     for entry in timeline.entries:
@@ -107,6 +110,7 @@ def captions_of(timeline: Timeline) -> list[Caption]:
             after_failure = True
         elif entry.kind == "recovery":
             out.append(Caption(entry.t, "recovery", f"Next: {one_line(entry.text, 100)}"))
+            after_failure = False  # the recovery move names what is retried
         elif entry.kind == "no_move":
             out.append(Caption(entry.t, "no_move", f"No recovery move applies; {cmd} stays failed"))
         elif entry.kind == "fixed":
@@ -115,6 +119,8 @@ def captions_of(timeline: Timeline) -> list[Caption]:
         elif entry.kind == "command" and after_failure:
             out.append(Caption(entry.t, "next", f"Next command: {cmd}"))
             after_failure = False
+    if ending:
+        out.append(Caption(end, "ended", f"How the attempt ended (run record): {one_line(ending, 100)}"))
     return out
 
 
@@ -214,6 +220,8 @@ class Painter:
         for row, shown in enumerate((status, caption)):
             if shown is not None:
                 tint = {"failed": FAIL, "no_move": FAIL, "fixed": PASS}.get(shown.kind, ACCENT)
+                if shown.kind == "ended":
+                    tint = PASS if "✓" in shown.text else FAIL
                 text = self.fit(shown.text, self.width - 2 * self.pad)
                 draw.text((self.pad, y + row * self.bar_h + 7), text, font=self.ui, fill=tint)
         y += 2 * self.bar_h
@@ -264,15 +272,16 @@ def frames(
     fps: int,
     title: str,
     end_card: list[tuple[str, tuple[int, int, int]]],
+    ending: str | None = None,
 ) -> Iterator[Frame]:
     """Every frame of the rendering in order: the terminal at each rendering time, then the end card.
     Frames are emitted in rendering order, each showing a recording time not before the previous."""
     timemap = TimeMap(plan.edits, recording.duration, plan.speed)
     steps = math.ceil(timemap.length * fps)
-    count = steps + 1 + int(END_CARD_SECONDS * fps)
+    count = steps + 1 + int((FINAL_HOLD_SECONDS + END_CARD_SECONDS) * fps)
     if count > MAX_FRAMES:
         raise ValueError(f"{count} frames at {fps} fps: over {MAX_FRAMES}; lower --fps or --max-seconds")
-    captions = captions_of(timeline)
+    captions = captions_of(timeline, ending, recording.duration)
     failures = [e.t for e in timeline.failures]
     painter = Painter(recording, title, len(failures))
     screen = pyte.Screen(recording.width, recording.height)
@@ -289,17 +298,26 @@ def frames(
             cached = (fed, painter.terminal(screen))
         caption = status = None
         for c in captions:
-            if c.t <= t and c.kind in ("failed", "no_move", "fixed"):
+            if c.t <= t and c.kind in ("failed", "no_move", "fixed", "ended"):
                 status = c  # a failure stays on screen until its fix
             elif c.t <= t and r - timemap.rendered(c.t) < CAPTION_SECONDS:
                 caption = c
+        if caption is not None and status is not None and caption.t < status.t:
+            caption = None  # what came before the latest failure or fix is no longer "next"
         shown = sum(1 for f in failures if f <= t)
         image = painter.decorate(cached[1], status, caption, shown, _mark(edit, plan.speed), _clock(t))
         text = " | ".join(c.text for c in (status, caption) if c is not None) or None
         yield Frame(image.tobytes(), r, t, text, _mark(edit, plan.speed))
+    last_step = [c for c in captions if c.kind in ("failed", "no_move", "fixed")][-1:]
+    below = last_step[0] if last_step and last_step[0] is not status else None
+    final = painter.decorate(cached[1], status, below, shown, None, _clock(recording.duration)).tobytes()
+    text = " | ".join(c.text for c in (status, below) if c is not None) or None
+    for n in range(1, int(FINAL_HOLD_SECONDS * fps) + 1):  # the last screen, with how it ended
+        yield Frame(final, timemap.length + n / fps, recording.duration, text, "final screen")
     card = painter.card(end_card).tobytes()
+    held = timemap.length + FINAL_HOLD_SECONDS
     for n in range(int(END_CARD_SECONDS * fps)):
-        yield Frame(card, timemap.length + n / fps, recording.duration, None, "end card")
+        yield Frame(card, held + n / fps, recording.duration, None, "end card")
 
 
 def painter_size(recording: Recording) -> tuple[int, int]:

@@ -1,5 +1,5 @@
 """A rendering written: the file (mp4 by imageio-ffmpeg's ffmpeg, gif or png by Pillow) with the link
-back in its metadata, and its JSON manifest beside it (``<name>.manifest.json``).
+back in its metadata, and its JSON manifest beside it (``<name>.<format>.manifest.json``).
 
 The manifest records what anyone needs to re-render and compare: the served recording's sha256 (the
 input), the raw recording's sha256 (the evidence it was derived from), the run page, the renderer's
@@ -82,7 +82,7 @@ def _metadata_text(link: Link, served_sha: str, manifest_name: str) -> str:
     )
 
 
-def _end_card(link: Link, served_sha: str, timeline: Timeline, plan: Plan) -> list:
+def _end_card(link: Link, served_sha: str, timeline: Timeline, plan: Plan, ending: str | None) -> list:
     edits = plan.edits
     lines: list[tuple[str, tuple[int, int, int]]] = [
         ("Rendered by Argusic from the served (masked) recording", ACCENT),
@@ -106,6 +106,8 @@ def _end_card(link: Link, served_sha: str, timeline: Timeline, plan: Plan) -> li
     )
     for caption in [c for c in captions_of(timeline) if c.kind in ("failed", "fixed", "no_move")][:8]:
         lines.append((f"  {caption.text}", FAIL if caption.kind != "fixed" else PASS))
+    if ending:
+        lines.append((f"how the attempt ended (run record): {ending}", PASS if "✓" in ending else FAIL))
     return lines
 
 
@@ -120,9 +122,11 @@ def render_recording(
     idle_limit: float = 2.0,
     max_seconds: float = 120.0,
     plan: Plan | None = None,
+    ending: str | None = None,
 ) -> Rendering:
     """Render the served recording `data` to `out_dir/<name>.<fmt>` and its manifest beside it.
-    The edits are planned (`plan_edits`), or `plan`'s, validated against the timeline the same way."""
+    The edits are planned (`plan_edits`), or `plan`'s, validated against the timeline the same way.
+    `ending`: how the attempt ended, in the story's words (``argusic.attempts.story``), captioned last."""
     if fmt not in FORMATS:
         raise RenderRefused(f"format {fmt!r}: one of {', '.join(FORMATS)}")
     fps = fps or DEFAULT_FPS[fmt]
@@ -142,12 +146,18 @@ def render_recording(
     served_sha = hashlib.sha256(data).hexdigest()
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.{fmt}"
-    manifest_path = out_dir / f"{name}.manifest.json"
+    manifest_path = out_dir / f"{name}.{fmt}.manifest.json"
     meta = _metadata_text(link, served_sha, manifest_path.name)
     title = f"Argusic · {link.attempt} · rendering of the served recording"
     edits = plan.edits
     drawn = frames(
-        recording, timeline, plan, fps=fps, title=title, end_card=_end_card(link, served_sha, timeline, plan)
+        recording,
+        timeline,
+        plan,
+        fps=fps,
+        title=title,
+        end_card=_end_card(link, served_sha, timeline, plan, ending),
+        ending=ending,
     )
     size = painter_size(recording)
     try:
@@ -185,7 +195,8 @@ def render_recording(
         "speed": plan.speed,
         "timeline": [e.as_json() for e in timeline.entries if e.kind != "note"],
         "failures": len(timeline.failures),
-        "captions": [c.as_json() for c in captions_of(timeline)],
+        "ending": ending,
+        "captions": [c.as_json() for c in captions_of(timeline, ending, recording.duration)],
         "output": {
             "file": path.name,
             "sha256": hashlib.sha256(output).hexdigest(),
