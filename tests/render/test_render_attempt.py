@@ -116,3 +116,31 @@ def test_share_images_of_a_published_cycle(isolated):
     assert [f["file"] for f in index["files"]] == ["board.png", f"run-{PUBLISHED}.png"]
     with Image.open(out / f"run-{PUBLISHED}.png") as image:
         assert "readme-runner" not in json.dumps(image.text)
+
+
+def test_a_private_project_is_sealed_by_its_operator_id_too_until_revealed(record_doc, isolated, tmp_path):
+    from datetime import date
+
+    from argusic.sources.pool import Pool, PoolEntry, write_pool
+
+    land(record_doc, failure_then_fix())
+    entry = PoolEntry(
+        project_id="wavgen", repo_url="https://forge.example.org/a/wavgen.git", commit="0" * 40,
+        language="python", difficulty="easy", tier="standard", visibility="private",
+    )  # fmt: skip
+    pool = Pool(
+        cycle_id="2026-12", cycle_starts=date(2026, 12, 1), cycle_ends=date(2026, 12, 31),
+        catalogue_sha256="0" * 64, entries=[entry], excluded={},
+    )  # fmt: skip
+    write_pool(pool, runs_dir() / "pools", isolated / "published")
+    result = CliRunner().invoke(app, ["render", ATTEMPT, "--format", "png", "--out", str(tmp_path / "r")])
+    assert result.exit_code != 0 and "sealed" in result.output
+    assert not (tmp_path / "r").exists()
+    revealed = {
+        "schema": "argusic.private_pool/1",
+        "cycle_id": "2026-12",
+        "projects": [{"project_id": "wavgen"}],
+    }
+    (isolated / "published" / "2026-12" / "private_pool.json").write_text(json.dumps(revealed))
+    result = CliRunner().invoke(app, ["render", ATTEMPT, "--format", "png", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output

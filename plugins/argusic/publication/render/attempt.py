@@ -20,13 +20,41 @@ from argusic.attempts.story import _result_words as result_words  # the story's 
 from argusic.core.evidence import served_segment
 from argusic.core.layout import publish_dir
 from argusic.core.record import parse_attempt_id
+from argusic.core.runs_store import RunsStoreError, pull
 from argusic.core.safe_io import Unreadable, read_capped
 from argusic.publication.files import operator_attempt_id
 from argusic.publication.render.output import Link, Rendering, RenderRefused, render_recording
 from argusic.publication.replay import ReplayRefused, fetch_served, find_attempt
+from argusic.publication.sealing import read_revealed
+from argusic.sources.pool import load_pool
+from argusic.warehouse.dbt_build import PublicationBlocked
 
 SITE_URL_ENV = "ARGUSIC_PUBLIC_SITE_URL"
 MAX_PUBLISHED_BYTES = 64 * 1024**2
+
+
+SEALED_WORDS = (
+    "its project is private and sealed until the cycle's private projects are revealed; its run page "
+    "shows no recording, and no rendering is made"
+)
+
+
+def is_sealed(cycle_id: str, project_id: str) -> bool:
+    """Whether `project_id` is a private project of the cycle's pool (the runs store's
+    ``pools/<cycle>/pool.json``) that ``private_pool.json`` has not revealed. RenderRefused when the
+    pool or the reveal cannot be read: a seal that cannot be known is kept."""
+    try:
+        path = pull(f"pools/{cycle_id}/pool.json")
+        private: set[str] = set()
+        if path is not None and path.is_file():
+            pool = load_pool(path)
+            if pool.cycle_id == cycle_id:
+                private = {entry.project_id for entry in pool.private}
+        return project_id in private - read_revealed(publish_dir(), cycle_id)
+    except (RunsStoreError, OSError, ValueError, PublicationBlocked) as err:
+        raise RenderRefused(
+            f"cycle {cycle_id}: whether its project is sealed cannot be read: {err}"
+        ) from None
 
 
 def site_url() -> str:
@@ -76,17 +104,16 @@ def render_attempt(
     except ValueError as err:
         raise RenderRefused(f"not an attempt id: {err}") from None
     row = published_row(cycle_id, attempt_id)
+    if row is not None and row.get("sealed"):
+        raise RenderRefused(f"{row['attempt_id']}: {SEALED_WORDS}")
     try:
         facts = find_attempt(operator_attempt_id(row) if row is not None else attempt_id)
     except ReplayRefused as err:
         raise RenderRefused(str(err)) from None
     record = facts.record
+    if is_sealed(record.cycle_id, record.project_id):  # by the operator's id: the same seal
+        raise RenderRefused(f"{record.attempt_id}: {SEALED_WORDS}")
     row = published_row(record.cycle_id, record.attempt_id)
-    if row is not None and row.get("sealed"):
-        raise RenderRefused(
-            f"{row['attempt_id']}: its project is sealed until the cycle's private projects are revealed; "
-            "its run page shows no recording, and no rendering is made"
-        )
     if row is not None:
         link = Link(row["attempt_id"], run_page_url(record.cycle_id, row["attempt_id"]), None)
         name = served_segment(row["attempt_id"])

@@ -24,6 +24,7 @@ from PIL.PngImagePlugin import PngInfo
 
 from argusic.core.evidence import served_segment
 from argusic.core.layout import publish_dir
+from argusic.core.record import parse_attempt_id
 from argusic.core.safe_io import Unreadable, read_capped
 from argusic.publication.render import RENDERER_VERSION
 from argusic.publication.render.attempt import (
@@ -75,8 +76,12 @@ def _card(title: str, lines: list[tuple[str, tuple[int, int, int], int]], link: 
     return image, info
 
 
-def run_card(row: dict[str, Any], path: Path) -> dict[str, Any]:
-    """A run's share image from its published attempts.json row; returns the fields drawn."""
+def run_card(row: dict[str, Any], path: Path, cycle_id: str | None = None) -> dict[str, Any]:
+    """A run's share image from its published attempts.json row (of `cycle_id`: the rows do not
+    repeat it; else the attempt id's cycle part); returns the fields drawn."""
+    if cycle_id is None:
+        cycle_id = str(parse_attempt_id(row["attempt_id"])["cycle_id"])
+    row = {**row, "cycle_id": cycle_id}
     drawn = {key: row.get(key) for key in RUN_FIELDS if key in row}
     sealed = bool(row.get("sealed"))
     project = row.get("project_label") if sealed else row.get("project_id")
@@ -111,7 +116,7 @@ def board_card(board: dict[str, Any], path: Path) -> list[dict[str, Any]]:
         percent = _number(rate * 100 if isinstance(rate, int | float) else None, 0)
         rank = r.get("rank") if r.get("rank") is not None else "—"
         score = _number(r.get("board_score"))
-        text = f"{rank!s:>3}  {r.get('agent_id')!s:<14} score {score}   pass rate {percent}%"
+        text = f"{rank}. {r.get('agent_id')}   board score {score}   pass rate {percent}%"
         lines.append((text, FOREGROUND, 22))
     image, info = _card(f"cycle {cycle}", lines, f"{site_url()}cycles/{cycle}/index.html", {"rows": drawn})
     image.save(path, pnginfo=info, optimize=False)
@@ -133,7 +138,7 @@ def share_images(cycle_id: str, folder: Path | None = None) -> Path:
     listed.append({"kind": "board", "file": "board.png"})
     for row in published_attempts(cycle_id, folder):
         name = run_card_name(row)
-        run_card(row, out / name)
+        run_card(row, out / name, cycle_id)
         listed.append({"kind": "run", "attempt_id": row["attempt_id"], "file": name})
     for item in listed:
         item["sha256"] = hashlib.sha256((out / item["file"]).read_bytes()).hexdigest()
