@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from argusic.publication.render.cards import run_card, share_images
+from argusic.publication.render.cards import highlight_rows, run_card, share_images
 from argusic.publication.render.edits import (
     Edit,
     EditRefused,
@@ -290,3 +290,44 @@ def test_share_images_draw_published_values_only_and_keep_a_sealed_project_seale
         share_images("2026-12", tmp_path)
         and (out / "board.png").read_bytes() == (out / "board.png").read_bytes()
     )
+
+
+def test_how_the_attempt_ended_is_captioned_last_and_gif_png_are_reproducible(tmp_path):
+    data = cast([(0.2, prompt("python3 tickerd.py")), (0.5, "ticking\r\n"), (9.0, "ticking\r\n")])
+    for fmt in ("gif", "png"):
+        one = render_recording(data, tmp_path / "a", "t", LINK, fmt=fmt, ending="✗ timeout at 15 s")
+        two = render_recording(data, tmp_path / "b", "t", LINK, fmt=fmt, ending="✗ timeout at 15 s")
+        assert one.path.read_bytes() == two.path.read_bytes()
+        assert one.manifest["captions"][-1] == {
+            "t": 9.0,
+            "kind": "ended",
+            "text": "How the attempt ended (run record): ✗ timeout at 15 s",
+        }
+        assert one.manifest["edits"] == [
+            {"kind": "idle", "start": 0.5, "end": 9.0, "recorded_seconds": 8.5, "shown_seconds": 2.0}
+        ]
+
+
+def test_highlights_take_fixes_and_failures_never_a_sealed_or_withheld_attempt():
+    def row(n, project, outcome, fixed=0, errors=0, **extra):
+        base = {"attempt_id": f"2026-12.board.A-3f9c0a.{project}.a{n}", "project_id": project}
+        return (
+            base
+            | {
+                "outcome": outcome,
+                "observed_errors_fixed": fixed,
+                "observed_errors_encountered": errors,
+                "served_recording_sha256": "c" * 64,
+            }
+            | extra
+        )
+
+    rows = [
+        row(1, "wavgen", "pass_full", fixed=2, errors=2),
+        row(1, "csvstats", "fail", errors=3),
+        row(1, "private-1-of-2", "fail", errors=9, sealed=True),
+        row(1, "zigfmt", "fail", errors=5, served_copy_withheld=True),
+        row(1, "banner", "pass_full"),
+    ]
+    chosen = [r["project_id"] for r in highlight_rows(rows, 5)]
+    assert chosen == ["wavgen", "csvstats"]

@@ -59,11 +59,15 @@ def share_images(
     publish_dir: Annotated[
         Path | None, typer.Option(help="The published files (default: published/)")
     ] = None,
+    videos: Annotated[
+        int, typer.Option(min=0, max=20, help="Also render this many highlights as mp4 (fixes and failures)")
+    ] = 0,
 ) -> None:
     """Share images (PNG) of a published cycle: one per run and the board's, from published values only,
-    into <publish dir>/<cycle>/renderings/ with index.json."""
+    and mp4 renderings of up to --videos highlights, into <publish dir>/<cycle>/renderings/ with
+    index.json."""
     try:
-        out = write_share_images(cycle, publish_dir)
+        out = write_share_images(cycle, publish_dir, videos)
     except FileNotFoundError as err:
         fail(str(err))
     console.print(f"share images in {out} (listed in {out / 'index.json'})", markup=False, highlight=False)

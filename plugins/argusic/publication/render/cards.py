@@ -30,10 +30,12 @@ from argusic.publication.render import RENDERER_VERSION
 from argusic.publication.render.attempt import (
     MAX_PUBLISHED_BYTES,
     published_attempts,
+    render_attempt,
     run_page_url,
     site_url,
 )
 from argusic.publication.render.frames import ACCENT, BACKGROUND, BAR, FAIL, FOREGROUND, PASS, font
+from argusic.publication.render.output import RenderRefused
 from argusic.publication.render.timeline import one_line
 
 SIZE = (1200, 630)
@@ -123,9 +125,46 @@ def board_card(board: dict[str, Any], path: Path) -> list[dict[str, Any]]:
     return drawn
 
 
-def share_images(cycle_id: str, folder: Path | None = None) -> Path:
-    """The step after publication: every run card and the board card of the published cycle, in
-    ``<publish dir>/<cycle>/renderings/``, listed with their sha256 in ``index.json``."""
+def highlight_rows(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """Up to `count` published attempts worth a video, failures and fixes alike: alternately one whose
+    errors were fixed and one that failed (most errors first, then by id; one per project), never a
+    sealed one or one whose served copy was withheld."""
+    shown = [
+        r
+        for r in rows
+        if not r.get("sealed") and not r.get("served_copy_withheld") and r.get("served_recording_sha256")
+    ]
+
+    def errors(row: dict[str, Any], key: str) -> int:
+        value = row.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    fixed = sorted(
+        (r for r in shown if errors(r, "observed_errors_fixed") > 0),
+        key=lambda r: (-errors(r, "observed_errors_fixed"), r["attempt_id"]),
+    )
+    failed = sorted(
+        (r for r in shown if not str(r.get("outcome") or "").startswith("pass")),
+        key=lambda r: (-errors(r, "observed_errors_encountered"), r["attempt_id"]),
+    )
+    chosen: list[dict[str, Any]] = []
+    projects: set[Any] = set()
+    queues = [fixed, failed]
+    while len(chosen) < count and any(queues):
+        for queue in queues:
+            while queue and len(chosen) < count:
+                row = queue.pop(0)
+                if row.get("project_id") not in projects and row not in chosen:
+                    chosen.append(row)
+                    projects.add(row.get("project_id"))
+                    break
+    return chosen
+
+
+def share_images(cycle_id: str, folder: Path | None = None, videos: int = 0) -> Path:
+    """The step after publication: every run card and the board card of the published cycle, and mp4
+    renderings of up to `videos` highlights (``highlight_rows``), in ``<publish dir>/<cycle>/renderings/``,
+    listed with their sha256 in ``index.json``."""
     folder = folder or publish_dir()
     try:
         board = json.loads(read_capped(folder / cycle_id / "board.json", MAX_PUBLISHED_BYTES))
@@ -133,15 +172,31 @@ def share_images(cycle_id: str, folder: Path | None = None) -> Path:
         raise FileNotFoundError(f"cycle {cycle_id} is not published in {folder}: {err}") from None
     out = folder / cycle_id / "renderings"
     out.mkdir(parents=True, exist_ok=True)
-    listed = []
+    listed: list[dict[str, Any]] = []
     board_card(board, out / "board.png")
     listed.append({"kind": "board", "file": "board.png"})
-    for row in published_attempts(cycle_id, folder):
+    rows = published_attempts(cycle_id, folder)
+    for row in rows:
         name = run_card_name(row)
         run_card(row, out / name, cycle_id)
         listed.append({"kind": "run", "attempt_id": row["attempt_id"], "file": name})
+    for row in highlight_rows(rows, videos):
+        try:
+            done = render_attempt(row["attempt_id"], out, fmt="mp4")
+        except RenderRefused as err:
+            listed.append({"kind": "video", "attempt_id": row["attempt_id"], "refused": str(err)})
+            continue
+        listed.append(
+            {
+                "kind": "video",
+                "attempt_id": row["attempt_id"],
+                "file": done.path.name,
+                "manifest": done.manifest_path.name,
+            }
+        )
     for item in listed:
-        item["sha256"] = hashlib.sha256((out / item["file"]).read_bytes()).hexdigest()
+        if "file" in item:
+            item["sha256"] = hashlib.sha256((out / item["file"]).read_bytes()).hexdigest()
     index = {"schema": INDEX_SCHEMA, "cycle_id": cycle_id, "renderer": RENDERER_VERSION, "files": listed}
     (out / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
