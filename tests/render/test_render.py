@@ -331,3 +331,14 @@ def test_highlights_take_fixes_and_failures_never_a_sealed_or_withheld_attempt()
     ]
     chosen = [r["project_id"] for r in highlight_rows(rows, 5)]
     assert chosen == ["wavgen", "csvstats"]
+
+
+def test_a_hostile_recording_is_drawn_as_text_within_its_bounds(tmp_path):
+    hostile = (
+        "\x1b]0;SECRET-TITLE\x07\x1b]52;c;ZXZpbA==\x1b\\\x1bPq#0;2\x1b\\\x1b[6n\x1b[999999999L"
+        "\x1b[999999999;999999999H\x1b[999999999@\x1b[?1000h visible text\r\n"
+    )
+    data = cast([(0.1, prompt("./tool")), (0.2, hostile), (0.3, "\u202edone\r\n")])
+    done = render_recording(data, tmp_path, "h", LINK, fmt="png")
+    assert done.manifest["output"]["frames"] <= 30
+    assert "SECRET-TITLE" not in json.dumps(done.manifest)
