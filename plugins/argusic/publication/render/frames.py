@@ -55,13 +55,23 @@ _COLOURS = {
 }
 
 
+SYSTEM_FONTS = Path("/usr/share/fonts/truetype/dejavu")  # Debian's fonts-dejavu-core (the images')
+
+
 def font_path(bold: bool = False) -> Path:
-    """DejaVu Sans Mono from matplotlib's wheel (pinned in requirements.txt)."""
-    spec = importlib.util.find_spec("matplotlib")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("matplotlib is not installed: its DejaVu Sans Mono draws the frames")
+    """DejaVu Sans Mono from matplotlib's wheel (pinned in requirements.txt), else Debian's copy. The
+    manifest records the font's sha256: another copy of the font is another rendering."""
     name = "DejaVuSansMono-Bold.ttf" if bold else "DejaVuSansMono.ttf"
-    return Path(spec.submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf" / name
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(spec.submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf" / name
+        if path.is_file():
+            return path
+    if (SYSTEM_FONTS / name).is_file():
+        return SYSTEM_FONTS / name
+    raise RuntimeError(
+        f"{name} not found (matplotlib's wheel or Debian's fonts-dejavu-core): it draws the frames"
+    )
 
 
 @cache

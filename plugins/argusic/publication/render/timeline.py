@@ -164,9 +164,8 @@ def timeline_of(recording: Recording) -> Timeline:
                 spans.append((command_t if command is not None else t, t))
             elif _FIXED.search(note):
                 entries.append(Entry(t, "fixed", note, command, index))
-            elif match_move := _RECOVERY.match(note):
+            elif _RECOVERY.match(note):
                 entries.append(Entry(t, "recovery", note, command, index))
-                del match_move
             elif _NO_MOVE.match(note):
                 entries.append(Entry(t, "no_move", note, command, index))
             else:
