@@ -8,6 +8,7 @@ module of its job in this package, and what they share is in `argusic.cli.common
 - `cycle`: cycle run, cycle environment
 - `demo`: demo
 - `attempt`: play (an attempt's recording in the terminal), report (its HTML page), reproduce
+- `render`: render (an attempt's served recording as mp4, gif or png), share-images (a cycle's cards)
 - `site`: site build, site serve
 - `verdicts`, `review` (review, dispute, publish), `repair` (items, grade), `judging` (tasks, hints),
   `judge`, `judging_review` (judging)
@@ -39,6 +40,7 @@ from argusic.cli import (
     judging_review,
     model_double,
     pool,
+    render,
     repair,
     review,
     site,
@@ -62,6 +64,8 @@ app.command("audit")(warehouse.audit)
 app.command("play")(attempt.play)
 app.command("report")(attempt.report)
 app.command("reproduce")(attempt.reproduce)
+app.command("render")(render.render)
+app.command("share-images")(render.share_images)
 # People's decisions: publication approval (with `review` and `dispute` below).
 app.command("publish")(review.publish)
 # Repair items' grader (issue 13; `items` below).
