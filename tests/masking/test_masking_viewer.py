@@ -13,6 +13,7 @@ import codecs
 import gzip
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -272,3 +273,52 @@ def test_an_encoded_key_across_a_window_border_is_found(form: str, monkeypatch: 
         text = head + " " + encoded + " \n" + line * 50
         assert check_text(text, [PER_RUN_KEY]), (form, cut)
     assert not check_text(line * 300, [PER_RUN_KEY])
+
+
+# -- the skeleton's and compact text's fast paths (issue 27) --------------------------------------------
+
+
+def test_the_characters_that_fold_into_ascii_are_these() -> None:
+    """Every code point outside ASCII whose case folding holds an ASCII letter or digit is listed."""
+    derived = "".join(
+        chr(c)
+        for c in range(0x80, 0x110000)
+        if not 0xD800 <= c <= 0xDFFF
+        and chr(c).casefold().encode("ascii", "ignore").translate(None, viewer._NOT_ALNUM_BYTES)
+    )
+    assert derived == viewer.FOLDS_INTO_ASCII
+
+
+def _reference_skeleton(text: str) -> bytes:
+    """The definition: NFKC, case folded, ASCII letters and digits kept."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return folded.encode("ascii", "ignore").translate(None, viewer._NOT_ALNUM_BYTES)
+
+
+_FOLDING_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=0x7F),
+        st.sampled_from(viewer.FOLDS_INTO_ASCII + "\u0301\u0307\u200bＡｚ１é\u3000\u00a0\ufffd\x00½ﬃǅΣσς"),
+        st.characters(),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_FOLDING_TEXT)
+def test_the_folded_skeleton_is_the_casefolded_one(text: str) -> None:
+    assert viewer.skeleton_bytes(text) == _reference_skeleton(text)
+    nfkc = unicodedata.normalize("NFKC", text)
+    assert viewer._folded_skeleton(nfkc) == _reference_skeleton(text)
+    if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):  # the decoders read text, not surrogates
+        forms = {name: skel for name, _, skel in viewer._forms(text) if skel is not None}
+        assert forms["as shown"] == _reference_skeleton(text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_FOLDING_TEXT)
+def test_the_compact_text_is_the_pattern_applied(text: str) -> None:
+    nfkc = unicodedata.normalize("NFKC", text)
+    expected = viewer._WHITESPACE_AND_INVISIBLE.sub("", nfkc).encode("utf-8", "surrogatepass")
+    assert viewer._compact(nfkc) == expected
