@@ -305,7 +305,7 @@ _FOLDING_TEXT = st.text(
 )
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(_FOLDING_TEXT)
 def test_the_folded_skeleton_is_the_casefolded_one(text: str) -> None:
     assert viewer.skeleton_bytes(text) == _reference_skeleton(text)
@@ -316,9 +316,53 @@ def test_the_folded_skeleton_is_the_casefolded_one(text: str) -> None:
         assert forms["as shown"] == _reference_skeleton(text)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(_FOLDING_TEXT)
 def test_the_compact_text_is_the_pattern_applied(text: str) -> None:
     nfkc = unicodedata.normalize("NFKC", text)
     expected = viewer._WHITESPACE_AND_INVISIBLE.sub("", nfkc).encode("utf-8", "surrogatepass")
     assert viewer._compact(nfkc) == expected
+
+
+_TERMINAL_PIECES = st.lists(
+    st.sampled_from(
+        [
+            "ab",
+            "Z9",
+            "\n",
+            "\r",
+            "\r\n",
+            "\x08",
+            "\x1b[K",
+            "\x1b[0K",
+            "\x1b[1K",
+            "\x1b[2K",
+            "\x1b[3D",
+            "\x1b[2C",
+            "\x1b[5G",
+            "\x1b[31m",
+            "\x1b[0m",
+            "\x1b]0;title\x07",
+            "\x1bP1$r\x1b\\",
+            "\x1b(B",
+            "\x1b",
+            "\x9b1m",
+            "é",
+            "ｓ",
+            " ",
+            "sk-Q7vKx2",
+        ]
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TERMINAL_PIECES)
+def test_shown_and_stripped_are_shown_and_stripped(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert viewer._shown_and_stripped(text) == (shown(text), viewer._ESCAPES.sub("", text))
+    cut = text.rfind("\n")
+    if cut >= 0 and not viewer._STRING_ESCAPE.search(text):  # a window cut after a line break
+        head, rest = viewer._shown_and_stripped(text[: cut + 1]), viewer._shown_and_stripped(text[cut + 1 :])
+        assert head[1] + rest[1] == viewer._ESCAPES.sub("", text)

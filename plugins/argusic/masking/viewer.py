@@ -353,6 +353,34 @@ def _shown(text: str, moves: re.Pattern) -> str:
 _STRING_ESCAPE = re.compile(r"\x1b[\]PX^_]")  # the escapes whose text may run past a line break
 
 
+def _shown_and_stripped(text: str) -> tuple[str, str]:
+    """(`shown(text)`, the text with its escapes removed), the escapes removed once for both.
+
+    Without string escapes and with no line wider than MAX_COLUMNS, `shown` is the text with its
+    escapes removed except in the lines that hold a cursor move that changes them (`_HARMFUL_MOVES`),
+    which are drawn; then carriage returns before line breaks dropped. No escape there can run past
+    a line break (`_ESCAPES` matches no line break then), so removing the escapes from the whole text
+    removes them from each line: the lines of the stripped text are the lines of the text stripped,
+    one for one, and the drawn lines replace theirs (`test_shown_and_stripped_are_shown_and_stripped`).
+    """
+    stripped = _ESCAPES.sub("", text)
+    if _STRING_ESCAPE.search(text) or max(map(len, text.split("\n"))) > MAX_COLUMNS:
+        return shown(text), stripped
+    lines: list[str] | None = None
+    pos = line_no = 0
+    while m := _HARMFUL_MOVES.search(text, pos):  # the lines `_shown` draws, found as it finds them
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        line_no += text.count("\n", pos, start)
+        if lines is None:
+            lines = stripped.split("\n")
+        lines[line_no] = drawn(text[start:end])
+        pos = end
+    out = (stripped if lines is None else "\n".join(lines)).replace("\r\n", "\n")
+    return (out[:-1] if out.endswith("\r") and text.endswith("\r") else out), stripped
+
+
 def _stripped_lines(text: str) -> str:
     """Escapes removed line by line (in one pass when none could run past a line's end)."""
     if not _STRING_ESCAPE.search(text):
@@ -584,14 +612,20 @@ class ViewerCheck:
             view = shown(text)
             skel_stream = self.carry + skeleton_bytes(shown(text[:WINDOW]))
         else:
-            head, rest = shown(text[: cut + 1]), shown(text[cut + 1 :])
+            (head, head_stripped), (rest, rest_stripped) = (
+                _shown_and_stripped(text[: cut + 1]),
+                _shown_and_stripped(text[cut + 1 :]),
+            )
             head_skel = skeleton_bytes(head)
             view = head + rest
             view_skel = head_skel + skeleton_bytes(rest)
             skel_stream = self.carry + head_skel + skeleton_bytes(shown(text[cut + 1 : WINDOW]))
+            # Escapes never run past a line break here: the text's is its two parts' stripped text.
+            stripped = head_stripped + rest_stripped
         self._look("skeleton", skel_stream)
         self.carry = skel_stream[-SKELETON_CARRY:]
-        stripped = _ESCAPES.sub("", text)
+        if cut < 0:
+            stripped = _ESCAPES.sub("", text)
         seen: set = set()
         for shown_text in [view] if stripped == view else [view, stripped]:
             known_skel = view_skel if shown_text is view else None
