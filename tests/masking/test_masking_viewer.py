@@ -366,3 +366,20 @@ def test_shown_and_stripped_are_shown_and_stripped(pieces: list[str]) -> None:
     if cut >= 0 and not viewer._STRING_ESCAPE.search(text):  # a window cut after a line break
         head, rest = viewer._shown_and_stripped(text[: cut + 1]), viewer._shown_and_stripped(text[cut + 1 :])
         assert head[1] + rest[1] == viewer._ESCAPES.sub("", text)
+
+
+@pytest.mark.parametrize("cut", [0, 7, 13, 20])
+def test_a_key_written_with_letters_that_fold_into_ascii_is_found_in_a_long_log(
+    cut: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ﬁ` and `ß` fold into `fi` and `ss`: the skeleton's fast path falls back to case folding, also
+    when the key is cut by a window border (every character of the window but these is ASCII)."""
+    monkeypatch.setattr(viewer, "WINDOW", 2048)
+    monkeypatch.setattr(viewer, "OVERLAP", 512)
+    key = "sk-fissure-Q7vKx2mPd9LrT4wZb8Ne"
+    printed = key.replace("fi", "\ufb01").replace("ss", "\u00df").replace("K", "\u212a")
+    line = "compiling module.c ... ok\n"
+    head = line * (2048 // len(line)) + "x" * (2048 % len(line))
+    text = head[: len(head) - cut] + printed + "\n" + line * 200
+    assert check_text(text, [key]), cut
+    assert check_text(text.replace(printed, "sk-[masked]"), [key]) == []
