@@ -13,6 +13,7 @@ import codecs
 import gzip
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -272,3 +273,113 @@ def test_an_encoded_key_across_a_window_border_is_found(form: str, monkeypatch: 
         text = head + " " + encoded + " \n" + line * 50
         assert check_text(text, [PER_RUN_KEY]), (form, cut)
     assert not check_text(line * 300, [PER_RUN_KEY])
+
+
+# -- the skeleton's and compact text's fast paths (issue 27) --------------------------------------------
+
+
+def test_the_characters_that_fold_into_ascii_are_these() -> None:
+    """Every code point outside ASCII whose case folding holds an ASCII letter or digit is listed."""
+    derived = "".join(
+        chr(c)
+        for c in range(0x80, 0x110000)
+        if not 0xD800 <= c <= 0xDFFF
+        and chr(c).casefold().encode("ascii", "ignore").translate(None, viewer._NOT_ALNUM_BYTES)
+    )
+    assert derived == viewer.FOLDS_INTO_ASCII
+
+
+def _reference_skeleton(text: str) -> bytes:
+    """The definition: NFKC, case folded, ASCII letters and digits kept."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return folded.encode("ascii", "ignore").translate(None, viewer._NOT_ALNUM_BYTES)
+
+
+_FOLDING_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=0x7F),
+        st.sampled_from(viewer.FOLDS_INTO_ASCII + "\u0301\u0307\u200bＡｚ１é\u3000\u00a0\ufffd\x00½ﬃǅΣσς"),
+        st.characters(),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_FOLDING_TEXT)
+def test_the_folded_skeleton_is_the_casefolded_one(text: str) -> None:
+    assert viewer.skeleton_bytes(text) == _reference_skeleton(text)
+    nfkc = unicodedata.normalize("NFKC", text)
+    assert viewer._folded_skeleton(nfkc) == _reference_skeleton(text)
+    if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):  # the decoders read text, not surrogates
+        forms = {name: skel for name, _, skel in viewer._forms(text) if skel is not None}
+        assert forms["as shown"] == _reference_skeleton(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_FOLDING_TEXT)
+def test_the_compact_text_is_the_pattern_applied(text: str) -> None:
+    nfkc = unicodedata.normalize("NFKC", text)
+    expected = viewer._WHITESPACE_AND_INVISIBLE.sub("", nfkc).encode("utf-8", "surrogatepass")
+    assert viewer._compact(nfkc) == expected
+
+
+_TERMINAL_PIECES = st.lists(
+    st.sampled_from(
+        [
+            "ab",
+            "Z9",
+            "\n",
+            "\r",
+            "\r\n",
+            "\x08",
+            "\x1b[K",
+            "\x1b[0K",
+            "\x1b[1K",
+            "\x1b[2K",
+            "\x1b[3D",
+            "\x1b[2C",
+            "\x1b[5G",
+            "\x1b[31m",
+            "\x1b[0m",
+            "\x1b]0;title\x07",
+            "\x1bP1$r\x1b\\",
+            "\x1b(B",
+            "\x1b",
+            "\x9b1m",
+            "é",
+            "ｓ",
+            " ",
+            "sk-Q7vKx2",
+        ]
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TERMINAL_PIECES)
+def test_shown_and_stripped_are_shown_and_stripped(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert viewer._shown_and_stripped(text) == (shown(text), viewer._ESCAPES.sub("", text))
+    cut = text.rfind("\n")
+    if cut >= 0 and not viewer._STRING_ESCAPE.search(text):  # a window cut after a line break
+        head, rest = viewer._shown_and_stripped(text[: cut + 1]), viewer._shown_and_stripped(text[cut + 1 :])
+        assert head[1] + rest[1] == viewer._ESCAPES.sub("", text)
+
+
+@pytest.mark.parametrize("cut", [0, 7, 13, 20])
+def test_a_key_written_with_letters_that_fold_into_ascii_is_found_in_a_long_log(
+    cut: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ﬁ` and `ß` fold into `fi` and `ss`: the skeleton's fast path falls back to case folding, also
+    when the key is cut by a window border (every character of the window but these is ASCII)."""
+    monkeypatch.setattr(viewer, "WINDOW", 2048)
+    monkeypatch.setattr(viewer, "OVERLAP", 512)
+    key = "sk-fissure-Q7vKx2mPd9LrT4wZb8Ne"
+    printed = key.replace("fi", "\ufb01").replace("ss", "\u00df").replace("K", "\u212a")
+    line = "compiling module.c ... ok\n"
+    head = line * (2048 // len(line)) + "x" * (2048 % len(line))
+    text = head[: len(head) - cut] + printed + "\n" + line * 200
+    assert check_text(text, [key]), cut
+    assert check_text(text.replace(printed, "sk-[masked]"), [key]) == []

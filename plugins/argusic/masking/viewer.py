@@ -117,8 +117,42 @@ def skeleton_bytes(text: str | bytes) -> bytes:
     Bytes (decoded base64, hex...) are read as ASCII: other bytes fall out."""
     if isinstance(text, bytes):
         return text.lower().translate(None, _NOT_ALNUM_BYTES)
-    folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
-    return folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+    if text.isascii():
+        return text.lower().encode("ascii").translate(None, _NOT_ALNUM_BYTES)
+    return _folded_skeleton(unicodedata.normalize("NFKC", text))
+
+
+_ASCII_BYTES = bytes(range(128))
+
+
+def _non_ascii(text: str, encoded: bytes) -> str:
+    """The characters of `text` outside ASCII, in order (`encoded`: its UTF-8, surrogates passed)."""
+    return encoded.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+
+
+# The characters outside ASCII whose case folding holds an ASCII letter or digit (`ß` → `ss`, the
+# Kelvin sign → `k`, `ﬁ` → `fi`): `test_the_characters_that_fold_into_ascii_are_these` derives the
+# list from every code point of this Python's Unicode tables.
+FOLDS_INTO_ASCII = "\u00df\u0130\u0149\u017f\u01f0\u1e96\u1e97\u1e98\u1e99\u1e9a\u1e9e\u212a" + "".join(
+    map(chr, range(0xFB00, 0xFB07))
+)
+_FOLDS_INTO_ASCII = re.compile("[" + re.escape(FOLDS_INTO_ASCII) + "]")
+
+
+def _folded_skeleton(nfkc: str) -> bytes:
+    """`nfkc.casefold()` encoded as ASCII (others ignored), letters and digits only: at C speed when no
+    character outside ASCII case-folds into an ASCII letter or digit (the usual case).
+
+    Why it is the same: `str.casefold` folds each code point on its own (full case folding has no
+    context), so the folded text is the concatenation of every character folded. An ASCII character
+    folds as `bytes.lower` lowers it; a character outside ASCII whose folding holds no ASCII letter or
+    digit adds nothing to the skeleton (its other ASCII characters are punctuation, removed anyway),
+    and its UTF-8 bytes (all 0x80 or above) are removed by the same translation
+    (`test_the_folded_skeleton_is_the_casefolded_one`)."""
+    encoded = nfkc.encode("utf-8", "surrogatepass")
+    if len(encoded) != len(nfkc) and _FOLDS_INTO_ASCII.search(_non_ascii(nfkc, encoded)):
+        return nfkc.casefold().encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+    return encoded.lower().translate(None, _NOT_ALNUM_BYTES)
 
 
 # What `_WHITESPACE_AND_INVISIBLE` removes outside ASCII (Python's \s there, and the invisible
@@ -133,8 +167,10 @@ def _compact(nfkc: str) -> bytes:
     """The NFKC text without whitespace and invisible characters, as UTF-8: what base64 and base32
     runs are read in. `_WHITESPACE_AND_INVISIBLE.sub("", nfkc)` encoded, at C speed when the text has
     no such character outside ASCII (the usual case)."""
-    if nfkc.isascii() or not _NON_ASCII_SPACE_AND_INVISIBLE.search(nfkc):
-        return nfkc.encode("utf-8", "surrogatepass").translate(None, _ASCII_SPACE_AND_CONTROLS)
+    encoded = nfkc.encode("utf-8", "surrogatepass")
+    # The characters searched for are all outside ASCII: searched among those only (C speed).
+    if len(encoded) == len(nfkc) or not _NON_ASCII_SPACE_AND_INVISIBLE.search(_non_ascii(nfkc, encoded)):
+        return encoded.translate(None, _ASCII_SPACE_AND_CONTROLS)
     return _WHITESPACE_AND_INVISIBLE.sub("", nfkc).encode("utf-8", "surrogatepass")
 
 
@@ -317,6 +353,34 @@ def _shown(text: str, moves: re.Pattern) -> str:
 _STRING_ESCAPE = re.compile(r"\x1b[\]PX^_]")  # the escapes whose text may run past a line break
 
 
+def _shown_and_stripped(text: str) -> tuple[str, str]:
+    """(`shown(text)`, the text with its escapes removed), the escapes removed once for both.
+
+    Without string escapes and with no line wider than MAX_COLUMNS, `shown` is the text with its
+    escapes removed except in the lines that hold a cursor move that changes them (`_HARMFUL_MOVES`),
+    which are drawn; then carriage returns before line breaks dropped. No escape there can run past
+    a line break (`_ESCAPES` matches no line break then), so removing the escapes from the whole text
+    removes them from each line: the lines of the stripped text are the lines of the text stripped,
+    one for one, and the drawn lines replace theirs (`test_shown_and_stripped_are_shown_and_stripped`).
+    """
+    stripped = _ESCAPES.sub("", text)
+    if _STRING_ESCAPE.search(text) or max(map(len, text.split("\n"))) > MAX_COLUMNS:
+        return shown(text), stripped
+    lines: list[str] | None = None
+    pos = line_no = 0
+    while m := _HARMFUL_MOVES.search(text, pos):  # the lines `_shown` draws, found as it finds them
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        line_no += text.count("\n", pos, start)
+        if lines is None:
+            lines = stripped.split("\n")
+        lines[line_no] = drawn(text[start:end])
+        pos = end
+    out = (stripped if lines is None else "\n".join(lines)).replace("\r\n", "\n")
+    return (out[:-1] if out.endswith("\r") and text.endswith("\r") else out), stripped
+
+
 def _stripped_lines(text: str) -> str:
     """Escapes removed line by line (in one pass when none could run past a line's end)."""
     if not _STRING_ESCAPE.search(text):
@@ -439,8 +503,7 @@ def _forms(
     ascii_only = text.isascii()
     nfkc = text if ascii_only else unicodedata.normalize("NFKC", text)
     if skel is None:
-        folded = text.lower() if ascii_only else nfkc.casefold()
-        skel = folded.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
+        skel = skeleton_bytes(text) if ascii_only else _folded_skeleton(nfkc)
     seen = set() if seen is None else seen
 
     def new(kind: str, runs: list) -> bool:
@@ -549,14 +612,20 @@ class ViewerCheck:
             view = shown(text)
             skel_stream = self.carry + skeleton_bytes(shown(text[:WINDOW]))
         else:
-            head, rest = shown(text[: cut + 1]), shown(text[cut + 1 :])
+            (head, head_stripped), (rest, rest_stripped) = (
+                _shown_and_stripped(text[: cut + 1]),
+                _shown_and_stripped(text[cut + 1 :]),
+            )
             head_skel = skeleton_bytes(head)
             view = head + rest
             view_skel = head_skel + skeleton_bytes(rest)
             skel_stream = self.carry + head_skel + skeleton_bytes(shown(text[cut + 1 : WINDOW]))
+            # Escapes never run past a line break here: the text's is its two parts' stripped text.
+            stripped = head_stripped + rest_stripped
         self._look("skeleton", skel_stream)
         self.carry = skel_stream[-SKELETON_CARRY:]
-        stripped = _ESCAPES.sub("", text)
+        if cut < 0:
+            stripped = _ESCAPES.sub("", text)
         seen: set = set()
         for shown_text in [view] if stripped == view else [view, stripped]:
             known_skel = view_skel if shown_text is view else None
