@@ -181,6 +181,37 @@ def test_the_elapsed_line_is_shown_by_the_watching_thread(tmp_path: Path) -> Non
     assert any(line.startswith("[argusic] elapsed 0 s of 15 s budget") for line in lines), lines
 
 
+def test_the_command_line_says_each_running_attempt_s_time_against_its_budget() -> None:
+    from argusic.core.spec import AttemptSpec
+    from argusic.cycle.progress import RunningAttempts
+
+    def spec(n: int) -> AttemptSpec:
+        return AttemptSpec(
+            cycle_id="2026-12", agent_id="readme-runner", project_id="p", repo_url="/r", commit="0" * 40,
+            tier="standard", attempt_no=n, demo=True, budget_scale=1 / 360,
+        )  # fmt: skip
+
+    clock = FakeClock()
+    running = RunningAttempts(clock=clock)
+    running.started(spec(1))
+    clock.now += 5
+    running.started(spec(2))
+    clock.now += 7
+    assert running.lines() == [
+        "readme-runner / p / attempt 1: elapsed 12 s of 15 s budget",
+        "readme-runner / p / attempt 2: elapsed 7 s of 15 s budget",
+    ]
+    running.ended(spec(1))
+    clock.now += 10
+    assert running.lines() == [
+        "readme-runner / p / attempt 2: elapsed 17 s of 15 s budget: over budget, being stopped"
+    ]
+    shown: list[str] = []
+    stop = RunningAttempts().tick(shown.append, every=0.05)
+    stop()
+    assert shown == []  # nothing running, nothing said
+
+
 @pytest.mark.parametrize(
     ("elapsed", "budget", "line"),
     [
