@@ -7,7 +7,8 @@ What runs, in one temporary folder (nothing of yours is touched), both on the sa
 2. Airflow as ops run it: scripts/airflow_ui.sh --detach (API server, scheduler with the
    LocalExecutor of scripts/airflow_env.sh, DAG processor, triggerer), `argusic_cycle` unpaused and
    triggered over the REST API with the documented demo params for cycle `<cycle>`, watched every
-   0.5 s until `approve_publication` is *awaiting input* (trigger → approval-ready), then stopped.
+   2 s (each poll costs the API server CPU the cycle competes for) until `approve_publication` is
+   *awaiting input* (trigger → approval-ready), then stopped.
 
 Printed: both wall times and their ratio; per attempt, the Airflow task's start→end against the
 container's own start→end (the run record's started_at/ended_at, reruns included), the difference
@@ -165,7 +166,7 @@ class Airflow:
         subprocess.run(["bash", str(ROOT / "scripts" / "airflow_ui.sh"), "--stop"], env=self.env, timeout=120)
 
 
-def run_airflow(env: dict[str, str], cycle: str, pool_size: int, poll: float = 0.5) -> dict:
+def run_airflow(env: dict[str, str], cycle: str, pool_size: int, poll: float = 2.0) -> dict:
     airflow = Airflow(env)
     api = airflow.start()
     try:

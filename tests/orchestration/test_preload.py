@@ -33,9 +33,12 @@ def test_airflow_processes_preload_the_attempt_path_only_where_asked() -> None:
 
 
 def test_a_module_that_fails_to_import_is_reported_never_raised() -> None:
-    done = preload_task_modules(("argusic.cycle.tally", "argusic.no_such_module"))
+    done = preload_task_modules(
+        ("argusic.cycle.tally", "argusic.no_such_module"), ("argusic.cycle.tally:no_such_function",)
+    )
     assert done["argusic.cycle.tally"] == "ok"
     assert done["argusic.no_such_module"].startswith("ModuleNotFoundError")
+    assert done["argusic.cycle.tally:no_such_function"].startswith("AttributeError")
 
 
 def test_the_preload_covers_what_the_attempt_task_imports() -> None:
