@@ -12,11 +12,13 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 .DEFAULT_GOAL := install
 PLAYER := plugins/argusic/vendor/asciinema-player/VERSION
 
-# One virtualenv for everything (Airflow, dbt, GX, the argusic package).
+# One virtualenv for everything (Airflow, dbt, GX, the argusic package). Compiled bytecode: where
+# PYTHONDONTWRITEBYTECODE is set, Python never writes it, and every process (each Airflow task, each
+# CLI call, each test) compiled Airflow, dbt and GX from source again (docs/airflow.md).
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q uv
-	$(BIN)/uv pip install -q -p $(PY) -r requirements.txt -c constraints.txt
+	$(BIN)/uv pip install -q -p $(PY) --compile-bytecode -r requirements.txt -c constraints.txt
 	$(BIN)/uv pip install -q -p $(PY) --no-deps -e .
 	touch $@
 

@@ -54,6 +54,13 @@ if ls "$RUN_DIR"/*.pid >/dev/null 2>&1; then
   exit 1
 fi
 
+# Compiled bytecode for everything the services and tasks import: with PYTHONDONTWRITEBYTECODE set (as
+# in many shells and containers) and a venv installed without it, every task process compiled Airflow,
+# dbt and argusic from source again (~5 CPU-s for `import airflow.sdk` alone; docs/airflow.md, "Where
+# the time goes"). Once done, this only compares timestamps (a few seconds).
+SITE="$("$BIN/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+"$BIN/python" -m compileall -q -j 0 "$SITE" "$ROOT/plugins/argusic" "$ROOT/dags" >"$RUN_DIR/compileall.log" 2>&1 || true
+
 airflow db migrate >"$RUN_DIR/db-migrate.log" 2>&1 || { tail -20 "$RUN_DIR/db-migrate.log" >&2; exit 1; }
 # DuckDB has one writer: ingest, build and publish of every cycle run share one slot.
 airflow pools set argusic_warehouse 1 "DuckDB single writer: ingest, build, publish" >/dev/null
@@ -64,8 +71,17 @@ start() {  # name, command...
   setsid "$@" >"$RUN_DIR/$name.log" 2>&1 </dev/null &
   echo $! >"$RUN_DIR/$name.pid"
 }
+# The build worker: build and publish go through one process that imported dbt and GX once and keeps
+# the parsed project (a cold build task spent most of its time importing and parsing; docs/airflow.md).
+# Unless ARGUSIC_BUILD_WORKER names one already; a task that finds none builds in its own process.
+if [[ -z "${ARGUSIC_BUILD_WORKER:-}" ]]; then
+  export ARGUSIC_BUILD_WORKER="$RUN_DIR/build/build.sock"
+  start build-worker argusic build-worker --socket "$ARGUSIC_BUILD_WORKER"
+fi
 start api-server airflow api-server --host "$AIRFLOW__API__HOST" --port "$AIRFLOW__API__PORT" --workers 1
-start scheduler airflow scheduler --skip-serve-logs
+# The scheduler imports the attempt path once before its LocalExecutor forks the task processes
+# (argusic.orchestration.preload): every attempt task starts with it loaded.
+start scheduler env ARGUSIC_PRELOAD_TASK_MODULES=1 airflow scheduler --skip-serve-logs
 start dag-processor airflow dag-processor
 start triggerer airflow triggerer --skip-serve-logs
 

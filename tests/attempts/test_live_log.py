@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from argusic.attempts.live_log import LiveLog, clean_line
+from argusic.attempts.live_log import LiveLog, clean_line, elapsed_line
 from scripted_seal import SEAL_PROLOGUE
 
 KEY = "sk-live-0123456789abcdefghijklmnopqrstuv"
@@ -144,6 +144,85 @@ def test_a_quiet_attempt_says_it_is_still_running(tmp_path: Path) -> None:
     time.sleep(0.5)
     stop()
     assert any("still running" in line and "of its 90 min budget" in line for line in lines)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_running_attempt_says_its_elapsed_time_against_its_budget_every_few_seconds(tmp_path: Path) -> None:
+    clock = FakeClock()
+    live, lines = collect(budget_seconds=900, progress_every=10, clock=clock, quiet_notice_every=0)
+    live._out = tmp_path  # what watch() sets, without its thread: the polls are driven by hand below
+    live._started = live._last_news = clock.now
+    live._next_progress = clock.now + 10
+    seen = []
+    for second in range(1, 86):  # polls once a second for 85 s of the fake clock
+        clock.now = 1000.0 + second
+        live._progress()
+        seen.append(len(lines))
+    assert lines[:2] == ["[argusic] elapsed 10 s of 15 min budget", "[argusic] elapsed 20 s of 15 min budget"]
+    assert "[argusic] elapsed 1 min 20 s of 15 min budget" in lines
+    assert len(lines) == 8  # one line every 10 s, not one per poll
+    clock.now += 900
+    live._progress()
+    assert lines[-1] == "[argusic] elapsed 16 min 25 s of 15 min budget: over budget, being stopped"
+
+
+def test_the_elapsed_line_is_shown_by_the_watching_thread(tmp_path: Path) -> None:
+    live, lines = collect(budget_seconds=15, progress_every=0.1)
+    stop = live.watch(tmp_path)
+    time.sleep(0.6)
+    stop()
+    assert any(line.startswith("[argusic] elapsed 0 s of 15 s budget") for line in lines), lines
+
+
+def test_the_command_line_says_each_running_attempt_s_time_against_its_budget() -> None:
+    from argusic.core.spec import AttemptSpec
+    from argusic.cycle.progress import RunningAttempts
+
+    def spec(n: int) -> AttemptSpec:
+        return AttemptSpec(
+            cycle_id="2026-12", agent_id="readme-runner", project_id="p", repo_url="/r", commit="0" * 40,
+            tier="standard", attempt_no=n, demo=True, budget_scale=1 / 360,
+        )  # fmt: skip
+
+    clock = FakeClock()
+    running = RunningAttempts(clock=clock)
+    running.started(spec(1))
+    clock.now += 5
+    running.started(spec(2))
+    clock.now += 7
+    assert running.lines() == [
+        "readme-runner / p / attempt 1: elapsed 12 s of 15 s budget",
+        "readme-runner / p / attempt 2: elapsed 7 s of 15 s budget",
+    ]
+    running.ended(spec(1))
+    clock.now += 10
+    assert running.lines() == [
+        "readme-runner / p / attempt 2: elapsed 17 s of 15 s budget: over budget, being stopped"
+    ]
+    shown: list[str] = []
+    stop = RunningAttempts().tick(shown.append, every=0.05)
+    stop()
+    assert shown == []  # nothing running, nothing said
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "budget", "line"),
+    [
+        (5, 15, "elapsed 5 s of 15 s budget"),
+        (80, 900, "elapsed 1 min 20 s of 15 min budget"),
+        (3600, 5400, "elapsed 60 min of 90 min budget"),
+        (42, None, "elapsed 42 s"),
+    ],
+)
+def test_elapsed_line_words(elapsed, budget, line) -> None:
+    assert elapsed_line(elapsed, budget) == line
 
 
 # --- a real attempt (local executor, scripted harness): its log appears while it runs -----------------

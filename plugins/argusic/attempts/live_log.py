@@ -15,6 +15,10 @@ The file is written by the project and the agent under test: hostile output. Wha
 4. terminal escapes and control characters are removed (a ``\\r`` progress line shows its last
    state), bidi controls shown as their escapes, and each line is cut to ``max_line`` characters.
 
+While the attempt runs, a line ``[argusic] elapsed 1 min 20 s of 15 min budget`` every
+``progress_every`` seconds (10 by default) shows that it is alive and how far it is in its budget,
+whether or not it writes anything; after a long quiet period a "still running" notice says so too.
+
 Why masked rather than only stripped: the task log is read by operators, not the public, but it is
 kept by Airflow's log store outside the evidence store's guarantees; the per-run key is live while
 the attempt runs. A secret split over two polls' batches is found only by the served copy, which is
@@ -66,6 +70,24 @@ def clean_line(text: str, max_line: int = 400) -> str:
     return text
 
 
+def span(seconds: float) -> str:
+    """A duration as a person reads it: `45 s`, `1 min 20 s`, `15 min`."""
+    whole = max(0, int(seconds))
+    minutes, rest = divmod(whole, 60)
+    if not minutes:
+        return f"{rest} s"
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+
+
+def elapsed_line(elapsed: float, budget_seconds: float | None) -> str:
+    """`elapsed 1 min 20 s of 15 min budget` (no budget: `elapsed 1 min 20 s`); past the budget it says
+    that the attempt is being stopped (the executor ends it at its budget)."""
+    if not budget_seconds:
+        return f"elapsed {span(elapsed)}"
+    line = f"elapsed {span(elapsed)} of {span(budget_seconds)} budget"
+    return f"{line}: over budget, being stopped" if elapsed > budget_seconds else line
+
+
 class LiveLog:
     """Tail one attempt's log as it grows and emit its lines, masked (see the module's docstring).
 
@@ -86,6 +108,8 @@ class LiveLog:
         max_line: int = 400,
         quiet_notice_every: float = 300.0,
         budget_seconds: float | None = None,
+        progress_every: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.emit = emit or (lambda line: log.info("%s", line))
         self.redactor = StreamRedactor(redactions)
@@ -97,6 +121,8 @@ class LiveLog:
         self.max_line = max_line
         self.quiet_notice_every = quiet_notice_every
         self.budget_seconds = budget_seconds
+        self.progress_every = progress_every
+        self.clock = clock
         self.read_bytes = 0
         self.shown_lines = 0
         self.withheld_batches = 0
@@ -112,12 +138,14 @@ class LiveLog:
         self._lock = threading.Lock()
         self._started = 0.0
         self._last_news = 0.0
+        self._next_progress = 0.0
 
     # -- the executor's side ------------------------------------------------------------------------
 
     def watch(self, out_dir: Path) -> Callable[[], None]:
         self._out = Path(out_dir)
-        self._started = self._last_news = time.monotonic()
+        self._started = self._last_news = self.clock()
+        self._next_progress = self._started + self.progress_every
         self._thread = threading.Thread(target=self._run, name="argusic-live-log", daemon=True)
         self._thread.start()
         stopped = False
@@ -139,6 +167,7 @@ class LiveLog:
         while not self._stop.wait(self.interval):
             with self._lock:
                 self._poll(final=False)
+                self._progress()
                 self._quiet_notice()
 
     # -- reading ------------------------------------------------------------------------------------
@@ -146,8 +175,17 @@ class LiveLog:
     def _note(self, text: str) -> None:
         self.emit(f"[argusic] {text}")
 
+    def _progress(self) -> None:
+        """Every `progress_every` seconds (on the multiples, no drift): how long the attempt has run,
+        against its budget."""
+        now = self.clock()
+        if self.progress_every > 0 and now >= self._next_progress:
+            while self._next_progress <= now:
+                self._next_progress += self.progress_every
+            self._note(elapsed_line(now - self._started, self.budget_seconds))
+
     def _quiet_notice(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if self.quiet_notice_every and now - self._last_news >= self.quiet_notice_every:
             self._last_news = now
             ran = (now - self._started) / 60
@@ -261,4 +299,4 @@ class LiveLog:
             if shown:
                 self.emit(f"│ {shown}")
                 self.shown_lines += 1
-                self._last_news = time.monotonic()
+                self._last_news = self.clock()

@@ -37,6 +37,7 @@ from argusic.core.runs_store import local_path
 from argusic.core.spec import read_spec
 from argusic.cycle.plan import NothingPlanned, write_plan
 from argusic.cycle.pools import resolve_pool
+from argusic.cycle.progress import RunningAttempts
 from argusic.cycle.tally import CycleFailed, tally_records
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
 from argusic.sandbox.launch import AttemptCancelled, cancel_reason, request_cancel, sigterm_cancels
@@ -105,7 +106,17 @@ def run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[li
     cancelled = None
     with sigterm_cancels(), _progress() as progress, ThreadPoolExecutor(max_workers=workers) as pool_exec:
         bar = progress.add_task(title, total=len(todo), **counts)
-        futures = {pool_exec.submit(run_planned_attempt, path, runner): spec for path, spec in todo.items()}
+        running = RunningAttempts()  # every 10 s: each running attempt's time against its budget
+
+        def run_one(path: str, spec) -> list[str]:
+            running.started(spec)
+            try:
+                return run_planned_attempt(path, runner)
+            finally:
+                running.ended(spec)
+
+        stop_ticking = running.tick(lambda line: progress.console.print(f"  running  {line}", markup=False))
+        futures = {pool_exec.submit(run_one, path, spec): spec for path, spec in todo.items()}
         pending = set(futures)
         while pending:
             try:
@@ -143,6 +154,7 @@ def run_with_progress(title: str, specs: dict, runner, workers: int) -> tuple[li
                     "[yellow]cancelling:[/] the running attempts end, land what they left and are "
                     "recorded as cancelled; waiting for them"
                 )
+        stop_ticking()  # (a daemon thread: on an error above, it has nothing left to print)
     if cancelled is not None or stopped:
         why = cancelled or "an emergency stop is in force (`argusic resume --reason ...` lifts it)"
         cycle_failed(

@@ -26,6 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import object_session
 
 from argusic.core.spec import label_of_attempt_id
+from argusic.orchestration.preload import preload_requested, preload_task_modules
 
 log = logging.getLogger(__name__)
 
@@ -102,3 +103,9 @@ def task_instance_mutation_hook(task_instance, dag_run) -> None:
         return
     if label:
         task_instance._rendered_map_index = label
+
+
+# The scheduler of scripts/airflow_ui.sh asks for the attempt path to be imported here, once, before
+# its LocalExecutor forks the processes that run the tasks (argusic.orchestration.preload).
+if preload_requested():
+    preload_task_modules()
