@@ -762,3 +762,37 @@ def test_the_dispute_address_comes_from_the_configuration(
         '<a href="mailto:disputes@example.org" data-setting>disputes@example.org</a>'
         in (site / "disputes.html").read_text()
     )
+
+
+def test_a_run_page_lists_its_renderings_checked_by_sha256(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: `argusic share-images` renders the published cycle's cards into <cycle>/renderings/
+    with an index of sha256s; the site copies them beside the run pages and lists them on each run page,
+    and refuses to build when a listed file no longer has its sha256 (or is a link)."""
+    from argusic.publication.render.cards import share_images
+    from argusic.publication.site import build_site
+    from argusic.publication.site.build import SiteError
+
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    out = share_images("2026-11-x", publish)
+    index = json.loads((out / "index.json").read_text())
+    (card,) = [f for f in index["files"] if f["kind"] == "run"]
+    site = build_site(publish)
+    run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    assert (
+        'id="renderings"' in run and f'href="../renderings/{card["file"]}"' in run and card["sha256"] in run
+    )
+    assert (site / "cycles/2026-11-x/renderings" / card["file"]).read_bytes() == (
+        out / card["file"]
+    ).read_bytes()
+    assert link_problems(site)[1] == []
+    (out / card["file"]).write_bytes(b"\x89PNG not the rendered card")
+    with pytest.raises(SiteError, match="its sha256 is not the one index.json lists"):
+        build_site(publish)
+    (out / card["file"]).unlink()
+    (out / card["file"]).symlink_to(out / "board.png")
+    with pytest.raises(SiteError, match="not a regular file"):
+        build_site(publish)

@@ -93,7 +93,10 @@ _SCHEMAS = {
     "attempts.json": "argusic.cycle_attempts/1",
     "public_pool.json": "argusic.public_pool/1",
     "private_pool.json": "argusic.private_pool/1",
+    "index.json": "argusic.renderings/1",  # <cycle>/renderings/index.json (argusic share-images)
 }
+_RENDERING_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.(png|mp4|gif|json)$")
+MAX_RENDERING_BYTES = 64 * 1024**2
 VERDICT_WORDS = {
     "runs": "runs",
     "runs_with_mocks": "runs with mocks",
@@ -216,6 +219,45 @@ def _load(path: Path, required: bool = True) -> dict[str, Any] | None:
     return doc
 
 
+def _renderings(folder: Path, attempts: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The renderings ``argusic share-images`` listed in ``<cycle>/renderings/index.json``, by attempt:
+    only files named plainly, regular (no links), under the size cap, of a published attempt, whose
+    bytes still have the listed sha256; anything else refuses the build (SiteError), never a page
+    that links what was not checked. No index: no renderings."""
+    index = _load(folder / "index.json", required=False) if not folder.is_symlink() else None
+    if folder.is_symlink():
+        raise SiteError(f"{folder}: a link, not a published folder (links are not followed)")
+    found: dict[str, list[dict[str, Any]]] = {}
+    for entry in (index or {}).get("files") or []:
+        if not isinstance(entry, dict) or entry.get("kind") not in ("run", "video") or "file" not in entry:
+            continue  # the board card, and a video the renderer refused (it says why in the index)
+        name, attempt_id = entry.get("file"), entry.get("attempt_id")
+        if not isinstance(name, str) or not _RENDERING_FILE.fullmatch(name):
+            raise SiteError(f"{folder / 'index.json'}: rendering file name {name!r} refused")
+        if attempt_id not in attempts:
+            raise SiteError(f"{folder / 'index.json'}: {name} names an attempt not published: {attempt_id!r}")
+        path = folder / name
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_RENDERING_BYTES:
+            raise SiteError(f"{path}: not a regular file under {MAX_RENDERING_BYTES} bytes")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != entry.get("sha256"):
+            raise SiteError(
+                f"{path}: its sha256 is not the one index.json lists (changed since it was rendered)"
+            )
+        manifest = entry.get("manifest")
+        plain = isinstance(manifest, str) and _RENDERING_FILE.fullmatch(manifest)
+        if manifest is not None and not (plain and _regular(folder / manifest)):
+            raise SiteError(f"{folder / 'index.json'}: manifest {manifest!r} of {name} refused")
+        found.setdefault(attempt_id, []).append(
+            {"kind": entry["kind"], "file": name, "path": path, "sha256": digest, "manifest": manifest}
+        )
+    return found
+
+
+def _regular(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
 def _part(value: Any, what: str) -> str:
     """An id used as a file or folder name: letters, digits, '_' and '-' only."""
     if not isinstance(value, str) or not _SAFE_PART.fullmatch(value):
@@ -231,6 +273,9 @@ class PublishedCycle:
     public_pool: dict[str, Any] | None
     private_pool: dict[str, Any] | None
     by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Renderings of each published attempt (issue 30: `argusic share-images`), checked by sha256:
+    # attempt id -> [{kind, file, path, sha256, manifest}]
+    renderings: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def published_cycles(publish_dir: Path) -> list[PublishedCycle]:
@@ -273,6 +318,7 @@ def published_cycles(publish_dir: Path) -> list[PublishedCycle]:
             _load(folder / "private_pool.json", required=False),
         )
         cycle.by_id = {a["attempt_id"]: a for a in attempts}
+        cycle.renderings = _renderings(folder / "renderings", cycle.by_id)
         cycles.append(cycle)
     if not cycles:
         raise SiteError(f"{publish_dir}: no published cycle (no <cycle>/board.json)")
@@ -766,6 +812,13 @@ def _write_cycle(
         head, tail = _log_parts(log.text)
         own = [c for c in corrections if c["attempt_id"] == attempt["attempt_id"]]
         redoes = [c for c in corrections if c.get("rerun_attempt_id") == attempt["attempt_id"]]
+        renderings = []
+        for made in cycle.renderings.get(attempt["attempt_id"], []):
+            writer.copy_file(made["path"], f"cycles/{cid}/renderings/{made['file']}")
+            if made["manifest"]:
+                folder = made["path"].parent
+                writer.copy_file(folder / made["manifest"], f"cycles/{cid}/renderings/{made['manifest']}")
+            renderings.append(made)
         writer.page(
             run_page(cid, attempt["attempt_id"]),
             "run.html.j2",
@@ -784,5 +837,6 @@ def _write_cycle(
             instructions_sha256=instructions.get("sha256"),
             sponsor=sponsors.get(attempt["agent_id"]),
             rerun_by=[x["attempt_id"] for x in cycle.attempts if x.get("rerun_of") == attempt["attempt_id"]],
+            renderings=renderings,
             **common,
         )
