@@ -385,6 +385,65 @@ def test_tk_application_end_to_end_in_docker(isolated, desktop_image):
     log = (path.parent / "out" / "log.txt").read_text()
     assert "tkclock 0.2.0 (Tk 8.6)" in log  # the version command answered too
     assert "DISPLAY: a window appeared on :99: 'tkclock'" in log
+    _check_the_session_video(record, path.parent / "out", desktop_image, width, height)
+
+
+def _in_runner(image: str, folder: Path, script: str) -> str:
+    """Run `script` (sh) in the runner image, networking off, with `folder` as /v: the host never
+    decodes an attempt's media itself."""
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "-u", f"{os.getuid()}:{os.getgid()}",
+         "-v", f"{folder}:/v", image, "sh", "-c", script],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _check_the_session_video(record, out: Path, image: str, width: int, height: int) -> None:
+    """Issue #30: the display's raw video is in the evidence, fingerprinted, decodes as a bounded video
+    of the display, and one of its frames shows the application's window."""
+    from argusic.attempts.video import EBML_MAGIC
+    from argusic.core.evidence import EvidenceStore, sha256_of_file
+    from argusic.core.settings import evidence_url
+    from argusic.sandbox.launch import VIDEO_FILE, VIDEO_FPS, VIDEO_MAX_BYTES
+
+    video = out / VIDEO_FILE
+    ref = record.evidence.display_video
+    assert ref is not None and record.evidence.display_video_problem is None, record.evidence
+    assert (ref.sha256, ref.bytes) == sha256_of_file(video)
+    assert EvidenceStore(evidence_url()).verify(ref.model_dump())
+    assert 0 < ref.bytes <= VIDEO_MAX_BYTES and video.read_bytes()[:4] == EBML_MAGIC
+    work = out.parent / "video-check"
+    work.mkdir()
+    shutil.copyfile(video, work / VIDEO_FILE)
+    work.chmod(0o777)
+    probe = json.loads(
+        _in_runner(image, work, f"ffprobe -v error -show_streams -show_format -of json /v/{VIDEO_FILE}")
+    )
+    (stream,) = probe["streams"]
+    assert (stream["codec_type"], stream["codec_name"]) == ("video", "h264")
+    assert (stream["width"], stream["height"]) == (width, height)
+    assert stream["r_frame_rate"] == f"{VIDEO_FPS}/1"
+    assert "matroska" in probe["format"]["format_name"]
+    # every frame's mean brightness: the display is black until the clock's window is drawn
+    stats = _in_runner(
+        image, work,
+        f"ffprobe -v error -f lavfi -i 'movie=/v/{VIDEO_FILE},signalstats' "
+        "-show_entries frame_tags=lavfi.signalstats.YAVG -of csv=p=0",
+    )  # fmt: skip
+    brightness = [float(line) for line in stats.split() if line.strip()]
+    # the window stayed up GUI_UP_SECONDS; the last second may be lost when the container ends
+    assert len(brightness) >= (GUI_UP_SECONDS - 2) * VIDEO_FPS, brightness
+    assert len(brightness) <= VIDEO_FPS * (record.allowed_seconds + 5)
+    assert min(brightness) < 17 < max(brightness)  # a black display, then something drawn on it
+    best = brightness.index(max(brightness))
+    _in_runner(image, work, f"ffmpeg -v error -i /v/{VIDEO_FILE} -vf 'select=eq(n\\,{best})' "
+                            "-frames:v 1 -y /v/frame.png")  # fmt: skip
+    frame = (work / "frame.png").read_bytes()
+    assert frame.startswith(b"\x89PNG") and len(frame) > 1000
+    if keep := os.environ.get("ARGUSIC_KEEP_VIDEO_FRAME"):  # to look at it (docs/screenshots/)
+        shutil.copyfile(work / "frame.png", keep)
 
 
 @pytest.mark.docker

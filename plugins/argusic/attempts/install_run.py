@@ -37,6 +37,7 @@ from argusic.attempts.identity import IDENTITY_WORDS, agent_pins, identity_name,
 from argusic.attempts.keys import IssuedKey, KeyBroker, key_for_attempt
 from argusic.attempts.live_log import LiveLog
 from argusic.attempts.sealing import SealCheck, check_seal, observe_session
+from argusic.attempts.video import display_video_evidence
 from argusic.core.evidence import EvidenceStore
 from argusic.core.layout import attempt_dir
 from argusic.core.record import (
@@ -82,6 +83,7 @@ def build_record(
     for name, filename in EVIDENCE_FILES.items():
         path = out_dir / filename
         evidence[name] = store.put_file(path).as_ref() if path.exists() else None
+    evidence.update(display_video_evidence(out_dir, store))  # the display's video, when it had one
 
     driver = driver_for(spec.agent_id)
     if driver.external:

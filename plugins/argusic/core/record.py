@@ -111,6 +111,20 @@ class Evidence(_Strict):
     log: EvidenceRef | None
     recording: EvidenceRef | None
     report: EvidenceRef | None
+    # Optional, added for issue #30: the raw session video of the virtual display (a desktop
+    # application's pixels; argusic.attempts.video), and why a video the container left was not kept
+    # (over its cap, not a Matroska file). Written only when there is one: every other record stays
+    # byte for byte what it was, and older records stay valid.
+    display_video: EvidenceRef | None = None
+    display_video_problem: str | None = Field(default=None, max_length=500)
+
+    @model_serializer(mode="wrap")
+    def _contract_shape(self, handler):  # noqa: ANN001, ANN202 - pydantic's serializer protocol
+        data = handler(self)
+        for optional in ("display_video", "display_video_problem"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
+        return data
 
 
 # Free text an agent (or its CLI's session log) writes into a record is bounded, so that no attempt can

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import re
 import shlex
@@ -65,6 +66,9 @@ from argusic.sandbox.landing import (
 )
 from argusic.sandbox.launch import (
     DISPLAY_FILE,
+    VIDEO_FILE,
+    VIDEO_FPS,
+    VIDEO_MAX_BYTES,
     AttemptCancelled,
     ExecutionResult,
     Executor,
@@ -104,6 +108,13 @@ WORK_MOUNTS = {
 DISPLAY_NUMBER = 99
 DISPLAY_WAIT_SECONDS = 15
 DISPLAY_SIZE_RE = re.compile(r"([0-9]{1,5})x([0-9]{1,5})x([0-9]{1,2})")
+# The raw session video of the display (issue #30): ffmpeg's x11grab (Debian's, in the runner image)
+# records :99 from just after Xvfb answers until the container ends, into /out/display.mkv, landed
+# with the rest of /out (argusic.sandbox.landing) and checked on arrival (argusic.attempts.video).
+# Bounded: VIDEO_FPS frames a second, at most VIDEO_MAX_BYTES (ffmpeg's -fs: it stops and closes the
+# file there) and at most the budget in seconds (-t). H.264 in Matroska: a file cut by the container's
+# end (SIGKILL) stays readable up to its last cluster, which is closed every VIDEO_CLUSTER_MS.
+VIDEO_CLUSTER_MS = 1000
 LABEL = "argusic.attempt_id"
 DEADLINE_LABEL = "argusic.deadline"  # epoch seconds after which the container has no business running
 ORPHAN_GRACE_SECONDS = 300
@@ -140,13 +151,37 @@ def display_size(size: str) -> str:
     return size
 
 
-def _display_lines(size: str, harness_dir: str, out: str) -> list[str]:
+def _video_command(display: str, size: str, out: str, seconds: int) -> str:
+    """ffmpeg recording `display` into out/VIDEO_FILE: VIDEO_FPS, no pointer drawn, at most
+    `seconds` and VIDEO_MAX_BYTES, never overwriting a file already there (-n), reading no input."""
+    q = shlex.quote
+    width, height, _depth = display_size(size).split("x")
+    return (
+        f"ffmpeg -nostdin -hide_banner -loglevel error -n -f x11grab -draw_mouse 0 "
+        f"-framerate {VIDEO_FPS} -video_size {width}x{height} -i {display} -t {int(seconds)} "
+        f"-c:v libx264 -preset ultrafast -tune zerolatency -crf 32 -pix_fmt yuv420p -g {VIDEO_FPS * 10} "
+        f"-fs {VIDEO_MAX_BYTES} -flush_packets 1 -f matroska -cluster_time_limit {VIDEO_CLUSTER_MS} "
+        f"{q(out + '/' + VIDEO_FILE)}"
+    )
+
+
+def _display_lines(size: str, harness_dir: str, out: str, video_seconds: int | None = None) -> list[str]:
     """Start Xvfb on DISPLAY_NUMBER, wait until it answers a real X11 connection, record it in
     out/display.json and export DISPLAY for the agent; without Xvfb, or if it never answers, the
     attempt runs without a display (and no file). Xvfb's socket and lock live in /tmp (writable);
-    `-nolisten tcp`: no network listener (the container has no network anyway)."""
+    `-nolisten tcp`: no network listener (the container has no network anyway). With
+    `video_seconds`, and ffmpeg in the image, the display is also recorded (_video_command) in the
+    background, before the agent starts, with the seal descriptor closed for it."""
     q = shlex.quote
     display = f":{DISPLAY_NUMBER}"
+    video = []
+    if video_seconds is not None:
+        video = [
+            '  if [ -n "${DISPLAY:-}" ] && command -v ffmpeg >/dev/null 2>&1; then',
+            f"    {_video_command(display, size, out, video_seconds)} </dev/null "
+            f">/tmp/.argusic-video.log 2>&1 {SEAL_FD}>&- &",
+            "  fi",
+        ]
     return [
         "if command -v Xvfb >/dev/null 2>&1; then",
         f"  Xvfb {display} -screen 0 {q(display_size(size))} -nolisten tcp -noreset "
@@ -154,6 +189,7 @@ def _display_lines(size: str, harness_dir: str, out: str) -> list[str]:
         f"  python3 -I -S {q(harness_dir + '/xdisplay.py')} wait {display} "
         f"--timeout {DISPLAY_WAIT_SECONDS} --write {q(out + '/' + DISPLAY_FILE)} >/dev/null {SEAL_FD}>&- "
         f"&& export DISPLAY={display}",
+        *video,
         "fi",
     ]
 
@@ -164,9 +200,11 @@ def _bootstrap_script(
     commit: str,
     harness_cmd: list[str],
     display: tuple[str, str, str] | None = None,
+    video_seconds: int | None = None,
 ) -> str:
     """Fetch exactly one commit, depth 1, then hand over to the agent harness. With `display`
-    (size, harness folder, out folder), first start the virtual display (_display_lines).
+    (size, harness folder, out folder), first start the virtual display (_display_lines), recorded
+    for at most `video_seconds` when given.
     The seal descriptor (SEAL_FD, from init.py) reaches the harness alone: every command before
     the harness closes it for itself."""
     q = shlex.quote
@@ -174,7 +212,7 @@ def _bootstrap_script(
         [
             "set -u",
             'mkdir -p -- "${HOME:-/root}" 2>/dev/null',  # an agent's HOME may not exist yet
-            *(_display_lines(*display) if display else []),
+            *(_display_lines(*display, video_seconds=video_seconds) if display else []),
             f"git config --global --add safe.directory '*' {SEAL_FD}>&-",
             f"{{ mkdir -p {q(project)} && cd {q(project)} && git init -q . "
             f"&& git fetch -q --depth 1 {q('file://' + source)} {q(commit)} "
@@ -337,6 +375,8 @@ class DockerExecutor:
         self.network = network or self.containment.network  # "none", or a Docker network's name
         # The virtual display every attempt gets (None: none is started)
         self.display_size: str | None = display_size(orchestrator_config().display_size)
+        # Its raw session video (issue #30; VIDEO_FILE), recorded whenever the display runs
+        self.record_display = True
         self._docker = docker
         self._requests = requests
         sweep_once()  # what killed runs of this installation left behind
@@ -423,7 +463,10 @@ class DockerExecutor:
         )
         how = (launch or readme_runner_launch(harness_args))(paths)
         display = (self.display_size, CONTAINER_HARNESS, CONTAINER_OUT) if self.display_size else None
-        script = _bootstrap_script(CONTAINER_SOURCE, CONTAINER_PROJECT, commit, how.argv, display)
+        video_seconds = max(1, math.ceil(budget_seconds)) if self.record_display else None
+        script = _bootstrap_script(
+            CONTAINER_SOURCE, CONTAINER_PROJECT, commit, how.argv, display, video_seconds
+        )
         installation = installation_id()
         name = container_name(attempt_id, installation)
         started = _now()

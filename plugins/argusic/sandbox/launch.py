@@ -177,6 +177,11 @@ class Executor(Protocol):
 
 
 DISPLAY_FILE = "display.json"  # written into /out by the harness when it found the display running
+# The raw session video of the display (issue #30): written into /out by ffmpeg's x11grab, started
+# by the bootstrap (argusic.sandbox.executor._video_command), checked on arrival (argusic.attempts.video).
+VIDEO_FILE = "display.mkv"
+VIDEO_FPS = 2
+VIDEO_MAX_BYTES = 64 * 1024**2  # ffmpeg's -fs: it stops and closes the file there
 
 
 DISPLAY_MAX_BYTES = 4096

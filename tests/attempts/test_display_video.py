@@ -1,0 +1,142 @@
+"""The raw session video of the virtual display (issue #30): the bootstrap's recorder, its bounds,
+the record's optional evidence kind, and the checks on arrival (a video replaced by something that
+is not what the recorder writes, oversized, empty or a link is not kept, and the record says why).
+The real recording of a real Tk application is tests/sandbox/test_desktop.py's Docker test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+
+import pytest
+from argusic.attempts.video import display_video_evidence, video_problem
+from argusic.core.evidence import EvidenceStore, record_evidence_problems
+from argusic.core.record import RunRecord, parse_record
+from argusic.sandbox.executor import _bootstrap_script, _video_command
+from argusic.sandbox.landing import LandingLimits, land_outputs
+from argusic.sandbox.launch import VIDEO_FILE, VIDEO_FPS, VIDEO_MAX_BYTES
+
+# What ffmpeg's Matroska muxer writes first: the EBML header with its DocType "matroska"
+MKV_HEAD = bytes.fromhex("1a45dfa3a34286810142f7810142f2810442f381084282886d6174726f736b61")
+
+
+def _mkv(path, size: int = 4096):
+    path.write_bytes(MKV_HEAD + b"\0" * (size - len(MKV_HEAD)))
+    return path
+
+
+# --- the recorder in the bootstrap ----------------------------------------------------------------
+
+
+def test_the_recorder_is_bounded_in_rate_size_and_time():
+    argv = shlex.split(_video_command(":99", "1280x800x24", "/out", 900))
+    assert argv[0] == "ffmpeg" and "-nostdin" in argv
+    assert argv[argv.index("-f") + 1] == "x11grab" and argv[argv.index("-i") + 1] == ":99"
+    assert argv[argv.index("-framerate") + 1] == str(VIDEO_FPS) and 2 <= VIDEO_FPS <= 5
+    assert argv[argv.index("-video_size") + 1] == "1280x800"
+    assert argv[argv.index("-t") + 1] == "900"  # the budget
+    assert argv[argv.index("-fs") + 1] == str(VIDEO_MAX_BYTES)
+    assert "-n" in argv  # never overwrites a file already there
+    assert argv[-1] == f"/out/{VIDEO_FILE}" and argv[-3:-1] == ["-cluster_time_limit", "1000"]
+
+
+def test_the_bootstrap_records_only_when_asked_after_the_display_answers():
+    display = ("1024x768x24", "/opt/argusic/harness", "/out")
+    plain = _bootstrap_script("/forge/source", "/workspace/project", "abc1234", ["true"], display)
+    assert "ffmpeg" not in plain
+    script = _bootstrap_script("/forge/source", "/workspace/project", "abc1234", ["true"], display, 300)
+    lines = script.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if "x11grab" in line]
+    assert at > next(i for i, line in enumerate(lines) if "export DISPLAY=:99" in line)
+    assert lines[at].rstrip().endswith("7>&- &")  # in the background, without the seal descriptor
+    assert "-t 300" in lines[at]
+    assert at < next(i for i, line in enumerate(lines) if line.startswith("exec "))  # before the agent
+    with pytest.raises(ValueError):
+        _video_command(":99", "1024x768; rm -rf /", "/out", 10)
+
+
+# --- the record ------------------------------------------------------------------------------------------
+
+
+def test_older_records_stay_valid_and_byte_for_byte(record_doc):
+    record = parse_record(record_doc)
+    assert record.evidence.display_video is None
+    assert "display_video" not in json.loads(record.to_json())["evidence"]
+
+
+def test_the_video_is_an_optional_evidence_kind(record_doc, isolated):
+    store = EvidenceStore()
+    ref = store.put_file(_mkv(isolated / VIDEO_FILE)).as_ref()
+    record = parse_record(record_doc | {"evidence": record_doc["evidence"] | {"display_video": ref}})
+    assert record.evidence.display_video.sha256 == ref["sha256"]
+    again = RunRecord.model_validate_json(record.to_json())
+    assert again == record and record_evidence_problems(record) == []
+    moved = ref | {"uri": ref["uri"].replace(ref["sha256"][:2], "zz")}
+    bad = parse_record(record_doc | {"evidence": record_doc["evidence"] | {"display_video": moved}})
+    assert [f for f, _ in record_evidence_problems(bad)] == ["evidence.display_video.uri"]
+
+
+# --- on arrival -----------------------------------------------------------------------------------------
+
+
+def test_a_video_is_fingerprinted_into_the_store_on_arrival(isolated):
+    out = isolated / "out"
+    out.mkdir()
+    path = _mkv(out / VIDEO_FILE)
+    found = display_video_evidence(out, EvidenceStore())
+    assert set(found) == {"display_video"} and found["display_video"]["bytes"] == path.stat().st_size
+    assert EvidenceStore().verify(found["display_video"])
+    assert display_video_evidence(isolated / "none", EvidenceStore()) == {}  # no display, no video
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"", "is empty"),
+        (b"\x00\x00\x00\x20ftypisom" + b"\0" * 100, "not a Matroska file"),  # an MP4 put in its place
+        (b"#!/bin/sh\necho fake video\n", "not a Matroska file"),
+        (bytes.fromhex("1a45dfa3") + b"\x42\x82\x84webm" + b"\0" * 100, "not a Matroska file"),
+    ],
+)
+def test_a_replaced_video_is_refused_and_marked(isolated, content, words):
+    out = isolated / "out"
+    out.mkdir()
+    (out / VIDEO_FILE).write_bytes(content)
+    found = display_video_evidence(out, EvidenceStore())
+    assert list(found) == ["display_video_problem"] and words in found["display_video_problem"]
+
+
+def test_an_oversized_video_is_refused_and_marked(isolated):
+    out = isolated / "out"
+    out.mkdir()
+    path = _mkv(out / VIDEO_FILE)
+    os.truncate(path, VIDEO_MAX_BYTES + 2 * 1024**2)  # sparse: no real bytes written
+    assert "over the video's cap" in video_problem(path)
+    found = display_video_evidence(out, EvidenceStore())
+    assert "over the video's cap" in found["display_video_problem"]
+    stored = isolated / "evidence_store"
+    assert not stored.exists() or not any(p.is_file() for p in stored.rglob("*"))  # nothing kept
+
+
+def test_a_video_replaced_by_a_link_is_never_landed(tmp_path):
+    source, dest = tmp_path / "out", tmp_path / "landed"
+    source.mkdir()
+    secret = _mkv(tmp_path / "elsewhere.mkv")
+    (source / VIDEO_FILE).symlink_to(secret)
+    report = land_outputs(source, dest, LandingLimits(1 << 30, 1 << 30, 100))
+    assert report.refusal == f"evidence refused: {VIDEO_FILE} is a symbolic link"
+    assert not (dest / VIDEO_FILE).exists()
+    os.link(secret, source / "other.mkv")
+    (source / VIDEO_FILE).unlink()
+    os.link(secret, source / VIDEO_FILE)
+    report = land_outputs(source, tmp_path / "landed2", LandingLimits(1 << 30, 1 << 30, 100))
+    assert f"{VIDEO_FILE} has 3 hard links" in report.refusal
+
+
+def test_a_landed_video_over_the_landing_cap_is_refused(tmp_path):
+    source = tmp_path / "out"
+    source.mkdir()
+    _mkv(source / VIDEO_FILE, 10_000)
+    report = land_outputs(source, tmp_path / "landed", LandingLimits(5_000, 1 << 30, 100))
+    assert f"{VIDEO_FILE} is 10000 bytes, over the cap of 5000 bytes per file" in report.refusal
