@@ -140,3 +140,23 @@ def test_a_landed_video_over_the_landing_cap_is_refused(tmp_path):
     _mkv(source / VIDEO_FILE, 10_000)
     report = land_outputs(source, tmp_path / "landed", LandingLimits(5_000, 1 << 30, 100))
     assert f"{VIDEO_FILE} is 10000 bytes, over the cap of 5000 bytes per file" in report.refusal
+
+
+def test_the_video_is_audited_like_the_rest_of_the_evidence(isolated, record_doc):
+    from argusic.publication.audit import audit_warehouse
+    from argusic.warehouse.load_runs import ingest
+    from conftest import write_record
+
+    store = EvidenceStore()
+    for kind, text in (("log", b"the log"), ("recording", b'{"version": 2}\n'), ("report", b"{}")):
+        (isolated / kind).write_bytes(text)
+        record_doc["evidence"][kind] = store.put_file(isolated / kind).as_ref()
+    record_doc["evidence"]["display_video"] = ref = store.put_file(_mkv(isolated / VIDEO_FILE)).as_ref()
+    ingest([write_record(isolated / "r", record_doc)])
+    clean = audit_warehouse()
+    assert clean.ok and clean.checked == 4
+    stored = isolated / "evidence_store" / store.key_of_uri(ref["uri"])
+    stored.chmod(0o644)
+    stored.write_bytes(_mkv(isolated / "other.mkv").read_bytes()[:-1] + b"x")  # another video, same size
+    report = audit_warehouse()
+    assert [(f.kind, f.problem) for f in report.findings] == [("display_video", "mismatch")]

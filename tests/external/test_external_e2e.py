@@ -139,10 +139,11 @@ def test_external_agent_attempt_in_the_agents_image(
 
     # Isolated configuration: nothing of the agent's config folders landed in /out (display.json is
     # the bootstrap's record of the virtual display, the agents image being the runner image plus;
-    # changes.patch is the project's changes, computed on the host against our copy of the commit).
+    # changes.patch is the project's changes, computed on the host against our copy of the commit;
+    # display.mkv the raw session video of the virtual display, issue #30).
     assert {p.name for p in out.iterdir()} <= {
         "log.txt", "recording.cast", SESSION_LOG, "report.json", codex.LAST_MESSAGE_FILE, "display.json",
-        "changes.patch",
+        "changes.patch", "display.mkv",
     }  # fmt: skip
     assert record.environment is not None and record.environment.display is not None
     if agent_id == "claude-code":

@@ -178,8 +178,10 @@ def test_links_out_of_out_never_bring_a_host_file_into_evidence(env, tmp_path):
     shown = recording_text(store, record)
     assert "hard link across file systems: refused" in shown and "host file not visible" in shown
     # display.json: the bootstrap's record of the virtual display (runner image layout 3);
-    # changes.patch: the project's changes, computed on the host against our copy of the commit
-    landed_names = sorted(p.name for p in landed.iterdir())
+    # changes.patch: the project's changes, computed on the host against our copy of the commit;
+    # display.mkv: the raw session video of the virtual display (issue #30), there when the attempt
+    # lasted long enough for ffmpeg to open it (this one may end within a second)
+    landed_names = sorted(p.name for p in landed.iterdir() if p.name != "display.mkv")
     assert landed_names == ["changes.patch", "display.json", "harness.json", "recording.cast", "report.json"]
     assert not any(planted.encode() in p.read_bytes() for p in landed.iterdir())
     assert planted.encode() not in every_stored_byte(env)

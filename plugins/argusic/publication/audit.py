@@ -36,7 +36,9 @@ from argusic.warehouse.db import connect
 
 EVIDENCE_KINDS = ("log", "recording", "report")
 SERVED_KINDS = ("served_log", "served_recording")  # the record's presentation.log / .recording
-ALL_KINDS = EVIDENCE_KINDS + SERVED_KINDS
+# optional raw evidence the warehouse keeps in the record's JSON only (issue #30: the display's video)
+RECORD_ONLY_KINDS = ("display_video",)
+ALL_KINDS = EVIDENCE_KINDS + SERVED_KINDS + RECORD_ONLY_KINDS
 PAGE_ATTEMPTS = 5000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -122,7 +124,12 @@ def _ref_columns() -> str:
         f"TRY_CAST(record_json ->> '$.presentation.{k}.bytes' AS BIGINT)"
         for k in ("log", "recording")
     ]
-    return ", ".join(raw + served)
+    optional = [
+        f"record_json ->> '$.evidence.{k}.sha256', record_json ->> '$.evidence.{k}.uri', "
+        f"TRY_CAST(record_json ->> '$.evidence.{k}.bytes' AS BIGINT)"
+        for k in RECORD_ONLY_KINDS
+    ]
+    return ", ".join(raw + served + optional)
 
 
 def _refs_of_row(row: tuple) -> Iterator[Ref]:
