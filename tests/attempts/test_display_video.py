@@ -160,3 +160,77 @@ def test_the_video_is_audited_like_the_rest_of_the_evidence(isolated, record_doc
     stored.write_bytes(_mkv(isolated / "other.mkv").read_bytes()[:-1] + b"x")  # another video, same size
     report = audit_warehouse()
     assert [(f.kind, f.problem) for f in report.findings] == [("display_video", "mismatch")]
+
+
+# --- the harness stops the recorder and seals the video -----------------------------------------------
+
+# A stand-in for ffmpeg (its argv[0] is "ffmpeg", with x11grab and the output path, as /proc shows the
+# real one): writes a frame every 50 ms; SIGINT makes it write its trailer and exit, unless told to
+# ignore it.
+FAKE_FFMPEG = r"""
+import signal, sys, time
+path, stubborn = sys.argv[-1], "stubborn" in sys.argv
+out = open(path, "ab", buffering=0)
+def stop(*_):
+    out.write(b"TRAILER")
+    sys.exit(0)
+signal.signal(signal.SIGINT, signal.SIG_IGN if stubborn else stop)
+print("recording", flush=True)
+while True:
+    out.write(b"frame ")
+    time.sleep(0.05)
+"""
+
+
+class _Channel:
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def file_as_it_is(self, name: str, path: str, cap: int = 0) -> None:
+        import hashlib
+
+        self.files[name] = hashlib.sha256(open(path, "rb").read()).hexdigest()  # noqa: SIM115
+
+
+def _fake_recorder(out, *extra: str):
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-c", FAKE_FFMPEG, "-f", "x11grab", "-i", ":99", *extra, str(out / VIDEO_FILE)]
+    proc = subprocess.Popen(["bash", "-c", 'exec -a ffmpeg "$0" "$@"', *argv], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"recording\n"
+    return proc
+
+
+def test_the_harness_stops_the_recorder_cleanly_then_seals_the_video(tmp_path):
+    import hashlib
+
+    from argusic.harness import xdisplay
+
+    proc = _fake_recorder(tmp_path)
+    assert xdisplay.video_recorders(str(tmp_path / VIDEO_FILE)) == [proc.pid]
+    assert xdisplay.video_recorders(str(tmp_path / "other.mkv")) == []  # only the one writing there
+    channel = _Channel()
+    xdisplay.seal_video(channel, str(tmp_path))
+    data = (tmp_path / VIDEO_FILE).read_bytes()
+    assert data.endswith(b"TRAILER")  # it closed its file itself: SIGINT, not SIGKILL
+    assert channel.files == {VIDEO_FILE: hashlib.sha256(data).hexdigest()}
+    assert xdisplay._proc_state(proc.pid) == ""  # gone and reaped
+    assert (tmp_path / VIDEO_FILE).read_bytes() == data  # nothing writes after the seal
+
+
+def test_a_recorder_that_ignores_sigint_is_killed_before_the_seal(tmp_path):
+    from argusic.harness import xdisplay
+
+    proc = _fake_recorder(tmp_path, "stubborn")
+    assert xdisplay.stop_video(str(tmp_path), timeout=0.3) == [proc.pid]
+    assert xdisplay._proc_state(proc.pid) == ""
+    assert not (tmp_path / VIDEO_FILE).read_bytes().endswith(b"TRAILER")
+
+
+def test_no_video_no_seal_entry(tmp_path):
+    from argusic.harness import xdisplay
+
+    channel = _Channel()
+    xdisplay.seal_video(channel, str(tmp_path))
+    assert channel.files == {}

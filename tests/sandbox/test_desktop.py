@@ -426,6 +426,9 @@ def _check_the_session_video(record, out: Path, image: str, width: int, height: 
     assert (stream["width"], stream["height"]) == (width, height)
     assert stream["r_frame_rate"] == f"{VIDEO_FPS}/1"
     assert "matroska" in probe["format"]["format_name"]
+    # stopped cleanly by the harness (SIGINT: ffmpeg wrote its index), then sealed as it was
+    assert 10 <= float(probe["format"]["duration"]) <= record.allowed_seconds + 5
+    assert record.seal is not None and record.seal.status == "intact", record.seal
     # every frame's mean brightness: the display is black until the clock's window is drawn
     stats = _in_runner(
         image, work,

@@ -36,6 +36,7 @@ if __package__:
     from .readme_parser import parse_readme
     from .recorder import Recorder
     from .seal import SealChannel, json_bytes, not_dumpable
+    from .xdisplay import seal_video
 else:  # run as a script from the (read-only) harness directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from block_runner import BACKGROUND_RE, Runner, Step, one_line  # type: ignore[no-redef]
@@ -44,6 +45,7 @@ else:  # run as a script from the (read-only) harness directory
     from readme_parser import parse_readme  # type: ignore[no-redef]
     from recorder import Recorder  # type: ignore[no-redef]
     from seal import SealChannel, json_bytes, not_dumpable  # type: ignore[no-redef]
+    from xdisplay import seal_video  # type: ignore[no-redef]
 
 HARNESS_NAME = "readme-runner"
 HARNESS_VERSION = "2.2.0"
@@ -323,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         rec.note(f"report written: {json.dumps(report, ensure_ascii=False)}")
         rec.close()
         rec.seal_files(channel)
+        seal_video(channel, out)  # the display's video, stopped cleanly and sealed as it is now
         channel.send(report=report, observed=observed(report, details["steps"]))
         return 0
     except Exception:  # the harness itself broke: say so, write no report

@@ -29,9 +29,11 @@ from datetime import UTC, datetime
 
 if __package__:
     from .seal import RunningDigest, SealChannel, not_dumpable
+    from .xdisplay import seal_video
 else:  # run as a script from the harness directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from seal import RunningDigest, SealChannel, not_dumpable  # type: ignore[no-redef]
+    from xdisplay import seal_video  # type: ignore[no-redef]
 
 SEALED_AGENT_FILES = ("report.json", "session.jsonl")  # argusic.external.layout's names
 DEFAULT_WIDTH = 120
@@ -360,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     recorder.seal_files(channel)
     for name in SEALED_AGENT_FILES:  # written by the agent's CLI: sealed as they are now
         channel.file_as_it_is(name, os.path.join(args.out, name))
+    seal_video(channel, os.path.abspath(args.out))  # the display's video, stopped and sealed as it is
     try:
         channel.send(exit_code=code)
     except OSError as err:

@@ -18,8 +18,10 @@ used are the connection set-up, QueryTree, GetWindowAttributes and GetProperty, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -162,6 +164,74 @@ def wait_for(display: str, timeout: float) -> dict | None:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.1)
+
+
+# The display's raw session video (issue #30): the bootstrap's ffmpeg x11grab writes it into /out
+# (argusic.sandbox.launch.VIDEO_FILE, VIDEO_MAX_BYTES). At its end the harness stops it cleanly and
+# seals it as it is then, so a change after the harness ended shows on the host.
+VIDEO_FILE = "display.mkv"
+VIDEO_SEAL_CAP = 65 * 1024**2  # VIDEO_MAX_BYTES and ffmpeg's overshoot past its -fs
+VIDEO_STOP_SECONDS = 5.0
+
+
+def _proc_state(pid: int) -> str:
+    """A process's state letter (Z: a zombie, gone for our purpose), "" when it no longer exists."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("latin-1")
+    except OSError:
+        return ""
+    return stat[stat.rfind(")") + 2 :][:1]
+
+
+def video_recorders(path: str) -> list[int]:
+    """The ffmpeg x11grab processes writing `path`, from their command lines in /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(argv[0]) == b"ffmpeg" and b"x11grab" in argv and os.fsencode(path) in argv:
+            found.append(int(entry))
+    return found
+
+
+def stop_video(out: str, timeout: float = VIDEO_STOP_SECONDS) -> list[int]:
+    """Stop the display's recorder cleanly: SIGINT (ffmpeg then writes its Matroska index and
+    closes the file), SIGKILL after `timeout`; waits until it is gone (reaping it when it is this
+    process's child: the bootstrap execs the harness, which so inherits it). The pids it stopped."""
+    pids = video_recorders(os.path.join(out, VIDEO_FILE))
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGINT)
+    left, killed = list(pids), False
+    deadline = time.monotonic() + timeout
+    while left:
+        for pid in left:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+        left = [pid for pid in left if _proc_state(pid) not in ("", "Z", "X")]
+        if left and time.monotonic() >= deadline:
+            if killed:
+                break  # not gone a second after SIGKILL: the seal shows whatever it did next
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            killed, deadline = True, time.monotonic() + 1.0
+        time.sleep(0.05 if left else 0)
+    return pids
+
+
+def seal_video(channel, out: str) -> None:  # noqa: ANN001 - seal.SealChannel (no import: no cycle)
+    """Stop the recorder and put the video, as it is now, in the harness's seal (when there is one)."""
+    stop_video(out)
+    path = os.path.join(out, VIDEO_FILE)
+    if os.path.lexists(path):
+        channel.file_as_it_is(VIDEO_FILE, path, cap=VIDEO_SEAL_CAP)
 
 
 def _write_json(path: str, value: dict) -> None:
