@@ -142,13 +142,30 @@ class PublicationApproval(ApprovalOperator):
             publication.record(
                 prepared["cycle_id"], prepared["board_sha256"], decision, answer.by, answer.at, answer.note
             )
-            log.info(
-                "board of cycle %s (sha256 %s) %s by %s at %s UTC: %s",
-                prepared["cycle_id"], prepared["board_sha256"], decision, answer.by, answer.at, answer.note,
-            )  # fmt: skip
+            recorded = recorded_line(prepared["cycle_id"], prepared["board_sha256"], answer, decision)
+            log.info("%s", recorded)
             if decision == "rejected":  # an approval is built after the publish task publishes
                 publication.refresh_after_decision()
+            result = super().execute_complete(context, event)
+            # What was recorded, as the task's result (XCom tab) and its log's line: Airflow's
+            # Required actions page shows the response; this says what it became.
+            return {"recorded": recorded, "decision": decision, "decided_by": answer.by,
+                    "decided_at": answer.at.isoformat(), "note": answer.note,
+                    "cycle_id": prepared["cycle_id"], "board_sha256": prepared["board_sha256"],
+                    "preview": prepared.get("preview"),
+                    "chosen_options": list(result["chosen_options"])}  # fmt: skip
         return super().execute_complete(context, event)
+
+
+def recorded_line(cycle_id: str, board_sha256: str, answer, decision: str) -> str:
+    """The one line that says what an approval form's answer recorded: which button, by whom, when,
+    the note, and what follows."""
+    follows = "publish runs next" if decision == "approved" else "publish is skipped, nothing is published"
+    return (
+        f"RECORDED: {answer.choice} ({decision}) of the board of cycle {cycle_id} (sha256 "
+        f"{board_sha256}) by {answer.by} at {answer.at:%Y-%m-%d %H:%M:%S} UTC, note: {answer.note!r}; "
+        f"{follows}"
+    )
 
 
 class DisputeRulingForm(HITLOperator):
