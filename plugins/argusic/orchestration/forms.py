@@ -21,6 +21,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import Param
 from airflow.sdk.definitions.param import ParamsDict
+from airflow.sdk.exceptions import AirflowSkipException
 
 from argusic.review import disputes, environment
 from argusic.review import judging as judging_review
@@ -365,8 +366,6 @@ class BulkJudgingReviewForm(HITLOperator):
         return items
 
     def execute(self, context):
-        from airflow.sdk.exceptions import AirflowSkipException
-
         items = self._with_items(context)
         if not items:
             raise AirflowSkipException("nothing in the judging review queue for this form")
