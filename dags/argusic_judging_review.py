@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import Param, dag, task
-from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
+from airflow.sdk import Param, dag, get_current_context, task
+from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, fail_at_once, retry_delay
 from argusic.orchestration.forms import BulkJudgingReviewForm, JudgingReviewForm
 
 DOC_MD = """
@@ -37,11 +37,23 @@ attempt that left an artifact or patch, or a maintainer disputes it. Trigger thi
 
 A review is advice and people's data: it never changes a score, a verdict, a rate or the board.
 Name the run after what it reviews: Run ID `judging__<cycle_id>__<time>` in the trigger form's
-advanced options (e.g. `judging__2026-12__20261203T1000Z`), or `--run-id` / `dag_run_id`.
+advanced options (e.g. `judging__2026-12__20261203T1000Z`), or `--run-id` / `dag_run_id`; with
+`cycle_id` empty, that cycle's queue is the one reviewed.
 
 The same review from a shell: `argusic judging review --attempt A --look N --decision promote|reject
 [--code-structure N] [--logic-correctness N] --by NAME --note WHY`.
 """
+
+
+def _cycle(params: dict) -> str | None:
+    """The cycle_id param, else the cycle the run id names (judging__<cycle>__<time>)."""
+    from argusic.cycle.ids import ConfigurationError  # deferred: as the tasks' own imports
+    from argusic.orchestration.run_ids import JUDGING_PREFIX, review_cycle
+
+    try:
+        return review_cycle(params.get("cycle_id"), get_current_context()["dag_run"].run_id, JUDGING_PREFIX)
+    except ConfigurationError as err:
+        raise fail_at_once(err) from None
 
 
 @dag(
@@ -57,7 +69,8 @@ The same review from a shell: `argusic judging review --attempt A --look N --dec
             None,
             type=["null", "string"],
             title="Cycle id",
-            description="Review this cycle's queue only (e.g. 2026-12). Empty: every cycle's awaiting "
+            description="Review this cycle's queue only (e.g. 2026-12). Empty: the cycle the run id "
+            "names (judging__<cycle_id>__<time>, Advanced Options → Run ID), else every cycle's awaiting "
             "attempts.",
         ),
         "bulk": Param(
@@ -86,7 +99,7 @@ def argusic_judging_review():
                 "subject": subject_of(item),
                 "body": body_of(item),
             }
-            for item in awaiting(params.get("cycle_id"))
+            for item in awaiting(_cycle(params))
         ]
 
     @task
@@ -95,7 +108,7 @@ def argusic_judging_review():
 
         if not params.get("bulk"):
             return {"items": [], "body": ""}
-        queue = awaiting(params.get("cycle_id"))
+        queue = awaiting(_cycle(params))
         shown = queue[:BULK_MAX]
         items = [{"attempt_id": i.attempt_id, "project_id": i.facts["project_id"],
                   "attempt_label": i.attempt_label, "task_revision": i.facts["task_revision"]}
