@@ -79,7 +79,7 @@ def test_the_approval_form_shows_pass_rates_reasons_and_the_preview_and_says_wha
         index = Path(tmp_path / "runs" / "previews" / CYCLE)
         (page,) = index.glob("*/site/index.html")
         assert f"open the preview: `{page}`" in body  # no base URL: the path, to open
-        assert not (tmp_path / "published" / CYCLE).exists()  # a preview publishes nothing
+        assert not (tmp_path / "published" / CYCLE / "board.json").exists()  # a preview publishes nothing
 
         ti = form["task_instance"]
         page_path = f"/dags/{DAG}/runs/{ti['dag_run_id']}/tasks/approve_publication/required_actions"
