@@ -11,7 +11,9 @@ in the same browser."""
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -117,6 +119,9 @@ def test_the_approval_form_shows_pass_rates_reasons_and_the_preview_and_says_wha
             page.reload()
             time.sleep(3)
             page.screenshot(path=str(tmp_path / "approval-answered.png"), full_page=True)
+            # after answering, Airflow's page says who answered and when; the note stays shown
+            assert page.get_by_text("Response received at").count() >= 1
+            assert page.get_by_text(" from ana").count() >= 1
             # the preview, as the person would open it from the form
             preview = browser.new_page(viewport={"width": 1280, "height": 900})
             preview.goto(page_uri := page_of(index))
@@ -128,7 +133,13 @@ def test_the_approval_form_shows_pass_rates_reasons_and_the_preview_and_says_wha
     approval = [t for t in run["tis"] if t["task_id"] == "approve_publication"]
     assert [t["state"] for t in approval] == ["success"] and approval[0]["try"] == 1
     assert [t["state"] for t in run["tis"] if t["task_id"] == "publish"] == ["skipped"]
-    result = next(x["value"] for x in run["xcom"] if x["task_id"] == "approve_publication")
+    # what was recorded, as the task's XCom "recorded" (a rejection ends the task by skipping publish:
+    # no return value is kept; read from the metadata DB, where Airflow's XCom tab reads it)
+    with sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db") as meta:
+        (value,) = meta.execute(
+            "SELECT value FROM xcom WHERE task_id = 'approve_publication' AND key = 'recorded'"
+        ).fetchone()
+    result = json.loads(value)
     assert result["decision"] == "rejected" and result["decided_by"] == "ana"
     assert result["recorded"].startswith("RECORDED: Reject (rejected) of the board of cycle " + CYCLE)
     assert "publish is skipped, nothing is published" in result["recorded"]

@@ -147,14 +147,17 @@ class PublicationApproval(ApprovalOperator):
             log.info("%s", recorded)
             if decision == "rejected":  # an approval is built after the publish task publishes
                 publication.refresh_after_decision()
-            result = super().execute_complete(context, event)
-            # What was recorded, as the task's result (XCom tab) and its log's line: Airflow's
-            # Required actions page shows the response; this says what it became.
-            return {"recorded": recorded, "decision": decision, "decided_by": answer.by,
-                    "decided_at": answer.at.isoformat(), "note": answer.note,
-                    "cycle_id": prepared["cycle_id"], "board_sha256": prepared["board_sha256"],
-                    "preview": prepared.get("preview"),
-                    "chosen_options": list(result["chosen_options"])}  # fmt: skip
+            # What was recorded, as an XCom of its own (key "recorded", the task's XCom tab) and the
+            # log's line: Airflow's Required actions page shows the response, this what it became.
+            # Pushed before the operator's own handling: a rejection skips downstream by raising, so
+            # nothing after it (a return value) would be kept.
+            context["ti"].xcom_push(
+                key="recorded",
+                value={"recorded": recorded, "decision": decision, "decided_by": answer.by,
+                       "decided_at": answer.at.isoformat(), "note": answer.note,
+                       "cycle_id": prepared["cycle_id"], "board_sha256": prepared["board_sha256"],
+                       "preview": prepared.get("preview")},
+            )  # fmt: skip
         return super().execute_complete(context, event)
 
 
