@@ -274,6 +274,10 @@ def test_the_approval_form_gives_pass_rates_reasons_for_every_dash_and_the_previ
     assert "open the preview: `/srv/runs/previews/c1/" in on_disk  # a path: text to open, not a link
     failed = publication.body_of(changes, "f" * 64, None, "SiteError: no template")
     assert "No preview of the pages: `SiteError: no template`" in failed
+    many = [{**missing[0], "project_id": f"q{n}"} for n in range(publication.MISSING_LISTED + 3)]
+    long = publication.body_of(dataclasses.replace(changes, missing=many), "f" * 64)
+    assert long.count("fewer than 3 valid attempts") == publication.MISSING_LISTED + 1  # listed + summed
+    assert "- and 3 more sets (3 fewer than 3 valid attempts): `marts.pair_sets`" in long
     counted = publication.body_of(dataclasses.replace(changes, missing=[], rates=[]), "f" * 64)
     assert 'Every set counts: no score is "—".' in counted
 

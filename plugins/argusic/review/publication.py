@@ -152,6 +152,9 @@ ORDER BY p.agent_id, p.project_id
 """
 
 
+MISSING_LISTED = 40  # the form names this many sets without a score; the rest are counted by reason
+
+
 def missing_reason(row: dict) -> str | None:
     """Why a set's score is "—" on the board (None when it counts)."""
     if row["under_review"]:
@@ -319,9 +322,16 @@ def body_of(
         lines.append("")
     if c.missing:
         lines.append('Why a score is "—" (sets the board does not count):')
-        for m in c.missing:
+        for m in c.missing[:MISSING_LISTED]:
             sealed = " (a private project: published sealed, under a label)" if m.get("sealed") else ""
             lines.append(f"- `{m['agent_id']}` on `{m['project_id']}`{sealed}: {m['reason']}")
+        if len(c.missing) > MISSING_LISTED:
+            kinds: dict[str, int] = {}
+            for m in c.missing[MISSING_LISTED:]:
+                kind = m["reason"].split(" (", 1)[0].split(":", 1)[0]
+                kinds[kind] = kinds.get(kind, 0) + 1
+            more = "; ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+            lines.append(f"- and {len(c.missing) - MISSING_LISTED} more sets ({more}): `marts.pair_sets`")
         no_score = [a.agent_id for a in c.agents if a.score is None]
         if no_score:
             lines.append(
