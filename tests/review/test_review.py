@@ -285,3 +285,22 @@ def test_the_approval_form_gives_pass_rates_reasons_for_every_dash_and_the_previ
     line = recorded_line("c1", "f" * 64, answer, "rejected")
     assert line.startswith("RECORDED: Reject (rejected) of the board of cycle c1")
     assert "by ana at 2026-12-03 10:00:00 UTC, note: 'numbers look off'; publish is skipped" in line
+
+
+def test_the_bulk_judging_form_offers_choices_only_and_reads_them_whole() -> None:
+    """One required choice per attempt (decision and look together, or later) and an optional note;
+    anything the choice list does not offer is refused by name (an answer sent past the form)."""
+    from argusic.orchestration.forms import bulk_params
+    from argusic.review import judging
+
+    params = bulk_params([{"attempt_id": "a1", "project_id": "wavgen", "attempt_label": "x board #1"}])
+    assert list(params) == ["item_01", "item_01_note"]
+    choice = params["item_01"].serialize()
+    assert choice["value"] == "" and choice["schema"]["enum"][0] == ""  # empty: the form asks for one
+    assert choice["schema"]["values_display"]["promote:2"] == "Promote, look 2 (good)"
+    assert params["item_01_note"].serialize()["value"] is None  # optional
+    assert judging.bulk_choice("reject:0") == ("reject", 0)
+    assert judging.bulk_choice("later") is None
+    for bad in ("", None, "promote:7", "promote"):
+        with pytest.raises(DecisionError, match="not a choice of the bulk form"):
+            judging.bulk_choice(bad)

@@ -217,12 +217,14 @@ def body_of(item: Item) -> str:
         pages = _pages(f)
         if pages:
             lines += ["", "Rendered pages:", "", *pages]
-    lines += [
-        "",
-        "Answer: **look** 0..2 (required), then **Promote** or **Reject**; optionally your own "
-        "code_structure and logic_correctness (0..2) and a note. Recorded with your name and the time.",
-    ]
+    lines += ["", ANSWER]
     return "\n".join(lines)
+
+
+ANSWER = (
+    "Answer: **look** 0..2 (required), then **Promote** or **Reject**; optionally your own "
+    "code_structure and logic_correctness (0..2) and a note. Recorded with your name and the time."
+)
 
 
 def task_revision_of(attempt_id: str, db_path: Path | None = None) -> str:
@@ -317,5 +319,6 @@ def bulk_body(items: list[Item], left: int = 0) -> str:
     if left:
         parts.append(f"{left} more attempt(s) wait in the queue for the next run of this form.")
     for n, item in enumerate(items, 1):
-        parts += ["", "---", "", f"#### Item {n}: {quoted(subject_of(item))}", "", body_of(item)]
+        facts = body_of(item).removesuffix("\n\n" + ANSWER)  # the bulk form's own fields answer
+        parts += ["", "---", "", f"#### Item {n}: {quoted(subject_of(item))}", "", facts]
     return "\n".join(parts)
