@@ -102,6 +102,12 @@ def test_one_form_records_each_chosen_attempt_as_its_own_review(tmp_path) -> Non
             page.get_by_text("1. wavgen · readme-runner board #1 (required)").first.wait_for(timeout=60_000)
             time.sleep(1)
             page.screenshot(path=str(tmp_path / "judging-bulk.png"), full_page=True)
+            page.get_by_text(
+                "3. wavgen · readme-runner board #3 (required)"
+            ).first.scroll_into_view_if_needed()
+            time.sleep(1)
+            page.screenshot(path=str(tmp_path / "judging-bulk-fields.png"))
+            assert "Answer: **look**" not in body and "Answer: look" not in page.inner_text("body")
             assert page.get_by_role("combobox").count() == 3  # one choice list per attempt
             assert page.locator("input[type='number']").count() == 0
             assert not page.get_by_role("button", name="Record").is_enabled()  # nothing chosen yet
