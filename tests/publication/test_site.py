@@ -796,3 +796,24 @@ def test_a_run_page_lists_its_renderings_checked_by_sha256(
     (out / card["file"]).symlink_to(out / "board.png")
     with pytest.raises(SiteError, match="not a regular file"):
         build_site(publish)
+
+
+def test_a_preview_says_so_on_every_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approval form's preview (review.publication.preview_site) is the site builder's output with
+    a line on every page saying the board awaits approval; the published site never has it."""
+    from argusic.publication.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    preview = build_site(publish, out=tmp_path / "preview", preview_of="2026-11-x")
+    pages = sorted(preview.rglob("*.html"))
+    assert len(pages) > 10
+    assert all('id="preview"' in p.read_text() for p in pages), [
+        p for p in pages if 'id="preview"' not in p.read_text()
+    ]
+    assert (
+        "board of cycle 2026-11-x awaits approval and is not published"
+        in (preview / "index.html").read_text()
+    )
+    published = build_site(publish)
+    assert not any('id="preview"' in p.read_text() for p in published.rglob("*.html"))

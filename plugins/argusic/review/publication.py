@@ -439,7 +439,7 @@ def preview_site(cycle_id: str, publication: Publication, out_dir: Path | None =
     (files / cycle_id).mkdir(exist_ok=True)
     (files / cycle_id / "board.json").write_text(publication.board_text, encoding="utf-8")
     (files / cycle_id / "attempts.json").write_text(publication.attempts_text, encoding="utf-8")
-    return build_site(files, front_cycle=cycle_id, out=root / "site")
+    return build_site(files, front_cycle=cycle_id, out=root / "site", preview_of=cycle_id)
 
 
 def preview_address(page: Path) -> str:
