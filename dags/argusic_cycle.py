@@ -355,6 +355,13 @@ def argusic_cycle():
             logging.getLogger("argusic.publish").info("%s", line)
         return published
 
+    @task
+    def share_images(published: str, params: dict) -> str:
+        # deferred: the renderer (Pillow, pyte, ffmpeg) is imported by this step only
+        from argusic.review.publication import share_published_cycle
+
+        return share_published_cycle(_cycle_id(params))
+
     pool = prepare_pool()
     specs = plan(pool)
     records = run_attempt.expand(spec_path=specs)
@@ -370,6 +377,7 @@ def argusic_cycle():
     approval = PublicationApproval(task_id="approve_publication", prepared_task="prepare_publication")
     published = publish(prepared, specs)
     prepared >> approval >> published
+    share_images(published)  # the step after publication: share images, highlight videos, the site again
 
 
 argusic_cycle()

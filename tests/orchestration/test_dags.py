@@ -238,7 +238,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert set(cycle) == {
         "prepare_pool", "plan", "run_attempt", "ingest", "build", "prepare_publication",
         "approve_publication", "publish", "plan_repair", "run_repair_attempt", "judge", "ingest_judgements",
-        "tally",
+        "tally", "share_images",
     }  # fmt: skip
     # The run at a glance (issue 29): one tally instance after every attempt task is done, labelled with
     # the counts, beside ingest (ingest does not wait for it).

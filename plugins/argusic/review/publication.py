@@ -537,6 +537,23 @@ def refresh_after_decision(db_path: Path | None = None) -> str:
     return build_or_delegate(db_path)
 
 
+HIGHLIGHT_VIDEOS = 4  # rendered after each publication: fixes and failures alternating (render.cards)
+
+
+def share_published_cycle(cycle_id: str, videos: int = HIGHLIGHT_VIDEOS) -> str:
+    """The step after publication (issue 30): the board's share images, a card per published attempt
+    and up to ``videos`` highlight videos, drawn from the published files and the served recordings
+    only (``argusic share-images``), then the site again so each run page lists its renderings.
+    Returns the renderings folder."""
+    # deferred: Pillow, pyte and ffmpeg's wrapper, and the site's jinja, only for this step
+    from argusic.publication.render.cards import share_images
+    from argusic.publication.site import build_site
+
+    out = share_images(cycle_id, publish_dir(), videos=videos)
+    build_site(publish_dir(), front_cycle=cycle_id)
+    return str(out)
+
+
 def publish_cycle_board(cycle_id: str, board_sha256: str | None = None) -> str:
     """The board of the cycle, re-validated under the writer lock, published only when the cycle's
     latest publication decision approves it exactly as it is (argusic.review.publication; with
