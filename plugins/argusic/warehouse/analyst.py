@@ -39,7 +39,9 @@ over the columns copied: one scan, per cycle for a mart with a cycle_id), compar
 previous manifest records. At a million attempts: ~0.3 CPU-s a copy when nothing the marts are made
 from changed, ~3 CPU-s when every table has to be measured again, ~34 CPU-s for a first copy written
 whole. The file is written whole again when more than half of its blocks are free (rows replaced
-since), or the DuckDB version or the copy's layout changed. Every table and column gets its description as a DuckDB comment (``SELECT comment
+since), or the DuckDB version or the copy's layout changed.
+
+Every table and column gets its description as a DuckDB comment (``SELECT comment
 FROM duckdb_columns()``): the marts' and seeds' from the dbt manifest of the build (its yml
 descriptions), the raw layer's from ``argusic.warehouse``. They are written here, in the copy's one
 transaction, rather than by dbt's ``persist_docs`` in every build: that costs dbt a describe and a
