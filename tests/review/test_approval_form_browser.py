@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hitl_people import Person, api_server, free_port
+from hitl_people import Person, api_server, free_port, sign_in
 from test_dags import airflow_env, dag_test, migrate_metadata_db
 
 pytestmark = pytest.mark.slow
@@ -88,11 +88,7 @@ def test_the_approval_form_shows_pass_rates_reasons_and_the_preview_and_says_wha
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.goto(f"{server['url']}/")
-            page.get_by_label("Username").fill("ana")
-            page.get_by_label("Password").fill(server["passwords"]["ana"])
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(lambda url: "/auth/login" not in url, timeout=60_000)
+            sign_in(page, server["url"], "ana", server["passwords"]["ana"])
             page.goto(f"{server['url']}{page_path}")
             page.get_by_text("Pass rates of this cycle's board attempts").first.wait_for(timeout=60_000)
             page.get_by_text("Note (required)").first.wait_for(timeout=60_000)

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from conftest import dbt_build_copy
-from hitl_people import Person, api_server, free_port
+from hitl_people import Person, api_server, free_port, sign_in
 from test_dags import airflow_env, dag_test, migrate_metadata_db
 from test_judging_review import seed_warehouse
 from test_judging_warehouse import CYCLE as JUDGED_CYCLE
@@ -93,11 +93,7 @@ def test_one_form_records_each_chosen_attempt_as_its_own_review(tmp_path) -> Non
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.goto(f"{server['url']}/")
-            page.get_by_label("Username").fill("ana")
-            page.get_by_label("Password").fill(server["passwords"]["ana"])
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(lambda url: "/auth/login" not in url, timeout=60_000)
+            sign_in(page, server["url"], "ana", server["passwords"]["ana"])
             page.goto(f"{server['url']}{page_path}")
             page.get_by_text("1. wavgen · readme-runner board #1 (required)").first.wait_for(timeout=60_000)
             time.sleep(1)
