@@ -67,9 +67,12 @@ disagree. The demo: `{"cycle_id": "2026-12-ui", "demo": true, "pool_size": 3}` (
 5. **prepare_publication** — the board as it would be published (expectations re-checked, evidence
    audited) and its sha256, and what changed since the cycle's last publication.
 6. **approve_publication** — waits for a person (Browse → Required actions; no worker slot held):
-   the form shows the changes (agents added/removed, scores, ranks, exclusions by review,
-   corrections); **Approve** or **Reject** with a note, recorded (who, when, why). Reject: publish
-   is skipped and nothing is published.
+   the form links the **preview** of the exact pages this board publishes (built by
+   prepare_publication into the previews folder, nothing published; docs/airflow.md) and shows the
+   changes (agents added/removed, scores, ranks, exclusions by review, corrections), each agent's
+   pass rate with its failures, timeouts and invalid attempts, and why every "—" is one;
+   **Approve** or **Reject** with a note, recorded (who, when, why): the task's log and result
+   say `RECORDED: <button> … by <user> …`. Reject: publish is skipped and nothing is published.
 7. **publish** — only the approved board, byte for byte (refused if it changed since): writes
    `<ARGUSIC_PUBLISH_DIR>/<cycle>/board.json`, and its log lists this run's attempts **as the
    rubric scored them**: outcome, points, score.
@@ -352,6 +355,13 @@ def argusic_cycle():
             logging.getLogger("argusic.publish").info("%s", line)
         return published
 
+    @task
+    def share_images(published: str, params: dict) -> str:
+        # deferred: the renderer (Pillow, pyte, ffmpeg) is imported by this step only
+        from argusic.review.publication import share_published_cycle
+
+        return share_published_cycle(_cycle_id(params))
+
     pool = prepare_pool()
     specs = plan(pool)
     records = run_attempt.expand(spec_path=specs)
@@ -367,6 +377,7 @@ def argusic_cycle():
     approval = PublicationApproval(task_id="approve_publication", prepared_task="prepare_publication")
     published = publish(prepared, specs)
     prepared >> approval >> published
+    share_images(published)  # the step after publication: share images, highlight videos, the site again
 
 
 argusic_cycle()

@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import Param, dag, task
-from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
-from argusic.orchestration.forms import JudgingReviewForm
+from airflow.sdk import Param, dag, get_current_context, task
+from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, fail_at_once, retry_delay
+from argusic.orchestration.forms import BulkJudgingReviewForm, JudgingReviewForm
 
 DOC_MD = """
 ### Judging review (issue #14, Layer 3; docs/judging.md)
@@ -27,13 +27,33 @@ attempt that left an artifact or patch, or a maintainer disputes it. Trigger thi
    optionally your own code_structure / logic_correctness (0..2) and a note. The answer is
    recorded at once (`decisions.judging_reviews`: who, when, why). A form waits without holding a
    worker slot.
+   With `bulk: true` (the trigger form's checkbox) the queue comes in **one form** instead,
+   **review_queue** (up to 20 attempts; the rest wait for the next run): each attempt's body under
+   its number, and per attempt one choice (*Promote* or *Reject* with its look, or *Leave for
+   later*) and an optional note. **Record** records every chosen attempt as its own review (who,
+   when, why: the same rows as one form each); an attempt left for later stays in the queue.
 3. **build** — rebuilds the marts: the attempt leaves the queue's *awaiting* state and
    `marts.judging_review_divergence` compares the review with the judges.
 
 A review is advice and people's data: it never changes a score, a verdict, a rate or the board.
+Name the run after what it reviews: Run ID `judging__<cycle_id>__<time>` in the trigger form's
+advanced options (e.g. `judging__2026-12__20261203T1000Z`), or `--run-id` / `dag_run_id`; with
+`cycle_id` empty, that cycle's queue is the one reviewed.
+
 The same review from a shell: `argusic judging review --attempt A --look N --decision promote|reject
 [--code-structure N] [--logic-correctness N] --by NAME --note WHY`.
 """
+
+
+def _cycle(params: dict) -> str | None:
+    """The cycle_id param, else the cycle the run id names (judging__<cycle>__<time>)."""
+    from argusic.cycle.ids import ConfigurationError  # deferred: as the tasks' own imports
+    from argusic.orchestration.run_ids import JUDGING_PREFIX, review_cycle
+
+    try:
+        return review_cycle(params.get("cycle_id"), get_current_context()["dag_run"].run_id, JUDGING_PREFIX)
+    except ConfigurationError as err:
+        raise fail_at_once(err) from None
 
 
 @dag(
@@ -49,8 +69,17 @@ The same review from a shell: `argusic judging review --attempt A --look N --dec
             None,
             type=["null", "string"],
             title="Cycle id",
-            description="Review this cycle's queue only (e.g. 2026-12). Empty: every cycle's awaiting "
+            description="Review this cycle's queue only (e.g. 2026-12). Empty: the cycle the run id "
+            "names (judging__<cycle_id>__<time>, Advanced Options → Run ID), else every cycle's awaiting "
             "attempts.",
+        ),
+        "bulk": Param(
+            False,
+            type="boolean",
+            title="One form for the queue",
+            description="On: the queue's attempts (up to 20) in one form, one choice each (Promote or "
+            "Reject with a look, or leave for later); each recorded as its own review. Off: one form "
+            "per attempt (with the optional code structure and logic correctness scores).",
         ),
     },
 )
@@ -59,6 +88,8 @@ def argusic_judging_review():
     def items_to_review(params: dict) -> list[dict]:
         from argusic.review.judging import awaiting, body_of, subject_of
 
+        if params.get("bulk"):
+            return []  # the queue goes to review_queue, one form
         return [
             {
                 "attempt_id": item.attempt_id,
@@ -68,21 +99,38 @@ def argusic_judging_review():
                 "subject": subject_of(item),
                 "body": body_of(item),
             }
-            for item in awaiting(params.get("cycle_id"))
+            for item in awaiting(_cycle(params))
         ]
+
+    @task
+    def queue_for_one_form(params: dict) -> dict:
+        from argusic.review.judging import BULK_MAX, awaiting, bulk_body
+
+        if not params.get("bulk"):
+            return {"items": [], "body": ""}
+        queue = awaiting(_cycle(params))
+        shown = queue[:BULK_MAX]
+        items = [{"attempt_id": i.attempt_id, "project_id": i.facts["project_id"],
+                  "attempt_label": i.attempt_label, "task_revision": i.facts["task_revision"]}
+                 for i in shown]  # fmt: skip
+        return {"items": items, "body": bulk_body(shown, len(queue) - len(shown))}
+
+    one_form = BulkJudgingReviewForm(task_id="review_queue", items_task="queue_for_one_form")
+    queue_for_one_form() >> one_form
 
     forms = JudgingReviewForm.partial(
         task_id="review_attempt",
         map_index_template="{{ task.project_id }} · {{ task.attempt_label }}",
     ).expand_kwargs(items_to_review())
 
-    @task(**WAREHOUSE_TASK_ARGS)
+    # after the forms of either way (the other way is skipped); nothing reviewed: skipped as well
+    @task(**WAREHOUSE_TASK_ARGS, trigger_rule="none_failed_min_one_success")
     def build() -> str:
         from argusic.publication.build_worker import build_warehouse_summary
 
         return build_warehouse_summary()
 
-    forms >> build()
+    [forms, one_form] >> build()
 
 
 argusic_judging_review()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import Param, dag, task
-from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
+from airflow.sdk import Param, dag, get_current_context, task
+from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, fail_at_once, retry_delay
 from argusic.orchestration.forms import EnvironmentReviewForm
 
 DOC_MD = """
@@ -26,9 +26,23 @@ fault it was. Trigger this DAG (optionally for one `cycle_id`) after a cycle's b
 3. **build** — rebuilds the marts once every form is answered; the board then reflects the
    decisions (publish it through `argusic_cycle`'s approval, or `argusic publish`).
 
+Name the run after its cycle: Run ID `review__<cycle_id>__<time>` (Advanced Options), e.g.
+`review__2026-12__20261203T1000Z`; with `cycle_id` empty, that cycle is the one reviewed.
+
 The same decision from a shell: `argusic review decide --cycle C --project P --decision
 project_at_fault --by NAME --note WHY` (docs/operators.md).
 """
+
+
+def _cycle(params: dict) -> str | None:
+    """The cycle_id param, else the cycle the run id names (review__<cycle>__<time>)."""
+    from argusic.cycle.ids import ConfigurationError  # deferred: as the tasks' own imports
+    from argusic.orchestration.run_ids import REVIEW_PREFIX, review_cycle
+
+    try:
+        return review_cycle(params.get("cycle_id"), get_current_context()["dag_run"].run_id, REVIEW_PREFIX)
+    except ConfigurationError as err:
+        raise fail_at_once(err) from None
 
 
 @dag(
@@ -44,7 +58,8 @@ project_at_fault --by NAME --note WHY` (docs/operators.md).
             None,
             type=["null", "string"],
             title="Cycle id",
-            description="Review the projects of this cycle only (e.g. 2026-12). Empty: every cycle's "
+            description="Review the projects of this cycle only (e.g. 2026-12). Empty: the cycle the "
+            "run id names (review__<cycle_id>__<time>, Advanced Options → Run ID), else every cycle's "
             "projects that await a decision.",
         ),
     },
@@ -56,7 +71,7 @@ def argusic_review():
 
         return [
             {"cycle_id": c.cycle_id, "project_id": c.project_id, "subject": subject_of(c), "body": body_of(c)}
-            for c in awaiting(params.get("cycle_id"))
+            for c in awaiting(_cycle(params))
         ]
 
     forms = EnvironmentReviewForm.partial(

@@ -68,6 +68,15 @@ def api_server(env: dict[str, str], log_path: Path, port: int) -> Iterator[dict]
         log.close()
 
 
+def sign_in(page, url: str, name: str, password: str) -> None:
+    """Sign `name` in through Airflow's own login page in a browser page (Playwright), as a person does."""
+    page.goto(f"{url}/")
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(lambda at: "/auth/login" not in at, timeout=60_000)
+
+
 class Person:
     """One user of the REST API, logged in with their password."""
 

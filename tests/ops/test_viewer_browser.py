@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 from conftest import dbt_build_copy
-from hitl_people import api_server, free_port
+from hitl_people import api_server, free_port, sign_in
 from test_dags import airflow_env, migrate_metadata_db
 from test_replay import ATTEMPT_ID, HOSTILE_CAST, HOSTILE_LOG, land_attempt
 from test_viewer import FAILED_ID
@@ -78,11 +78,7 @@ def test_the_viewer_in_airflow_lists_the_cycle_and_plays_a_recording(
             page = browser.new_page(viewport={"width": 1200, "height": 760})
             errors: list[str] = []
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(f"{url}/")
-            page.get_by_label("Username").fill("ana")
-            page.get_by_label("Password").fill(server["passwords"]["ana"])
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(lambda u: "/auth/login" not in u, timeout=60_000)
+            sign_in(page, url, "ana", server["passwords"]["ana"])
 
             # the viewer inside Airflow: its navigation entry opens it in the UI
             page.get_by_role("button", name="Browse").click()

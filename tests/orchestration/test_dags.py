@@ -238,7 +238,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert set(cycle) == {
         "prepare_pool", "plan", "run_attempt", "ingest", "build", "prepare_publication",
         "approve_publication", "publish", "plan_repair", "run_repair_attempt", "judge", "ingest_judgements",
-        "tally",
+        "tally", "share_images",
     }  # fmt: skip
     # The run at a glance (issue 29): one tally instance after every attempt task is done, labelled with
     # the counts, beside ingest (ingest does not wait for it).
@@ -253,7 +253,15 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert cycle["ingest"]["queue"] == "argusic_warehouse"
     assert info["dags"]["argusic_cycle"]["params"]["repair"]
     judging = info["dags"]["argusic_judging_review"]["tasks"]  # issue #14, Layer 3
-    assert set(judging) == {"items_to_review", "review_attempt", "build"}
+    # the queue in one form (bulk: true) beside the one form per attempt (issue 29, point 10)
+    assert set(judging) == {
+        "items_to_review",
+        "review_attempt",
+        "queue_for_one_form",
+        "review_queue",
+        "build",
+    }
+    assert not judging["review_queue"]["mapped"]
     assert (
         judging["review_attempt"]["mapped"]
         and "attempt_label" in judging["review_attempt"]["map_index_template"]

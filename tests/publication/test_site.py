@@ -770,17 +770,20 @@ def test_a_run_page_lists_its_renderings_checked_by_sha256(
     """Issue 30: `argusic share-images` renders the published cycle's cards into <cycle>/renderings/
     with an index of sha256s; the site copies them beside the run pages and lists them on each run page,
     and refuses to build when a listed file no longer has its sha256 (or is a link)."""
-    from argusic.publication.render.cards import share_images
     from argusic.publication.site import build_site
     from argusic.publication.site.build import SiteError
+    from argusic.review.publication import share_published_cycle
 
     publish, store_url = _published(tmp_path, masked=False)
     monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
     monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
-    out = share_images("2026-11-x", publish)
+    # the pipeline's step after publication (the cycle DAG's share_images task): images, then the site
+    monkeypatch.setenv("ARGUSIC_PUBLISH_DIR", str(publish))
+    out = Path(share_published_cycle("2026-11-x", videos=1))
+    assert out == publish / "2026-11-x" / "renderings"
     index = json.loads((out / "index.json").read_text())
     (card,) = [f for f in index["files"] if f["kind"] == "run"]
-    site = build_site(publish)
+    site = publish / "site"
     run = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
     assert (
         'id="renderings"' in run and f'href="../renderings/{card["file"]}"' in run and card["sha256"] in run
@@ -796,3 +799,24 @@ def test_a_run_page_lists_its_renderings_checked_by_sha256(
     (out / card["file"]).symlink_to(out / "board.png")
     with pytest.raises(SiteError, match="not a regular file"):
         build_site(publish)
+
+
+def test_a_preview_says_so_on_every_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approval form's preview (review.publication.preview_site) is the site builder's output with
+    a line on every page saying the board awaits approval; the published site never has it."""
+    from argusic.publication.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=False)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    preview = build_site(publish, out=tmp_path / "preview", preview_of="2026-11-x")
+    pages = sorted(preview.rglob("*.html"))
+    assert len(pages) > 10
+    assert all('id="preview"' in p.read_text() for p in pages), [
+        p for p in pages if 'id="preview"' not in p.read_text()
+    ]
+    assert (
+        "board of cycle 2026-11-x awaits approval and is not published"
+        in (preview / "index.html").read_text()
+    )
+    published = build_site(publish)
+    assert not any('id="preview"' in p.read_text() for p in published.rglob("*.html"))

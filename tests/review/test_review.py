@@ -216,3 +216,91 @@ def test_marts_older_than_the_code_get_a_message_saying_to_build(tmp_path, monke
     assert result.exit_code == 2, result.output
     said = " ".join(result.output.split())
     assert "predate this version" in said and "argusic build" in said, said
+
+
+def test_the_approval_form_gives_pass_rates_reasons_for_every_dash_and_the_preview() -> None:
+    """Issue 29, point 7: each agent's pass rate with its failures, timeouts and invalid attempts; the
+    reason behind every score shown as "—"; a link to the preview of the pages (an http address is a
+    link, a path is text to open); and, once answered, one line saying what was recorded."""
+    from argusic.orchestration.forms import recorded_line
+    from argusic.review.text import Answer
+
+    rate = {"agent_id": "a1", "passes": 2, "valid_attempts": 3, "invalid_attempts": 1, "pass_rate": 2 / 3,
+            "board_score": 80.0, "failures": 1, "timeouts": 0}  # fmt: skip
+    none = {**rate, "agent_id": "a2", "passes": 0, "valid_attempts": 0, "pass_rate": None, "failures": 0}
+
+    def a_set(project: str, valid: int, invalid: int, unstable: bool, at_middle: bool, spread, review: bool):
+        return {"agent_id": "a1", "project_id": project, "valid_attempts": valid, "invalid_attempts": invalid,
+                "is_complete": valid == 3, "is_unstable": unstable, "unstable_counts_at_middle": at_middle,
+                "spread_pct": spread, "under_review": review,
+                "invalid_reasons": "container_fault" if invalid else None}  # fmt: skip
+
+    sets = [
+        a_set("p1", 2, 1, False, False, None, False),
+        a_set("p2", 3, 0, True, False, 45.0, False),
+        a_set("p3", 3, 0, False, False, 10.0, True),
+        a_set("p4", 3, 0, True, True, 45.0, False),
+    ]
+    reasons = [publication.missing_reason(s) for s in sets]
+    assert reasons == [
+        "fewer than 3 valid attempts (2 valid, 1 invalid: container_fault)",
+        "unstable: spread 45% above 30%",
+        "kept out by environment review",
+        None,  # counted at its middle (edition 1.6 or later)
+    ]
+    missing = [
+        {
+            "agent_id": s["agent_id"],
+            "project_id": s["project_id"],
+            "reason": r,
+            "sealed": s["project_id"] == "p2",
+        }
+        for s, r in zip(sets, reasons, strict=True)
+        if r
+    ]
+    agents = [publication.AgentChange("a1", 80.0, None, 1, None, 1, None),
+              publication.AgentChange("a2", None, None, None, None, 0, None)]  # fmt: skip
+    changes = publication.Changes("c1", True, agents=agents, rates=[rate, none], missing=missing)
+    preview = "https://ops.example/previews/c1/ffffffffffff/site/index.html"
+    body = publication.body_of(changes, "f" * 64, preview)
+    assert f"[open the preview]({preview})" in body
+    assert "| `a1` | 67% (2 of 3 valid) | 1 | 0 | 1 |" in body
+    assert "| `a2` | — (no valid attempt) | 0 | 0 | 1 |" in body
+    assert "- `a1` on `p1`: fewer than 3 valid attempts (2 valid, 1 invalid: container_fault)" in body
+    assert "- `a1` on `p2` (a private project: published sealed, under a label): unstable" in body
+    assert "- `a1` on `p3`: kept out by environment review" in body and "`p4`" not in body
+    assert "- no board score for `a2`: none of its sets counts" in body
+    on_disk = publication.body_of(changes, "f" * 64, "/srv/runs/previews/c1/ffffffffffff/site/index.html")
+    assert "open the preview: `/srv/runs/previews/c1/" in on_disk  # a path: text to open, not a link
+    failed = publication.body_of(changes, "f" * 64, None, "SiteError: no template")
+    assert "No preview of the pages: `SiteError: no template`" in failed
+    many = [{**missing[0], "project_id": f"q{n}"} for n in range(publication.MISSING_LISTED + 3)]
+    long = publication.body_of(dataclasses.replace(changes, missing=many), "f" * 64)
+    assert long.count("fewer than 3 valid attempts") == publication.MISSING_LISTED + 1  # listed + summed
+    assert "- and 3 more sets (3 fewer than 3 valid attempts): `marts.pair_sets`" in long
+    counted = publication.body_of(dataclasses.replace(changes, missing=[], rates=[]), "f" * 64)
+    assert 'Every set counts: no score is "—".' in counted
+
+    answer = Answer("Reject", "numbers look off", "ana", T)
+    line = recorded_line("c1", "f" * 64, answer, "rejected")
+    assert line.startswith("RECORDED: Reject (rejected) of the board of cycle c1")
+    assert "by ana at 2026-12-03 10:00:00 UTC, note: 'numbers look off'; publish is skipped" in line
+
+
+def test_the_bulk_judging_form_offers_choices_only_and_reads_them_whole() -> None:
+    """One required choice per attempt (decision and look together, or later) and an optional note;
+    anything the choice list does not offer is refused by name (an answer sent past the form)."""
+    from argusic.orchestration.forms import bulk_params
+    from argusic.review import judging
+
+    params = bulk_params([{"attempt_id": "a1", "project_id": "wavgen", "attempt_label": "x board #1"}])
+    assert list(params) == ["item_01", "item_01_note"]
+    choice = params["item_01"].serialize()
+    assert choice["value"] == "" and choice["schema"]["enum"][0] == ""  # empty: the form asks for one
+    assert choice["schema"]["values_display"]["promote:2"] == "Promote, look 2 (good)"
+    assert params["item_01_note"].serialize()["value"] is None  # optional
+    assert judging.bulk_choice("reject:0") == ("reject", 0)
+    assert judging.bulk_choice("later") is None
+    for bad in ("", None, "promote:7", "promote"):
+        with pytest.raises(DecisionError, match="not a choice of the bulk form"):
+            judging.bulk_choice(bad)

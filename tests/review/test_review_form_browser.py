@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from conftest import dbt_build_copy
-from hitl_people import Answerer, Person, api_server, free_port
+from hitl_people import Answerer, Person, api_server, free_port, sign_in
 from test_dags import airflow_env, dag_test, migrate_metadata_db
 from test_judging_review import seed_warehouse
 from test_judging_warehouse import CYCLE as JUDGED_CYCLE
@@ -66,11 +66,7 @@ def test_the_judging_review_form_refuses_an_answer_without_a_look_and_offers_onl
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1440, "height": 1200})
-            page.goto(f"{server['url']}/")
-            page.get_by_label("Username").fill("ana")
-            page.get_by_label("Password").fill(server["passwords"]["ana"])
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(lambda url: "/auth/login" not in url, timeout=60_000)
+            sign_in(page, server["url"], "ana", server["passwords"]["ana"])
             page.goto(f"{server['url']}{page_path}")
             page.get_by_text("Look, 0..2 (required)").first.wait_for(timeout=60_000)
             time.sleep(1)

@@ -316,6 +316,94 @@ def test_unchanged_cycles_are_linked_and_changed_ones_rewritten(tmp_path: Path):
     assert pd.read_parquet(parts).shape[0] == sum(row[1] for row in got)
 
 
+def _content(db_file: Path) -> dict[str, tuple]:
+    """Every table of a DuckDB file but meta: its rows and the sum of their hashes."""
+    with duckdb.connect(str(db_file), read_only=True) as con:
+        names = con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND table_name <> 'meta' ORDER BY ALL"
+        ).fetchall()
+        return {
+            f"{s}.{t}": con.execute(
+                f'SELECT count(*), sum(hash(x)::HUGEINT) FROM "{s}"."{t}" AS x'
+            ).fetchone()
+            for s, t in names
+        }
+
+
+def _copied(target: Path) -> dict[str, str]:
+    return {t["name"]: t["copied"] for t in read_manifest(target)["tables"]}
+
+
+def test_a_copy_starts_from_the_previous_one_and_writes_only_what_changed(tmp_path: Path):
+    """Issue 27: the next copy is the previous copy's file with only what changed written: a table
+    with the same rows is kept, a mart's changed cycle replaced, a changed table rewritten. It holds
+    exactly what a copy written whole holds, with the same fingerprint, comments and meta."""
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    with duckdb.connect(str(db)) as con:  # a second cycle
+        con.execute(
+            "INSERT INTO marts.attempt_scores SELECT * REPLACE ('c2' AS cycle_id, attempt_id || '-c2' AS "
+            "attempt_id) FROM marts.attempt_scores"
+        )
+    first = publish_analyst_copy(db)
+    assert set(_copied(first.target).values()) == {"written"}
+    again = publish_analyst_copy(db)
+    assert set(_copied(again.target).values()) == {"kept"}  # nothing changed: nothing written
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE marts.attempt_scores SET score = 1.5 WHERE cycle_id = 'c2'")
+        con.execute("UPDATE marts.board SET rank = rank + 10")
+    third = publish_analyst_copy(db)
+    copied = _copied(third.target)
+    assert copied["marts.attempt_scores"] == "cycles" and copied["marts.board"] == "written"
+    assert copied["marts.project_verdicts"] == "kept" and copied["raw.run_records"] == "kept"
+    whole = publish_analyst_copy(db, tmp_path / "whole")  # the same warehouse, written whole
+    assert set(_copied(whole.target).values()) == {"written"}
+    assert _content(third.folder / "argusic.duckdb") == _content(whole.folder / "argusic.duckdb")
+    assert (
+        read_manifest(third.target)["warehouse_fingerprint"]
+        == read_manifest(whole.target)["warehouse_fingerprint"]
+    )
+    with connect_analyst(third.target) as con:
+        assert con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'board'").fetchone() == (
+            "Grain: one row per (cycle_id, agent_id).",
+        )
+        assert con.execute("SELECT count(*), max(copy_version) FROM meta").fetchone() == (1, third.version)
+        assert con.execute("SELECT count(*) FROM marts.attempt_scores WHERE score = 1.5").fetchone()[0] > 0
+    # a reader of the previous copy still reads the previous rows: the file was copied, never changed
+    with duckdb.connect(str(again.folder / "argusic.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM marts.attempt_scores WHERE score = 1.5").fetchone() == (0,)
+
+
+def test_a_build_keeps_what_its_inputs_did_not_change_without_reading_it(tmp_path: Path):
+    """Given the build's inputs (argusic_build.built_from) and its lineage, a relation whose inputs
+    are those of the previous copy is kept unread; one downstream of a changed source table is
+    measured again; a kept table whose row count moved anyway is measured again too."""
+    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
+    inputs = {"project": "p1", "raw.run_records": "r1", "decisions.reviews": "d1"}
+    marts = {f"marts.{m}" for m in MARTS}
+    asked: list[tuple[str, ...]] = []
+
+    def lineage(changed: tuple[str, ...]) -> tuple[set[str], set[str]]:
+        asked.append(changed)
+        return marts, ({"marts.board"} if "decisions.reviews" in changed else set())
+
+    publish_analyst_copy(db, inputs=inputs, lineage=lineage)
+    assert asked == []  # no previous copy: nothing to compare with
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE marts.board SET rank = rank + 10")  # as a build after a review would
+        con.execute(  # a row more that no input explains: the row count gives it away
+            "INSERT INTO marts.project_verdicts SELECT * FROM marts.project_verdicts LIMIT 1"
+        )
+    second = publish_analyst_copy(db, inputs={**inputs, "decisions.reviews": "d2"}, lineage=lineage)
+    assert asked == [("decisions.reviews",)]
+    copied = _copied(second.target)
+    assert copied["marts.board"] == "written" and copied["marts.project_verdicts"] == "written"
+    assert copied["marts.attempt_scores"] == "kept" and copied["raw.run_records"] == "kept"
+    # another project: nothing is taken on trust
+    publish_analyst_copy(db, inputs={**inputs, "project": "p2"}, lineage=lineage)
+    assert asked == [("decisions.reviews",)]
+
+
 def test_failed_publication_keeps_the_previous_copy(tmp_path: Path, monkeypatch):
     db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
     first = publish_analyst_copy(db)

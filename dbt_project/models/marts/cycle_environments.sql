@@ -4,9 +4,15 @@
 -- Parts compared: harness edition, scaffold, instructions (version and sha256), executor, container
 -- limits; the image digest within each image role (the runner image and the agents image
 -- legitimately differ, by the agent's harness); the budget within each tier (tiers have their own).
+-- Validity after corrections is read where the rules computed it once (int_attempt_scores.is_valid,
+-- one row per board and verdict attempt, as stability reads it); the environment from the record.
 with attempts as (
 
-    select * from {{ ref('int_attempts_corrected') }}
+    select
+        scores.is_valid,
+        records.*
+    from {{ ref('int_attempt_scores') }} as scores
+    inner join {{ ref('stg_run_records') }} as records on records.attempt_id = scores.attempt_id
 
 ),
 

@@ -81,23 +81,41 @@ common as (
 
 ),
 
+-- sum(c_i) and sum(c_i^2) from each denominator's own sums: every attempt with denominator b has
+-- c_i = a_i * (L / b), so sum(c_i) = sum over b of (L / b) * sum(a_i) and sum(c_i^2) = sum over b
+-- of (L / b)^2 * sum(a_i^2). The attempts are summed once per (group, b), then scaled by L / b.
+by_denominator as (
+
+    select
+        agent_id,
+        project_id,
+        environment,
+        score_denominator,
+        sum(score_numerator) as sum_a,
+        sum(score_numerator * score_numerator) as sum_a_squared
+    from scored
+    group by agent_id, project_id, environment, score_denominator
+
+),
+
 sums as (
 
     select
-        scored.agent_id,
-        scored.project_id,
-        scored.environment,
-        sum(scored.score_numerator * (common.common_denominator // scored.score_denominator)) as sum_c,
+        by_denominator.agent_id,
+        by_denominator.project_id,
+        by_denominator.environment,
+        sum(by_denominator.sum_a * (common.common_denominator // by_denominator.score_denominator)) as sum_c,
         sum(
-            (scored.score_numerator * (common.common_denominator // scored.score_denominator))
-            * (scored.score_numerator * (common.common_denominator // scored.score_denominator))
+            by_denominator.sum_a_squared
+            * (common.common_denominator // by_denominator.score_denominator)
+            * (common.common_denominator // by_denominator.score_denominator)
         ) as sum_c_squared
-    from scored
+    from by_denominator
     inner join common
-        on common.agent_id = scored.agent_id
-        and common.project_id = scored.project_id
-        and common.environment = scored.environment
-    group by scored.agent_id, scored.project_id, scored.environment
+        on common.agent_id = by_denominator.agent_id
+        and common.project_id = by_denominator.project_id
+        and common.environment = by_denominator.environment
+    group by by_denominator.agent_id, by_denominator.project_id, by_denominator.environment
 
 ),
 

@@ -5,25 +5,15 @@ with source as (
 
 ),
 
--- The fields read from record_json, extracted with one parse of the record per list (DuckDB's
--- list form of json_extract / json_extract_string gives what each path alone gives): a model that
--- reads several of them parses each record once or twice, not once per field (at a million records,
--- every field read alone was a full parse of every record).
+-- The fields read from record_json, extracted with ONE parse of each record: DuckDB's list form of
+-- json_extract gives every path's JSON value at once (at a million records, every field read alone
+-- was a full parse of every record). Text fields are then read from their own small value
+-- (json_extract_string(value, '$') is what json_extract_string(record_json, path) gives: a string
+-- unquoted, a number or object as its JSON text, null for a missing or null field).
 record_fields as (
 
     select
         *,
-        -- as text (json_extract_string)
-        json_extract_string(record_json, [
-            '$.model.responded',            -- 1
-            '$.model.requested',            -- 2
-            '$.repair.item_id',             -- 3
-            '$.repair.item_revision',       -- 4
-            '$.observed.source',            -- 5
-            '$.observed.verify_command',    -- 6
-            '$.seal.status'                 -- 7
-        ]) as record_text,
-        -- as JSON values, cast below (json_extract)
         json_extract(record_json, [
             '$.usage.input_tokens.value',   -- 1
             '$.usage.output_tokens.value',  -- 2
@@ -32,7 +22,15 @@ record_fields as (
             '$.observed.errors_encountered', -- 5
             '$.observed.errors_fixed',      -- 6
             '$.observed.verified',          -- 7
-            '$.seal.report_replaced'        -- 8
+            '$.seal.report_replaced',       -- 8
+            '$.model.responded',            -- 9  (text)
+            '$.model.requested',            -- 10 (text)
+            '$.repair.item_id',             -- 11 (text)
+            '$.repair.item_revision',       -- 12 (text)
+            '$.observed.source',            -- 13 (text)
+            '$.observed.verify_command',    -- 14 (text)
+            '$.seal.status',                -- 15 (text)
+            '$.container_fault'             -- 16 (text)
         ]) as record_values
 
     from source
@@ -59,7 +57,7 @@ renamed as (
         end_reason,
         invalid_reason as recorded_invalid_reason,
         -- what the container did that cut its own measurement (issue #25); null in older records
-        json_extract_string(record_json, '$.container_fault') as recorded_container_fault,
+        json_extract_string(record_values[16], '$') as recorded_container_fault,
         executor,
         is_demo,
         rerun_of,
@@ -114,26 +112,26 @@ renamed as (
         -- inputs of the cost rule (int_attempt_costs), never the client's own cost estimate
         try_cast(record_values[1] as bigint) as input_tokens,
         try_cast(record_values[2] as bigint) as output_tokens,
-        record_text[1] as model_responded,
-        record_text[2] as model_requested,
+        json_extract_string(record_values[9], '$') as model_responded,
+        json_extract_string(record_values[10], '$') as model_requested,
 
         -- a repair attempt's item (null for board and verdict attempts): groups its patch with the
         -- same agent's other patches for the same item in marts.change_similarity (issue #14)
-        record_text[3] as repair_item_id,
-        record_text[4] as repair_item_revision,
+        json_extract_string(record_values[11], '$') as repair_item_id,
+        json_extract_string(record_values[12], '$') as repair_item_revision,
 
         -- what our harness observed of the session (edition 1.7, issue #25), beside the agent's report
         -- above: the report is the agent's claim, this is the evidence that credits it. Every column
         -- null when the record has no observation (older records; one the harness could not make)
-        record_text[5] as observed_source,
+        json_extract_string(record_values[13], '$') as observed_source,
         try_cast(record_values[3] as boolean) as observed_install_ok,
         try_cast(record_values[4] as boolean) as observed_ran_ok,
         try_cast(record_values[5] as integer) as observed_errors_encountered,
         try_cast(record_values[6] as integer) as observed_errors_fixed,
         try_cast(record_values[7] as boolean) as observed_verified,
-        record_text[6] as observed_verify_command,
+        json_extract_string(record_values[14], '$') as observed_verify_command,
         -- whether the landed files are the ones the harness sealed (null in older records)
-        record_text[7] as seal_status,
+        json_extract_string(record_values[15], '$') as seal_status,
         try_cast(record_values[8] as boolean) as seal_report_replaced
 
     from record_fields

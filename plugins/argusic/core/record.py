@@ -394,6 +394,13 @@ class Repair(_Strict):
     permission_denials: int | None = Field(default=None, ge=0)
 
 
+def utc_timestamp(value: datetime) -> datetime:
+    """A record's timestamps are UTC: anything else is refused, naming the rule."""
+    if value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None):
+        raise ValueError("must be an ISO-8601 timestamp in UTC (ending in Z or +00:00)")
+    return value
+
+
 class Timing(_Strict):
     """Where the attempt's wall time went (issue #29), as the executor observed it: the budget clock
     ran from ``agent_started_at`` (the container, or the local process, started) to
@@ -408,9 +415,7 @@ class Timing(_Strict):
     @field_validator("agent_started_at", "agent_ended_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        if value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None):
-            raise ValueError("must be an ISO-8601 timestamp in UTC (ending in Z or +00:00)")
-        return value
+        return utc_timestamp(value)
 
     @model_validator(mode="after")
     def _ordered(self) -> Timing:
@@ -484,9 +489,7 @@ class RunRecord(_Strict):
     @field_validator("started_at", "ended_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        if value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None):
-            raise ValueError("must be an ISO-8601 timestamp in UTC (ending in Z or +00:00)")
-        return value
+        return utc_timestamp(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> RunRecord:

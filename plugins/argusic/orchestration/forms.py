@@ -21,6 +21,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import Param
 from airflow.sdk.definitions.param import ParamsDict
+from airflow.sdk.exceptions import AirflowSkipException
 
 from argusic.review import disputes, environment
 from argusic.review import judging as judging_review
@@ -142,13 +143,33 @@ class PublicationApproval(ApprovalOperator):
             publication.record(
                 prepared["cycle_id"], prepared["board_sha256"], decision, answer.by, answer.at, answer.note
             )
-            log.info(
-                "board of cycle %s (sha256 %s) %s by %s at %s UTC: %s",
-                prepared["cycle_id"], prepared["board_sha256"], decision, answer.by, answer.at, answer.note,
-            )  # fmt: skip
+            recorded = recorded_line(prepared["cycle_id"], prepared["board_sha256"], answer, decision)
+            log.info("%s", recorded)
             if decision == "rejected":  # an approval is built after the publish task publishes
                 publication.refresh_after_decision()
+            # What was recorded, as an XCom of its own (key "recorded", the task's XCom tab) and the
+            # log's line: Airflow's Required actions page shows the response, this what it became.
+            # Pushed before the operator's own handling: a rejection skips downstream by raising, so
+            # nothing after it (a return value) would be kept.
+            context["ti"].xcom_push(
+                key="recorded",
+                value={"recorded": recorded, "decision": decision, "decided_by": answer.by,
+                       "decided_at": answer.at.isoformat(), "note": answer.note,
+                       "cycle_id": prepared["cycle_id"], "board_sha256": prepared["board_sha256"],
+                       "preview": prepared.get("preview")},
+            )  # fmt: skip
         return super().execute_complete(context, event)
+
+
+def recorded_line(cycle_id: str, board_sha256: str, answer, decision: str) -> str:
+    """The one line that says what an approval form's answer recorded: which button, by whom, when,
+    the note, and what follows."""
+    follows = "publish runs next" if decision == "approved" else "publish is skipped, nothing is published"
+    return (
+        f"RECORDED: {answer.choice} ({decision}) of the board of cycle {cycle_id} (sha256 "
+        f"{board_sha256}) by {answer.by} at {answer.at:%Y-%m-%d %H:%M:%S} UTC, note: {answer.note!r}; "
+        f"{follows}"
+    )
 
 
 class DisputeRulingForm(HITLOperator):
@@ -299,3 +320,86 @@ class JudgingReviewForm(HITLOperator):
                 "look": given.get("look"), "code_structure": given.get("code_structure"),
                 "logic_correctness": given.get("logic_correctness"), "decided_by": answer.by,
                 "decided_at": answer.at.isoformat(), "note": answer.note}  # fmt: skip
+
+
+RECORD = "Record"
+
+
+def bulk_params(items: list[dict]) -> dict[str, Param]:
+    """The bulk judging review form's fields: per item one required choice (decision and look
+    together, or leave for later: nothing to type, nothing out of range) and an optional note."""
+    params: dict[str, Param] = {}
+    for n, item in enumerate(items, 1):
+        label = f"{item['project_id']} · {item['attempt_label']}"
+        params[judging_review.bulk_key(n)] = Param(
+            NOT_CHOSEN, type="string", enum=[NOT_CHOSEN, *judging_review.BULK_CHOICES],
+            values_display={NOT_CHOSEN: "(choose)", **judging_review.BULK_CHOICES},
+            title=f"{n}. {label} (required)", description=f"Item {n} of the body: {item['attempt_id']}",
+        )  # fmt: skip
+        params[judging_review.bulk_note_key(n)] = Param(
+            None, type=["null", "string"], maxLength=judging_review.NOTE_MAX,
+            title=f"{n}. Note (optional)", description="Why, in a sentence.",
+        )  # fmt: skip
+    return params
+
+
+class BulkJudgingReviewForm(HITLOperator):
+    """The judging review queue in one form (issue 29, point 10): the items `items_task` returned,
+    each with its own choice (Promote or Reject with a look, or Leave for later) and optional note;
+    one **Record** press records every chosen item as its own review in decisions.judging_reviews
+    (argusic.review.judging.decide: who, when, why), as one form per item would. The fields are
+    built from the queue when the task runs (Airflow's form shows the request's own params) and
+    again when the answer arrives, from the same XCom. No item: skipped."""
+
+    template_fields = ()
+
+    def __init__(self, *, items_task: str, **kwargs) -> None:
+        kwargs.setdefault("assigned_users", reviewers())
+        kwargs.setdefault("subject", "Judging review: the queue")
+        super().__init__(options=[RECORD], **kwargs)
+        self.items_task = items_task
+
+    def _items(self, context) -> list[dict]:
+        items = context["ti"].xcom_pull(task_ids=self.items_task) or {}
+        return list(items.get("items") or [])
+
+    def _with_items(self, context) -> list[dict]:
+        items = self._items(context)
+        self.params = ParamsDict(bulk_params(items))
+        return items
+
+    def execute(self, context):
+        items = self._with_items(context)
+        if not items:
+            raise AirflowSkipException("nothing in the judging review queue for this form")
+        shown = context["ti"].xcom_pull(task_ids=self.items_task) or {}
+        self.body = shown.get("body") or ""
+        return super().execute(context)
+
+    def execute_complete(self, context, event: dict[str, Any]) -> Any:
+        items = self._with_items(context)
+        result = super().execute_complete(context, event)
+        answer = answer_of({**result, "params_input": {}})  # who and when; the notes are per item
+        if not answer.by:
+            raise DecisionError("the answer has no responding user")
+        given = result.get("params_input") or {}
+        chosen = [(item, judging_review.bulk_choice(given.get(judging_review.bulk_key(n))),
+                   str(given.get(judging_review.bulk_note_key(n)) or "").strip())
+                  for n, item in enumerate(items, 1)]  # fmt: skip  # every choice checked first
+        recorded = []
+        for item, choice, note in chosen:
+            if choice is None:
+                log.info("judging review of %s: left for later by %s", item["attempt_id"], answer.by)
+                continue
+            decision, look = choice
+            new = judging_review.decide(item["attempt_id"], look, decision, answer.by, answer.at, note,
+                                        task_revision=item.get("task_revision"))  # fmt: skip
+            line = (f"RECORDED: judging review of {item['attempt_id']}: {decision}, look {look}, by "
+                    f"{answer.by} at {answer.at:%Y-%m-%d %H:%M:%S} UTC ({note or 'no note'})"
+                    f"{'' if new else ' — already recorded'}")  # fmt: skip
+            log.info("%s", line)
+            recorded.append({"attempt_id": item["attempt_id"], "decision": decision, "look": look,
+                             "note": note or None, "recorded": line})  # fmt: skip
+        later = len(items) - len(recorded)
+        return {"recorded": recorded, "left_for_later": later, "decided_by": answer.by,
+                "decided_at": answer.at.isoformat()}  # fmt: skip

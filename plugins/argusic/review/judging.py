@@ -217,12 +217,14 @@ def body_of(item: Item) -> str:
         pages = _pages(f)
         if pages:
             lines += ["", "Rendered pages:", "", *pages]
-    lines += [
-        "",
-        "Answer: **look** 0..2 (required), then **Promote** or **Reject**; optionally your own "
-        "code_structure and logic_correctness (0..2) and a note. Recorded with your name and the time.",
-    ]
+    lines += ["", ANSWER]
     return "\n".join(lines)
+
+
+ANSWER = (
+    "Answer: **look** 0..2 (required), then **Promote** or **Reject**; optionally your own "
+    "code_structure and logic_correctness (0..2) and a note. Recorded with your name and the time."
+)
 
 
 def task_revision_of(attempt_id: str, db_path: Path | None = None) -> str:
@@ -272,3 +274,51 @@ def decide(
         },
         db_path,
     )
+
+
+# -- the bulk judging review: one form for a queue, each item still its own recorded decision --------
+
+BULK_MAX = 20  # items per bulk form; the rest wait for the next run (a form is read top to bottom)
+LATER = "later"  # an item the person leaves for later: nothing recorded, it stays in the queue
+BULK_CHOICES = {
+    f"{decision}:{look}": f"{option}, look {look} ({words})"
+    for option, decision in OPTIONS.items()
+    for look, words in ((2, "good"), (1, "acceptable"), (0, "poor"))
+} | {LATER: "Leave for later (nothing recorded)"}
+
+
+def bulk_key(n: int) -> str:
+    """The bulk form's field of item n (1-based): its decision and look in one choice."""
+    return f"item_{n:02d}"
+
+
+def bulk_note_key(n: int) -> str:
+    return f"item_{n:02d}_note"
+
+
+def bulk_choice(value: object) -> tuple[str, int] | None:
+    """(decision, look) of a bulk form's choice ("promote:2"); None for "later". DecisionError for
+    anything else (an answer sent through the REST API skips the form's choice list)."""
+    if value == LATER:
+        return None
+    if isinstance(value, str) and value in BULK_CHOICES:
+        decision, _, look = value.partition(":")
+        return decision, int(look)
+    raise decisions.DecisionError(
+        f"not a choice of the bulk form: {value!r} (one of {', '.join(BULK_CHOICES)})"
+    )
+
+
+def bulk_body(items: list[Item], left: int = 0) -> str:
+    """The bulk form's body: every item's own body under its number, in the order of the fields."""
+    parts = [
+        f"**{len(items)} attempt(s) to review.** For each, choose *Promote* or *Reject* with a look "
+        "(0 poor, 1 acceptable, 2 good), or *Leave for later*; a note per item is optional. Each "
+        "choice is recorded as its own review (who, when, why) when you press **Record**."
+    ]
+    if left:
+        parts.append(f"{left} more attempt(s) wait in the queue for the next run of this form.")
+    for n, item in enumerate(items, 1):
+        facts = body_of(item).removesuffix("\n\n" + ANSWER)  # the bulk form's own fields answer
+        parts += ["", "---", "", f"#### Item {n}: {quoted(subject_of(item))}", "", facts]
+    return "\n".join(parts)

@@ -13,14 +13,17 @@ that changed after the approval is refused (BoardChanged) and nothing is written
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from argusic.core.layout import publish_dir
-from argusic.publication.board import compose_publication
+from argusic.core.settings import runs_dir
+from argusic.publication.board import Publication, compose_publication
 from argusic.publication.build_worker import build_or_delegate, publish_or_delegate
-from argusic.review.text import quoted
+from argusic.review.text import link, quoted
 from argusic.warehouse import decisions
 from argusic.warehouse.db import connect
 from argusic.warehouse.dbt_build import PublicationBlocked, release_semaphores_at_exit
@@ -59,16 +62,22 @@ class Changes:
     sponsors: list[dict] = field(default_factory=list)  # agent_id, sponsor, sponsorship
     sealed: list[str] = field(default_factory=list)  # private projects' labels, sealed in this board
     revealing: list[str] = field(default_factory=list)  # private projects this board names first
+    # Per agent: passes, failures, timeouts, invalid attempts and the pass rate (marts.board and
+    # marts.attempt_scores); per set not counted on the board, the reason its score is "—".
+    rates: list[dict] = field(default_factory=list)
+    missing: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """What the approval form shows and binds; JSON-able (it travels through XCom)."""
+    """What the approval form shows and binds; JSON-able (it travels through XCom). ``preview``:
+    where the preview of the pages this board would publish was built (None when it could not be)."""
 
     cycle_id: str
     board_sha256: str
     subject: str
     body: str
+    preview: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -113,6 +122,83 @@ def _review_state(cycle_id: str, db_path: Path | None) -> tuple[list[dict], list
     )
 
 
+RATES_SQL = """
+SELECT b.agent_id, b.passes, b.valid_attempts, b.invalid_attempts, b.pass_rate, b.board_score,
+       count(*) FILTER (WHERE s.outcome = 'fail') AS failures,
+       count(*) FILTER (WHERE s.outcome = 'timeout') AS timeouts
+FROM marts.board AS b
+LEFT JOIN marts.attempt_scores AS s
+  ON s.cycle_id = b.cycle_id AND s.agent_id = b.agent_id AND s.purpose = 'board'
+WHERE b.cycle_id = ?
+GROUP BY ALL
+ORDER BY b.agent_id
+"""
+
+# Every set the board does not count, with what its "—" stands for (marts.pair_sets, the review's
+# exclusions, the invalid attempts' reasons). A set counts when complete, not under review, and
+# stable or unstable-counting-at-its-middle (marts.board's sets_counted).
+MISSING_SQL = """
+SELECT p.agent_id, p.project_id, p.valid_attempts, p.invalid_attempts, p.is_complete,
+       p.is_unstable, p.unstable_counts_at_middle, p.spread_pct,
+       coalesce(r.excluded_from_board, false) AS under_review,
+       (SELECT string_agg(DISTINCT s.invalid_reason, '; ' ORDER BY s.invalid_reason)
+        FROM marts.attempt_scores AS s
+        WHERE s.cycle_id = p.cycle_id AND s.agent_id = p.agent_id AND s.project_id = p.project_id
+          AND s.purpose = 'board' AND NOT s.is_valid) AS invalid_reasons
+FROM marts.pair_sets AS p
+LEFT JOIN marts.project_review AS r ON r.cycle_id = p.cycle_id AND r.project_id = p.project_id
+WHERE p.cycle_id = ?
+ORDER BY p.agent_id, p.project_id
+"""
+
+
+MISSING_LISTED = 40  # the form names this many sets without a score; the rest are counted by reason
+
+
+def missing_reason(row: dict) -> str | None:
+    """Why a set's score is "—" on the board (None when it counts)."""
+    if row["under_review"]:
+        return "kept out by environment review"
+    if not row["is_complete"]:
+        why = f"fewer than 3 valid attempts ({row['valid_attempts']} valid"
+        if row["invalid_attempts"]:
+            why += f", {row['invalid_attempts']} invalid: {row['invalid_reasons'] or 'reason not recorded'}"
+        return why + ")"
+    if row["is_unstable"] and not row["unstable_counts_at_middle"]:
+        spread = row["spread_pct"]
+        shown = "infinite" if spread is None or spread == float("inf") else f"{spread:.0f}%"
+        return f"unstable: spread {shown} above 30%"
+    return None
+
+
+def _rates_and_gaps(cycle_id: str, db_path: Path | None, revealed: set[str]) -> tuple[list[dict], list[dict]]:
+    with connect(db_path, read_only=True) as con:
+        private = con.execute(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = 'raw' AND table_name = 'pool_entries'"
+        ).fetchone()[0]
+        sealed_ids = set()
+        if private:
+            sealed_ids = {
+                pid
+                for (pid,) in con.execute(
+                    "SELECT project_id FROM raw.pool_entries WHERE cycle_id = ? AND visibility = 'private'",
+                    [cycle_id],
+                ).fetchall()
+            } - revealed
+        cur = con.execute(RATES_SQL, [cycle_id])
+        rates = [dict(zip([d[0] for d in cur.description], r, strict=True)) for r in cur.fetchall()]
+        cur = con.execute(MISSING_SQL, [cycle_id])
+        sets = [dict(zip([d[0] for d in cur.description], r, strict=True)) for r in cur.fetchall()]
+    missing = []
+    for row in sets:
+        reason = missing_reason(row)
+        if reason is not None:
+            missing.append({"agent_id": row["agent_id"], "project_id": row["project_id"], "reason": reason,
+                            "sealed": row["project_id"] in sealed_ids})  # fmt: skip
+    return rates, missing
+
+
 def _operator(row: dict):
     """A board row's operator agent id: published rows carry the identity's code as ``agent_id`` and
     the operator's id in ``configuration`` (argusic.publication.agents); an older board, the id."""
@@ -130,6 +216,7 @@ def changes(
     """The board rows about to be published against the last published board of the cycle;
     ``private``: the board's ``private_projects`` (sealed labels, revealed ids)."""
     excluded, corrected = _review_state(cycle_id, db_path)
+    rates, missing = _rates_and_gaps(cycle_id, db_path, set((private or {}).get("revealed") or []))
     now = {_operator(r): r for r in rows}
     before = {_operator(r): r for r in (previous or {}).get("rows", []) if isinstance(r, dict)}
     agents = [
@@ -168,6 +255,8 @@ def changes(
             set((private or {}).get("revealed") or [])
             - set(((previous or {}).get("private_projects") or {}).get("revealed") or [])
         ),
+        rates=rates,
+        missing=missing,
     )
 
 
@@ -175,11 +264,30 @@ def _number(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def body_of(changes: Changes, board_sha256: str) -> str:
-    """The approval form's body (Markdown): the changes, then what approving does. Every number is
-    read from the board rows or the marts; ids follow the record grammar; people's notes are quoted."""
+def _rate(rate: dict) -> str:
+    if not rate["valid_attempts"]:
+        return "— (no valid attempt)"
+    return f"{rate['pass_rate']:.0%} ({rate['passes']} of {rate['valid_attempts']} valid)"
+
+
+def body_of(
+    changes: Changes, board_sha256: str, preview: str | None = None, preview_error: str | None = None
+) -> str:
+    """The approval form's body (Markdown): the preview of the pages, the changes, each agent's pass
+    rate, the reason for every score shown as "—", then what approving does. Every number is read
+    from the board rows or the marts; ids follow the record grammar; people's notes are quoted.
+    ``preview``: the preview site's front page (an http(s) address is a link; a path is text to
+    open); ``preview_error``: why there is none."""
     c = changes
     lines = [f"**Board of cycle `{c.cycle_id}`**, sha256 `{board_sha256}`", ""]
+    if preview:
+        lines += [
+            "**Preview of the exact pages this board publishes** (built, not published): "
+            + link(preview, "open the preview"),
+            "",
+        ]
+    elif preview_error:
+        lines += [f"No preview of the pages: {quoted(preview_error)}", ""]
     if c.first_publication:
         lines.append("First publication of this cycle: every agent below is new on the public board.")
     elif c.unchanged:
@@ -200,6 +308,37 @@ def body_of(changes: Changes, board_sha256: str) -> str:
             f"| `{a.agent_id}` | {_number(a.score)} | {_number(a.was_score)} | {a.rank or '—'} | "
             f"{a.was_rank or '—'} | {a.sets_under_review} | {was_review} |"
         )
+    lines.append("")
+    if c.rates:
+        lines += [
+            "Pass rates of this cycle's board attempts (a pass: verified for real or with mock services):",
+            "",
+            "| agent | pass rate | fail | timeout | invalid (rerun, never counted) |",
+            "|---|---|---|---|---|",
+        ]
+        for r in c.rates:
+            counts = f"{r['failures']} | {r['timeouts']} | {r['invalid_attempts']}"
+            lines.append(f"| `{r['agent_id']}` | {_rate(r)} | {counts} |")
+        lines.append("")
+    if c.missing:
+        lines.append('Why a score is "—" (sets the board does not count):')
+        for m in c.missing[:MISSING_LISTED]:
+            sealed = " (a private project: published sealed, under a label)" if m.get("sealed") else ""
+            lines.append(f"- `{m['agent_id']}` on `{m['project_id']}`{sealed}: {m['reason']}")
+        if len(c.missing) > MISSING_LISTED:
+            kinds: dict[str, int] = {}
+            for m in c.missing[MISSING_LISTED:]:
+                kind = m["reason"].split(" (", 1)[0].split(":", 1)[0]
+                kinds[kind] = kinds.get(kind, 0) + 1
+            more = "; ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+            lines.append(f"- and {len(c.missing) - MISSING_LISTED} more sets ({more}): `marts.pair_sets`")
+        no_score = [a.agent_id for a in c.agents if a.score is None]
+        if no_score:
+            lines.append(
+                f"- no board score for {', '.join(f'`{a}`' for a in no_score)}: none of its sets counts"
+            )
+    else:
+        lines.append('Every set counts: no score is "—".')
     lines.append("")
     edition = quoted(c.harness_edition) if c.harness_edition else "not recorded (records before environments)"
     lines.append(f"Harness edition of this cycle: {edition}.")
@@ -254,7 +393,62 @@ def prepare(cycle_id: str, db_path: Path | None = None, out_dir: Path | None = N
         cycle_id, board["rows"], last_published(cycle_id, out_dir), db_path, board.get("private_projects")
     )
     subject = f"Publish the board of cycle {cycle_id}?"
-    return Prepared(cycle_id, publication.board_sha256, subject, body_of(found, publication.board_sha256))
+    preview, error = None, None
+    try:
+        site = preview_site(cycle_id, publication, out_dir)
+        preview = preview_address(site / "index.html")
+    except Exception as err:  # a preview is help for the person, never a reason to withhold the form
+        error = f"{type(err).__name__}: {err}"
+    body = body_of(found, publication.board_sha256, preview, error)
+    return Prepared(cycle_id, publication.board_sha256, subject, body, preview)
+
+
+PREVIEW_DIR_ENV = "ARGUSIC_PREVIEW_DIR"
+PREVIEW_BASE_ENV = "ARGUSIC_PREVIEW_BASE_URL"
+PUBLISHED_FILES = ("board.json", "attempts.json", "public_pool.json", "private_pool.json")
+
+
+def previews_dir() -> Path:
+    """Where approval previews are built: ARGUSIC_PREVIEW_DIR, else <runs>/previews (never under the
+    publish folder: a preview is not published)."""
+    return Path(os.environ.get(PREVIEW_DIR_ENV) or runs_dir() / "previews")
+
+
+def preview_site(cycle_id: str, publication: Publication, out_dir: Path | None = None) -> Path:
+    """The public site as publishing this board would build it, in a preview folder:
+    ``<previews>/<cycle>/<sha256[:12]>/site``. The published cycles' files are copied beside this
+    cycle's board.json and attempts.json as they would be written, and the site builder
+    (argusic.publication.site.build_site) builds from that copy; nothing under the publish folder
+    is touched. Returns the site folder."""
+    from argusic.publication.site.build import build_site  # deferred: jinja, markdown
+
+    published = Path(out_dir or publish_dir())
+    root = previews_dir() / cycle_id / publication.board_sha256[:12]
+    files = root / "published"
+    if files.exists():
+        shutil.rmtree(files)
+    files.mkdir(parents=True)
+    if published.is_dir():
+        for folder in published.iterdir():
+            if folder.is_symlink() or not folder.is_dir() or not (folder / "board.json").is_file():
+                continue
+            for name in PUBLISHED_FILES:
+                if (folder / name).is_file() and not (folder / name).is_symlink():
+                    (files / folder.name).mkdir(exist_ok=True)
+                    shutil.copyfile(folder / name, files / folder.name / name)
+    (files / cycle_id).mkdir(exist_ok=True)
+    (files / cycle_id / "board.json").write_text(publication.board_text, encoding="utf-8")
+    (files / cycle_id / "attempts.json").write_text(publication.attempts_text, encoding="utf-8")
+    return build_site(files, front_cycle=cycle_id, out=root / "site", preview_of=cycle_id)
+
+
+def preview_address(page: Path) -> str:
+    """The preview page's address: under ARGUSIC_PREVIEW_BASE_URL (the address that serves the
+    previews folder, e.g. the evidence server's) when set, else its path on this machine."""
+    base = os.environ.get(PREVIEW_BASE_ENV, "").strip().rstrip("/")
+    if base:
+        return f"{base}/{page.relative_to(previews_dir()).as_posix()}"
+    return str(page)
 
 
 def record(
@@ -341,6 +535,23 @@ def refresh_after_decision(db_path: Path | None = None) -> str:
     publish`), not by publish_approved itself: its callers with a warehouse of their own making (tests
     that write marts directly) would see them rebuilt from the raw layer."""
     return build_or_delegate(db_path)
+
+
+HIGHLIGHT_VIDEOS = 4  # rendered after each publication: fixes and failures alternating (render.cards)
+
+
+def share_published_cycle(cycle_id: str, videos: int = HIGHLIGHT_VIDEOS) -> str:
+    """The step after publication (issue 30): the board's share images, a card per published attempt
+    and up to ``videos`` highlight videos, drawn from the published files and the served recordings
+    only (``argusic share-images``), then the site again so each run page lists its renderings.
+    Returns the renderings folder."""
+    # deferred: Pillow, pyte and ffmpeg's wrapper, and the site's jinja, only for this step
+    from argusic.publication.render.cards import share_images
+    from argusic.publication.site import build_site
+
+    out = share_images(cycle_id, publish_dir(), videos=videos)
+    build_site(publish_dir(), front_cycle=cycle_id)
+    return str(out)
 
 
 def publish_cycle_board(cycle_id: str, board_sha256: str | None = None) -> str:

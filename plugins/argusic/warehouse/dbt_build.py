@@ -482,13 +482,45 @@ def _build(
         # Readers get the new copy only from a build whose every check passed; still under the lock,
         # so that it is exactly what was validated. A failed build leaves the previous copy.
         if report.success and analyst:
-            copy = publish_analyst_copy(path, analyst_target, _descriptions(plan, project))
+            copy = publish_analyst_copy(
+                path,
+                analyst_target,
+                _descriptions(plan, project),
+                inputs=current,
+                lineage=_lineage(plan, project),
+            )
     if not report.success:
         raise PublicationBlocked(
             "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
         )
     note = changes.note(len(nodes), only) or plan.note  # a partial build selects no seed test
     return BuildResult(path, nodes, report, dbt_seconds, report.seconds, note, copy, changes.changed)
+
+
+def _lineage(plan: DbtPlan, project: Path) -> Callable[[tuple[str, ...]], tuple[set[str], set[str]] | None]:
+    """For the analyst copy: the relations the project builds (models and seeds, ``schema.table``)
+    and those downstream of some source tables, from the manifest a session parsed or the
+    manifest.json this build wrote (None when there is neither)."""
+
+    def lineage(changed: tuple[str, ...]) -> tuple[set[str], set[str]] | None:
+        graph = _graph(plan.manifest, project)
+        if graph is None:
+            return None
+        child_map, nodes = graph
+
+        def relation(uid: str) -> str:
+            node = nodes[uid]
+            return f"{_field(node, 'schema')}.{_field(node, 'alias') or _field(node, 'name')}"
+
+        known = {relation(uid) for uid in nodes if uid.startswith(("model.", "seed."))}
+        dirty = {
+            relation(uid)
+            for uid in downstream(child_map, changed)
+            if uid.startswith("model.") and uid in nodes
+        }
+        return known, dirty
+
+    return lineage
 
 
 def _descriptions(plan: DbtPlan, project: Path) -> Descriptions | None:

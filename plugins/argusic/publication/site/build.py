@@ -589,9 +589,11 @@ def build_site(
     *,
     store: EvidenceStore | None = None,
     out: Path | None = None,
+    preview_of: str | None = None,
 ) -> Path:
     """Write the public site of every cycle published under ``publish_dir`` to ``publish_dir/site``
-    (or ``out``), whole or not at all; returns the site's folder."""
+    (or ``out``), whole or not at all; returns the site's folder. ``preview_of``: a cycle whose board
+    awaits approval; every page then says it is a preview, not published."""
     publish_dir = Path(publish_dir)
     cycles = published_cycles(publish_dir)
     front = choose_front(cycles, front_cycle)
@@ -602,12 +604,17 @@ def build_site(
     # One build at a time per site (two publications at once): the later one swaps in last.
     with open(target.parent / f".{target.name}.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _build_into(target, cycles, front, store, base)
+        _build_into(target, cycles, front, store, base, preview_of)
     return target
 
 
 def _build_into(
-    target: Path, cycles: list[PublishedCycle], front: PublishedCycle, store: EvidenceStore, base: str | None
+    target: Path,
+    cycles: list[PublishedCycle],
+    front: PublishedCycle,
+    store: EvidenceStore,
+    base: str | None,
+    preview_of: str | None = None,
 ) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
@@ -622,6 +629,7 @@ def _build_into(
             "methodology_editions": latest_carrying(front, cycles, "methodology_editions")[1] or [],
             "dispute_address": dispute_address(),
             "dispute_placeholder": DISPUTE_ADDRESS_PLACEHOLDER,
+            "preview_of": preview_of,
             **assets,
         }
         with tempfile.TemporaryDirectory(prefix="argusic-site-") as tmp:
