@@ -124,6 +124,18 @@ def good_frames() -> dict[str, pd.DataFrame]:
             "sets_under_review",
         ],  # fmt: skip
     )
+    # marts.pair_sets' invalid attempts and whether an unstable set still counts (the approval form's
+    # reasons for a "—" read them): as the attempts above say; the unstable set here does not count
+    pair_invalid = attempts[~attempts["is_valid"].astype(bool)].groupby(["agent_id", "project_id"]).size()
+    keys = list(zip(pair_sets["agent_id"], pair_sets["project_id"], strict=True))
+    pair_sets["invalid_attempts"] = [int(pair_invalid.get(k, 0)) for k in keys]
+    pair_sets["unstable_counts_at_middle"] = False
+    # marts.board's counts beside the rate (the approval form reads them): passes as the rate says
+    # (pass_rate = passes / valid_attempts), invalid board attempts as the attempts above say
+    board["passes"] = (board["pass_rate"] * board["valid_attempts"]).round().astype(int)
+    board_attempts = attempts[attempts["purpose"] == "board"]
+    invalid = board_attempts[~board_attempts["is_valid"].astype(bool)].groupby("agent_id").size()
+    board["invalid_attempts"] = board["agent_id"].map(invalid).fillna(0).astype(int)
     tiers = pd.DataFrame({"tier": ["7-8B", "14B", "27-32B", "70B", "120B+"], "required_vram_gb": [7.1] * 5})
     estimates = pd.DataFrame(
         [["m1", "14B", "estimate"], ["m2", None, "unknown"]], columns=["machine_id", "largest_tier", "status"]

@@ -4,7 +4,10 @@
 -- env_setup_failed apart). pass_rate = resolved_runs / runs is a reported figure (DOUBLE).
 with runs as (
 
-    select * from {{ ref('repair_runs') }}
+    select
+        *,
+        verdict in ('resolved_after_rerun', 'env_setup_failed') as is_set_apart
+    from {{ ref('repair_runs') }}
     where counts_in_rates
 
 ),
@@ -17,13 +20,9 @@ per_item as (
         source_kind,
         source_set,
         item_id,
-        count(*) filter (
-            where verdict not in ('resolved_after_rerun', 'env_setup_failed')
-        ) as runs,
+        count(*) filter (where not is_set_apart) as runs,
         count(*) filter (where verdict = 'resolved') as resolved_runs,
-        count(*) filter (
-            where verdict in ('resolved_after_rerun', 'env_setup_failed')
-        ) as runs_set_apart
+        count(*) filter (where is_set_apart) as runs_set_apart
     from runs
     group by agent_label, track, source_kind, source_set, item_id
 
