@@ -11,6 +11,7 @@ from argusic.orchestration.dag_support import (
     ATTEMPT_QUEUE,
     ATTEMPT_TASK_ARGS,
     TALLY_TASK_ARGS,
+    WAREHOUSE_QUEUE,
     WAREHOUSE_TASK_ARGS,
     budget_params,
     retry_delay,
@@ -355,7 +356,7 @@ def argusic_cycle():
             logging.getLogger("argusic.publish").info("%s", line)
         return published
 
-    @task
+    @task(queue=WAREHOUSE_QUEUE)  # where publish wrote the files (no warehouse slot: it reads none)
     def share_images(published: str, params: dict) -> str:
         # deferred: the renderer (Pillow, pyte, ffmpeg) is imported by this step only
         from argusic.review.publication import share_published_cycle
