@@ -453,7 +453,10 @@ def test_fan_out_above_1024_attempts_in_one_run(airflow_db, tmp_path) -> None:
     run = {
         "dag_id": "argusic_cycle",
         "conf": conf,
-        "mark_success_pattern": "run_attempt|ingest|build|prepare_publication|approve_publication|publish",
+        # publish marked, not run: nothing is published for the step after it (share_images) to draw
+        "mark_success_pattern": (
+            "run_attempt|ingest|build|prepare_publication|approve_publication|publish|share_images"
+        ),
     }
 
     roots = str(tmp_path)
@@ -559,7 +562,7 @@ def test_configuration_errors_fail_at_once_with_the_fix(airflow_db, tmp_path) ->
         airflow_db, tmp_path, ARGUSIC_REPO_ROOTS=str(tmp_path), ARGUSIC_FORGE_DIR=str(tmp_path / "forge")
     )
     base = {"agents": ["readme-runner"], "catalogue": str(catalogue)}
-    marked = "run_attempt|ingest|build|prepare_publication|approve_publication|publish"
+    marked = "run_attempt|ingest|build|prepare_publication|approve_publication|publish|share_images"
     first, other_size, forge_real = dag_test(
         env,
         [

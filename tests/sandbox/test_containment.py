@@ -483,11 +483,12 @@ def test_a_report_forged_after_the_harness_wrote_it_is_a_finding_and_the_sealed_
     harness = reach.pop("harness")
     assert reach.pop("own_fd_7") == "Bad file descriptor"
     assert reach, "the probe saw no other process"
-    # what can be written at all is /dev/null or the display's own log file: never a pipe or socket
+    # what can be written at all is /dev/null or the display's own files (Xvfb's log; since edition 8
+    # the display recorder's log and its video in /out, which the agent's user can write anyway: the
+    # video's limits are in docs/attempts.md): never a pipe or socket
     written = {path: how for path, how in reach.items() if how.startswith("written")}
-    assert all(
-        how in ("written to /dev/null", "written to /tmp/.argusic-xvfb.log") for how in written.values()
-    ), reach
+    display_files = ("/dev/null", "/tmp/.argusic-xvfb.log", "/tmp/.argusic-video.log", "/out/display.mkv")
+    assert all(how in {f"written to {f}" for f in display_files} for how in written.values()), reach
     for path in ("/proc/1/fd/1", "/proc/1/fd/7", f"/proc/{harness}/fd/1", f"/proc/{harness}/fd/7"):
         assert reach.get(path) == "Permission denied", (path, reach.get(path))
     forged = json.loads((landed / "report.landed.json").read_text())
