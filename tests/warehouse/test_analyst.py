@@ -280,15 +280,21 @@ def test_parquet_is_hive_partitioned_by_cycle_and_exact(tmp_path: Path):
     assert rows == [("c1", 6), ("c2", 1)]
 
 
-def test_unchanged_cycles_are_linked_and_changed_ones_rewritten(tmp_path: Path):
-    """A cycle's Parquet partition is written only when its rows changed (issue 27): an unchanged one
-    is the previous copy's very file (a hard link); a changed one is new and holds the new rows."""
+def _two_cycle_warehouse(tmp_path: Path) -> Path:
+    """The test warehouse with its attempts copied into a second cycle, c2."""
     db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
-    with duckdb.connect(str(db)) as con:  # a second cycle
+    with duckdb.connect(str(db)) as con:
         con.execute(
             "INSERT INTO marts.attempt_scores SELECT * REPLACE ('c2' AS cycle_id, attempt_id || '-c2' AS "
             "attempt_id) FROM marts.attempt_scores"
         )
+    return db
+
+
+def test_unchanged_cycles_are_linked_and_changed_ones_rewritten(tmp_path: Path):
+    """A cycle's Parquet partition is written only when its rows changed (issue 27): an unchanged one
+    is the previous copy's very file (a hard link); a changed one is new and holds the new rows."""
+    db = _two_cycle_warehouse(tmp_path)
     first = publish_analyst_copy(db)
     old = {
         c: next((first.folder / "parquet" / "attempt_scores" / f"cycle_id={c}").iterdir())
@@ -339,12 +345,7 @@ def test_a_copy_starts_from_the_previous_one_and_writes_only_what_changed(tmp_pa
     """Issue 27: the next copy is the previous copy's file with only what changed written: a table
     with the same rows is kept, a mart's changed cycle replaced, a changed table rewritten. It holds
     exactly what a copy written whole holds, with the same fingerprint, comments and meta."""
-    db = _warehouse(tmp_path / "warehouse" / "argusic.duckdb")
-    with duckdb.connect(str(db)) as con:  # a second cycle
-        con.execute(
-            "INSERT INTO marts.attempt_scores SELECT * REPLACE ('c2' AS cycle_id, attempt_id || '-c2' AS "
-            "attempt_id) FROM marts.attempt_scores"
-        )
+    db = _two_cycle_warehouse(tmp_path)
     first = publish_analyst_copy(db)
     assert set(_copied(first.target).values()) == {"written"}
     again = publish_analyst_copy(db)
