@@ -3,16 +3,14 @@ linked to the published run page under the identity code, a sealed or withheld a
 
 from __future__ import annotations
 
-import hashlib
 import json
 
-from argusic.attempts.common import with_presentation
 from argusic.cli.main import app
-from argusic.core.evidence import EvidenceStore
-from argusic.core.record import RunRecord, parse_record
+from argusic.core.record import RunRecord
 from argusic.core.settings import runs_dir
 from PIL import Image
 from render_casts import cast, failure_then_fix
+from test_replay import land_attempt
 from typer.testing import CliRunner
 
 ATTEMPT = "2026-12.board.readme-runner.wavgen.a1"
@@ -20,25 +18,9 @@ PUBLISHED = "2026-12.board.A-3f9c0a.wavgen.a1"
 
 
 def land(record_doc: dict, cast: bytes, *, withheld: bool = False) -> RunRecord:
-    """Raw evidence into the store, served copies derived the real way, the record where `find_attempt`
-    finds an attempt not ingested yet (as tests/publication/test_replay.py does)."""
-    store = EvidenceStore()
-    doc = json.loads(json.dumps(record_doc))
-    for kind, data in (("log", b"log\n"), ("recording", cast), ("report", b"{}")):
-        doc["evidence"][kind] = store.put_bytes(
-            store.key_for(hashlib.sha256(data).hexdigest()), data
-        ).as_ref()
-    record = with_presentation(parse_record(doc), store)
-    if withheld:
-        shown = json.loads(record.to_json())
-        shown["presentation"] |= {"withheld": True, "withheld_reason": "recording: 1 live credential found"}
-        shown["presentation"] |= {"log": None, "recording": None}
-        shown["invalid_reason"] = "served copy withheld: recording: 1 live credential found"
-        record = parse_record(shown)
-    folder = runs_dir() / record.cycle_id / record.attempt_id
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "run_record.json").write_text(record.to_json())
-    return record
+    """The attempt landed as tests/publication/test_replay.py lands one (raw evidence, served copies
+    derived the real way, the record where `find_attempt` finds it), with a one-line log."""
+    return land_attempt(record_doc, b"log\n", cast, withheld=withheld)
 
 
 def publish(isolated, **row) -> None:
