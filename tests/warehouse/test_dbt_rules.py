@@ -342,6 +342,19 @@ DECISIONS = [  # (project_id, decision, decided_by, decided_at)
 ]
 
 
+def insert_decisions(con) -> None:
+    """People's decisions of the cycle: the project reviews, a dispute and its rulings."""
+    con.executemany(
+        "INSERT INTO decisions.review_decisions VALUES (?, ?, ?, ?, ?, ?)",
+        [(CYCLE, p, d, who, at, f"{who}: read the logs") for p, d, who, at in DECISIONS],
+    )
+    con.execute(
+        "INSERT INTO decisions.disputes VALUES (?, ?, ?, ?, 'maintainer', ?, 'filed')",
+        [*DISPUTE, datetime(2026, 10, 19)],
+    )
+    con.executemany("INSERT INTO decisions.dispute_rulings VALUES (?, ?, ?, ?, ?, ?)", RULINGS)
+
+
 def sponsor(registry: Path, agent_id: str, name: str, what: str) -> None:
     """This test's registry: ``agent_id`` sponsored by ``name`` (``what`` was given)."""
     import csv
@@ -369,15 +382,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     db = tmp / "warehouse.duckdb"
     with duckdb.connect(str(db)) as con:
         migrate_raw(con)  # raw layer, pool entries and the (empty) decision tables
-        con.executemany(
-            "INSERT INTO decisions.review_decisions VALUES (?, ?, ?, ?, ?, ?)",
-            [(CYCLE, p, d, who, at, f"{who}: read the logs") for p, d, who, at in DECISIONS],
-        )
-        con.execute(
-            "INSERT INTO decisions.disputes VALUES (?, ?, ?, ?, 'maintainer', ?, 'filed')",
-            [*DISPUTE, datetime(2026, 10, 19)],
-        )
-        con.executemany("INSERT INTO decisions.dispute_rulings VALUES (?, ?, ?, ?, ?, ?)", RULINGS)
+        insert_decisions(con)
         con.executemany("INSERT INTO decisions.publication_decisions VALUES (?, ?, ?, ?, ?, ?)", PUBLICATIONS)
         rows = records()
         con.executemany(

@@ -26,7 +26,7 @@ from argusic.warehouse.dbt_build import (
     what_changed,
 )
 from argusic.warehouse.schema import COLUMNS, migrate_raw
-from test_dbt_rules import CYCLE, DBT_PROJECT, DECISIONS, DISPUTE, RULINGS, STD, rec, records
+from test_dbt_rules import CYCLE, DBT_PROJECT, STD, insert_decisions, rec, records
 
 # ---------------------------------------------------------------------------------------------------
 # Fast: the rule that decides between a full and a partial build
@@ -79,15 +79,7 @@ ATTEMPT_LEVEL = {
 def _warehouse(path: Path) -> Path:
     with duckdb.connect(str(path)) as con:
         migrate_raw(con)
-        con.executemany(
-            "INSERT INTO decisions.review_decisions VALUES (?, ?, ?, ?, ?, ?)",
-            [(CYCLE, p, d, who, at, f"{who}: read the logs") for p, d, who, at in DECISIONS],
-        )
-        con.execute(
-            "INSERT INTO decisions.disputes VALUES (?, ?, ?, ?, 'maintainer', ?, 'filed')",
-            [*DISPUTE, datetime(2026, 10, 19)],
-        )
-        con.executemany("INSERT INTO decisions.dispute_rulings VALUES (?, ?, ?, ?, ?, ?)", RULINGS)
+        insert_decisions(con)
         _insert_runs(con, records())
     return path
 
