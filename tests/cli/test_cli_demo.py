@@ -5,6 +5,7 @@ for its output, its records and its public site."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import duckdb
 from argusic.cli.main import app
@@ -69,3 +70,17 @@ def test_cycle_run_refuses_the_local_executor_for_a_real_cycle(isolated, tmp_pat
     monkeypatch.setenv("ARGUSIC_EXECUTOR", "local")
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "ARGUSIC_EXECUTOR=local" in result.output
+
+
+def test_a_path_is_shown_as_named_not_through_its_link(tmp_path, monkeypatch):
+    """`make demo` printed the analyst copy's versioned folder (deleted two builds later) because
+    shown_path resolved the stable link `warehouse/analyst`: the link is the path to give."""
+    from argusic.cli.common import shown_path
+
+    versions = tmp_path / "warehouse" / ".analyst.versions" / "v1"
+    versions.mkdir(parents=True)
+    (tmp_path / "warehouse" / "analyst").symlink_to(".analyst.versions/v1")
+    monkeypatch.chdir(tmp_path)
+    assert shown_path(tmp_path / "warehouse" / "analyst") == "warehouse/analyst/"
+    assert shown_path(Path("warehouse") / "analyst") == "warehouse/analyst/"
+    assert shown_path(Path("/elsewhere/x.json")) == "/elsewhere/x.json"  # outside: absolute, as given

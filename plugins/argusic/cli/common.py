@@ -5,6 +5,7 @@ decision. Imported by the command modules; it imports none of them."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,9 +27,12 @@ def fail(message: str) -> None:
 
 
 def shown_path(path: Path) -> str:
-    """A path as a person types it from here: relative under the current folder, else absolute."""
+    """A path as a person types it from here: relative under the current folder, else absolute. Links
+    are kept as named, not resolved: a stable link (the analyst copy's ``warehouse/analyst``) is the
+    path to give, not the versioned folder it points to today, which a later build deletes."""
+    absolute = Path(os.path.abspath(path))
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve())) + ("/" if path.is_dir() else "")
+        return str(absolute.relative_to(Path.cwd())) + ("/" if path.is_dir() else "")
     except ValueError:
         return str(path)
 
