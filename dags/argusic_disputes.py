@@ -10,6 +10,7 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, retry_delay
 from argusic.orchestration.forms import DisputeRulingForm
+from argusic.orchestration.pickers import attempt_choices
 
 DOC_MD = """
 ### Disputes (METHODOLOGY.md §10 "Evidence integrity", its closing paragraph)
@@ -46,6 +47,7 @@ From a shell: `argusic dispute file|rule|list` (docs/operators.md).
             title="Attempt id",
             description="The disputed attempt, e.g. 2026-12.board.readme-runner.demo-cli.a2 "
             "(`argusic attempts`, or the attempt's page).",
+            **attempt_choices().param_schema(),  # as published, newest cycle first
         ),
         "claim": Param(
             "",

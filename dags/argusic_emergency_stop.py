@@ -8,6 +8,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from argusic.orchestration.dag_support import retry_delay
+from argusic.orchestration.pickers import cycle_choices
 
 DOC_MD = """
 ### Emergency stop (issue 26)
@@ -52,6 +53,7 @@ From a shell: `argusic stop --reason ...`, `argusic resume --reason ...`, `argus
             type=["null", "string"],
             title="Cycle",
             description="Stop only this cycle's attempts (leave empty for every cycle; ignored by resume).",
+            **cycle_choices().param_schema(),  # the warehouse's cycles, as of the last build
         ),
     },
 )

@@ -10,6 +10,7 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, fail_at_once, retry_delay
 from argusic.orchestration.forms import BulkJudgingReviewForm, JudgingReviewForm
+from argusic.orchestration.pickers import cycle_choices
 
 DOC_MD = """
 ### Judging review (issue #14, Layer 3; docs/judging.md)
@@ -72,6 +73,7 @@ def _cycle(params: dict) -> str | None:
             description="Review this cycle's queue only (e.g. 2026-12). Empty: the cycle the run id "
             "names (judging__<cycle_id>__<time>, Advanced Options → Run ID), else every cycle's awaiting "
             "attempts.",
+            **cycle_choices().param_schema(),  # the warehouse's cycles, as of the last build
         ),
         "bulk": Param(
             False,

@@ -9,6 +9,7 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from argusic.orchestration.dag_support import WAREHOUSE_TASK_ARGS, fail_at_once, retry_delay
 from argusic.orchestration.forms import EnvironmentReviewForm
+from argusic.orchestration.pickers import cycle_choices
 
 DOC_MD = """
 ### Environment review (METHODOLOGY.md §8 "Environment review")
@@ -61,6 +62,7 @@ def _cycle(params: dict) -> str | None:
             description="Review the projects of this cycle only (e.g. 2026-12). Empty: the cycle the "
             "run id names (review__<cycle_id>__<time>, Advanced Options → Run ID), else every cycle's "
             "projects that await a decision.",
+            **cycle_choices().param_schema(),  # the warehouse's cycles, as of the last build
         ),
     },
 )

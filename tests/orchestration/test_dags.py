@@ -19,6 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from test_pickers import CYCLES, analyst_copy, published_cycle
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -174,6 +175,7 @@ for dag_id, dag in bag.dags.items():
         "tags": sorted(dag.tags), "doc_md": bool(dag.doc_md), "catchup": dag.catchup,
         "schedule": str(dag.schedule),
         "params": {k: dag.params.get_param(k).description for k in dag.params.keys()},
+        "examples": {k: dag.params.get_param(k).schema.get("examples") for k in dag.params.keys()},
         "tasks": {t.task_id: {"retries": t.retries, "retry_delay": t.retry_delay.total_seconds(),
                               "pool": t.pool,
                               "mapped": "Mapped" in type(t).__name__, "queue": t.queue,
@@ -186,7 +188,10 @@ print("@@RESULT@@" + json.dumps(out))
 
 
 def test_dagbag_integrity(tmp_path: Path) -> None:
-    env = airflow_env(tmp_path, ARGUSIC_RETRY_DELAY_SECONDS="")  # the DAGs' own delays
+    # a warehouse's analyst copy and a published cycle, for the forms' pick lists (issue #29)
+    analyst = analyst_copy(tmp_path / "wh", CYCLES)
+    env = airflow_env(tmp_path, ARGUSIC_RETRY_DELAY_SECONDS="", ARGUSIC_ANALYST_DIR=str(analyst))
+    published_cycle(Path(env["ARGUSIC_PUBLISH_DIR"]), "2026-12-demo", ["2026-12-demo.board.A-2.p2.a1"])
     out = run_python(env, INTEGRITY)
     info = json.loads(next(x for x in out.splitlines() if x.startswith(MARK))[len(MARK) :])
 
@@ -229,6 +234,13 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert not heavy & set(info["loaded"]), sorted(heavy & set(info["loaded"]))
     assert info["parse_seconds"], "the DagBag parsed no file"
     print("DAG file parse seconds:", info["parse_seconds"])
+
+    # Pick lists (issue #29): the warehouse's cycles newest first, the published attempts to dispute.
+    cycles = ["2026-12-demo", "2026-12", "2026-11", "2026-10"]
+    assert info["dags"]["argusic_review"]["examples"]["cycle_id"] == cycles
+    assert info["dags"]["argusic_judging_review"]["examples"]["cycle_id"] == cycles
+    assert info["dags"]["argusic_emergency_stop"]["examples"]["cycle"] == cycles
+    assert info["dags"]["argusic_disputes"]["examples"]["attempt_id"] == ["2026-12-demo.board.A-2.p2.a1"]
 
     rotation = info["dags"]["argusic_pool_rotation"]
     assert "@monthly" in rotation["schedule"] or "0 0 1 * *" in rotation["schedule"]
