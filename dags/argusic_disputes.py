@@ -45,8 +45,8 @@ From a shell: `argusic dispute file|rule|list` (docs/operators.md).
             type="string",
             minLength=1,
             title="Attempt id",
-            description="The disputed attempt, e.g. 2026-12.board.readme-runner.demo-cli.a2 "
-            "(`argusic attempts`, or the attempt's page).",
+            description="The disputed attempt as its page names it: pick it from the list (the published "
+            "attempts, newest cycle first) or type it, e.g. 2026-12.board.readme-runner.demo-cli.a2.",
             **attempt_choices().param_schema(),  # as published, newest cycle first
         ),
         "claim": Param(
