@@ -60,10 +60,25 @@ def test_socket_preparation_refuses_files_and_live_workers_and_clears_stale_sock
             build_worker._prepare_socket(live)
     finally:
         server.close()
-    # the same file with nobody behind it is stale: removed, and the folder is private
+    # the same file with nobody behind it is stale: removed
     build_worker._prepare_socket(live)
     assert not live.exists()
-    assert (live.parent.stat().st_mode & 0o777) == 0o700
+    # A folder made for the socket is private; a shared one that exists (like /tmp) keeps its mode:
+    # the worker once made /tmp private (changed deliberately: the old expectation was the defect).
+    made = tmp_path / "new" / "run" / "worker.sock"
+    build_worker._prepare_socket(made)
+    assert (made.parent.stat().st_mode & 0o777) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    build_worker._prepare_socket(shared / "worker.sock")
+    assert (shared.stat().st_mode & 0o7777) == 0o1777
+    # and the socket itself is the owner's only, from its creation
+    listener = build_worker._listen(shared / "worker.sock")
+    try:
+        assert ((shared / "worker.sock").stat().st_mode & 0o777) == 0o600
+    finally:
+        listener.close()
 
 
 def test_request_without_a_worker_names_the_socket(tmp_path: Path) -> None:

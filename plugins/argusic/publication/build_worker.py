@@ -72,6 +72,18 @@ def worker_socket() -> Path | None:
     return Path(value) if value else None
 
 
+def _listen(path: Path) -> Listener:
+    """The listening socket, owner-only from its creation (umask during bind; the folder may be
+    shared): connecting to a Unix socket needs write permission on its file."""
+    previous = os.umask(0o177)
+    try:
+        listener = Listener(str(path), family="AF_UNIX")
+    finally:
+        os.umask(previous)
+    os.chmod(path, 0o600)
+    return listener
+
+
 def _answers(path: Path) -> bool:
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -84,9 +96,11 @@ def _answers(path: Path) -> bool:
 
 
 def _prepare_socket(path: Path) -> None:
-    """Private folder; a stale socket file (no worker behind it) is removed, a live one refused."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    """A folder made here is private; one that exists is left as it is (a socket in /tmp must not
+    make /tmp private: that once locked every other user out of it). A stale socket file (no worker
+    behind it) is removed, a live one refused. The socket itself is created private (``_listen``)."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700)
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise BuildWorkerError(f"{path} exists and is not a socket: refusing to replace it")
@@ -187,8 +201,7 @@ def serve(
     _prepare_socket(path)
     warmed = session.warm()
     _freeze_long_lived()
-    listener = Listener(str(path), family="AF_UNIX")
-    os.chmod(path, 0o600)
+    listener = _listen(path)
     stopping = False
 
     def stop(signum: int, _frame: Any) -> None:
