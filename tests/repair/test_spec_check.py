@@ -169,3 +169,30 @@ def test_report_lines_name_the_text_checked() -> None:
     report.missing = [spec_check.Use("name", "pkg.f", "tests/t.py", 3)]
     assert report.problems() == ["not in the spec: tests/t.py:3: name pkg.f"]
     assert not report.ok and report.to_dict()["missing"][0]["line"] == 3
+
+
+def test_tomli_real_history_spec_names_the_new_attributes_and_an_empty_text_misses_them(
+    tmp_path: Path,
+) -> None:
+    """tomli (tests/fixtures/repair_real, a repository no one here prepared): the spec item's tests read
+    five new attributes of TOMLDecodeError through `from . import tomllib` (tests/__init__.py imports
+    tomli under that name); the spec names them all; the basic item's tests use nothing new."""
+    import subprocess
+    import tomllib
+
+    real = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "repair_real"
+    repo = tmp_path / "tomli.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(real / "tomli.bundle"), str(repo)], check=True)
+    manifest = tomllib.loads((real / "tomli.toml").read_text())
+    found = {}
+    for entry in manifest["items"]:
+        text = (real / (entry.get("spec") or entry["statement"])).read_text()
+        base, with_tests, tests, _ = _merge_trees(repo, entry["merge"], tmp_path / entry["id"])
+        uses, missing = check_trees(base, with_tests, tests, text)
+        _, against_nothing = check_trees(base, with_tests, tests, "")
+        found[entry["id"]] = ([u.name for u in uses], missing, [u.describe() for u in against_nothing])
+    names, missing, against_nothing = found["tomli-decode-error-attributes"]
+    assert names == [f"tomli.TOMLDecodeError.{a}" for a in ("msg", "doc", "pos", "lineno", "colno")]
+    assert missing == []
+    assert against_nothing[0] == "tests/test_error.py:94: name tomli.TOMLDecodeError.msg"
+    assert found["tomli-loads-type-error"][0] == []
