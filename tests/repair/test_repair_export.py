@@ -42,7 +42,8 @@ def _rows() -> list[tuple]:
         3: ("unresolved", "unresolved", "resolved"),
     }
     for run, found in verdicts.items():
-        for item, track, verdict in zip(("calc-a", "calc-b", "calc-c"), ("basic", "basic", "spec"), found):
+        tracks = ("basic", "basic", "spec")
+        for item, track, verdict in zip(("calc-a", "calc-b", "calc-c"), tracks, found, strict=True):
             rows.append((
                 f"model-a-{run}.{item}", item, "calcproj", track, "predictions", "model-a", f"sha{run}",
                 verdict, 10, 1.5, 0, 0, None, None, f"2026-11-0{run} 10:00:00", True,

@@ -27,8 +27,8 @@ BASE = {
 
 def _trees(tmp_path: Path, test_text: str, extra_base: dict[str, str] | None = None) -> tuple[Path, Path]:
     base, with_tests = tmp_path / "base", tmp_path / "with_tests"
-    for root, files in ((base, {**BASE, **(extra_base or {})}),
-                        (with_tests, {**BASE, **(extra_base or {}), "tests/test_new.py": test_text})):  # fmt: skip
+    both = {**BASE, **(extra_base or {})}
+    for root, files in ((base, both), (with_tests, {**both, "tests/test_new.py": test_text})):
         for name, text in files.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(text)

@@ -123,7 +123,11 @@ def compose(rows: list[dict[str, Any]], key: bytes, labels: dict[str, str]) -> d
     runs: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     first_grade: dict[tuple[str, str, str], Any] = {}
     for row in rows:
-        label = row["agent_label"] if row["source_kind"] == "predictions" else label_for(row["agent_label"], labels)
+        label = (
+            row["agent_label"]
+            if row["source_kind"] == "predictions"
+            else label_for(row["agent_label"], labels)
+        )
         run_key = (label, row["source_kind"], row["source_set"])
         runs[run_key].append(row)
         first_grade.setdefault(run_key, str(row["graded_at"]))

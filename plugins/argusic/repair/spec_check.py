@@ -277,7 +277,7 @@ def _class_info(node: ast.ClassDef, aliases: dict[str, str], module: str) -> Cla
             bases.append(f"builtins.{head}")
         else:
             bases.append(f"{module}.{dotted}")
-    init_params, init_open = (init if init is not None else (None, False))
+    init_params, init_open = init if init is not None else (None, False)
     return ClassInfo(members, bases, init_params, init_open)
 
 
@@ -617,7 +617,9 @@ def named(use: Use, text: str) -> bool:
     return word(use.name.rsplit(".", 1)[-1])
 
 
-def check_trees(base: Path, with_tests: Path, test_files: Iterable[str], text: str) -> tuple[list[Use], list[Use]]:
+def check_trees(
+    base: Path, with_tests: Path, test_files: Iterable[str], text: str
+) -> tuple[list[Use], list[Use]]:
     """(new uses, those `text` does not name) of the test files, base and base + test patch given."""
     files = list(test_files)
     uses = test_uses(Project(base, files), with_tests, files)
@@ -628,9 +630,7 @@ def check_item(item: Item, git_dir: Path | None = None) -> SpecReport:
     """The check on a built item: its base exported, the test patch applied, against its spec (or, on
     the basic track, its statement)."""
     spec = item.interface_spec is not None
-    report = SpecReport(
-        item.item_id, item.track, "interface_spec" if spec else "problem_statement"
-    )
+    report = SpecReport(item.item_id, item.track, "interface_spec" if spec else "problem_statement")
     work = testrun.real_temp_dir("argusic-spec-check-")
     try:
         try:
