@@ -196,3 +196,21 @@ def test_tomli_real_history_spec_names_the_new_attributes_and_an_empty_text_miss
     assert missing == []
     assert against_nothing[0] == "tests/test_error.py:94: name tomli.TOMLDecodeError.msg"
     assert found["tomli-loads-type-error"][0] == []
+
+
+def test_only_the_items_graded_tests_count(tmp_path: Path) -> None:
+    """A split item shares its test patch with the other topic: new names only the other topic's tests
+    use are not this item's business; a module-level import still is (it breaks the whole file)."""
+    tests = (
+        "from pkg import core\nfrom pkg.core import imported_new\n\n\n"
+        "def test_mine():\n    core.mine_new()\n\n\n"
+        "def test_theirs():\n    core.theirs_new()\n\n\n"
+        "class TestGroup:\n    def test_theirs_too(self):\n        core.theirs_also()\n"
+    )
+    base, with_tests = _trees(tmp_path, tests)
+    graded = ["tests.test_new::test_mine", "tests.test_old::test_parse"]
+    _, missing = check_trees(base, with_tests, ["tests/test_new.py"], "", graded)
+    assert [u.name for u in missing] == ["pkg.core.imported_new", "pkg.core.mine_new"]
+    # ids of another form than the checker's (no test matches): every test counts, to be safe
+    _, missing = check_trees(base, with_tests, ["tests/test_new.py"], "", ["test_new.py::test_mine"])
+    assert len(missing) == 4

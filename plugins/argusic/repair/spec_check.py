@@ -424,6 +424,10 @@ class _Uses(ast.NodeVisitor):
         self.is_package = file.endswith("__init__.py")
         self.scopes: list[dict[str, str]] = [{}]  # name -> ("mod:"|"obj:"|"inst:") + dotted
         self.uses: list[Use] = []
+        self.classes: list[str] = []
+        self.graded: set[str] | None = None  # test ids whose bodies count; None: every test's
+        self.test_ids: set[str] = set()  # every test function's id met (to see if `graded` matches)
+        self.skipped = False
 
     # bindings
     def bind(self, name: str, value: str) -> None:
@@ -498,9 +502,23 @@ class _Uses(ast.NodeVisitor):
         self.generic_visit(node)
         self.scopes.pop()
 
-    visit_FunctionDef = _scoped
-    visit_AsyncFunctionDef = _scoped
-    visit_ClassDef = _scoped
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.classes.append(node.name)
+        self._scoped(node)
+        self.classes.pop()
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name.startswith("test") and len(self.scopes) == 1 + len(self.classes):
+            owner = ".".join([self.module, *self.classes])
+            test_id = f"{owner}::{node.name}"
+            self.test_ids.add(test_id)
+            if self.graded is not None and test_id not in self.graded:
+                self.skipped = True
+                return  # a test the item does not grade (another topic's, set aside): not its business
+        self._scoped(node)
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
     visit_Lambda = _scoped
 
     def _expr_target(self, node: ast.expr) -> str | None:
@@ -576,8 +594,14 @@ class _Uses(ast.NodeVisitor):
                 self.use("cli_flag", match.group(1), node)
 
 
-def test_uses(project: Project, tree: Path, test_files: Iterable[str]) -> list[Use]:
-    """Every new use (module, name, keyword, flag) in the test files, one per (kind, name): its first."""
+def test_uses(
+    project: Project, tree: Path, test_files: Iterable[str], graded: Iterable[str] | None = None
+) -> list[Use]:
+    """Every new use (module, name, keyword, flag) in the test files, one per (kind, name): its first.
+    `graded`: the item's fail-to-pass and pass-to-pass test ids; the bodies of the other test functions
+    (another topic's tests in a split item, tests set aside) are left out, unless no test id of the files
+    matches one of them (ids of another form: then every test counts, to be safe)."""
+    keep = {re.sub(r"\[.*\]$", "", t) for t in graded} if graded is not None else None
     helpers: dict[str, dict[str, str]] = {}
     for relative in python_files(tree):
         if relative.endswith("__init__.py") or relative.endswith("conftest.py"):
@@ -585,17 +609,28 @@ def test_uses(project: Project, tree: Path, test_files: Iterable[str]) -> list[U
             parsed = _parse(tree / relative)
             if name and parsed and name not in project.files:
                 helpers[name] = _import_aliases(parsed.body, name, relative.endswith("__init__.py"))
-    seen: dict[tuple[str, str], Use] = {}
+    parsed_files = []
     for relative in sorted(set(test_files)):
-        if not relative.endswith(".py"):
-            continue
-        parsed = _parse(tree / relative)
-        if parsed is None:
-            continue
-        visitor = _Uses(project, helpers, relative, module_name(relative) or "")
-        visitor.visit(parsed)
-        for use in visitor.uses:
-            seen.setdefault((use.kind, use.name), use)
+        parsed = _parse(tree / relative) if relative.endswith(".py") else None
+        if parsed is not None:
+            parsed_files.append((relative, parsed))
+
+    def visit(only: set[str] | None) -> tuple[list[Use], set[str]]:
+        uses, ids = [], set()
+        for relative, parsed in parsed_files:
+            visitor = _Uses(project, helpers, relative, module_name(relative) or "")
+            visitor.graded = only
+            visitor.visit(parsed)
+            uses += visitor.uses
+            ids |= visitor.test_ids
+        return uses, ids
+
+    uses, ids = visit(keep)
+    if keep and not (ids & keep):  # the ids are of another form: every test counts
+        uses, _ = visit(None)
+    seen: dict[tuple[str, str], Use] = {}
+    for use in uses:
+        seen.setdefault((use.kind, use.name), use)
     return sorted(seen.values(), key=lambda u: (u.file, u.line, u.kind, u.name))
 
 
@@ -618,11 +653,12 @@ def named(use: Use, text: str) -> bool:
 
 
 def check_trees(
-    base: Path, with_tests: Path, test_files: Iterable[str], text: str
+    base: Path, with_tests: Path, test_files: Iterable[str], text: str, graded: Iterable[str] | None = None
 ) -> tuple[list[Use], list[Use]]:
-    """(new uses, those `text` does not name) of the test files, base and base + test patch given."""
+    """(new uses, those `text` does not name) of the test files, base and base + test patch given;
+    `graded` as in ``test_uses``."""
     files = list(test_files)
-    uses = test_uses(Project(base, files), with_tests, files)
+    uses = test_uses(Project(base, files), with_tests, files, graded)
     return uses, [u for u in uses if not named(u, text)]
 
 
@@ -647,7 +683,11 @@ def check_item(item: Item, git_dir: Path | None = None) -> SpecReport:
             return report
         text = item.interface_spec if spec else item.problem_statement
         report.new_uses, report.missing = check_trees(
-            work / "base", work / "with_tests", item.test_files, text
+            work / "base",
+            work / "with_tests",
+            item.test_files,
+            text,
+            [*item.fail_to_pass, *item.pass_to_pass],
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
