@@ -651,6 +651,7 @@ def _build_into(
             "dispute_address": dispute_address(),
             "dispute_placeholder": DISPUTE_ADDRESS_PLACEHOLDER,
             "preview_of": preview_of,
+            "repair_export": [name for name, _ in repair_files or []],
             **assets,
         }
         with tempfile.TemporaryDirectory(prefix="argusic-site-") as tmp:
