@@ -1,9 +1,11 @@
-"""`argusic items build|validate|list` and `argusic grade` (issue 13).
+"""`argusic items build|validate|list|spec-check|statement-view|export-runs` and `argusic grade`
+(issues 13 and 31).
 
 Exit codes: 0 done (for `grade`: every patch graded, whatever its verdict; for `validate`: every item
-usable); 1 `validate` found an item not usable, or `build` refused some manifest entries (each named
-on stderr) and built the others; 2 refused input (manifest, every entry, item, patch, predictions
-file: the message names file, field and problem) or a missing grader image.
+usable); 1 `validate` found an item not usable, `spec-check` an item whose spec misses a name its tests
+use, or `build` refused some manifest entries (each named on stderr) and built the others; 2 refused
+input (manifest, every entry, item, patch, predictions file: the message names file, field and
+problem) or a missing grader image.
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from argusic.core.settings import project_root
+from argusic.core.layout import publish_dir
+from argusic.core.settings import project_root, warehouse_path
+from argusic.publication.repair_export import ExportRefused, export_repair_runs
 from argusic.repair.grader import grade_patch, store_grade, validate_item
 from argusic.repair.items import ItemError, build_items, items_dir, list_items, load_item
 from argusic.repair.predictions import PredictionsError, file_sha256, read_predictions
+from argusic.repair.spec_check import check_item
+from argusic.repair.statement_view import build_view, write_view
 
 items_app = typer.Typer(
     help="Repair items from merged pull requests (argusic.repair_item/1).", no_args_is_help=True
@@ -145,6 +151,81 @@ def items_list(
             + (f", {len(item.excluded_tests)} set aside" if item.excluded_tests else "")
             + f"; {state}"
         )
+
+
+def _items_of(item_ids: list[str] | None, root: Path) -> list:
+    if item_ids:
+        return [_find_item(i, root) for i in item_ids]
+    try:
+        items = [load_item(p) for p in list_items(root)]
+    except ItemError as err:
+        _fail(str(err))
+    if not items:
+        _fail(f"no items under {root}")
+    return items
+
+
+@items_app.command("spec-check")
+def items_spec_check(
+    item_ids: Annotated[
+        list[str] | None, typer.Argument(help="Item ids or files (default: every item)")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Items folder (default ARGUSIC_ITEMS_DIR)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per item")] = False,
+) -> None:
+    """Every new name, module, keyword or CLI flag the item's tests use must be in its spec (a basic
+    item's: in its statement); each one missing is listed with file:line. No container is run."""
+    missing = 0
+    for item in _items_of(item_ids, out or items_dir()):
+        report = check_item(item)
+        if as_json:
+            console.print_json(json.dumps(report.to_dict()))
+        else:
+            state = "ok" if report.ok else "MISSING NAMES" if report.missing else "not checked"
+            console.print(
+                f"{item.item_id} ({item.track}): {state}, {len(report.new_uses)} new name(s) in the tests",
+                markup=False,
+            )
+            for line in report.problems():
+                console.print(f"  {line}", markup=False)
+        missing += not report.ok
+    if missing:
+        raise typer.Exit(code=1)
+
+
+@items_app.command("statement-view")
+def items_statement_view(
+    item_id: Annotated[str, typer.Argument(help="Item id or file")],
+    out: Annotated[Path | None, typer.Option(help="Items folder (default ARGUSIC_ITEMS_DIR)")] = None,
+) -> None:
+    """The failure messages of base + test patch (run in the grader image), trimmed and masked, for
+    whoever writes the item's statement; printed and written beside the item."""
+    root = out or items_dir()
+    item = _find_item(item_id, root)
+    view = build_view(item)
+    path = write_view(view, item, root)
+    console.print(view.to_markdown(), markup=False)
+    err_console.print(f"written to {path}", markup=False)
+    if view.problem:
+        raise typer.Exit(code=2)
+
+
+@items_app.command("export-runs")
+def items_export_runs(
+    out: Annotated[Path | None, typer.Option(help="Publish folder (default: the publish dir)")] = None,
+    db: Annotated[Path | None, typer.Option(help="Warehouse file (default: the warehouse)")] = None,
+) -> None:
+    """Per-run repair aggregates (label, run 1..n, resolved counts and rates) and per-item rows with
+    masked item ids, as runs.json and runs.csv under <publish dir>/repair (the site copies them)."""
+    from argusic.warehouse.db import connect  # deferred: DuckDB only for this command
+
+    try:
+        with connect(Path(db or warehouse_path()), read_only=True) as con:
+            folder = export_repair_runs(con, Path(out or publish_dir()))
+    except ExportRefused as err:
+        _fail(str(err))
+    for name in ("runs.json", "runs.csv", "export.json"):
+        console.print(f"written: {folder / name}", markup=False)
 
 
 def grade(

@@ -17,8 +17,9 @@ files of interest (f2p and p2p) are re-run alone up to three times. Seven verdic
 ============================  =====================================================================
 
 ``validate_item``: the gold patch three times (each must be ``resolved``), the empty patch once
-(``unresolved``), and for split items the topic's partial gold patch once (``resolved``); an item is
-usable only then. The record is written beside the item, and on a cluster into the runs store.
+(``unresolved``), and for split items the topic's partial gold patch once (``resolved``); and every new
+name its tests use is named by its spec (``argusic.repair.spec_check``); an item is usable only then.
+The record is written beside the item, and on a cluster into the runs store.
 
 The item's base comes from its repository on one machine, and on a cluster from the item's bundle in
 the runs store (``argusic.repair.items.repository_of``): a grader on any host needs nothing else.
@@ -37,7 +38,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from argusic.repair import item_store, lint, testrun
+from argusic.repair import item_store, lint, spec_check, testrun
 from argusic.repair import paths as test_paths
 from argusic.repair.items import Item, ItemError, items_dir, repository_of, write_record
 
@@ -420,6 +421,9 @@ def validate_item(item: Item, *, image: str | None = None, out_dir: Path | None 
             validation.problems.append(
                 f"{kind} patch run {number}: {grade.verdict}, expected {wanted}{why}"[:1000]
             )
+    # The spec track's checker (seed 001): every new name the tests use is in the spec (a basic item:
+    # in its statement), else the item fails validation with the list (``argusic.repair.spec_check``).
+    validation.problems += spec_check.check_item(item).problems()
     validation.usable = not validation.problems
     store_validation(validation, item, out_dir)
     return validation

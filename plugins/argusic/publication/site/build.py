@@ -94,6 +94,7 @@ _SCHEMAS = {
     "public_pool.json": "argusic.public_pool/1",
     "private_pool.json": "argusic.private_pool/1",
     "index.json": "argusic.renderings/1",  # <cycle>/renderings/index.json (argusic share-images)
+    "export.json": "argusic.repair_export_index/1",  # repair/export.json (publication.repair_export)
 }
 _RENDERING_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.(png|mp4|gif|json)$")
 MAX_RENDERING_BYTES = 64 * 1024**2
@@ -604,8 +605,27 @@ def build_site(
     # One build at a time per site (two publications at once): the later one swaps in last.
     with open(target.parent / f".{target.name}.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _build_into(target, cycles, front, store, base, preview_of)
+        _build_into(target, cycles, front, store, base, preview_of, repair_export_files(publish_dir))
     return target
+
+
+def repair_export_files(publish_dir: Path) -> list[tuple[str, Path]]:
+    """The per-run repair aggregates exported for publication (``argusic.publication.repair_export``),
+    as (file name, path): the files ``repair/export.json`` lists, each still with its listed sha256
+    (SiteError otherwise); none when nothing was exported. The site copies them to ``repair/``."""
+    folder = publish_dir / "repair"
+    index = _load(folder / "export.json", required=False) if not folder.is_symlink() else None
+    if not index:
+        return []
+    found = []
+    for entry in index.get("files") or []:
+        name = entry.get("file") if isinstance(entry, dict) else None
+        if name not in ("runs.json", "runs.csv") or not _regular(folder / name):
+            raise SiteError(f"{folder / 'export.json'}: file {name!r} refused")
+        if hashlib.sha256((folder / name).read_bytes()).hexdigest() != entry.get("sha256"):
+            raise SiteError(f"{folder / name}: its sha256 is not the one export.json lists")
+        found.append((name, folder / name))
+    return found
 
 
 def _build_into(
@@ -615,6 +635,7 @@ def _build_into(
     store: EvidenceStore,
     base: str | None,
     preview_of: str | None = None,
+    repair_files: list[tuple[str, Path]] | None = None,
 ) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
@@ -630,6 +651,7 @@ def _build_into(
             "dispute_address": dispute_address(),
             "dispute_placeholder": DISPUTE_ADDRESS_PLACEHOLDER,
             "preview_of": preview_of,
+            "repair_export": [name for name, _ in repair_files or []],
             **assets,
         }
         with tempfile.TemporaryDirectory(prefix="argusic-site-") as tmp:
@@ -667,6 +689,8 @@ def _build_into(
         writer.page("agents/index.html", "agents.html.j2", agents=agents, **common)
         writer.page("content.html", "content.html.j2", **common)
         writer.page("disputes.html", "disputes.html.j2", **common)
+        for name, path in repair_files or []:  # per-run repair aggregates, masked item ids
+            writer.copy_file(path, f"repair/{name}")
         _swap(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

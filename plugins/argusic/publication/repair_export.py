@@ -1,0 +1,219 @@
+"""Per-run repair aggregates with masked item ids, for publication (seed 001, issue 31).
+
+The seed publishes, per run, the label of the model, the run's number, a masked item id and the
+verdict with its figures (turns, tokens, quality), never the items themselves (they carry the
+repository's code) nor a model's name. This writes that from ``marts.repair_runs`` (only the grades
+that count in the rates):
+
+``<publish_dir>/repair/runs.json`` (``argusic.repair_runs_export/1``): per run (label, run 1..n) and
+track (basic, spec, all) the counted items, resolved, resolved after a re-run, and the rate
+(resolved / counted; after-rerun apart, as in the marts); and one row per graded item of each run;
+``<publish_dir>/repair/runs.csv``: the same rows, one per item and run;
+``<publish_dir>/repair/export.json`` (``argusic.repair_export_index/1``): each file with its sha256 and
+size, so the site (``argusic.publication.site``) copies only what was exported.
+
+A *run* is one set a label was graded in: a predictions file, or a cycle's repair attempts; numbered
+1..n per label in the order of their first grade. Labels: a predictions file's label as graded (its
+model's name went through ``repair/labels.toml``), an attempt's agent through the same mapping
+(``label_for``): no model or agent name is written. Item ids become ``item-<12 hex>``, an HMAC-SHA256
+of ``project_id/item_id`` under a key that is never published (``ARGUSIC_ITEM_MASK_KEY``, hex, or a
+key made once and kept at ``<runs dir>/.keys/item-mask.key``, mode 0600): the same item has the same
+masked id in every run and export under that key, so runs can be compared item by item; ``key_id``
+(the first 12 hex of the key's sha256) says whether two exports used the same key, and reveals
+nothing of it. Before anything is written, the texts are checked for every item id, project id,
+model name of labels.toml and agent id they must not contain (ExportRefused otherwise).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import io
+import json
+import os
+import re
+import secrets
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from argusic.core.settings import runs_dir
+from argusic.publication.files import _write_atomically
+from argusic.repair.predictions import label_for, load_labels
+
+EXPORT_SCHEMA = "argusic.repair_runs_export/1"
+INDEX_SCHEMA = "argusic.repair_export_index/1"
+KEY_ENV = "ARGUSIC_ITEM_MASK_KEY"
+EXPORT_FOLDER = "repair"
+FILES = ("runs.json", "runs.csv")
+CSV_COLUMNS = [
+    "label", "run", "source_kind", "item", "track", "verdict", "resolved", "resolved_after_rerun",
+    "changed_lines", "size_vs_gold", "lint_new_errors", "suppressions_added", "input_tokens",
+    "output_tokens",
+]  # fmt: skip
+
+
+class ExportRefused(Exception):
+    """The export would name an item or a model, or the key is unusable: nothing is written."""
+
+
+def mask_key(path: Path | None = None) -> bytes:
+    """The masking key: ARGUSIC_ITEM_MASK_KEY (hex, at least 32 bytes), else the key file (made once,
+    0600)."""
+    text = os.environ.get(KEY_ENV)
+    if text:
+        try:
+            key = bytes.fromhex(text.strip())
+        except ValueError:
+            raise ExportRefused(f"{KEY_ENV} is not hex") from None
+        if len(key) < 32:
+            raise ExportRefused(f"{KEY_ENV} is shorter than 32 bytes")
+        return key
+    path = Path(path or runs_dir() / ".keys" / "item-mask.key")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+    try:
+        key = bytes.fromhex(path.read_text().strip())
+    except (OSError, ValueError) as err:
+        raise ExportRefused(f"{path}: not a usable key ({err})") from None
+    if len(key) < 32:
+        raise ExportRefused(f"{path}: key shorter than 32 bytes")
+    return key
+
+
+def masked_item_id(key: bytes, project_id: str, item_id: str) -> str:
+    digest = hmac.new(key, f"{project_id}/{item_id}".encode(), hashlib.sha256).hexdigest()
+    return f"item-{digest[:12]}"
+
+
+def key_id(key: bytes) -> str:
+    return hashlib.sha256(key).hexdigest()[:12]
+
+
+QUERY = """
+    select item_id, project_id, track, source_kind, agent_label, source_set, verdict,
+           changed_lines, size_vs_gold, lint_new_errors, suppressions_added, input_tokens,
+           output_tokens, graded_at
+    from marts.repair_runs
+    where counts_in_rates
+    order by graded_at, grade_id
+"""
+
+
+def _rows(con) -> list[dict[str, Any]]:
+    cursor = con.execute(QUERY)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _number(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return round(value, 4)
+    return int(value) if not isinstance(value, int | bool) and float(value).is_integer() else value
+
+
+def compose(rows: list[dict[str, Any]], key: bytes, labels: dict[str, str]) -> dict[str, Any]:
+    """The export's document from repair_runs rows (pure: the same rows and key give the same bytes)."""
+    runs: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    first_grade: dict[tuple[str, str, str], Any] = {}
+    for row in rows:
+        label = (
+            row["agent_label"]
+            if row["source_kind"] == "predictions"
+            else label_for(row["agent_label"], labels)
+        )
+        run_key = (label, row["source_kind"], row["source_set"])
+        runs[run_key].append(row)
+        first_grade.setdefault(run_key, str(row["graded_at"]))
+    numbers: dict[tuple[str, str, str], int] = {}
+    for label in sorted({k[0] for k in runs}):
+        mine = sorted((k for k in runs if k[0] == label), key=lambda k: (first_grade[k], k[1], k[2]))
+        numbers |= {k: n for n, k in enumerate(mine, start=1)}
+    item_rows, aggregates = [], []
+    for run_key in sorted(runs, key=lambda k: (k[0], numbers[k])):
+        label, kind, _ = run_key
+        per_item: dict[str, dict[str, Any]] = {}
+        for row in runs[run_key]:  # one grade per item and run: the last one graded
+            per_item[masked_item_id(key, row["project_id"] or "", row["item_id"])] = row
+        for masked, row in sorted(per_item.items()):
+            item_rows.append({
+                "label": label, "run": numbers[run_key], "source_kind": kind, "item": masked,
+                "track": row["track"], "verdict": row["verdict"],
+                "resolved": row["verdict"] == "resolved",
+                "resolved_after_rerun": row["verdict"] == "resolved_after_rerun",
+                **{c: _number(row[c]) for c in CSV_COLUMNS[8:]},
+            })  # fmt: skip
+        for track in ("basic", "spec", "all"):
+            counted = [r for r in per_item.values() if track == "all" or r["track"] == track]
+            if not counted:
+                continue
+            resolved = sum(r["verdict"] == "resolved" for r in counted)
+            aggregates.append({
+                "label": label, "run": numbers[run_key], "source_kind": kind, "track": track,
+                "items": len(counted), "resolved": resolved,
+                "resolved_after_rerun": sum(r["verdict"] == "resolved_after_rerun" for r in counted),
+                "rate": round(resolved / len(counted), 4),
+            })  # fmt: skip
+    return {
+        "schema": EXPORT_SCHEMA,
+        "key_id": key_id(key),
+        "note": "item ids are masked with a keyed hash (the key is not published); labels only, no "
+        "model names; rate = resolved / items (resolved after a re-run counted apart)",
+        "runs": aggregates,
+        "items": item_rows,
+    }
+
+
+def _csv(document: dict[str, Any]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in document["items"]:
+        writer.writerow({c: "" if row[c] is None else row[c] for c in CSV_COLUMNS})
+    return out.getvalue()
+
+
+def forbidden_words(rows: list[dict[str, Any]], labels: dict[str, str]) -> set[str]:
+    """What the export must never contain: item and project ids, model names, agent ids."""
+    words = {str(r[c]) for r in rows for c in ("item_id", "project_id") if r.get(c)}
+    words |= set(labels)
+    words |= {str(r["agent_label"]) for r in rows if r["source_kind"] == "attempt" and r.get("agent_label")}
+    return {w for w in words if len(w) >= 3}
+
+
+def check_unnamed(texts: dict[str, str], forbidden: set[str]) -> None:
+    for name, text in texts.items():
+        for word in sorted(forbidden):
+            if re.search(rf"(?<![A-Za-z0-9_-]){re.escape(word)}(?![A-Za-z0-9_-])", text):
+                raise ExportRefused(f"{name} would name {word!r}: not written")
+
+
+def export_repair_runs(con, publish_dir: Path, *, key: bytes | None = None) -> Path:
+    """Write runs.json, runs.csv and export.json under ``<publish_dir>/repair``; the folder."""
+    rows = _rows(con)
+    labels = load_labels()
+    key = key or mask_key()
+    document = compose(rows, key, labels)
+    texts = {
+        "runs.json": json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+        "runs.csv": _csv(document),
+    }
+    check_unnamed(texts, forbidden_words(rows, labels))
+    folder = Path(publish_dir) / EXPORT_FOLDER
+    for name, text in texts.items():
+        _write_atomically(folder / name, text)
+    index = {
+        "schema": INDEX_SCHEMA,
+        "files": [
+            {"file": name, "sha256": hashlib.sha256(text.encode()).hexdigest(), "bytes": len(text.encode())}
+            for name, text in texts.items()
+        ],
+    }
+    _write_atomically(folder / "export.json", json.dumps(index, indent=1, sort_keys=True) + "\n")
+    return folder
