@@ -61,8 +61,22 @@ def test_the_bootstrap_records_only_when_asked_after_the_display_answers():
 
 def test_older_records_stay_valid_and_byte_for_byte(record_doc):
     record = parse_record(record_doc)
-    assert record.evidence.display_video is None
-    assert "display_video" not in json.loads(record.to_json())["evidence"]
+    assert record.evidence.display_video is None and record.evidence.session_log is None
+    assert {"display_video", "session_log"}.isdisjoint(json.loads(record.to_json())["evidence"])
+
+
+def test_an_external_cli_session_is_an_optional_evidence_kind(record_doc, isolated):
+    """Issue #31 (seed 002): the raw session.jsonl, fingerprinted, audited where its sha256 says."""
+    store = EvidenceStore()
+    session = isolated / "session.jsonl"
+    session.write_text('{"type":"system","subtype":"init"}\n')
+    ref = store.put_file(session).as_ref()
+    record = parse_record(record_doc | {"evidence": record_doc["evidence"] | {"session_log": ref}})
+    assert RunRecord.model_validate_json(record.to_json()) == record
+    assert record_evidence_problems(record) == []
+    moved = ref | {"uri": ref["uri"].replace(ref["sha256"][:2], "zz")}
+    bad = parse_record(record_doc | {"evidence": record_doc["evidence"] | {"session_log": moved}})
+    assert [f for f, _ in record_evidence_problems(bad)] == ["evidence.session_log.uri"]
 
 
 def test_the_video_is_an_optional_evidence_kind(record_doc, isolated):

@@ -133,7 +133,10 @@ def test_external_agent_attempt_in_the_agents_image(
         rf"Argusic agent A-[0-9a-f]{{6}} / {forge_project['project_id']} / attempt 1", title
     ), title
     assert all(json.loads(e)[1] == "o" for e in events)
-    for ref in (record.evidence.log, record.evidence.recording):
+    # the raw session, fingerprinted into the store (issue #31, seed 002): what was read is what is kept
+    assert record.evidence.session_log is not None
+    assert store.read(record.evidence.session_log.uri) == (out / SESSION_LOG).read_bytes()
+    for ref in (record.evidence.log, record.evidence.recording, record.evidence.session_log):
         data = store.read(ref.uri)
         assert hashlib.sha256(data).hexdigest() == ref.sha256 and len(data) == ref.bytes
 

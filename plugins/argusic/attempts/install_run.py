@@ -52,6 +52,7 @@ from argusic.core.record import (
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
+from argusic.external import SESSION_LOG
 from argusic.external.collect import record_parts
 from argusic.harness.readme_runner import HARNESS_VERSION
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
@@ -88,7 +89,7 @@ def build_record(
     driver = driver_for(spec.agent_id)
     if driver.external:
         return _build_external_record(
-            spec, result, out_dir, evidence, driver, key_record, environment, sealed
+            spec, result, out_dir, evidence, driver, key_record, environment, sealed, store
         )
 
     report, report_problem = _read_report(out_dir / EVIDENCE_FILES["report"])
@@ -243,9 +244,15 @@ def _build_external_record(
     key_record: dict | None,
     environment: Environment | None = None,
     sealed: SealCheck | None = None,
+    store: EvidenceStore | None = None,
 ) -> RunRecord:
     sealed = sealed or SealCheck({"status": "no_channel"})
     run = driver.collect(out_dir)
+    # The raw session the record's tool calls, final output and observation come from, fingerprinted
+    # into the store (seed 002): a reader can check every one of them against it.
+    session = out_dir / SESSION_LOG
+    if store is not None and session.is_file() and not session.is_symlink():
+        evidence = evidence | {"session_log": store.put_file(session).as_ref()}
     outcome = external_outcome(result, run, evidence, key_record)
     end_reason, invalid_reason, container_fault, keep_report = outcome
     invalid_reason, container_fault = _with_seal(invalid_reason, container_fault, sealed)

@@ -143,7 +143,7 @@ def record_evidence_problems(record: RunRecord, store_url: str | None = None) ->
     at `served/<the record's attempt id>/<sha>/<name>`."""
     url = store_url or evidence_url()
     problems = []
-    for kind in ("log", "recording", "report", "display_video"):
+    for kind in ("log", "recording", "report", "display_video", "session_log"):
         ref = getattr(record.evidence, kind)
         if ref is not None and (problem := uri_problem(ref.uri, url, raw_key(ref.sha256))):
             problems.append((f"evidence.{kind}.uri", problem))

@@ -117,11 +117,15 @@ class Evidence(_Strict):
     # byte for byte what it was, and older records stay valid.
     display_video: EvidenceRef | None = None
     display_video_problem: str | None = Field(default=None, max_length=500)
+    # Optional, added for issue #31 (seed 002): an external CLI's raw session file (session.jsonl, what
+    # the record's tool calls, final output and observation were read from), fingerprinted like the
+    # log. Raw evidence: never served (it is not masked), audited like the rest.
+    session_log: EvidenceRef | None = None
 
     @model_serializer(mode="wrap")
     def _contract_shape(self, handler):  # noqa: ANN001, ANN202 - pydantic's serializer protocol
         data = handler(self)
-        for optional in ("display_video", "display_video_problem"):
+        for optional in ("display_video", "display_video_problem", "session_log"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data

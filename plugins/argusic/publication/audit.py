@@ -36,8 +36,9 @@ from argusic.warehouse.db import connect
 
 EVIDENCE_KINDS = ("log", "recording", "report")
 SERVED_KINDS = ("served_log", "served_recording")  # the record's presentation.log / .recording
-# optional raw evidence the warehouse keeps in the record's JSON only (issue #30: the display's video)
-RECORD_ONLY_KINDS = ("display_video",)
+# optional raw evidence the warehouse keeps in the record's JSON only (issue #30: the display's video;
+# issue #31: an external CLI's session file)
+RECORD_ONLY_KINDS = ("display_video", "session_log")
 ALL_KINDS = EVIDENCE_KINDS + SERVED_KINDS + RECORD_ONLY_KINDS
 PAGE_ATTEMPTS = 5000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
