@@ -47,7 +47,9 @@ def test_a_review_is_loaded_once_and_a_changed_one_replaces_it(isolated: Path) -
     assert review_files(isolated / "runs" / "paired") == [path]
     assert ingest_paired() == 1
     assert ingest_paired() == 0  # the same document again: nothing written
-    rows = _q(db, "SELECT judge_id, status, p_label, q_label, draw_seed FROM raw.paired_judgements ORDER BY 1")
+    rows = _q(
+        db, "SELECT judge_id, status, p_label, q_label, draw_seed FROM raw.paired_judgements ORDER BY 1"
+    )
     assert [r[:2] for r in rows] == [("judge-claude", "valid"), ("judge-claude-2", "refused"),
                                      ("judge-codex", "valid")]  # fmt: skip
     assert {r[2:] for r in rows} == {(pair.p.label, pair.q.label, pair.seed)}
@@ -67,7 +69,10 @@ def test_a_review_is_loaded_once_and_a_changed_one_replaces_it(isolated: Path) -
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        (lambda d: d["judgements"][0]["scores"]["P"].pop("overall"), "a valid judgement scores the six criteria"),
+        (
+            lambda d: d["judgements"][0]["scores"]["P"].pop("overall"),
+            "a valid judgement scores the six criteria",
+        ),
         (lambda d: d["judgements"][0]["scores"]["P"].update(overall=6), "less than or equal to 5"),
         (lambda d: d["judgements"][2].update(scores={"P": {"overall": 3}}), "keeps no scores"),
         (lambda d: d["sides"]["P"].update(label="Claude Sonnet"), "sides.P.label"),
@@ -81,7 +86,9 @@ def test_a_bad_review_loads_nothing(isolated: Path, change, problem: str) -> Non
     path.write_text(json.dumps(doc))
     with pytest.raises(HintsIngestError, match=problem.replace(".", r"\.")):
         ingest_paired()
-    assert _q(isolated / "warehouse" / "argusic.duckdb", "SELECT count(*) FROM raw.paired_judgements") == [(0,)]
+    assert _q(isolated / "warehouse" / "argusic.duckdb", "SELECT count(*) FROM raw.paired_judgements") == [
+        (0,)
+    ]
 
 
 def test_a_person_rechecks_each_bug_once_with_a_note(isolated: Path) -> None:
@@ -104,8 +111,8 @@ def test_a_person_rechecks_each_bug_once_with_a_note(isolated: Path) -> None:
     assert [b.bug_id for b in review.awaiting()] == [bugs[1].bug_id]
     assert review.decide(bugs[1].bug_id, "Not a bug", "bo", AT, "the spec allows 0 for b == 0")
     assert review.awaiting() == []
-    rows = _q(isolated / "warehouse" / "argusic.duckdb",
-              "SELECT bug_id, finding, decided_by, note FROM decisions.paired_bug_checks ORDER BY decided_by")  # fmt: skip
+    sql = "SELECT bug_id, finding, decided_by, note FROM decisions.paired_bug_checks ORDER BY decided_by"
+    rows = _q(isolated / "warehouse" / "argusic.duckdb", sql)
     assert rows == [(bugs[0].bug_id, "confirmed", "ana", "zero divisor returns 0 silently"),
                     (bugs[1].bug_id, "not_a_bug", "bo", "the spec allows 0 for b == 0")]  # fmt: skip
     journal = isolated / "runs" / "decisions" / "paired_bug_checks.jsonl"
@@ -136,7 +143,9 @@ def dbt_build_paired(db: Path, tmp: Path) -> None:
             os.environ.pop("ARGUSIC_WAREHOUSE", None)
         else:
             os.environ["ARGUSIC_WAREHOUSE"] = old
-    failed = [(r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")]
+    failed = [
+        (r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")
+    ]
     assert res.success and not failed, failed
     kinds = [r.node.resource_type for r in res.result.results]
     assert kinds.count("unit_test") == 4 and kinds.count("model") == 3, kinds
@@ -152,15 +161,17 @@ def test_the_mart_gives_medians_and_the_bugs_a_person_confirmed(isolated: Path) 
     dbt_build_paired(db, isolated / "build")
     rows = _q(
         db,
-        "SELECT criterion, p_label, q_label, judges, valid_judges, p_median, q_median, status, p_bugs_reported, "
-        "q_bugs_reported, p_bugs_confirmed, q_bugs_confirmed, bugs_awaiting_check FROM marts.paired_review "
-        "ORDER BY criterion_order",
+        "SELECT criterion, p_label, q_label, judges, valid_judges, p_median, q_median, status, "
+        "p_bugs_reported, q_bugs_reported, p_bugs_confirmed, q_bugs_confirmed, bugs_awaiting_check "
+        "FROM marts.paired_review ORDER BY criterion_order",
     )
     assert [r[0] for r in rows] == list(P.CRITERIA)
     debug = "P" if pair.p.patch == DEBUG else "Q"
     for criterion, p_label, q_label, judges, valid, p_median, q_median, status, *bugs in rows:
         assert (p_label, q_label, judges, valid, status) == (pair.p.label, pair.q.label, 3, 2, "judged")
-        assert (p_median, q_median) == (doc["medians"]["P"][criterion], doc["medians"]["Q"][criterion]), criterion
+        assert (p_median, q_median) == (doc["medians"]["P"][criterion], doc["medians"]["Q"][criterion]), (
+            criterion
+        )
         reported = (2, 0) if debug == "P" else (0, 2)
         confirmed = (1, 0) if debug == "P" else (0, 1)
         assert tuple(bugs) == (*reported, *confirmed, 1)

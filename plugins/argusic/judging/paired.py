@@ -41,6 +41,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -52,10 +53,19 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from argusic.core.tasks import canonical_json
+from argusic.judging.double import DoubleBroker, JudgeScriptError
 from argusic.judging.evidence import MANIFEST, MANIFEST_SCHEMA
+from argusic.judging.judges import (
+    SESSION_FILE,
+    JudgeError,
+    _sha256_of,
+    final_message,
+    judge_driver,
+    run_judge,
+)
 from argusic.repair import paths as test_paths
 from argusic.repair import testrun
-from argusic.repair.items import Item
+from argusic.repair.items import Item, items_dir, repository_of
 
 PAIR_SCHEMA = "argusic.paired_pair/1"
 ANSWER_SCHEMA = "argusic.paired_answer/1"
@@ -213,10 +223,7 @@ def touched_base_paths(item: Item, patches: Sequence[str]) -> list[str]:
 def base_files_from_git(item: Item, paths: Sequence[str], git_dir: Path | None = None) -> dict[str, str]:
     """{path: text at the item's base} of the paths that exist there (a new file has no base)."""
     if git_dir is None:
-        from argusic.repair.grader import _repo_cache  # the grader's cache of repositories
-        from argusic.repair.items import repository_of
-
-        git_dir = repository_of(item, _repo_cache())
+        git_dir = repository_of(item, items_dir() / ".repos")  # the grader's cache of repositories
     found = {}
     for path in paths:
         done = subprocess.run(
@@ -251,8 +258,6 @@ def build_context(
     if dest.is_symlink():
         raise PairError(f"{dest}: is a link")
     if dest.exists():
-        import shutil
-
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     gold = item.partial_gold_patch or item.gold_patch
@@ -581,15 +586,6 @@ Runner = Callable[[str, Path, Path], tuple[str | None, str, str | None]]
 def run_with_double(scripts: Mapping[str, Path]) -> Runner:
     """A runner of each judge's real CLI in its container against the model double answering
     ``scripts[judge_id]`` (``argusic.judging.double``); returns (final message, model, session sha256)."""
-    from argusic.judging.double import DoubleBroker, JudgeScriptError
-    from argusic.judging.judges import (
-        SESSION_FILE,
-        JudgeError,
-        _sha256_of,
-        final_message,
-        judge_driver,
-        run_judge,
-    )
 
     def run(judge_id: str, context_dir: Path, out_dir: Path) -> tuple[str | None, str, str | None]:
         if judge_id not in scripts:
@@ -618,8 +614,6 @@ def judge_pair(
     """Build the pair's context under ``work_dir``, run every judge (``run``: e.g.
     ``run_with_double(scripts)``), check each answer; the review document, written to ``pairs_dir``
     when given (its path, else None)."""
-    from argusic.judging.judges import judge_driver
-
     if len(judge_ids) < 2:
         raise PairError("a paired review needs at least two judges (their median)")
     drivers = {j: judge_driver(j) for j in judge_ids}  # unknown judges refused before anything runs
