@@ -399,3 +399,15 @@ def test_three_judges_real_clis_against_the_double(tmp_path: Path, monkeypatch: 
     results = session.read_text()
     assert "a // b" in results  # the CLI's Read tool gave it the patches from the context folder
     assert all(j["session_sha256"] for j in doc["judgements"])
+
+
+def test_the_prompt_names_the_six_criteria_and_its_example_has_the_answers_shape() -> None:
+    import re
+
+    prompt = P.judge_prompt()
+    example = json.loads(re.search(r"```json\n(.*?)\n```", prompt, re.DOTALL).group(1))
+    assert example["schema"] == P.ANSWER_SCHEMA and all(f"`{c}`" in prompt for c in P.CRITERIA)
+    assert set(example["scores"]) == {"P", "Q"} and all(
+        list(example["scores"][s]) == list(P.CRITERIA) for s in "PQ"
+    )
+    assert example["scores"]["Q"]["tidiness"] <= 3 and example["quotes"][0]["criterion"] == "tidiness"

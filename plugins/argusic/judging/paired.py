@@ -316,7 +316,7 @@ def judge_prompt(pair: Pair | None = None) -> str:
     criteria = "\n".join(f"- `{c}` — {CRITERIA_WORDS[c]}" for c in CRITERIA)
     example = {
         "schema": ANSWER_SCHEMA,
-        "scores": {s: dict.fromkeys(CRITERIA, 4) for s in SIDES},
+        "scores": {"P": dict.fromkeys(CRITERIA, 4), "Q": {**dict.fromkeys(CRITERIA, 4), "tidiness": 3}},
         "quotes": [{"side": "Q", "criterion": "tidiness", "file": "Q.patch",
                     "quote": "<text copied from the file>"}],
         "bugs": [{"side": "Q", "file": "Q.patch", "quote": "<the faulty line(s), copied>",
@@ -343,9 +343,22 @@ defect in a patch's behaviour (not a style remark), each with the patch's faulty
 with one JSON object and nothing else, in this shape:
 
 ```json
-{json.dumps(example, indent=1)}
+{_example_json(example)}
 ```
 """
+
+
+def _example_json(example: dict) -> str:
+    """The answer's shape, one criterion set per line (readable, and short enough to copy)."""
+    lines = [f'{{"schema": "{ANSWER_SCHEMA}",', ' "scores": {']
+    lines += [f'  "{s}": {json.dumps(example["scores"][s])}{"," if s == "P" else ""}' for s in SIDES]
+    lines += [
+        " },",
+        f' "quotes": {json.dumps(example["quotes"])},',
+        f' "bugs": {json.dumps(example["bugs"])},',
+    ]
+    lines += [f' "summary": {json.dumps(example["summary"])}}}']
+    return "\n".join(lines)
 
 
 # --- the answer --------------------------------------------------------------------------------------
