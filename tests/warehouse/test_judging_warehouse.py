@@ -543,10 +543,14 @@ JUDGING_MODELS = {
     "int_judging_attempt_facts",
     "review_queue",
     "judging_review_divergence",
+    # the paired patch review (issue #31): judges' medians on two patches, a person's bug re-checks
+    "stg_paired_judgements",
+    "stg_paired_bugs",
+    "paired_review",
 }
-JUDGING_SOURCES = {"attempt_hints", "change_similarity", "judge_verdicts"}
+JUDGING_SOURCES = {"attempt_hints", "change_similarity", "judge_verdicts", "paired_judgements", "paired_bugs"}
 # people's judging reviews (look, promote/reject, their criterion scores) are advice too
-JUDGING_DECISIONS = {"judging_reviews"}
+JUDGING_DECISIONS = {"judging_reviews", "paired_bug_checks"}
 # What a score, verdict, rate or the board is made of: every mart and intermediate model but the
 # judging marts themselves.
 REF_RE = re.compile(r"""\bref\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)""")

@@ -141,7 +141,7 @@ def test_a_decision_only_build_gives_a_full_builds_marts_without_the_attempt_lay
     session = BuildSession(project)  # the build worker's way: the manifest parsed once
 
     first = session.build(db, analyst=False)
-    assert first.changed_sources == () and len(_models(first)) == 40  # no record yet: everything
+    assert first.changed_sources == () and len(_models(first)) == 43  # no record yet: everything
 
     # People decide: an environment review, a judging review, a verdict request, an approval.
     at = datetime(2026, 10, 25, 9)
@@ -175,7 +175,7 @@ def test_a_decision_only_build_gives_a_full_builds_marts_without_the_attempt_lay
     assert "only decisions.judging_reviews, " in decided.note
 
     full = build_warehouse(reference, project_dir=project, quiet=True, analyst=False)  # in-process, cold
-    assert full.changed_sources == () and len(_models(full)) == 40
+    assert full.changed_sources == () and len(_models(full)) == 43
     assert _assert_same_marts(db, reference) >= 20
     with duckdb.connect(str(db), read_only=True) as con:  # the decision is in force
         assert con.execute(

@@ -78,6 +78,38 @@ def judge_scripts(scripts_dir: Path, attempt_id: str, judge_ids: list[str]) -> d
     return found
 
 
+PAIRED_READS = ("task.md", "statement.md", "gold.patch", "P.patch", "Q.patch", "P.grade.json", "Q.grade.json")
+
+
+def paired_judge_script(
+    answer: dict | str, harness: str = "claude-code", reads: tuple[str, ...] = PAIRED_READS
+) -> dict:
+    """A judgement script for a paired patch review (``argusic.judging.paired``, issue #31): the model
+    reads the pair's context files with the CLI's own tools (Claude Code: ``Read`` of
+    ``/evidence/<file>``; Codex: ``cat <file>`` through exec_command, one call a turn), then answers
+    ``answer`` (an ``argusic.paired_answer/1`` object, or any text: a malformed answer is scripted as
+    easily) as its final message."""
+    text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    final = {"text": text, "usage": {"input_tokens": 6000, "output_tokens": 400}}
+    if harness == "codex":
+        turns = [
+            {"text": f"Reading {name}.",
+             "tool_calls": [{"name": "exec_command", "input": {"cmd": f"cat {name}"}}],
+             "usage": {"input_tokens": 3000 + 300 * i, "output_tokens": 30}}
+            for i, name in enumerate(reads)
+        ]  # fmt: skip
+        return {"turns": [*turns, final]}
+    if harness != "claude-code":
+        raise JudgeScriptError(f"{harness}: the double speaks {', '.join(SCRIPTED_HARNESSES)}")
+    calls = [{"name": "Read", "input": {"file_path": f"/evidence/{name}"}} for name in reads]
+    first = {
+        "text": "Reading the pair.",
+        "tool_calls": calls,
+        "usage": {"input_tokens": 3000, "output_tokens": 80},
+    }
+    return {"turns": [first, final]}
+
+
 class DoubleBroker:
     """A key broker whose gateway is the model double answering ``script`` (see the module's docs).
     One key at a time: one broker per judge run."""
@@ -159,6 +191,7 @@ __all__ = [
     "DoubleBroker",
     "JudgeScriptError",
     "judge_scripts",
+    "paired_judge_script",
     "read_judge_script",
     "script_model",
 ]

@@ -107,6 +107,15 @@ TABLES: dict[str, DecisionTable] = {
             optional=("code_structure", "logic_correctness", "note"),
             ranges={"look": (0, 2), "code_structure": (0, 2), "logic_correctness": (0, 2)},
         ),
+        DecisionTable(
+            "paired_bug_checks",
+            "A person's re-check of one bug a model judge reported in a paired patch review (issue #31, "
+            "seed 001): confirmed, not_a_bug or cannot_tell, with the required note. The latest per "
+            "bug_id is in force. People's data: never part of a grade or a score.",
+            {"pair_id": "VARCHAR", "bug_id": "VARCHAR", "finding": "VARCHAR"},
+            ("bug_id", "decided_at"),
+            {"finding": ("confirmed", "not_a_bug", "cannot_tell")},
+        ),
     )
 }
 

@@ -323,11 +323,64 @@ CREATE TABLE IF NOT EXISTS raw.judge_verdicts (
 JUDGE_VERDICT_COLUMNS = 17
 
 
+# Paired patch review (issue #31, argusic.judging.paired): one row per judge of a pair's review
+# document (argusic.paired_review/1) and one per bug a valid judgement reported; a changed document of
+# the same pair replaces the pair's rows (argusic.warehouse.load_paired). Labels only, never a model
+# name of the patches' makers (``model`` is the judge's: what answered).
+PAIRED_DDL = """
+CREATE SCHEMA IF NOT EXISTS raw;
+CREATE TABLE IF NOT EXISTS raw.paired_judgements (
+    pair_id                 VARCHAR NOT NULL,
+    item_id                 VARCHAR NOT NULL,
+    revision                VARCHAR NOT NULL,
+    project_id              VARCHAR NOT NULL,
+    p_label                 VARCHAR NOT NULL,
+    q_label                 VARCHAR NOT NULL,
+    p_patch_id              VARCHAR NOT NULL,
+    q_patch_id              VARCHAR NOT NULL,
+    draw_seed               VARCHAR NOT NULL,
+    drawn                   DOUBLE NOT NULL,
+    context_sha256          VARCHAR NOT NULL,
+    judge_id                VARCHAR NOT NULL,
+    harness                 VARCHAR NOT NULL,
+    model                   VARCHAR NOT NULL,
+    session_sha256          VARCHAR,
+    status                  VARCHAR NOT NULL,
+    reason                  VARCHAR,
+    scores_json             VARCHAR NOT NULL,
+    quotes_json             VARCHAR NOT NULL,
+    summary                 VARCHAR NOT NULL,
+    review_sha256           VARCHAR NOT NULL,
+    loaded_at               TIMESTAMP NOT NULL,  -- UTC
+    PRIMARY KEY (pair_id, judge_id),
+    CHECK (status IN ('valid', 'refused', 'no_verdict')),
+    CHECK (drawn >= 0 AND drawn < 1)
+);
+CREATE TABLE IF NOT EXISTS raw.paired_bugs (
+    bug_id                  VARCHAR NOT NULL,
+    pair_id                 VARCHAR NOT NULL,
+    judge_id                VARCHAR NOT NULL,
+    side                    VARCHAR NOT NULL,
+    file                    VARCHAR NOT NULL,
+    quote                   VARCHAR NOT NULL,
+    description             VARCHAR NOT NULL,
+    loaded_at               TIMESTAMP NOT NULL,  -- UTC
+    PRIMARY KEY (bug_id),
+    CHECK (side IN ('P', 'Q'))
+);
+"""
+
+
+PAIRED_JUDGEMENT_COLUMNS = 22
+PAIRED_BUG_COLUMNS = 8
+
+
 def migrate_judging(con: duckdb.DuckDBPyConnection) -> None:
-    """Create raw.attempt_hints, raw.change_similarity and raw.judge_verdicts (empty until loaded:
-    dbt reads them)."""
+    """Create raw.attempt_hints, raw.change_similarity, raw.judge_verdicts and the paired review's
+    raw.paired_judgements and raw.paired_bugs (empty until loaded: dbt reads them)."""
     con.execute(HINTS_DDL)
     con.execute(JUDGE_VERDICTS_DDL)
+    con.execute(PAIRED_DDL)
 
 
 REPAIR_DDL = """
