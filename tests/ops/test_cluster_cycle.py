@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -50,6 +51,7 @@ BOARDS: dict[str, dict] = {}  # the cluster cycle's board, for the single machin
 # A task on every queue: which host ran it and what it saw there.
 PROBE_DAG = """
 import os
+import sys
 import time
 
 from airflow.sdk import dag, task
@@ -62,6 +64,8 @@ def _where(queue: str) -> str:
             "ARGUSIC_HOSTNAME", "ARGUSIC_RUNS_DIR", "TMPDIR", "ARGUSIC_WAREHOUSE", "ARGUSIC_RUNS_URL"
         )
     )
+    # imported by the worker before Celery forked it (argusic.orchestration.preload), not by this task
+    line += f" PRELOADED={'argusic.cycle.run' in sys.modules}"
     print(f"PROBE queue={queue} {line}")
     return os.environ["ARGUSIC_HOSTNAME"]
 
@@ -398,6 +402,8 @@ def test_the_cluster_starts_on_loopback_and_runs_a_task_on_every_queue(cluster: 
         )
         assert f"ARGUSIC_WAREHOUSE={expected_warehouse} " in log
         assert "ARGUSIC_RUNS_URL=s3://argusic/runs" in log
+        if task == "on_attempts":  # started with the attempt path imported (the worker preloads it; #29)
+            assert re.search(r"PRELOADED=True\b", log), log[-2000:]
 
     # A lost host (the warehouse: its Celery worker and its build worker) SIGKILLed, then back.
     lost = {

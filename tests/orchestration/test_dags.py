@@ -207,6 +207,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
         "argusic_judging_review",
         "argusic_emergency_stop",
         "argusic_key_sweep",
+        "argusic_paired_review",
     )
     assert set(ours) <= set(info["dags"])
     for dag_id in ours:
@@ -234,6 +235,12 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert not heavy & set(info["loaded"]), sorted(heavy & set(info["loaded"]))
     assert info["parse_seconds"], "the DagBag parsed no file"
     print("DAG file parse seconds:", info["parse_seconds"])
+
+    # The paired review's person (issue #31, Layer 3): one mapped form per reported bug, labelled.
+    paired = info["dags"]["argusic_paired_review"]["tasks"]
+    assert set(paired) == {"load_reviews", "bugs_to_check", "check_bug", "build"}
+    assert paired["check_bug"]["mapped"] and "bug_label" in paired["check_bug"]["map_index_template"]
+    assert paired["build"]["pool"] == paired["load_reviews"]["pool"] == "argusic_warehouse"
 
     # Pick lists (issue #29): the warehouse's cycles newest first, the published attempts to dispute.
     cycles = ["2026-12-demo", "2026-12", "2026-11", "2026-10"]

@@ -1,5 +1,6 @@
 """The paired review's person (issue #31, Layer 3) through Airflow, as tests/review/test_review_dags.py
-does it: the DAG file parses (DagBag, no heavy import at parse time), then `argusic_paired_review`
+does it (its DAG file's integrity: tests/orchestration/test_dags.py::test_dagbag_integrity):
+`argusic_paired_review`
 runs with `dag.test()` in a subprocess while two people answer its forms **through the REST API** (a
 real `airflow api-server` on 127.0.0.1, users logged in with their passwords, answers sent with
 `PATCH .../hitlDetails`): one form per bug the judges reported; an answer without the required note
@@ -9,7 +10,6 @@ when Airflow's) and, after the DAG's build, in marts.paired_review.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,30 +17,13 @@ from pathlib import Path
 import duckdb
 import pytest
 from hitl_people import Answerer, Person, api_server, free_port
-from test_dags import INTEGRITY, MARK, PYTHON, airflow_env, dag_test, migrate_metadata_db, run_python, states
+from test_dags import PYTHON, airflow_env, dag_test, migrate_metadata_db, states
 from test_paired_review import DEBUG
 from test_paired_warehouse import reviewed
 
 pytestmark = pytest.mark.slow
 
 USERS = "ana:admin,bo:admin"
-
-
-def test_the_dag_parses_with_one_mapped_form_per_bug(tmp_path: Path) -> None:
-    env = airflow_env(tmp_path, ARGUSIC_RETRY_DELAY_SECONDS="")
-    info = json.loads(
-        next(x for x in run_python(env, INTEGRITY).splitlines() if x.startswith(MARK))[len(MARK) :]
-    )
-    assert info["errors"] == {}
-    dag = info["dags"]["argusic_paired_review"]
-    assert "argusic" in dag["tags"] and dag["doc_md"] and dag["catchup"] is False
-    assert set(dag["tasks"]) == {"load_reviews", "bugs_to_check", "check_bug", "build"}
-    assert (
-        dag["tasks"]["check_bug"]["mapped"] and "bug_label" in dag["tasks"]["check_bug"]["map_index_template"]
-    )
-    assert dag["tasks"]["build"]["pool"] == dag["tasks"]["load_reviews"]["pool"] == "argusic_warehouse"
-    assert all(t["retries"] >= 1 for t in dag["tasks"].values())
-    assert not {"dbt", "pydantic", "docker", "requests", "pandas"} & set(info["loaded"])
 
 
 @pytest.fixture(scope="module")
