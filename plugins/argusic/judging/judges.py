@@ -160,7 +160,7 @@ def _strict_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _normalised(text: str) -> str:
+def normalised(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
@@ -182,17 +182,49 @@ def _salvage(doc: Any) -> tuple[dict[str, int], list[dict], str]:
     return kept_scores, quotes, summary[:MAX_SUMMARY_CHARS]
 
 
-def _evidence_text(evidence_dir: Path, relative: str, listed: set[str]) -> str | None:
-    """The text of a file of the evidence folder named in its manifest, never through a link."""
+def listed_text(
+    folder: Path, relative: str, listed: set[str], limit: int = MAX_QUOTED_FILE_BYTES
+) -> str | None:
+    """The text (its first ``limit`` bytes) of a file of a judges' folder named in its manifest, never
+    through a link; None otherwise."""
     if relative not in listed:
         return None
-    path = Path(evidence_dir) / relative
+    path = Path(folder) / relative
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read(MAX_QUOTED_FILE_BYTES).decode("utf-8", errors="replace")
+        return handle.read(limit).decode("utf-8", errors="replace")
+
+
+def is_verbatim(quote: str, text: str) -> bool:
+    """Whether a judge's quote occurs in the text, runs of white space read as one space."""
+    return normalised(quote) in normalised(text)
+
+
+def unquoted(
+    quotes: Sequence[Any], folder: Path, listed: set[str], what: str, limit: int = MAX_QUOTED_FILE_BYTES
+) -> str | None:
+    """Why the first of ``quotes`` (each with ``file`` and ``quote``) is not a verbatim quote of a
+    listed file of the folder (``what`` names the folder in the reason); None when all are."""
+    for n, quote in enumerate(quotes):
+        content = listed_text(folder, quote.file, listed, limit)
+        if content is None:
+            return f"quotes.{n}.file: {quote.file[:200]!r} is not a file of the {what}"
+        if not is_verbatim(quote.quote, content):
+            return f"quotes.{n}.quote: not found verbatim in {quote.file[:200]}"
+    return None
+
+
+def parse_final_message(message: str) -> Any:
+    """A judge's final message as JSON (one fenced block or the bare text; NaN and Infinity refused);
+    ValueError otherwise."""
+    text = message.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group("body")
+    return json.loads(text, parse_constant=_strict_constant)
 
 
 def check_verdict(message: str | None, criteria: Sequence[str], evidence_dir: Path) -> Checked:
@@ -201,12 +233,8 @@ def check_verdict(message: str | None, criteria: Sequence[str], evidence_dir: Pa
         return Checked("no_verdict", "the session has no final message", {}, [], "")
     if len(message.encode("utf-8")) > MAX_MESSAGE_BYTES:
         return Checked("refused", f"message: over {MAX_MESSAGE_BYTES} bytes", {}, [], "")
-    text = message.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group("body")
     try:
-        doc = json.loads(text, parse_constant=_strict_constant)
+        doc = parse_final_message(message)
     except ValueError as err:
         return Checked("refused", f"message: not a JSON object ({err})"[:300], {}, [], "")
     scores, quotes, summary = _salvage(doc)
@@ -236,12 +264,8 @@ def check_verdict(message: str | None, criteria: Sequence[str], evidence_dir: Pa
         if verdict.scores[criterion] < 2 and not any(q.criterion == criterion for q in verdict.quotes):
             return refused(f"quotes: {criterion} scored {verdict.scores[criterion]} without a quote")
     listed = {f["path"] for f in read_manifest(evidence_dir)["files"]}
-    for n, quote in enumerate(verdict.quotes):
-        content = _evidence_text(evidence_dir, quote.file, listed)
-        if content is None:
-            return refused(f"quotes.{n}.file: {quote.file[:200]!r} is not a file of the evidence folder")
-        if _normalised(quote.quote) not in _normalised(content):
-            return refused(f"quotes.{n}.quote: not found verbatim in {quote.file[:200]}")
+    if reason := unquoted(verdict.quotes, evidence_dir, listed, "evidence folder"):
+        return refused(reason)
     return Checked(
         "valid", None, dict(verdict.scores), [q.model_dump() for q in verdict.quotes], verdict.summary
     )

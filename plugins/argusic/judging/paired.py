@@ -54,14 +54,19 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from argusic.core.tasks import canonical_json
 from argusic.judging.double import DoubleBroker, JudgeScriptError
-from argusic.judging.evidence import MANIFEST, MANIFEST_SCHEMA
+from argusic.judging.evidence import MANIFEST, MANIFEST_SCHEMA, EvidenceError, read_manifest
 from argusic.judging.judges import (
     SESSION_FILE,
     JudgeError,
     _sha256_of,
     final_message,
+    is_verbatim,
     judge_driver,
+    listed_text,
+    normalised,
+    parse_final_message,
     run_judge,
+    unquoted,
 )
 from argusic.repair import paths as test_paths
 from argusic.repair import testrun
@@ -302,9 +307,13 @@ def context_sha256(context_dir: Path) -> str:
 
 
 def _manifest(context_dir: Path) -> dict:
-    data = json.loads((Path(context_dir) / MANIFEST).read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or data.get("schema") != MANIFEST_SCHEMA or data.get("task_id") != TASK_ID:
-        raise PairError(f"{context_dir}: not a paired review context (its manifest)")
+    """The context's manifest (read as the judges' evidence folders are: capped, never through a link)."""
+    try:
+        data = read_manifest(context_dir)
+    except (EvidenceError, ValueError) as err:
+        raise PairError(f"{context_dir}: not a paired review context ({err})") from None
+    if data.get("task_id") != TASK_ID:
+        raise PairError(f"{context_dir}: not a paired review context (its manifest's task_id)")
     return data
 
 
@@ -410,30 +419,6 @@ class Checked:
     summary: str
 
 
-_FENCE = re.compile(r"\A```(?:json)?[ \t]*\n(?P<body>.*?)\n?```\s*\Z", re.DOTALL)
-_SPACES = re.compile(r"\s+")
-
-
-def _normalised(text: str) -> str:
-    return _SPACES.sub(" ", text).strip()
-
-
-def _strict_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _context_text(context_dir: Path, relative: str, listed: set[str]) -> str | None:
-    """A file of the context named in its manifest, never through a link; None otherwise."""
-    if relative not in listed:
-        return None
-    try:
-        fd = os.open(Path(context_dir) / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read(MAX_FILE_BYTES).decode("utf-8", errors="replace")
-
-
 def _refused(reason: str) -> Checked:
     return Checked("refused", reason[:1000], {}, [], [], "")
 
@@ -445,12 +430,8 @@ def check_answer(message: str | None, context_dir: Path) -> Checked:
         return Checked("no_verdict", "the session has no final message", {}, [], [], "")
     if len(message.encode("utf-8")) > MAX_MESSAGE_BYTES:
         return _refused(f"message: over {MAX_MESSAGE_BYTES} bytes")
-    text = message.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group("body")
     try:
-        doc = json.loads(text, parse_constant=_strict_constant)
+        doc = parse_final_message(message)
     except ValueError as err:
         return _refused(f"message: not a JSON object ({err})"[:300])
     if not isinstance(doc, dict):
@@ -486,19 +467,15 @@ def check_answer(message: str | None, context_dir: Path) -> Checked:
             ):
                 return _refused(f"quotes: {side} {criterion} scored {score} without a quote")
     listed = {f["path"] for f in _manifest(context_dir)["files"]}
-    for n, quote in enumerate(answer.quotes):
-        content = _context_text(context_dir, quote.file, listed)
-        if content is None:
-            return _refused(f"quotes.{n}.file: {quote.file[:200]!r} is not a file of the context")
-        if _normalised(quote.quote) not in _normalised(content):
-            return _refused(f"quotes.{n}.quote: not found verbatim in {quote.file[:200]}")
+    if reason := unquoted(answer.quotes, context_dir, listed, "context", MAX_FILE_BYTES):
+        return _refused(reason)
     for n, bug in enumerate(answer.bugs):
         if bug.file != f"{bug.side}.patch":
             return _refused(
                 f"bugs.{n}.file: a bug of {bug.side} quotes {bug.side}.patch, not {bug.file[:200]}"
             )
-        content = _context_text(context_dir, bug.file, listed)
-        if content is None or _normalised(bug.quote) not in _normalised(content):
+        content = listed_text(context_dir, bug.file, listed, MAX_FILE_BYTES)
+        if content is None or not is_verbatim(bug.quote, content):
             return _refused(f"bugs.{n}.quote: not found verbatim in {bug.file[:200]}")
     return Checked(
         "valid",
@@ -526,7 +503,7 @@ def medians(judgements: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, floa
 
 def bug_id(pair_id: str, judge_id: str, bug: Mapping[str, Any]) -> str:
     """A reported bug's stable id: sha256 of the pair, the judge, the side and the quote (16 hex)."""
-    key = canonical_json([pair_id, judge_id, bug["side"], _normalised(bug["quote"])])
+    key = canonical_json([pair_id, judge_id, bug["side"], normalised(bug["quote"])])
     return hashlib.sha256(key).hexdigest()[:16]
 
 
