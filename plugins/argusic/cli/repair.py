@@ -95,15 +95,7 @@ def items_validate(
 ) -> None:
     """Validate the grader on items: gold ×3 resolved, empty unresolved, partial gold for split items."""
     root = out or items_dir()
-    if item_ids:
-        items = [_find_item(i, root) for i in item_ids]
-    else:
-        try:
-            items = [load_item(p) for p in list_items(root)]
-        except ItemError as err:
-            _fail(str(err))
-    if not items:
-        _fail(f"no items under {root}")
+    items = _items_of(item_ids, root)
     unusable = 0
     for item in items:
         result = validate_item(item, out_dir=root)
