@@ -756,7 +756,7 @@ def test_the_review_form_of_a_repair_attempt_names_no_agent_or_model():
         "attempt_id": aid, "cycle_id": CYCLE, "purpose": "repair", "agent_id": AGENT, "project_id": PROJECT,
         "attempt_no": 1, "task_id": "repair", "reasons": "sampled", "repair_verdict": "resolved",
         "end_reason": "completed", "served_log_uri": f"file:///served/{aid}/log.txt",
-        "served_recording_uri": f"file:///served/{aid}/cast", "final_state": "patch written",
+        "served_recording_uri": f"file:///served/{aid}/cast", "final_state": f"{MODEL} wrote the patch",
     }  # fmt: skip
     repair = Item(facts)
     text = "\n".join((body_of(repair), subject_of(repair), bulk_body([repair]), repair.attempt_label))
