@@ -112,7 +112,7 @@ def argusic_judging_review():
             return {"items": [], "body": ""}
         queue = awaiting(_cycle(params))
         shown = queue[:BULK_MAX]
-        items = [{"attempt_id": i.attempt_id, "project_id": i.facts["project_id"],
+        items = [{"attempt_id": i.attempt_id, "shown_id": i.shown_id, "project_id": i.facts["project_id"],
                   "attempt_label": i.attempt_label, "task_revision": i.facts["task_revision"]}
                  for i in shown]  # fmt: skip
         return {"items": items, "body": bulk_body(shown, len(queue) - len(shown))}

@@ -453,8 +453,9 @@ def test_build_passes_every_node_including_unit_tests(built):
     for r in built["results"]:
         kinds[r.node.resource_type] = kinds.get(r.node.resource_type, 0) + 1
     assert kinds.get("unit_test", 0) >= 30
-    # review decisions are data now (decisions schema), not a seed; model_prices is one (issue #13)
-    assert kinds.get("seed") == 7
+    # review decisions are data now (decisions schema), not a seed; model_prices is one (issue #13);
+    # repair_labels, generated from repair/labels.toml, is one (issue #31: blinding)
+    assert kinds.get("seed") == 8
     # 12 + verdict_plan and its two staging views + int_attempt_corrections, int_attempts_corrected,
     # attempt_corrections + cycle_environments, harness_editions + the repair track's three staging
     # views, int_repair_grades_attributed, int_attempt_costs and three marts (issue #13) + the hints and

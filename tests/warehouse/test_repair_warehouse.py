@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from argusic.repair.items import revision_of
+from argusic.repair.labels import blind_attempt_id, label_for
 from argusic.warehouse.load_repair import (
     MAX_REPAIR_RECORD_BYTES,
     RepairIngestError,
@@ -28,6 +29,8 @@ from conftest import dbt_build_copy
 PROJECT = "demo"
 CYCLE = "2026-11"
 AGENT = "readme-runner"
+AGENT_LABEL = label_for(AGENT)  # what the marts show (repair/labels.toml; issue #31)
+MODEL = "claude-sonnet-4-5"  # the model named in the attempts' records (never in a mart)
 LABEL = "model-1a2b3c4d"
 PREDICTIONS_SHA = "f" * 64
 T0 = datetime(2026, 11, 20, 8, 0, 0)
@@ -362,7 +365,8 @@ def run_record(aid: str, purpose: str = "repair", end_reason: str = "completed",
         "log_sha256": "a" * 64, "log_uri": f"file:///ev/{aid}/log", "recording_sha256": "b" * 64,
         "recording_uri": f"file:///ev/{aid}/cast", "has_report": end_reason == "completed",
         "install_ok": True, "ran_ok": True, "errors_encountered": 0, "errors_fixed": 0,
-        "test_depth": "tier1_real", "record_json": json.dumps({"attempt_id": aid}),
+        "test_depth": "tier1_real", "harness_name": AGENT, "harness_version": "2.2.0",
+        "record_json": json.dumps({"attempt_id": aid, "agent": {"model": MODEL, "harness": AGENT}}),
     }  # fmt: skip
     row.update(kw)
     return row
@@ -439,7 +443,11 @@ def built(tmp_path_factory: pytest.TempPathFactory):
             [[r.get(c) for c in COLUMNS] for r in records],
         )
     dbt_build_copy(db, tmp)
-    return {"db": db, "tmp": tmp, "target": tmp / "target"}
+    # the marts show an attempt's grade by its blinded id: <blinded attempt id>.<item_id> (issue #31)
+    raw_of = {f"{blind_attempt_id(attempt_id(it['item_id'], no))}.{it['item_id']}": gid
+              for gid, it, _, no, _ in [*attempts, ("a-stale", stale, "resolved", 4, False)]}  # fmt: skip
+    raw_of.update({gid: gid for gid, _, _ in predictions})
+    return {"db": db, "tmp": tmp, "target": tmp / "target", "raw_of": raw_of}
 
 
 def q(built, sql: str) -> list[dict]:
@@ -463,7 +471,7 @@ def test_item_validation_says_which_items_are_usable_and_why_not(built):
 
 @pytest.mark.slow
 def test_runs_flag_empty_patches_and_say_why_a_grade_does_not_count(built):
-    got = {r["grade_id"]: r for r in q(built, "select * from marts.repair_runs")}
+    got = {built["raw_of"][r["grade_id"]]: r for r in q(built, "select * from marts.repair_runs")}
     assert len(got) == 16
     counted = {g for g, r in got.items() if r["counts_in_rates"]}
     assert counted == {"a-parse", "a-print", "a-solo", "a-solo2", "a-spec", "a-spec2",
@@ -471,7 +479,8 @@ def test_runs_flag_empty_patches_and_say_why_a_grade_does_not_count(built):
     empty = got["a-print"]
     assert empty["is_empty_patch"] and empty["changed_lines"] is None and empty["size_vs_gold"] is None
     assert got["a-solo"]["size_vs_gold"] == 12 / 8 and got["a-solo"]["lint_new_errors"] == 1
-    assert got["a-solo"]["agent_label"] == AGENT and got["a-solo"]["source_set"] == CYCLE
+    assert got["a-solo"]["agent_label"] == AGENT_LABEL and got["a-solo"]["source_set"] == CYCLE
+    assert got["a-solo"]["attempt_id"] == f"{CYCLE}.repair.{AGENT_LABEL}.solo.a1"
     assert got["p-solo"]["agent_label"] == LABEL and got["p-solo"]["source_set"] == PREDICTIONS_SHA
     assert got["p-solo"]["cycle_id"] is None
     assert got["a-bund"]["not_counted_reason"] == "original item superseded by its split items"
@@ -489,16 +498,16 @@ def test_rates_per_agent_track_and_set_by_hand(built):
         (r["agent_label"], r["track"], r["source_set"]): r
         for r in q(built, "select * from marts.repair_rates")
     }
-    assert set(got) == {(AGENT, "basic", CYCLE), (AGENT, "spec", CYCLE),
+    assert set(got) == {(AGENT_LABEL, "basic", CYCLE), (AGENT_LABEL, "spec", CYCLE),
                         (LABEL, "basic", PREDICTIONS_SHA), (LABEL, "spec", PREDICTIONS_SHA)}  # fmt: skip
     # the agent, basic: resolved (parse, solo), unresolved (print, empty), test_patch_conflict (solo 2)
-    basic = got[(AGENT, "basic", CYCLE)]
+    basic = got[(AGENT_LABEL, "basic", CYCLE)]
     assert (basic["n"], basic["resolved"], basic["items"], basic["prs"]) == (4, 2, 3, 2)
     assert (basic["empty_patches"], basic["test_patch_conflict"], basic["graded"]) == (1, 1, 4)
     assert basic["rate"] == 0.5
     assert basic["half_width_95"] == pytest.approx(1.96 * math.sqrt(0.5 * 0.5 / 4))  # 0.49
     # spec: one resolved; the resolved_after_rerun is apart (neither in n nor in resolved)
-    spec = got[(AGENT, "spec", CYCLE)]
+    spec = got[(AGENT_LABEL, "spec", CYCLE)]
     assert (spec["n"], spec["resolved"], spec["resolved_after_rerun"], spec["graded"]) == (1, 1, 1, 2)
     assert (spec["rate"], spec["half_width_95"]) == (1.0, 0.0)
     # the predictions file, basic: 1 resolved of 3 (one patch did not apply)
@@ -614,3 +623,144 @@ def test_the_dags_entry_loads_into_the_configured_warehouse(small, monkeypatch: 
         "items": 2, "validations": 2, "validation_runs": 7, "grades": 2, "skipped": 1,
     }  # fmt: skip
     assert rows(small["db"], "select count(*) from raw.repair_grades") == [(2,)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Blinding (issue #31): labels from repair/labels.toml in everything people reviewing patches read
+# ---------------------------------------------------------------------------------------------------
+
+# What people reviewing patches read of the warehouse: the repair marts (also in the analyst copy).
+REVIEWED_MARTS = ("repair_runs", "repair_rates", "repair_item_runs", "repair_item_validation")
+
+
+def _names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Every agent id, model name and harness name the warehouse knows: the agents registry, the run
+    records (their agent ids, harness names and the model their record names) and this module's."""
+    names = {AGENT, MODEL}
+    for sql in (
+        "select agent_id, model, model_version, harness from reference.agents",
+        "select agent_id, harness_name, record_json ->> '$.agent.model' from raw.run_records",
+    ):
+        names |= {v for row in con.execute(sql).fetchall() for v in row if v}
+    return names
+
+
+def _hits(con: duckdb.DuckDBPyConnection, names: set[str], tables=REVIEWED_MARTS) -> list[str]:
+    """'<table>.<column>: <name> in <value>' for every text value of the tables naming one of them."""
+    hits = []
+    for table in tables:
+        columns = [
+            c for c, t in con.execute(
+                "select column_name, data_type from information_schema.columns "
+                "where table_schema = 'marts' and table_name = ?", [table]
+            ).fetchall() if t in ("VARCHAR", "JSON") or t.startswith(("VARCHAR", "STRUCT", "LIST"))
+        ]  # fmt: skip
+        assert columns, table
+        for column in columns:
+            for (value,) in con.execute(f'select distinct "{column}"::varchar from marts.{table}').fetchall():
+                hits += [
+                    f"{table}.{column}: {n} in {value!r}"
+                    for n in names
+                    if value and n.lower() in value.lower()
+                ]
+    return hits
+
+
+@pytest.mark.slow
+def test_no_agent_model_or_harness_name_in_what_reviewers_read(built, monkeypatch: pytest.MonkeyPatch):
+    """Grades of a named agent whose records name its model and harness: every text column of every
+    repair mart, and the board's repair table, hold none of those names -- only labels."""
+    from argusic.cli import board
+
+    with duckdb.connect(str(built["db"]), read_only=True) as con:
+        names = _names(con)
+        assert {AGENT, MODEL} <= names and len(names) > 3
+        # the names are there to find: in the raw layer (and staging) only
+        assert con.execute("select count(*) from raw.run_records where agent_id = ?", [AGENT]).fetchone()[0]
+        assert _hits(con, names) == []
+        labels = {r[0] for r in con.execute("select distinct agent_label from marts.repair_runs").fetchall()}
+    assert labels == {AGENT_LABEL, LABEL, None}  # None: the attempt whose record is not loaded
+    # the board's repair table (argusic board / make demo), read from the same marts
+    monkeypatch.setattr(board, "_analyst", lambda: duckdb.connect(str(built["db"]), read_only=True))
+    with board.console.capture() as captured:
+        board.print_repair_rates(CYCLE)
+    page = captured.get()
+    assert AGENT_LABEL in page and "Repair track" in page
+    assert [n for n in names if n.lower() in page.lower()] == []
+
+
+def _dbt(project: Path, db: Path, tmp: Path, *args: str) -> None:
+    from argusic.warehouse.dbt_build import _release_dbt_duckdb
+    from dbt.cli.main import dbtRunner
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setenv("ARGUSIC_WAREHOUSE", str(db))
+    try:
+        res = dbtRunner().invoke(
+            ["--quiet", "build", "--project-dir", str(project), "--profiles-dir", str(project),
+             "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs"), *args]
+        )  # fmt: skip
+    finally:
+        _release_dbt_duckdb()
+        monkey.undo()
+    failed = [
+        (r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")
+    ]
+    assert res.success and not failed, failed
+
+
+@pytest.mark.slow
+def test_changing_a_label_in_labels_toml_changes_it_everywhere(built, tmp_path: Path):
+    """One mapping: label the agent in a labels.toml, regenerate the seed from it (as
+    `python -m argusic.repair.labels` does), rebuild what reads it: every mart shows the new label,
+    in agent_label and inside the blinded ids, and Python's label_for says the same."""
+    import shutil
+
+    from argusic.repair.labels import load_labels, write_seed
+
+    toml = tmp_path / "labels.toml"
+    toml.write_text(f'[labels]\n"{AGENT}" = "lab-zz"\n"{MODEL}" = "lab-yy"\n')
+    labels = load_labels(toml)
+    project, db = tmp_path / "dbt_project", tmp_path / "warehouse.duckdb"
+    shutil.copytree(built["tmp"] / "dbt_project", project)
+    shutil.copyfile(built["db"], db)
+    write_seed(toml, project / "seeds" / "repair_labels.csv")
+    _dbt(project, db, tmp_path, "--select", "repair_labels+")
+    assert label_for(AGENT, labels) == "lab-zz"
+    with duckdb.connect(str(db), read_only=True) as con:
+        runs = con.execute(
+            "select agent_label, attempt_id, grade_id from marts.repair_runs where source_kind = 'attempt' "
+            "and agent_label is not null"
+        ).fetchall()
+        assert runs and {r[0] for r in runs} == {"lab-zz"}
+        assert all(".repair.lab-zz." in aid and gid.startswith(aid + ".") for _, aid, gid in runs)
+        assert {aid for _, aid, _ in runs} <= {
+            blind_attempt_id(attempt_id(i, n), labels) for i in ("bund-parse", "bund-print", "solo", "bund",
+                                                                  "bad", "nova", "spec1") for n in (1, 2, 4)
+        }  # fmt: skip
+        for table in ("repair_rates", "repair_item_runs"):
+            shown = {r[0] for r in con.execute(f"select distinct agent_label from marts.{table} "
+                                               "where source_kind = 'attempt'").fetchall()}  # fmt: skip
+            assert shown == {"lab-zz"}, table
+        assert _hits(con, _names(con) | {AGENT_LABEL}) == []  # nor the old label anywhere
+
+
+def test_the_review_form_of_a_repair_attempt_names_no_agent_or_model():
+    """The judging review form (Airflow HITL and `argusic judging review`) of a repair attempt shows
+    its grade with the agent's label and a blinded attempt id, and links no session log or recording
+    (they name the model); an install-and-run attempt's form is as before."""
+    from argusic.review.judging import QUEUE_COLUMNS, Item, body_of, bulk_body, subject_of
+
+    aid = attempt_id("solo")
+    facts = dict.fromkeys(QUEUE_COLUMNS) | {
+        "attempt_id": aid, "cycle_id": CYCLE, "purpose": "repair", "agent_id": AGENT, "project_id": PROJECT,
+        "attempt_no": 1, "task_id": "repair", "reasons": "sampled", "repair_verdict": "resolved",
+        "end_reason": "completed", "served_log_uri": f"file:///served/{aid}/log.txt",
+        "served_recording_uri": f"file:///served/{aid}/cast", "final_state": f"{MODEL} wrote the patch",
+    }  # fmt: skip
+    repair = Item(facts)
+    text = "\n".join((body_of(repair), subject_of(repair), bulk_body([repair]), repair.attempt_label))
+    assert "resolved" in text and AGENT_LABEL in text and blind_attempt_id(aid) in text
+    assert AGENT not in text and MODEL not in text
+    board = Item(facts | {"purpose": "board", "attempt_id": f"{CYCLE}.board.{AGENT}.{PROJECT}.a1"})
+    assert AGENT in body_of(board) and "log" in body_of(board)

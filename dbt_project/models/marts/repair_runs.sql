@@ -2,6 +2,8 @@
 -- the agent of a repair attempt, or a predictions file's model label) and in which set (the cycle,
 -- or the predictions file), the quality figures, and whether it counts in marts.repair_rates (and
 -- why not). Empty patches are flagged and not measured: their quality figures are null (seed 001).
+-- Blinded (issue #31): grade_id and attempt_id are the blinded ids of int_repair_grades_attributed
+-- (the agent part replaced by its label); no agent id or model name in any column.
 with grades as (
 
     select * from {{ ref('int_repair_grades_attributed') }}
@@ -29,7 +31,7 @@ costs as (
 joined as (
 
     select
-        grades.grade_id,
+        grades.blind_grade_id as grade_id,
         grades.item_id,
         grades.revision,
         coalesce(items.is_current_revision, false) as is_current_revision,
@@ -37,7 +39,7 @@ joined as (
         items.track,
         items.pr_key,
         grades.source_kind,
-        grades.attempt_id,
+        grades.blind_attempt_id as attempt_id,
         grades.cycle_id,
         grades.predictions_sha256,
         grades.agent_label,

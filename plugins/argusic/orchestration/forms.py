@@ -334,7 +334,8 @@ def bulk_params(items: list[dict]) -> dict[str, Param]:
         params[judging_review.bulk_key(n)] = Param(
             NOT_CHOSEN, type="string", enum=[NOT_CHOSEN, *judging_review.BULK_CHOICES],
             values_display={NOT_CHOSEN: "(choose)", **judging_review.BULK_CHOICES},
-            title=f"{n}. {label} (required)", description=f"Item {n} of the body: {item['attempt_id']}",
+            title=f"{n}. {label} (required)",
+            description=f"Item {n} of the body: {item.get('shown_id') or item['attempt_id']}",
         )  # fmt: skip
         params[judging_review.bulk_note_key(n)] = Param(
             None, type=["null", "string"], maxLength=judging_review.NOTE_MAX,

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from argusic.core.settings import PACKAGE_DIR
+from argusic.repair.labels import LABELS_FILE, LabelsError, label_for
+from argusic.repair.labels import load_labels as _load_labels
 
-LABELS_FILE = PACKAGE_DIR / "repair" / "labels.toml"
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_LINES = 100_000
-LABEL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 KNOWN_FIELDS = {"instance_id", "model_name_or_path", "model_patch"}
 
 
@@ -37,21 +34,11 @@ class Prediction:
 
 
 def load_labels(path: Path = LABELS_FILE) -> dict[str, str]:
-    """{model name: label} from labels.toml's [labels] table."""
-    if not path.exists():
-        return {}
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    labels = data.get("labels", {})
-    if not isinstance(labels, dict):
-        raise PredictionsError(f"{path}: [labels] must be a table")
-    for name, label in labels.items():
-        if not isinstance(label, str) or not LABEL.match(label):
-            raise PredictionsError(f"{path}: labels.{name}: label must match {LABEL.pattern}")
-    return dict(labels)
-
-
-def label_for(model: str, labels: dict[str, str]) -> str:
-    return labels.get(model) or f"model-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
+    """{model name: label} from labels.toml (argusic.repair.labels, the one mapping)."""
+    try:
+        return _load_labels(path)
+    except LabelsError as err:
+        raise PredictionsError(str(err)) from None
 
 
 def file_sha256(path: Path) -> str:

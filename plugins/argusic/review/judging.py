@@ -21,6 +21,7 @@ from pathlib import Path
 
 from argusic.core.tasks import TaskDefinitionError, task_for
 from argusic.judging.render import SHOT_NAMES
+from argusic.repair.labels import blind_attempt_id, label_for
 from argusic.review.text import link, quoted
 from argusic.warehouse import decisions
 from argusic.warehouse.db import connect
@@ -65,10 +66,27 @@ class Item:
         return self.facts["attempt_id"]
 
     @property
+    def blinded(self) -> bool:
+        """A repair attempt's patch is reviewed blind (issue #31, seed 001): its agent shows as its
+        label (repair/labels.toml), its attempt id with the label in the agent's place, and the
+        session log and recording (which name the model) are not linked."""
+        return self.facts.get("purpose") == "repair"
+
+    @property
+    def shown_agent(self) -> str:
+        return label_for(self.facts["agent_id"]) if self.blinded else self.facts["agent_id"]
+
+    @property
+    def shown_id(self) -> str:
+        """The attempt id as the form shows it (blinded for a repair attempt)."""
+        return blind_attempt_id(self.attempt_id) if self.blinded else self.attempt_id
+
+    @property
     def attempt_label(self) -> str:
-        """Short and unique within a project and cycle: agent, purpose and attempt number."""
+        """Short and unique within a project and cycle: agent (its label, for a repair attempt),
+        purpose and attempt number."""
         f = self.facts
-        return f"{f['agent_id']} {f['purpose']} #{f['attempt_no']}"
+        return f"{self.shown_agent} {f['purpose']} #{f['attempt_no']}"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -171,7 +189,7 @@ def body_of(item: Item) -> str:
     f = item.facts
     wanted = set(shows(f))
     lines = [
-        f"Attempt `{f['attempt_id']}` — project **`{f['project_id']}`**, agent `{f['agent_id']}`, "
+        f"Attempt `{item.shown_id}` — project **`{f['project_id']}`**, agent `{item.shown_agent}`, "
         f"{f['purpose']} attempt #{f['attempt_no']}, cycle `{f['cycle_id']}`.",
         "",
         f"**Selected for review**: {f['reasons']}. Your review is advice and people's data: it never "
@@ -206,13 +224,18 @@ def body_of(item: Item) -> str:
     )
     if f.get("disputes"):
         lines.append(f"- disputes filed: {f['disputes']} (`argusic dispute list`)")
-    if "log" in wanted or "recording" in wanted:
+    if item.blinded:
+        lines.append("- evidence: session log and recording not linked (they name the model: reviewed blind)")
+    elif "log" in wanted or "recording" in wanted:
         served = (
             f"{link(f.get('served_log_uri'), 'log')} · {link(f.get('served_recording_uri'), 'recording')}"
         )
         evidence = "served copies withheld" if f.get("served_copy_withheld") else served
         lines.append(f"- evidence: {evidence}")
-    lines.append(f"- final state: {quoted(f.get('final_state'), 200)}")
+    if item.blinded:  # the agent's own words may name it
+        lines.append("- final state: not shown (the agent's own words may name it: reviewed blind)")
+    else:
+        lines.append(f"- final state: {quoted(f.get('final_state'), 200)}")
     if "screenshots" in wanted or "rendering" in wanted:
         pages = _pages(f)
         if pages:
