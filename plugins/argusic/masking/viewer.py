@@ -177,6 +177,8 @@ def _skeleton_nfkc(text: str) -> str:
       falls out of the skeleton. So no other character composes or reorders differently, and the
       skeleton loses nothing it had. Only the skeleton is the same: this is not the NFKC text.
     """
+    if unicodedata.is_normalized("NFKC", text):  # the usual text: a quick check, no copy
+        return text
     if _HANGUL.search(text):
         text = _HANGUL.sub("\0", text)
     decomposed = unicodedata.normalize("NFKD", text)
