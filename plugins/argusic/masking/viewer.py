@@ -47,6 +47,10 @@ definition finds:
   (`test_runs_are_the_greedy_matches`); the compact text is the NFKC text without the characters
   `_WHITESPACE_AND_INVISIBLE` matches, deleted with `translate` when none of them is outside ASCII
   (`test_the_compact_text_removes_what_the_pattern_removes` checks every code point).
+* the skeleton of text that is not ASCII (decoded binary read as UTF-16 above all) is taken from its
+  NFKD with only the runs of composing characters composed and Hangul set aside (`_skeleton_nfkc`):
+  the same letters and digits as NFKC, without CPython's character-by-character composition of the
+  whole text (`test_the_skeleton_nfkc_gives_the_nfkc_skeleton`).
 """
 
 from __future__ import annotations
