@@ -16,6 +16,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+import numpy as np
 import pytest
 from argusic.attempts.keys import IssuedKey
 from argusic.masking import mask_log, mask_log_file, mask_recording, output_text, viewer
@@ -314,6 +315,51 @@ def test_the_folded_skeleton_is_the_casefolded_one(text: str) -> None:
     if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):  # the decoders read text, not surrogates
         forms = {name: skel for name, _, skel in viewer._forms(text) if skel is not None}
         assert forms["as shown"] == _reference_skeleton(text)
+
+
+def test_the_composing_characters_are_these() -> None:
+    """`_COMPOSING` is every second character of a two-character canonical decomposition, every
+    character with a non-zero combining class, and the Hangul vowel and trailing jamo; no canonical
+    decomposition pairs a Hangul character with another one (`_skeleton_nfkc`'s argument)."""
+    derived = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    hangul = viewer._HANGUL
+    for c in range(0x110000):
+        decomposition = unicodedata.decomposition(chr(c))
+        if unicodedata.combining(chr(c)):
+            derived.add(c)
+        if decomposition and not decomposition.startswith("<"):
+            parts = [chr(int(p, 16)) for p in decomposition.split()]
+            if len(parts) == 2:
+                derived.add(ord(parts[1]))
+            assert not any(hangul.match(p) for p in [chr(c), *parts]), hex(c)
+    assert set(np.flatnonzero(viewer._COMPOSING).tolist()) == derived
+    for c in [*range(0x1100, 0x1200), *range(0xA960, 0xA980), *range(0xAC00, 0xD800)]:
+        assert hangul.match(chr(c))
+        assert unicodedata.combining(chr(c)) == 0
+        assert not _reference_skeleton(chr(c)), hex(c)
+
+
+_COMPOSING_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=0x7F),
+        st.sampled_from("\u0301\u0300\u0307\u030c\u0327\u0308\u3099\u309a\u0bbe\u0cd5\u1b35\u0345"),
+        st.sampled_from("\u1100\u1161\u11a8\uac00\uac01\u3131\u314f\u3260\uffa1\ud7b0"),
+        st.sampled_from("eEjJiIaAoOuUkKsS\u0130\u01f0\u017f\u1e9e\u00df\u212a\u3046\u30a6\u0b92\u0cc6"),
+        st.characters(),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_COMPOSING_TEXT, st.binary(max_size=200).map(lambda b: b.decode("utf-16-le", "replace"))))
+def test_the_skeleton_nfkc_gives_the_nfkc_skeleton(text: str) -> None:
+    """Composing only the runs of composing characters (Hangul set aside) gives the skeleton of NFKC:
+    combining marks after ASCII letters, Hangul syllables with jamo, decoded binary read as UTF-16."""
+    assert viewer._folded_skeleton(viewer._skeleton_nfkc(text)) == _reference_skeleton(text)
+    assert viewer.skeleton_bytes(text) == _reference_skeleton(text)
+    if not viewer._HANGUL.search(text):
+        assert viewer._skeleton_nfkc(text) == unicodedata.normalize("NFKC", text)
 
 
 @settings(max_examples=500, deadline=None)
