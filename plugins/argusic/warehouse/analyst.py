@@ -76,10 +76,9 @@ from typing import Any
 
 import duckdb
 
-from argusic.core.settings import warehouse_path
+from argusic.core.settings import ANALYST_DIR_ENV, analyst_dir, warehouse_path
 from argusic.cycle.pools import latest_cycle_of
 
-ANALYST_DIR_ENV = "ARGUSIC_ANALYST_DIR"
 MANIFEST_SCHEMA = "argusic.analyst_copy/1"
 DB_NAME = "argusic.duckdb"
 PARQUET = "parquet"
@@ -130,13 +129,6 @@ class AnalystCopyError(RuntimeError):
 
 class AnalystCopyMissing(FileNotFoundError):
     """No analyst copy has been published yet where readers look for it."""
-
-
-def analyst_dir(db_path: Path | None = None) -> Path:
-    """ARGUSIC_ANALYST_DIR, else ``analyst/`` beside the warehouse file (``warehouse/analyst/``)."""
-    if configured := os.environ.get(ANALYST_DIR_ENV, "").strip():
-        return Path(configured)
-    return Path(db_path or warehouse_path()).parent / "analyst"
 
 
 def analyst_db_path(db_path: Path | None = None) -> Path:
