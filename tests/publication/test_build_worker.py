@@ -28,8 +28,8 @@ from argusic.warehouse.dbt_build import (
     BuildSession,
     PublicationBlocked,
     project_fingerprint,
-    seed_only_tests,
     reused_test_selectors,
+    seed_only_tests,
 )
 from test_expectations import good_frames, standin_project
 
