@@ -358,10 +358,10 @@ def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path:
         second = request(sock, "build", db_path=str(db))
         assert request(sock, "ping")["parses"] == 1  # the second build reused the manifest
         # the seed's test passed for this project state: not re-run, and said so; nothing changed, so
-        # the unchanged project's seed is not reloaded either (every table and data test still runs)
+        # the unchanged project's seeds are not reloaded either: only its one table is rebuilt
         assert "1 data tests of unchanged seeds passed earlier" in second["summary"]
         assert "nothing changed since the last build" in second["summary"]
-        assert second["nodes"] == first["nodes"] - 2
+        assert second["nodes"] == 1 and first["nodes"] > 2
 
         # An edited seed changes the project state: its tests run again, and a null fails the build.
         seed = project / "seeds" / "board_seed.csv"
