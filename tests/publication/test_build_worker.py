@@ -24,7 +24,13 @@ import duckdb
 import pytest
 from argusic.publication import build_worker
 from argusic.publication.build_worker import BuildWorkerError, request
-from argusic.warehouse.dbt_build import BuildSession, PublicationBlocked, project_fingerprint, seed_only_tests
+from argusic.warehouse.dbt_build import (
+    BuildSession,
+    PublicationBlocked,
+    project_fingerprint,
+    reused_test_selectors,
+    seed_only_tests,
+)
 from test_expectations import good_frames, standin_project
 
 # ---------------------------------------------------------------------------------------------------
@@ -191,6 +197,127 @@ def test_seed_only_tests_are_the_tests_whose_every_input_is_a_seed() -> None:
     assert seed_only_tests(manifest) == ("not_null_chips_chip_id", "relationships_machines_chip")
 
 
+def test_reused_tests_are_excluded_by_file_when_a_file_holds_only_them() -> None:
+    """36 names are 36 selection criteria that dbt matches against every node (~0.5-1 CPU-s a build):
+    a file whose every test is reused is one criterion; the others stay by name."""
+    from types import SimpleNamespace as N
+
+    def test(name: str, file: str, patch: str | None = None) -> N:
+        return N(name=name, resource_type="test", original_file_path=file, patch_path=patch)
+
+    manifest = N(
+        nodes={
+            "a": test("not_null_chips_chip_id", "seeds/_seeds.yml"),
+            "b": test("unique_chips_chip_id", "seeds/_seeds.yml"),
+            "c": test("assert_one_standard_agent", "tests/assert_one_standard_agent.sql"),
+            "d": test("relationships_stg_edition", "models/staging/_stg.yml"),
+            "e": test("not_null_editions_edition", "models/staging/_stg.yml"),  # beside a test that runs
+            "f": test("described", "tests/described.sql", "argusic://tests/_tests.yml"),
+            "g": test("also_in_tests_yml", "tests/other.sql", "argusic://tests/_tests.yml"),
+            "h": N(name="chips", resource_type="seed", original_file_path="seeds/chips.csv"),
+        }
+    )
+    reused = ["not_null_chips_chip_id", "unique_chips_chip_id", "assert_one_standard_agent",
+              "not_null_editions_edition", "described"]  # fmt: skip
+    assert reused_test_selectors(manifest, reused) == (
+        "path:seeds/_seeds.yml,resource_type:test",
+        "path:tests/assert_one_standard_agent.sql,resource_type:test",
+        "path:tests/described.sql,resource_type:test",  # its patch file also holds a test that runs
+        "not_null_editions_edition",
+    )
+    assert reused_test_selectors(manifest, []) == ()
+
+
+def test_a_lean_build_has_no_dbt_logger_but_logs_dbts_warnings(tmp_path: Path, caplog) -> None:
+    """dbt formats every event into a line per logger before the level drops it (~15% of its CPU on
+    the demo warehouse): the worker's builds turn both loggers off and keep warnings and errors."""
+    from types import SimpleNamespace as N
+
+    from argusic.warehouse import dbt_build
+
+    lean = dbt_build._dbt_args(tmp_path, "build", lean=True)
+    assert [lean[lean.index(flag) + 1] for flag in ("--log-level", "--log-level-file")] == ["none", "none"]
+    assert "none" not in dbt_build._dbt_args(tmp_path, "build")  # a one-off build keeps its dbt.log
+    with caplog.at_level(logging.INFO, logger="argusic.warehouse.dbt"):
+        for level in ("debug", "info", "warn", "error"):
+            dbt_build._dbt_warnings(N(info=N(level=level, msg=f"a {level} line")))
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "dbt: a warn line"),
+        ("ERROR", "dbt: a error line"),
+    ]
+
+
+def _canned_worker(sock: Path, answer: dict) -> threading.Thread:
+    """A worker that answers one request with ``answer`` (the request is kept in answer['asked'])."""
+    from multiprocessing.connection import Listener
+
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    listener = Listener(str(sock), family="AF_UNIX")
+
+    def serve_one() -> None:
+        with listener, listener.accept() as conn:
+            answer["asked"] = json.loads(conn.recv_bytes())
+            conn.send_bytes(json.dumps({k: v for k, v in answer.items() if k != "asked"}).encode())
+
+    thread = threading.Thread(target=serve_one, daemon=True)
+    thread.start()
+    return thread
+
+
+# The client of `argusic build` with a worker: what it prints, its exit code, and the heavy modules it
+# imported (none: it asks the worker before the command line is imported).
+_CLIENT = """
+import sys
+sys.argv = ["argusic", "build"]
+from argusic.cli import entry
+code = entry.build_through_worker()
+heavy = ("dbt", "great_expectations", "pandas", "pyarrow", "duckdb", "typer", "rich", "argusic.warehouse",
+         "argusic.cli.main", "argusic.publication.build_worker")
+print("imported:", sorted({m.split(".")[0] for m in sys.modules if m.startswith(heavy)}), "code:", code)
+"""
+
+
+def _run_client(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", _CLIENT], env={**os.environ, **env}, cwd=cwd,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_the_build_command_asks_the_worker_before_importing_the_command_line(tmp_path: Path) -> None:
+    sock = tmp_path / "run" / "w.sock"
+    env = {build_worker.SOCKET_ENV: str(sock), "ARGUSIC_WAREHOUSE": str(tmp_path / "w.duckdb")}
+    env["ARGUSIC_ANALYST_DIR"] = str(tmp_path / "copy")
+    built = {"ok": True, "summary": "dbt build: 3 nodes ok in 0.1 s", "seconds": 1.25}
+    worker = _canned_worker(sock, built)
+    done = _run_client(env, tmp_path)
+    worker.join(timeout=30)
+    assert done.stdout.splitlines()[:2] == [
+        "build ok: dbt build: 3 nodes ok in 0.1 s",
+        "(built by the build worker in 1.2 s)",
+    ]
+    assert "imported: [] code: 0" in done.stdout, done.stdout + done.stderr
+    paths = {"db_path": str(tmp_path / "w.duckdb"), "analyst_dir": str(tmp_path / "copy")}
+    assert built["asked"] == {"op": "build", "require_run_records": True, **paths}
+
+    blocked = {"ok": False, "error": "PublicationBlocked", "message": "dbt build failed: model.x (error)"}
+    worker = _canned_worker(sock, blocked)
+    done = _run_client(env, tmp_path)
+    worker.join(timeout=30)
+    assert done.stderr.strip() == "error: publication blocked: dbt build failed: model.x (error)"
+    assert "imported: [] code: 2" in done.stdout
+
+    sock.unlink(missing_ok=True)  # (the listener removed it) no worker: the whole command line runs
+    assert "code: None" in _run_client(env, tmp_path).stdout
+
+
+def test_a_warehouse_without_run_records_is_refused_by_the_worker_before_any_build(tmp_path: Path) -> None:
+    empty = tmp_path / "w.duckdb"
+    duckdb.connect(str(empty)).close()
+    request = {"op": "build", "db_path": str(empty), "require_run_records": True}
+    for db in (empty, tmp_path / "missing.duckdb"):
+        with pytest.raises(build_worker.NoRunRecords, match="holds no run records yet: run `argusic ingest"):
+            build_worker._handle(BuildSession(tmp_path), {**request, "db_path": str(db)})
+
+
 def test_project_fingerprint_follows_project_files_but_not_dbt_output(tmp_path: Path) -> None:
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "a.sql").write_text("select 1")
@@ -245,9 +372,11 @@ def test_worker_builds_reparses_a_changed_project_blocks_and_publishes(tmp_path:
         assert "data tests of unchanged seeds" not in first["summary"]
         second = request(sock, "build", db_path=str(db))
         assert request(sock, "ping")["parses"] == 1  # the second build reused the manifest
-        # the seed's test passed for this project state: not re-run, and said so
+        # the seed's test passed for this project state: not re-run, and said so; nothing changed, so
+        # the unchanged project's seeds are not reloaded either: only its one table is rebuilt
         assert "1 data tests of unchanged seeds passed earlier" in second["summary"]
-        assert second["nodes"] == first["nodes"] - 1
+        assert "nothing changed since the last build" in second["summary"]
+        assert second["nodes"] == 1 and first["nodes"] > 2
 
         # An edited seed changes the project state: its tests run again, and a null fails the build.
         seed = project / "seeds" / "board_seed.csv"

@@ -54,7 +54,6 @@ def test_only_changed_source_tables_of_an_unchanged_project_make_a_partial_build
         (BEFORE, {**BEFORE, PROJECT_KEY: "p2"}, False, "the project changed"),
         (BEFORE, {**BEFORE, "raw.judge_verdicts": "j1"}, False, "added or removed"),
         ({**BEFORE, "raw.judge_verdicts": "j1"}, BEFORE, False, "added or removed"),
-        (BEFORE, BEFORE, False, "nothing changed"),
         (BEFORE, {**BEFORE, "decisions.review_decisions": "d2"}, True, "unit tests"),
     ],
 )
@@ -62,6 +61,20 @@ def test_anything_else_builds_the_whole_project(previous, current, unit_tests, b
     changes = what_changed(previous, current, unit_tests=unit_tests)
     assert not changes.partial and because in changes.full_because
     assert changes.selectors() == ()
+
+
+def test_a_build_of_unchanged_inputs_rebuilds_every_table_and_test_but_keeps_views_and_seeds() -> None:
+    """Nothing changed since a recorded build of this very project: a full check (every table, every
+    data test, every expectation), without recreating the project's views and seeds (issue 27)."""
+    changes = what_changed(BEFORE, BEFORE, unit_tests=False)
+    assert not changes.partial and changes.recheck and "nothing changed" in changes.full_because
+    assert changes.selectors(("table", "incremental")) == (
+        "resource_type:model,config.materialized:table",
+        "resource_type:model,config.materialized:incremental",
+        "resource_type:test",
+    )
+    assert not what_changed({}, BEFORE, unit_tests=False).recheck
+    assert not what_changed(BEFORE, BEFORE, unit_tests=True).recheck
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -203,3 +216,16 @@ def test_a_decision_only_build_gives_a_full_builds_marts_without_the_attempt_lay
         assert con.execute(
             "SELECT count(*) FROM marts.attempt_scores WHERE project_id = 'p-new'"
         ).fetchone() == (3,)
+
+    # Nothing changed: every table rebuilt and every data test run, no view recreated, no seed
+    # reloaded, every expectation; still exactly the marts of a full build.
+    again = session.build(db, analyst=False)
+    assert again.changed_sources == () and "nothing changed since the last build" in again.note
+    views = {n.name for n in session._manifest.nodes.values()
+             if n.resource_type == "model" and n.config.materialized == "view"}  # fmt: skip
+    assert {"stg_run_records", "int_attempts_validated"} <= views
+    assert _models(again) == _models(full) - views and "int_attempt_scores" in _models(again)
+    assert not [n for n in again.nodes if n.unique_id.startswith("seed.")]
+    assert sum(n.unique_id.startswith("test.") for n in again.nodes) >= 100
+    assert set(again.validation.tables) == set(full.validation.tables)
+    _assert_same_marts(db, reference)

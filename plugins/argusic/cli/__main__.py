@@ -1,5 +1,5 @@
 """`python -m argusic.cli`: the same as the `argusic` console script."""
 
-from argusic.cli.main import main
+from argusic.cli.entry import main
 
 main()

@@ -1,6 +1,7 @@
-"""The `argusic` command line (typer; the console script is `argusic.cli.main:app`, and
-`python -m argusic.cli` runs the same): this module only registers the commands; each lives in the
-module of its job in this package, and what they share is in `argusic.cli.common`.
+"""The `argusic` command line (typer; the console script `argusic.cli.entry:main` runs `app`, after
+sending `argusic build` to a build worker when one answers, and `python -m argusic.cli` runs the same):
+this module only registers the commands; each lives in the module of its job in this package, and what
+they share is in `argusic.cli.common`.
 
 - `warehouse`: ingest, build, build-worker, sql, docs, audit
 - `board`: board, attempts (from the analyst copy)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from argusic.core.settings import project_root, runs_dir, warehouse_path
+from argusic.core.settings import project_root, runs_dir
 
 
 class _Attempt(Protocol):
@@ -17,17 +17,6 @@ class _Attempt(Protocol):
 
     @property
     def attempt_id(self) -> str: ...
-
-
-ANALYST_DIR_ENV = "ARGUSIC_ANALYST_DIR"
-
-
-def analyst_dir(db_path: Path | None = None) -> Path:
-    """ARGUSIC_ANALYST_DIR, else ``analyst/`` beside the warehouse file (``warehouse/analyst/``): the
-    stable path of the analyst copy (``argusic.warehouse.analyst``)."""
-    if configured := os.environ.get(ANALYST_DIR_ENV, "").strip():
-        return Path(configured)
-    return Path(db_path or warehouse_path()).parent / "analyst"
 
 
 def publish_dir() -> Path:

@@ -114,6 +114,17 @@ def warehouse_path() -> Path:
     return Path(os.environ.get("ARGUSIC_WAREHOUSE", project_root() / "warehouse" / "argusic.duckdb"))
 
 
+ANALYST_DIR_ENV = "ARGUSIC_ANALYST_DIR"
+
+
+def analyst_dir(db_path: Path | None = None) -> Path:
+    """ARGUSIC_ANALYST_DIR, else ``analyst/`` beside the warehouse file (``warehouse/analyst/``).
+    Here rather than in warehouse.analyst so that the build worker's client needs nothing else."""
+    if configured := os.environ.get(ANALYST_DIR_ENV, "").strip():
+        return Path(configured)
+    return Path(db_path or warehouse_path()).parent / "analyst"
+
+
 def evidence_url() -> str:
     """ARGUSIC_EVIDENCE_URL: file://…/evidence_store (default) or s3://bucket/prefix."""
     return os.environ.get("ARGUSIC_EVIDENCE_URL", (project_root() / "evidence_store").as_uri())

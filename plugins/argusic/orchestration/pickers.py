@@ -20,7 +20,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from argusic.core.layout import analyst_dir, publish_dir
+from argusic.core.layout import publish_dir
+from argusic.core.settings import analyst_dir
 
 MANIFEST_MAX_BYTES = 4 << 20  # the analyst copy's manifest: ~35 KB for a demo warehouse
 ATTEMPTS_MAX_BYTES = 64 << 20  # a published cycle's attempts.json: ~3 KB an attempt

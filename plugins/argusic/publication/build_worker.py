@@ -31,17 +31,27 @@ import json
 import logging
 import os
 import signal
-import socket
 import stat
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import Any
 
 from argusic.core.settings import warehouse_path
 from argusic.publication.board import BoardChanged, publish_board
-from argusic.warehouse.analyst import AnalystCopyError, analyst_dir
+from argusic.publication.build_client import (
+    SOCKET_ENV,
+    BuildWorkerError,
+    NoWorkerAnswers,
+    answers,
+    build_params,
+    built_by_worker,
+    exchange,
+    worker_socket,
+)
+from argusic.warehouse.analyst import AnalystCopyError
+from argusic.warehouse.db import connect
 from argusic.warehouse.dbt_build import (
     BuildSession,
     PublicationBlocked,
@@ -52,24 +62,13 @@ from argusic.warehouse.lock import WarehouseBusy
 
 log = logging.getLogger(__name__)
 
-SOCKET_ENV = "ARGUSIC_BUILD_WORKER"
 OPS = ("build", "publish", "ping")
 REQUEST_WAIT_SECONDS = 30.0
 MAX_REQUEST_BYTES = 1 << 20  # a request is a few paths: anything longer is refused unread
 
 
-class BuildWorkerError(RuntimeError):
-    """The worker could not be reached, or failed for a reason other than a blocked publication."""
-
-
-class NoWorkerAnswers(BuildWorkerError):
-    """Nothing accepts connections on the socket: the caller may build in its own process."""
-
-
-def worker_socket() -> Path | None:
-    """ARGUSIC_BUILD_WORKER: the worker's socket path, or None when builds run in-process."""
-    value = os.environ.get(SOCKET_ENV, "").strip()
-    return Path(value) if value else None
+class NoRunRecords(ValueError):
+    """The warehouse holds no run records yet: nothing to build (``argusic ingest`` first)."""
 
 
 def _listen(path: Path) -> Listener:
@@ -84,17 +83,6 @@ def _listen(path: Path) -> Listener:
     return listener
 
 
-def _answers(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(str(path))
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.close()
-
-
 def _prepare_socket(path: Path) -> None:
     """A folder made here is private; one that exists is left as it is (a socket in /tmp must not
     make /tmp private: that once locked every other user out of it). A stale socket file (no worker
@@ -104,7 +92,7 @@ def _prepare_socket(path: Path) -> None:
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise BuildWorkerError(f"{path} exists and is not a socket: refusing to replace it")
-        if _answers(path):
+        if answers(path):
             raise BuildWorkerError(f"a build worker already answers on {path}")
         path.unlink()
 
@@ -118,6 +106,8 @@ def _handle(session: BuildSession, request: Any) -> dict[str, Any]:
         return {"builds": session.builds, "parses": session.parses, "pid": os.getpid()}
     if op == "build":
         started = time.perf_counter()
+        if request.get("require_run_records"):  # `argusic build`'s check, made here (its client is light)
+            require_run_records(db_path or warehouse_path())
         result = session.build(
             db_path,
             include_unit_tests=bool(request.get("include_unit_tests", False)),
@@ -242,28 +232,37 @@ def serve(
         gc.unfreeze()  # leave the process's collector as it was
 
 
+def require_run_records(db_path: Path) -> None:
+    """NoRunRecords unless the warehouse has the raw layer dbt reads (``argusic ingest`` makes it)."""
+    if db_path.exists():
+        with connect(db_path, read_only=True) as con:
+            found = con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'raw' "
+                "AND table_name = 'run_records'"
+            ).fetchone()[0]
+        if found:
+            return
+    raise NoRunRecords(f"{db_path} holds no run records yet: run `argusic ingest PATH` first")
+
+
+# A failure's name in an answer -> the exception the client raises (the message as the worker gave it)
+_RAISED: dict[str, Callable[[str, Path], Exception]] = {
+    BoardChanged.__name__: lambda message, _path: BoardChanged(message),
+    PublicationBlocked.__name__: lambda message, _path: PublicationBlocked(message),
+    WarehouseBusy.__name__: lambda message, path: WarehouseBusy(f"build worker on {path}: {message}"),
+    AnalystCopyError.__name__: lambda message, path: AnalystCopyError(f"build worker on {path}: {message}"),
+    NoRunRecords.__name__: lambda message, _path: NoRunRecords(message),
+}
+
+
 def request(path: Path, op: str, **params: Any) -> dict[str, Any]:
     """One request to the worker on ``path``; its answer, or the worker's failure raised here."""
-    try:
-        conn = Client(str(path), family="AF_UNIX")
-    except OSError as err:
-        raise NoWorkerAnswers(f"no build worker answers on {path}: {err}") from err
-    with conn:
-        conn.send_bytes(json.dumps({"op": op, **params}).encode())
-        try:
-            answer = json.loads(conn.recv_bytes())
-        except EOFError as err:
-            raise BuildWorkerError(f"the build worker on {path} closed without answering {op!r}") from err
+    answer = exchange(path, op, **params)
     if answer.get("ok"):
         return answer
-    if answer.get("error") == BoardChanged.__name__:
-        raise BoardChanged(answer["message"])
-    if answer.get("error") == PublicationBlocked.__name__:
-        raise PublicationBlocked(answer["message"])
-    if answer.get("error") == WarehouseBusy.__name__:
-        raise WarehouseBusy(f"build worker on {path}: {answer['message']}")
-    if answer.get("error") == AnalystCopyError.__name__:
-        raise AnalystCopyError(f"build worker on {path}: {answer['message']}")
+    raised = _RAISED.get(str(answer.get("error")))
+    if raised is not None:
+        raise raised(str(answer.get("message")), path)
     raise BuildWorkerError(f"build worker on {path}: {answer.get('error')}: {answer.get('message')}")
 
 
@@ -289,11 +288,9 @@ def build_or_delegate(db_path: Path | None = None) -> str:
 
     The analyst copy goes where this process's settings put it (ARGUSIC_ANALYST_DIR, else beside the
     warehouse), whoever builds."""
-    db = db_path or warehouse_path()
-    # absolute, but not resolved: the analyst folder is a link that each publication replaces
-    answer = _delegate("build", db_path=_absolute(db), analyst_dir=os.path.abspath(analyst_dir(db)))
+    answer = _delegate("build", **build_params(db_path))
     if answer is not None:
-        return f"{answer['summary']}\n(built by the build worker in {answer['seconds']:.1f} s)"
+        return built_by_worker(answer)
     return build_warehouse(db_path, quiet=True).summary()
 
 

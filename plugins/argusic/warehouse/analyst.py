@@ -76,8 +76,7 @@ from typing import Any
 
 import duckdb
 
-from argusic.core.layout import ANALYST_DIR_ENV, analyst_dir
-from argusic.core.settings import warehouse_path
+from argusic.core.settings import ANALYST_DIR_ENV, analyst_dir, warehouse_path
 from argusic.cycle.pools import latest_cycle_of
 
 MANIFEST_SCHEMA = "argusic.analyst_copy/1"
