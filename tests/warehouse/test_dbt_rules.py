@@ -462,7 +462,9 @@ def test_build_passes_every_node_including_unit_tests(built):
     # + Layer 2's stg_judge_verdicts and judge_panel + Layer 3's int_judging_attempt_facts, review_queue
     # and judging_review_divergence (issue #14) + board_publication (issue #29: each board's state)
     # + repair_item_runs (issue #31: how many of an item's three runs resolved it)
-    assert kinds.get("model") == 40
+    # + stg_attempt_checks, judging_results and condition_comparison (issue #31: conditions, the
+    # person's final decision)
+    assert kinds.get("model") == 43
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):

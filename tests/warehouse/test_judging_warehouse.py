@@ -543,6 +543,11 @@ JUDGING_MODELS = {
     "int_judging_attempt_facts",
     "review_queue",
     "judging_review_divergence",
+    # issue #31: seed 002's checks per condition, the person's final decision, and the conditions
+    # compared (advice beside the rules, never a score)
+    "stg_attempt_checks",
+    "judging_results",
+    "condition_comparison",
 }
 JUDGING_SOURCES = {"attempt_hints", "change_similarity", "judge_verdicts"}
 # people's judging reviews (look, promote/reject, their criterion scores) are advice too

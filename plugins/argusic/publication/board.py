@@ -96,9 +96,14 @@ SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_val
        s.claimed_install_ok, s.observed_install_ok, s.claimed_ran_ok, s.observed_ran_ok,
        s.claimed_errors_encountered, s.observed_errors_encountered, s.claimed_errors_fixed,
        s.observed_errors_fixed, s.claimed_test_depth, s.observed_verified, s.seal_status,
-       s.claims_not_shown
+       s.claims_not_shown,
+       -- the judged result (issue #31, seed 004): the person's promote/reject when a review is in
+       -- force, else the layers' provisional one; whether it counts as a result; its condition
+       j.condition, j.provisional_result, j.final_decision, j.decided_by_kind, j.counts_as_result,
+       j.overturned, j.decided_at AS judged_at
 FROM marts.attempt_scores AS s
 JOIN raw.run_records AS r USING (attempt_id)
+LEFT JOIN marts.judging_results AS j ON j.attempt_id = s.attempt_id
 WHERE s.cycle_id = ?
 ORDER BY s.agent_id, s.project_id, s.attempt_no, s.attempt_id
 """
