@@ -899,3 +899,28 @@ def test_a_run_page_published_before_judged_results_shows_no_such_row(
     site = build_site(publish)
     page = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
     assert 'id="judged-result"' not in page and "judged result" not in page
+
+
+def test_attempts_json_carries_the_judged_result_when_the_warehouse_has_it() -> None:
+    """publish_board adds marts.judging_results' fields to each published attempt (None where the
+    warehouse has none for it, or no such mart at all: a warehouse built before issue #31)."""
+    import duckdb
+    from argusic.publication.board import JUDGED_FIELDS, _with_judged_results
+
+    attempts = [{"attempt_id": "c.board.a.p.a1"}, {"attempt_id": "c.board.a.p.a2"}]
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA marts")
+    assert _with_judged_results(con, "c", attempts) == [a | dict.fromkeys(JUDGED_FIELDS) for a in attempts]
+    con.execute(
+        "CREATE TABLE marts.judging_results AS SELECT 'c.board.a.p.a1' AS attempt_id, 'c' AS cycle_id, "
+        "'baseline' AS condition, 'pass' AS provisional_result, 'reject' AS final_decision, "
+        "'person' AS decided_by_kind, false AS counts_as_result, true AS overturned, "
+        "TIMESTAMP '2026-12-01 10:00:00' AS decided_at"
+    )
+    first, second = _with_judged_results(con, "c", attempts)
+    assert first == {
+        "attempt_id": "c.board.a.p.a1", "condition": "baseline", "provisional_result": "pass",
+        "final_decision": "reject", "decided_by_kind": "person", "counts_as_result": False,
+        "overturned": True, "judged_at": "2026-12-01T10:00:00Z",
+    }  # fmt: skip
+    assert second == attempts[1] | dict.fromkeys(JUDGED_FIELDS)
