@@ -32,8 +32,8 @@ DAG for a `cycle_id` after a build that loaded the judges' verdicts:
    recorded at once (`decisions.judging_reviews`: who, when, why). A form waits without holding a
    worker slot.
    With `bulk: true` (the trigger form's checkbox) the queue comes in **one form** instead,
-   **review_queue** (up to 20 attempts of the whole queue, selected ones first, or the ones named in
-   `attempt_ids`; the rest wait for the next run): each attempt's body under
+   **review_queue** (up to 20 of the same attempts as above, selected ones first; the rest wait for
+   the next run): each attempt's body under
    its number, and per attempt one choice (*Promote* or *Reject* with its look, or *Leave for
    later*) and an optional note. **Record** records every chosen attempt as its own review (who,
    when, why: the same rows as one form each); an attempt left for later stays in the queue.
@@ -103,9 +103,9 @@ def _awaiting(awaiting, params: dict, *, selected_only: bool, attempt_ids: list[
             False,
             type="boolean",
             title="Every attempt, not only the selected ones",
-            description="On: one form per awaiting attempt of the queue, selected ones first (every "
-            "attempt can be reviewed; the selection rules only order the queue). Off: the selected "
-            "attempts only. The one form (bulk) always takes the whole queue, selected ones first.",
+            description="On: every awaiting attempt of the queue, selected ones first (every attempt "
+            "can be reviewed; the selection rules only order the queue), one form each or, with bulk, "
+            "up to 20 in one form. Off: the selected attempts only.",
         ),
         "attempt_ids": Param(
             None,
@@ -145,9 +145,9 @@ def argusic_judging_review():
 
         if not params.get("bulk"):
             return {"items": [], "body": ""}
-        queue = _awaiting(
-            awaiting, params, selected_only=False, attempt_ids=params.get("attempt_ids") or None
-        )
+        named = params.get("attempt_ids") or None
+        every = bool(params.get("every_attempt")) or named is not None
+        queue = _awaiting(awaiting, params, selected_only=not every, attempt_ids=named)
         shown = queue[:BULK_MAX]
         items = [{"attempt_id": i.attempt_id, "project_id": i.facts["project_id"],
                   "attempt_label": i.attempt_label, "task_revision": i.facts["task_revision"]}

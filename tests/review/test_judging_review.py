@@ -100,6 +100,19 @@ def seed_warehouse(db: Path) -> None:
         )  # fmt: skip
 
 
+def _dag_tasks(monkeypatch) -> dict:
+    """The judging review DAG's task functions, its cycle fixed to CYCLE (no Airflow context here)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "dags" / "argusic_judging_review.py"
+    spec = importlib.util.spec_from_file_location("argusic_judging_review_dag", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "_cycle", lambda params: CYCLE)
+    dag = module.argusic_judging_review()
+    return {t: dag.get_task(t).python_callable for t in ("items_to_review", "queue_for_one_form")}
+
+
 def _review(app, attempt: str, look: str, decision: str, by: str, note: str, *more: str):
     args = ["--attempt", attempt, "--look", look, "--decision", decision, "--by", by, "--note", note]
     return runner.invoke(app, ["judging", "review", *args, "--no-build", *more])
@@ -146,6 +159,19 @@ def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isol
     assert "**Not selected by a rule**" in body_of(agreed) and "counts as a result" in body_of(agreed)
     with pytest.raises(ReviewError, match=r"not awaiting a review in cycle .*: 2026-12\.board\.x\.y\.a9"):
         awaiting(CYCLE, attempt_ids=[AGREED, f"{CYCLE}.board.x.y.a9"])
+    # ... and so do the DAG's forms: the selected ones, every one (selected first), the ones named;
+    # the one form takes the same attempts, in the queue's order
+    items_ids = [board_id(1), board_id(2), board_id(3)]
+    forms = _dag_tasks(monkeypatch)
+    per_attempt = forms["items_to_review"]
+    assert [i["attempt_id"] for i in per_attempt({})] == [board_id(1), board_id(2), board_id(3)]
+    assert [i["attempt_id"] for i in per_attempt({"every_attempt": True})][-1] == AGREED
+    assert [i["attempt_id"] for i in per_attempt({"attempt_ids": [AGREED]})] == [AGREED]
+    one_form = forms["queue_for_one_form"]
+    assert [i["attempt_id"] for i in one_form({"bulk": True})["items"]] == items_ids
+    every = one_form({"bulk": True, "every_attempt": True})["items"]
+    assert [i["attempt_id"] for i in every] == [*items_ids, AGREED]
+    assert [i["attempt_id"] for i in one_form({"bulk": True, "attempt_ids": [AGREED]})["items"]] == [AGREED]
     json.dumps([i.to_dict() for i in items])  # XCom carries them
     first, third = items[0], items[2]
     assert subject_of(first) == f"Judging review: wavgen · readme-runner board #1 (cycle {CYCLE})"
