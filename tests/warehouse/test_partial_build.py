@@ -141,7 +141,7 @@ def test_a_decision_only_build_gives_a_full_builds_marts_without_the_attempt_lay
     session = BuildSession(project)  # the build worker's way: the manifest parsed once
 
     first = session.build(db, analyst=False)
-    assert first.changed_sources == () and len(_models(first)) == 40  # no record yet: everything
+    assert first.changed_sources == () and len(_models(first)) == 43  # no record yet: everything
 
     # People decide: an environment review, a judging review, a verdict request, an approval.
     at = datetime(2026, 10, 25, 9)
