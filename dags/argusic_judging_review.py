@@ -1,6 +1,7 @@
-"""Judging review (issue #14, Layer 3): one form per attempt the review queue selected, answered by a
-person in the Airflow UI. Thin: the queue, the form's body and the recording live in
-argusic.review.judging; the form in argusic.orchestration.forms."""
+"""Judging review (issue #14, Layer 3): one form per attempt of the review queue (the selected ones,
+every one, or the ones named), or the queue in one form, answered by a person in the Airflow UI.
+Thin: the queue, the form's body and the recording live in argusic.review.judging; the form in
+argusic.orchestration.forms."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from argusic.orchestration.pickers import cycle_choices
 DOC_MD = """
 ### Judging review (issue #14, Layer 3; docs/judging.md)
 
-A person reviews the attempts `marts.review_queue` selected: the judges disagree, hints and judges
-disagree, the result is near the boundary between pass and fail, too few judges could read an
-attempt that left an artifact or patch, or a maintainer disputes it. Trigger this DAG for a
-`cycle_id` after a build that loaded the judges' verdicts:
+Every judged attempt is in `marts.review_queue` (issue #31): the selection rules decide the order,
+not whether a person can review it. Selected first are the attempts whose judges disagree, whose
+hints and judges disagree, whose result is near the boundary between pass and fail, that too few
+judges could read though they left an artifact or patch, or that a maintainer disputes. Trigger this
+DAG for a `cycle_id` after a build that loaded the judges' verdicts:
 
-1. **items_to_review** — the queue's attempts awaiting a review, with the form's body.
+1. **items_to_review** — the queue's attempts awaiting a review, with the form's body: the
+   selected ones; with `every_attempt: true` every awaiting attempt (selected first); with
+   `attempt_ids` exactly the attempts named (selected or not).
 2. **review_attempt** — one form per attempt (labelled *project · agent purpose #n*; Browse →
    Required actions): provisional result, outcome, duration, tokens, cost, the three hints, the
    judges' medians, total and disagreement, links to the served log and recording, the rendered
@@ -29,14 +33,17 @@ attempt that left an artifact or patch, or a maintainer disputes it. Trigger thi
    recorded at once (`decisions.judging_reviews`: who, when, why). A form waits without holding a
    worker slot.
    With `bulk: true` (the trigger form's checkbox) the queue comes in **one form** instead,
-   **review_queue** (up to 20 attempts; the rest wait for the next run): each attempt's body under
+   **review_queue** (up to 20 of the same attempts as above, selected ones first; the rest wait for
+   the next run): each attempt's body under
    its number, and per attempt one choice (*Promote* or *Reject* with its look, or *Leave for
    later*) and an optional note. **Record** records every chosen attempt as its own review (who,
    when, why: the same rows as one form each); an attempt left for later stays in the queue.
 3. **build** — rebuilds the marts: the attempt leaves the queue's *awaiting* state and
    `marts.judging_review_divergence` compares the review with the judges.
 
-A review is advice and people's data: it never changes a score, a verdict, a rate or the board.
+A person's Promote/Reject is the final decision whether the attempt counts as a result
+(`marts.judging_results`: the person's decision when present, else the provisional one; shown on the
+public run page). It never changes a score, a verdict, a rate or the board.
 Name the run after what it reviews: Run ID `judging__<cycle_id>__<time>` in the trigger form's
 advanced options (e.g. `judging__2026-12__20261203T1000Z`), or `--run-id` / `dag_run_id`; with
 `cycle_id` empty, that cycle's queue is the one reviewed.
@@ -54,6 +61,17 @@ def _cycle(params: dict) -> str | None:
     try:
         return review_cycle(params.get("cycle_id"), get_current_context()["dag_run"].run_id, JUDGING_PREFIX)
     except ConfigurationError as err:
+        raise fail_at_once(err) from None
+
+
+def _awaiting(awaiting, params: dict, *, selected_only: bool, attempt_ids: list[str] | None) -> list:
+    """The queue's awaiting attempts as asked (argusic.review.judging.awaiting); an attempt named that
+    is not awaiting a review fails the run at once, naming it (no retry fixes it)."""
+    from argusic.review.judging import ReviewError  # deferred: as the tasks' own imports
+
+    try:
+        return awaiting(_cycle(params), selected_only=selected_only, attempt_ids=attempt_ids)
+    except ReviewError as err:
         raise fail_at_once(err) from None
 
 
@@ -83,6 +101,23 @@ def _cycle(params: dict) -> str | None:
             "Reject with a look, or leave for later); each recorded as its own review. Off: one form "
             "per attempt (with the optional code structure and logic correctness scores).",
         ),
+        "every_attempt": Param(
+            False,
+            type="boolean",
+            title="Every attempt, not only the selected ones",
+            description="On: every awaiting attempt of the queue, selected ones first (every attempt "
+            "can be reviewed; the selection rules only order the queue), one form each or, with bulk, "
+            "up to 20 in one form. Off: the selected attempts only.",
+        ),
+        "attempt_ids": Param(
+            None,
+            type=["null", "array"],
+            items={"type": "string"},
+            title="Attempts to review",
+            description="Review exactly these attempts (ids as `argusic judging queue` lists them), "
+            "selected by a rule or not; one that is not awaiting a review fails the run naming it. "
+            "Empty: the queue as above.",
+        ),
     },
 )
 def argusic_judging_review():
@@ -92,6 +127,8 @@ def argusic_judging_review():
 
         if params.get("bulk"):
             return []  # the queue goes to review_queue, one form
+        named = params.get("attempt_ids") or None
+        every = bool(params.get("every_attempt")) or named is not None
         return [
             {
                 "attempt_id": item.attempt_id,
@@ -101,7 +138,7 @@ def argusic_judging_review():
                 "subject": subject_of(item),
                 "body": body_of(item),
             }
-            for item in awaiting(_cycle(params))
+            for item in _awaiting(awaiting, params, selected_only=not every, attempt_ids=named)
         ]
 
     @task
@@ -110,7 +147,9 @@ def argusic_judging_review():
 
         if not params.get("bulk"):
             return {"items": [], "body": ""}
-        queue = awaiting(_cycle(params))
+        named = params.get("attempt_ids") or None
+        every = bool(params.get("every_attempt")) or named is not None
+        queue = _awaiting(awaiting, params, selected_only=not every, attempt_ids=named)
         shown = queue[:BULK_MAX]
         items = [{"attempt_id": i.attempt_id, "shown_id": i.shown_id, "project_id": i.facts["project_id"],
                   "attempt_label": i.attempt_label, "task_revision": i.facts["task_revision"]}

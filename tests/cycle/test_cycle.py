@@ -125,3 +125,26 @@ def test_latest_cycle_is_by_date_then_last_attempt_not_by_name():
     assert latest_cycle_of(rows) == "2027-01-trial"
     assert latest_cycle_of(rows[:2]) == "2027-01"
     assert latest_cycle_of([("2027-02", None), ("2027-01", datetime(2027, 1, 2))]) == "2027-02"
+
+
+def test_a_plan_names_an_agents_condition_else_the_spec_stays_as_before(isolated):
+    """Seed 002 (issue #31): a plan may run an agent's attempts under a named condition (baseline |
+    variant | external-<name>); an agent it does not name gets no condition in its spec (the attempt
+    records its own: argusic.core.record.default_condition) and that spec's bytes do not change."""
+    from argusic.cycle.ids import ConfigurationError
+    from argusic.cycle.plan import plan_attempts
+
+    pool = _pool(isolated, 2)
+    plain = plan_attempts(pool, ["readme-runner", "claude-code"], attempts_per_pair=1)
+    agents = ["readme-runner", "claude-code"]
+    named = plan_attempts(pool, agents, 1, conditions={"readme-runner": "variant"})
+    assert [(s.agent_id, s.condition) for s in named] == [
+        ("readme-runner", "variant"), ("readme-runner", "variant"),
+        ("claude-code", None), ("claude-code", None),
+    ]  # fmt: skip
+    assert [s.model_dump_json() for s in named[2:]] == [s.model_dump_json() for s in plain[2:]]
+    assert '"condition":"variant"' in named[0].model_dump_json()
+    with pytest.raises(ConfigurationError, match="conditions name agents this plan does not run: codex"):
+        plan_attempts(pool, ["readme-runner"], 1, conditions={"codex": "baseline"})
+    with pytest.raises(ConfigurationError, match="readme-runner: 'treatment'"):
+        plan_attempts(pool, ["readme-runner"], 1, conditions={"readme-runner": "treatment"})

@@ -820,3 +820,107 @@ def test_a_preview_says_so_on_every_page(tmp_path: Path, monkeypatch: pytest.Mon
     )
     published = build_site(publish)
     assert not any('id="preview"' in p.read_text() for p in published.rglob("*.html"))
+
+
+class _Text(HTMLParser):
+    """The text of the element with one id (its tags dropped)."""
+
+    def __init__(self, wanted: str) -> None:
+        super().__init__()
+        self.wanted, self.depth, self.parts = wanted, 0, []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.depth or dict(attrs).get("id") == self.wanted:
+            self.depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.depth:
+            self.parts.append(data)
+
+
+@pytest.mark.parametrize(
+    ("fields", "shown"),
+    [
+        (  # a provisional pass a person rejected: not a result
+            {"provisional_result": "pass", "final_decision": "reject", "decided_by_kind": "person",
+             "counts_as_result": False, "overturned": True, "judged_at": "2026-12-01T10:00:00Z"},
+            "not a result: rejected by a person's review (2026-12-01 10:00:00 UTC), over the layers' "
+            "provisional pass; condition baseline",
+        ),
+        (  # a provisional fail a person promoted: a result
+            {"provisional_result": "fail", "final_decision": "promote", "decided_by_kind": "person",
+             "counts_as_result": True, "overturned": True, "judged_at": "2026-12-01T10:00:00Z"},
+            "counts as a result: promoted by a person's review (2026-12-01 10:00:00 UTC), over the layers' "
+            "provisional fail; condition baseline",
+        ),
+        (  # no review yet: the provisional result decides
+            {"provisional_result": "pass", "final_decision": "promote", "decided_by_kind": "provisional",
+             "counts_as_result": True, "overturned": False, "judged_at": None},
+            "counts as a result: the layers' provisional pass, not reviewed by a person yet; "
+            "condition baseline",
+        ),
+        (
+            {"provisional_result": "fail", "final_decision": "reject", "decided_by_kind": "provisional",
+             "counts_as_result": False, "overturned": False, "judged_at": None},
+            "not a result: the layers' provisional fail, not reviewed by a person yet; condition baseline",
+        ),
+    ],
+)  # fmt: skip
+def test_the_run_page_shows_whether_the_attempt_counts_as_a_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: dict, shown: str
+) -> None:
+    """Issue #31 (seed 004): a person's promote/reject decides whether the attempt counts as a result
+    (marts.judging_results, published in attempts.json); the run page says which, and who decided."""
+    from argusic.publication.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=True, condition="baseline", **fields)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    site = build_site(publish)
+    page = site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html"
+    text = _Text("judged-result")
+    text.feed(page.read_text())
+    assert " ".join("".join(text.parts).split()) == shown
+    assert link_problems(site)[1] == []
+
+
+def test_a_run_page_published_before_judged_results_shows_no_such_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argusic.publication.site import build_site
+
+    publish, store_url = _published(tmp_path, masked=True)
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    monkeypatch.delenv("ARGUSIC_PUBLIC_EVIDENCE_BASE", raising=False)
+    site = build_site(publish)
+    page = (site / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html").read_text()
+    assert 'id="judged-result"' not in page and "judged result" not in page
+
+
+def test_attempts_json_carries_the_judged_result_when_the_warehouse_has_it() -> None:
+    """publish_board adds marts.judging_results' fields to each published attempt (None where the
+    warehouse has none for it, or no such mart at all: a warehouse built before issue #31)."""
+    import duckdb
+    from argusic.publication.board import JUDGED_FIELDS, _with_judged_results
+
+    attempts = [{"attempt_id": "c.board.a.p.a1"}, {"attempt_id": "c.board.a.p.a2"}]
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA marts")
+    assert _with_judged_results(con, "c", attempts) == [a | dict.fromkeys(JUDGED_FIELDS) for a in attempts]
+    con.execute(
+        "CREATE TABLE marts.judging_results AS SELECT 'c.board.a.p.a1' AS attempt_id, 'c' AS cycle_id, "
+        "'baseline' AS condition, 'pass' AS provisional_result, 'reject' AS final_decision, "
+        "'person' AS decided_by_kind, false AS counts_as_result, true AS overturned, "
+        "TIMESTAMP '2026-12-01 10:00:00' AS decided_at"
+    )
+    first, second = _with_judged_results(con, "c", attempts)
+    assert first == {
+        "attempt_id": "c.board.a.p.a1", "condition": "baseline", "provisional_result": "pass",
+        "final_decision": "reject", "decided_by_kind": "person", "counts_as_result": False,
+        "overturned": True, "judged_at": "2026-12-01T10:00:00Z",
+    }  # fmt: skip
+    assert second == attempts[1] | dict.fromkeys(JUDGED_FIELDS)

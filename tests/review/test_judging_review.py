@@ -72,8 +72,9 @@ AGREED = board_id(1, project="otherproj")
 
 def seed_warehouse(db: Path) -> None:
     """Four board attempts: a1 pass_mock and a2 fail with 80 (near the boundary), a3 whose judges
-    disagree (2, 0, 1 on code_structure), and one of another project whose judges agree (not queued;
-    a pair set holds three valid attempts at most); raw tables only."""
+    disagree (2, 0, 1 on code_structure), and one of another project whose judges agree (in the queue
+    but not selected, after the selected ones; a pair set holds three valid attempts at most); raw
+    tables only."""
     db.parent.mkdir(parents=True, exist_ok=True)
     records = [
         raw_record(board_id(1), test_depth="tier2_mock", served_log_uri=SERVED_LOG),
@@ -99,6 +100,19 @@ def seed_warehouse(db: Path) -> None:
         )  # fmt: skip
 
 
+def _dag_tasks(monkeypatch) -> dict:
+    """The judging review DAG's task functions, its cycle fixed to CYCLE (no Airflow context here)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "dags" / "argusic_judging_review.py"
+    spec = importlib.util.spec_from_file_location("argusic_judging_review_dag", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "_cycle", lambda params: CYCLE)
+    dag = module.argusic_judging_review()
+    return {t: dag.get_task(t).python_callable for t in ("items_to_review", "queue_for_one_form")}
+
+
 def _review(app, attempt: str, look: str, decision: str, by: str, note: str, *more: str):
     args = ["--attempt", attempt, "--look", look, "--decision", decision, "--by", by, "--note", note]
     return runner.invoke(app, ["judging", "review", *args, "--no-build", *more])
@@ -113,7 +127,7 @@ def _q(db: Path, sql: str, *params) -> list[dict]:
 
 def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isolated: Path, monkeypatch):
     from argusic.cli.main import app
-    from argusic.review.judging import awaiting, body_of, subject_of
+    from argusic.review.judging import ReviewError, awaiting, body_of, subject_of
 
     monkeypatch.setenv("COLUMNS", "200")
     db = isolated / "warehouse" / "argusic.duckdb"
@@ -121,10 +135,12 @@ def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isol
     dbt_build_copy(db, isolated / "build1")
 
     queued = {r["attempt_id"]: r for r in _q(db, "SELECT * FROM marts.review_queue")}
-    assert {a: r["reasons"] for a, r in queued.items()} == {
-        board_id(1): "near_boundary",
-        board_id(2): "near_boundary",
-        board_id(3): "judges_disagree",
+    # issue #31: every attempt is in the queue; the rules select (and order), they do not exclude
+    assert {a: (r["reasons"], r["is_selected"]) for a, r in queued.items()} == {
+        board_id(1): ("near_boundary", True),
+        board_id(2): ("near_boundary", True),
+        board_id(3): ("judges_disagree", True),
+        AGREED: ("", False),
     }
     assert (
         queued[board_id(1)]["provisional_result"] == "pass"
@@ -133,7 +149,29 @@ def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isol
     assert queued[board_id(3)]["code_structure_median"] == 1.0 and queued[board_id(3)]["judges_total"] == 2.0
 
     items = awaiting(CYCLE)
-    assert [i.attempt_id for i in items] == [board_id(1), board_id(2), board_id(3)]
+    assert [i.attempt_id for i in items] == [board_id(1), board_id(2), board_id(3), AGREED]  # selected first
+    assert [i.attempt_id for i in awaiting(CYCLE, selected_only=True)] == [
+        board_id(1),
+        board_id(2),
+        board_id(3),
+    ]
+    (agreed,) = awaiting(CYCLE, attempt_ids=[AGREED])  # any attempt can be reached by name
+    assert "**Not selected by a rule**" in body_of(agreed) and "counts as a result" in body_of(agreed)
+    with pytest.raises(ReviewError, match=r"not awaiting a review in cycle .*: 2026-12\.board\.x\.y\.a9"):
+        awaiting(CYCLE, attempt_ids=[AGREED, f"{CYCLE}.board.x.y.a9"])
+    # ... and so do the DAG's forms: the selected ones, every one (selected first), the ones named;
+    # the one form takes the same attempts, in the queue's order
+    items_ids = [board_id(1), board_id(2), board_id(3)]
+    forms = _dag_tasks(monkeypatch)
+    per_attempt = forms["items_to_review"]
+    assert [i["attempt_id"] for i in per_attempt({})] == [board_id(1), board_id(2), board_id(3)]
+    assert [i["attempt_id"] for i in per_attempt({"every_attempt": True})][-1] == AGREED
+    assert [i["attempt_id"] for i in per_attempt({"attempt_ids": [AGREED]})] == [AGREED]
+    one_form = forms["queue_for_one_form"]
+    assert [i["attempt_id"] for i in one_form({"bulk": True})["items"]] == items_ids
+    every = one_form({"bulk": True, "every_attempt": True})["items"]
+    assert [i["attempt_id"] for i in every] == [*items_ids, AGREED]
+    assert [i["attempt_id"] for i in one_form({"bulk": True, "attempt_ids": [AGREED]})["items"]] == [AGREED]
     json.dumps([i.to_dict() for i in items])  # XCom carries them
     first, third = items[0], items[2]
     assert subject_of(first) == f"Judging review: wavgen · readme-runner board #1 (cycle {CYCLE})"
@@ -155,15 +193,27 @@ def test_queue_selects_by_its_rules_and_reviews_land_in_the_divergence_mart(isol
         [board_id(1), "2", "promote", "--code-structure", "1", "--logic-correctness", "1"],
         [board_id(2), "1", "promote"],
         [board_id(3), "0", "reject", "--code-structure", "2", "--logic-correctness", "2"],
+        [AGREED, "2", "promote"],  # not selected by a rule, reviewed all the same
     ):
         ok = _review(app, aid, look, decision, "bo", f"why {aid}", *scores)
         assert ok.exit_code == 0 and "recorded" in ok.output, ok.output
-    assert len((isolated / "runs" / "decisions" / "judging_reviews.jsonl").read_text().splitlines()) == 3
+    assert len((isolated / "runs" / "decisions" / "judging_reviews.jsonl").read_text().splitlines()) == 4
     dbt_build_copy(db, isolated / "build2")
 
     statuses = {r["attempt_id"]: r["review_status"] for r in _q(db, "SELECT * FROM marts.review_queue")}
-    assert set(statuses.values()) == {"reviewed"} and len(statuses) == 3
+    assert set(statuses.values()) == {"reviewed"} and len(statuses) == 4
     assert awaiting(CYCLE) == []
+    # the person's promote/reject is the final decision (issue #31): a2's provisional fail promoted
+    # counts as a result, a3's provisional pass rejected does not
+    results = {r["attempt_id"]: r for r in _q(db, "SELECT * FROM marts.judging_results")}
+    assert {
+        a: (r["provisional_result"], r["final_decision"], r["counts_as_result"]) for a, r in results.items()
+    } == {
+        board_id(1): ("pass", "promote", True),
+        board_id(2): ("fail", "promote", True),
+        board_id(3): ("pass", "reject", False),
+        AGREED: ("pass", "promote", True),
+    }
     marks = {r["attempt_id"]: r for r in _q(db, "SELECT * FROM marts.judging_review_divergence")}
     one, two, three = marks[board_id(1)], marks[board_id(2)], marks[board_id(3)]
     assert (one["divergence"], one["divergence_direction"], one["total_gap"]) == (-1.0, "judges_higher", -2.0)

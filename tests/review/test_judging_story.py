@@ -152,7 +152,9 @@ def test_three_layers_on_fixture_attempts(record_doc, isolated: Path, tmp_path: 
     # a1: its judges disagree 2 vs 0; a3: one valid judge only, with an artifact to judge
     assert queue["a1"]["rule_judges_disagree"] and queue["a3"]["rule_insufficient_judges"]
     assert {q["review_status"] for q in queue.values()} == {"awaiting"}
-    assert "a2" not in queue  # judged (2 of 3 valid), no disagreement, no hint at 0: no rule selects it
+    # a2: judged (2 of 3 valid), no disagreement, no hint at 0: no rule selects it, but it is in the
+    # queue all the same (issue #31: the rules order the queue, they exclude nothing)
+    assert (queue["a2"]["is_selected"], queue["a2"]["reasons"]) == (False, "")
 
     at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     for no, (_, _, review) in FIXTURES.items():

@@ -463,7 +463,10 @@ def test_build_passes_every_node_including_unit_tests(built):
     # + Layer 2's stg_judge_verdicts and judge_panel + Layer 3's int_judging_attempt_facts, review_queue
     # and judging_review_divergence (issue #14) + board_publication (issue #29: each board's state)
     # + repair_item_runs (issue #31: how many of an item's three runs resolved it)
-    assert kinds.get("model") == 43
+    # + stg_attempt_checks, judging_results and condition_comparison (issue #31: conditions, the
+    # person's final decision) + stg_paired_judgements, stg_paired_bugs, paired_review (issue #31: the
+    # paired patch review)
+    assert kinds.get("model") == 46
 
 
 def test_every_expectation_applies_and_passes_on_the_built_marts(built):

@@ -547,6 +547,11 @@ JUDGING_MODELS = {
     "stg_paired_judgements",
     "stg_paired_bugs",
     "paired_review",
+    # issue #31: seed 002's checks per condition, the person's final decision, and the conditions
+    # compared (advice beside the rules, never a score)
+    "stg_attempt_checks",
+    "judging_results",
+    "condition_comparison",
 }
 JUDGING_SOURCES = {"attempt_hints", "change_similarity", "judge_verdicts", "paired_judgements", "paired_bugs"}
 # people's judging reviews (look, promote/reject, their criterion scores) are advice too

@@ -1,8 +1,11 @@
--- One row per attempt selected for a person's review (issue #14, Layer 3; docs/judging.md): the
--- reasons it was selected, and everything the review form shows (provisional result, duration,
--- tokens, cost, the three Layer 1 hints, the judges' medians, total and disagreement). A row stays
--- once reviewed (review_status 'reviewed'); only 'awaiting' rows get a form. People's data and
--- advice: no model that feeds a score, a verdict or the board reads this mart (a guard test).
+-- One row per attempt with a run record (issue #14, Layer 3; docs/judging.md): every attempt can be
+-- reviewed by a person (issue #31, seed 004). The five selection rules decide the order, not whether
+-- it is here: is_selected (the reasons it was selected) puts it first; readers order by
+-- is_selected desc (argusic.review.judging.queue). Beside it, everything the review form shows
+-- (provisional result, duration, tokens, cost, the three Layer 1 hints, the judges' medians, total
+-- and disagreement). A row stays once reviewed (review_status 'reviewed'); only 'awaiting' rows get
+-- a form. People's data and advice: no model that feeds a score, a verdict or the board reads this
+-- mart (a guard test).
 with facts as (
 
     select * from {{ ref('int_judging_attempt_facts') }}
@@ -125,6 +128,12 @@ select
         case when rule_insufficient_judges then 'insufficient_judges' end,
         case when rule_disputed then 'disputed' end
     ) as reasons,
+    -- a selection rule holds: the attempt comes first in the queue (every attempt is in it)
+    rule_judges_disagree
+        or rule_hints_vs_judges
+        or rule_near_boundary
+        or rule_insufficient_judges
+        or rule_disputed as is_selected,
     rule_judges_disagree,
     rule_hints_vs_judges,
     rule_near_boundary,
@@ -167,8 +176,3 @@ select
     decided_by,
     decided_at
 from rules
-where rule_judges_disagree
-    or rule_hints_vs_judges
-    or rule_near_boundary
-    or rule_insufficient_judges
-    or rule_disputed

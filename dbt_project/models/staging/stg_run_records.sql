@@ -30,7 +30,8 @@ record_fields as (
             '$.observed.source',            -- 13 (text)
             '$.observed.verify_command',    -- 14 (text)
             '$.seal.status',                -- 15 (text)
-            '$.container_fault'             -- 16 (text)
+            '$.container_fault',            -- 16 (text)
+            '$.condition'                   -- 17 (text)
         ]) as record_values
 
     from source
@@ -132,7 +133,20 @@ renamed as (
         json_extract_string(record_values[14], '$') as observed_verify_command,
         -- whether the landed files are the ones the harness sealed (null in older records)
         json_extract_string(record_values[15], '$') as seal_status,
-        try_cast(record_values[8] as boolean) as seal_report_replaced
+        try_cast(record_values[8] as boolean) as seal_report_replaced,
+
+        -- seed 002's comparison condition (issue #31): the one the record states (its plan's, else
+        -- the agent's own), else for a record written before conditions the agent's own as
+        -- argusic.core.record.default_condition gives it: an external harness (argusic.external:
+        -- claude-code, codex) is external-<harness>, ours the baseline
+        json_extract_string(record_values[17], '$') is not null as condition_recorded,
+        coalesce(
+            json_extract_string(record_values[17], '$'),
+            case
+                when harness_name in ('claude-code', 'codex') then 'external-' || harness_name
+                else 'baseline'
+            end
+        ) as condition
 
     from record_fields
 

@@ -26,10 +26,16 @@ judging_app = typer.Typer(
 def judging_queue(
     cycle: Annotated[str, typer.Option(help="One cycle (default: every cycle)")] = "",
     awaiting_only: Annotated[bool, typer.Option("--awaiting", help="Only those not reviewed yet")] = False,
+    selected_only: Annotated[
+        bool, typer.Option("--selected", help="Only those a selection rule selected")
+    ] = False,
 ) -> None:
-    """The attempts selected for review (marts.review_queue), why, and their review status."""
+    """Every attempt of the review queue (marts.review_queue), the ones a selection rule selected
+    first (reasons says why), and their review status."""
     with cli.warehouse_errors():
-        rows = judging.queue(cycle or None, "awaiting" if awaiting_only else None)
+        rows = judging.queue(
+            cycle or None, "awaiting" if awaiting_only else None, selected_only=selected_only
+        )
     table = Table(title="judging review queue")
     for column in ("attempt", "reasons", "provisional", "judges total", "status", "decision", "by"):
         table.add_column(column, overflow="fold", no_wrap=column == "attempt")

@@ -7,12 +7,14 @@ calls the same functions."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from argusic.attempts.agents import driver_for
 from argusic.attempts.environment import AgentPin, ensure_pin
 from argusic.attempts.identity import MissingModelVersion, agent_pins
 from argusic.attempts.repair_run import STANDINS, RepairRefused, repair_limits, usable_items
+from argusic.core.record import CONDITION_PATTERN
 from argusic.core.runs_store import local_path
 from argusic.core.settings import forge_dir, orchestrator_config
 from argusic.core.spec import AttemptSpec, RepairItemRef, write_specs
@@ -66,6 +68,7 @@ def write_plan(
     max_specs: int | None = None,
     budget_scale: float | None = None,
     executor=None,
+    conditions: dict[str, str] | None = None,
 ) -> list[str]:
     """Write the spec of every attempt of this shard and return their references (read_spec), in plan
     order.
@@ -78,19 +81,21 @@ def write_plan(
     run on (`executor`: an executor or its name; None: ARGUSIC_EXECUTOR, else docker; local is
     refused for a cycle that is not a demo), or checks
     the pin already made (EnvironmentRefused when the harness, instructions or limits changed).
+    ``conditions``: seed 002's comparison condition of an agent's attempts (plan_conditions).
     """
     if shard_count < 1 or not 0 <= shard_index < shard_count:
         raise ValueError(f"shard {shard_index} of {shard_count}: expected 0 <= shard_index < shard_count")
     if not agents:
         raise ValueError("no agents to plan for")
     configurations = plannable_agents(agents)  # before anything is written
+    plan_conditions(agents, conditions)  # refused before anything is written, too
     pool_path = local_path(pool_path)  # on a cluster, prepare_pool may have run on another host
     pool = load_pool(pool_path)
     project_ids = [entry.project_id for entry in pool.entries]
     mine = {pid for i, pid in enumerate(project_ids) if i % shard_count == shard_index}
     specs = [
         s
-        for s in plan_attempts(pool_path, agents, attempts_per_pair, demo, budget_scale)
+        for s in plan_attempts(pool_path, agents, attempts_per_pair, demo, budget_scale, conditions)
         if s.project_id in mine
     ]
     if not specs:
@@ -127,17 +132,39 @@ def budget_scale_for(demo: bool, budget_scale: float | None) -> tuple[bool, floa
     return demo or scale < 1, scale
 
 
+def plan_conditions(agents: list[str], conditions: dict[str, str] | None) -> dict[str, str]:
+    """Seed 002's comparison condition an agent's attempts are planned under, by agent: a plan may
+    name one per agent (baseline | variant | external-<name>, e.g. the same task run by our harness
+    before a change as baseline and after it as variant); an agent it does not name runs under its
+    own (argusic.core.record.default_condition, written by the attempt) and its spec stays byte for
+    byte what it was. A condition that is not one of seed 002's, or one named for an agent that is
+    not planned, is a ConfigurationError (no retry fixes it)."""
+    named = dict(conditions or {})
+    unplanned = sorted(set(named) - set(agents))
+    if unplanned:
+        raise ConfigurationError(f"conditions name agents this plan does not run: {', '.join(unplanned)}")
+    bad = sorted(f"{a}: {c!r}" for a, c in named.items() if not re.match(CONDITION_PATTERN, str(c)))
+    if bad:
+        raise ConfigurationError(
+            f"conditions are baseline, variant or external-<name> (seed 002): {'; '.join(bad)}"
+        )
+    return named
+
+
 def plan_attempts(
     pool_path: Path,
     agents: list[str],
     attempts_per_pair: int | None = None,
     demo: bool = False,
     budget_scale: float | None = None,
+    conditions: dict[str, str] | None = None,
 ) -> list[AttemptSpec]:
-    """Every (agent × project × attempt 1..n) of the cycle, in a stable order."""
+    """Every (agent × project × attempt 1..n) of the cycle, in a stable order; an agent named in
+    ``conditions`` has its attempts planned under that condition (plan_conditions)."""
     pool = load_pool(Path(pool_path))
     n = attempts_per_pair or orchestrator_config().attempts_per_pair
     demo, scale = budget_scale_for(demo, budget_scale)
+    condition_of = plan_conditions(agents, conditions)
     return [
         AttemptSpec(
             cycle_id=pool.cycle_id,
@@ -149,6 +176,7 @@ def plan_attempts(
             attempt_no=attempt_no,
             demo=demo,
             budget_scale=scale,
+            condition=condition_of.get(agent),
         )
         for agent in agents
         for entry in pool.entries

@@ -127,6 +127,20 @@ HARDWARE_SQL = {
     "machines": "SELECT * FROM marts.hardware_estimates ORDER BY ALL",
     "speed_bounds": "SELECT * FROM marts.hardware_speed_bounds ORDER BY ALL",
 }
+# The judged result of each attempt (issue #31, seed 004; marts.judging_results, read when the
+# relation exists): the person's promote/reject when a review is in force, else the layers'
+# provisional one, whether the attempt counts as a result, and the condition it ran under. Shown on
+# the run page beside the score, which it never changes.
+JUDGED_SQL = """
+SELECT attempt_id, condition, provisional_result, final_decision, decided_by_kind, counts_as_result,
+       overturned, decided_at AS judged_at
+FROM marts.judging_results
+WHERE cycle_id = ?
+"""
+JUDGED_FIELDS = (
+    "condition", "provisional_result", "final_decision", "decided_by_kind", "counts_as_result",
+    "overturned", "judged_at",
+)  # fmt: skip
 # Corrections after a dispute (marts.attempt_corrections, made by the review step; read only when
 # the relation exists): the note shown on the original attempt's page, linking its rerun.
 CORRECTIONS_SQL = """
@@ -303,7 +317,7 @@ def compose_publication(
                 "SELECT * FROM marts.board WHERE cycle_id = ? ORDER BY rank NULLS LAST, agent_id",
                 cycle_id,
             )
-            attempts = _rows(con, ATTEMPTS_SQL, cycle_id)
+            attempts = _with_judged_results(con, cycle_id, _rows(con, ATTEMPTS_SQL, cycle_id))
             extra = _publication_extras(con, cycle_id) if rows else {}
             refs = refs_of_connection(con, cycle_id) if rows else []
             private = private_projects(con, cycle_id) if rows else {}
@@ -526,6 +540,15 @@ def methodology_editions(con, document: dict[str, Any] | None) -> list[dict[str,
 def _relation_exists(con, schema: str, name: str) -> bool:
     query = "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?"
     return con.execute(query, [schema, name]).fetchone()[0] > 0
+
+
+def _with_judged_results(con, cycle_id: str, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each attempt with its judged result (JUDGED_FIELDS; None where the warehouse has none, e.g. one
+    built before marts.judging_results)."""
+    judged = {}
+    if _relation_exists(con, "marts", "judging_results"):
+        judged = {row.pop("attempt_id"): row for row in _rows(con, JUDGED_SQL, cycle_id)}
+    return [{**a, **dict.fromkeys(JUDGED_FIELDS), **judged.get(a["attempt_id"], {})} for a in attempts]
 
 
 def _hardware(con) -> dict[str, list[dict[str, Any]]]:

@@ -1,12 +1,17 @@
-"""Layer 3 of issue #14: a person reviews the attempts the review queue selected (marts.review_queue).
+"""Layer 3 of issue #14: a person reviews attempts of the review queue (marts.review_queue).
 
-`awaiting` lists the queue's attempts with no review in force; `body_of` is what the Airflow form
-shows of one (every fact the task's review definition `shows`, generated `*.review.json`, the judges'
-reading and links to the served log and recording); `decide` records a review
-(decisions.judging_reviews: look 0..2, promote | reject, optionally the person's own code_structure
-and logic_correctness 0..2, who, when, why), through the same function for the CLI and the form.
+Every attempt is in the queue (issue #31, seed 004): the selection rules decide the order (selected
+attempts first, `is_selected`), not whether a person can review it. `awaiting` lists the queue's
+attempts with no review in force, selected ones first (or only those, or the ones named);
+`body_of` is what the Airflow form shows of one (every fact the task's review definition `shows`,
+generated `*.review.json`, the judges' reading and links to the served log and recording); `decide`
+records a review (decisions.judging_reviews: look 0..2, promote | reject, optionally the person's own
+code_structure and logic_correctness 0..2, who, when, why), through the same function for the CLI
+and the form.
 
-A review is people's data and advice: it never changes a score, a verdict, a rate or the board
+A person's promote/reject is the final decision whether the attempt counts as a result
+(marts.judging_results: the person's decision when present, else the layers' provisional one; shown
+on the public run page). It never changes a score, a verdict, a rate or the board
 (marts.judging_review_divergence compares it with the judges; a guard test keeps it out of scores).
 No Airflow import here (argusic.orchestration.forms holds the form).
 """
@@ -35,7 +40,7 @@ NOTE_MAX = 2000  # the review definition's note (generated *.review.json: max_le
 LISTED_PAGES = 10  # a form lists this many rendered pages (the count is always given)
 QUEUE_COLUMNS = (
     "attempt_id", "cycle_id", "purpose", "agent_id", "project_id", "attempt_no", "task_id",
-    "task_revision", "reasons", "review_status", "end_reason", "is_valid", "outcome", "score",
+    "task_revision", "reasons", "is_selected", "review_status", "end_reason", "is_valid", "outcome", "score",
     "repair_verdict", "provisional_result", "duration_seconds", "input_tokens", "output_tokens",
     "cost_usd", "served_log_uri", "served_recording_uri", "served_copy_withheld", "final_state",
     "has_artifact_or_patch", "needles_score", "needles_status", "rendering_score", "rendering_status",
@@ -98,8 +103,20 @@ def _rows(con, sql: str, params: list) -> list[dict]:
     return [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
 
 
-def queue(cycle_id: str | None = None, status: str | None = None, db_path: Path | None = None) -> list[dict]:
-    """Rows of marts.review_queue (every cycle or one; every status or one), in a stable order."""
+# The queue's order: attempts a selection rule selected first, then a stable order of the rest.
+QUEUE_ORDER = "is_selected DESC, cycle_id, project_id, agent_id, purpose, attempt_no, attempt_id"
+
+
+def queue(
+    cycle_id: str | None = None,
+    status: str | None = None,
+    db_path: Path | None = None,
+    *,
+    selected_only: bool = False,
+    attempt_ids: list[str] | None = None,
+) -> list[dict]:
+    """Rows of marts.review_queue (every cycle or one; every status or one; every attempt, or the
+    selected ones only, or the ones named), selected attempts first, then in a stable order."""
     where, params = [], []
     if cycle_id:
         where.append("cycle_id = ?")
@@ -107,18 +124,39 @@ def queue(cycle_id: str | None = None, status: str | None = None, db_path: Path 
     if status:
         where.append("review_status = ?")
         params.append(status)
+    if selected_only:
+        where.append("is_selected")
+    if attempt_ids is not None:
+        where.append("list_contains(?, attempt_id)")
+        params.append(list(attempt_ids))
     sql = (
         f"SELECT {', '.join(QUEUE_COLUMNS)}, look, decision, decided_by, decided_at FROM marts.review_queue"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " ORDER BY cycle_id, project_id, agent_id, purpose, attempt_no, attempt_id"
+        + f" ORDER BY {QUEUE_ORDER}"
     )
     with connect(db_path, read_only=True) as con:
         return _rows(con, sql, params)
 
 
-def awaiting(cycle_id: str | None = None, db_path: Path | None = None) -> list[Item]:
-    """The queue's attempts with no review in force."""
-    return [Item({c: _jsonable(r[c]) for c in QUEUE_COLUMNS}) for r in queue(cycle_id, "awaiting", db_path)]
+def awaiting(
+    cycle_id: str | None = None,
+    db_path: Path | None = None,
+    *,
+    selected_only: bool = False,
+    attempt_ids: list[str] | None = None,
+) -> list[Item]:
+    """The queue's attempts with no review in force, selected ones first (``selected_only``: those
+    only; ``attempt_ids``: the ones named, selected or not). ReviewError names an attempt asked for
+    that is not in the queue."""
+    rows = queue(cycle_id, "awaiting", db_path, selected_only=selected_only, attempt_ids=attempt_ids)
+    if attempt_ids:
+        missing = sorted(set(attempt_ids) - {r["attempt_id"] for r in rows})
+        if missing:
+            raise ReviewError(
+                f"not awaiting a review{f' in cycle {cycle_id}' if cycle_id else ''}: {', '.join(missing)} "
+                "(unknown, reviewed already, or of another cycle: `argusic judging queue`)"
+            )
+    return [Item({c: _jsonable(r[c]) for c in QUEUE_COLUMNS}) for r in rows]
 
 
 def _jsonable(value: object) -> object:
@@ -192,8 +230,13 @@ def body_of(item: Item) -> str:
         f"Attempt `{item.shown_id}` — project **`{f['project_id']}`**, agent `{item.shown_agent}`, "
         f"{f['purpose']} attempt #{f['attempt_no']}, cycle `{f['cycle_id']}`.",
         "",
-        f"**Selected for review**: {f['reasons']}. Your review is advice and people's data: it never "
-        "changes the attempt's score, the board or a rate.",
+        (
+            f"**Selected for review**: {f['reasons']}."
+            if f.get("reasons")
+            else "**Not selected by a rule** (every attempt can be reviewed; selected ones come first)."
+        )
+        + " Your Promote/Reject decides whether the attempt counts as a result (else the provisional "
+        "result does); it never changes the attempt's score, the board or a rate.",
         "",
         f"- provisional result: **{f.get('provisional_result') or 'none yet'}**",
     ]

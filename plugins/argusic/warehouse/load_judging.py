@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from rapidfuzz.distance import Indel
 
 from argusic.core.evidence import open_store
-from argusic.core.record import ATTEMPT_ID_RE, ID_PART_RE, parse_attempt_id
+from argusic.core.record import ATTEMPT_ID_RE, CONDITION_PATTERN, ID_PART_RE, parse_attempt_id
 from argusic.core.safe_io import UnsafeDocument, read_json_document
 from argusic.repair.paths import is_test_path
 from argusic.warehouse.schema import HINTS_COLUMNS, JUDGE_VERDICT_COLUMNS, migrate_judging
@@ -156,6 +156,19 @@ class ChangesHint(_Strict):
     detail: Detail | None = None
 
 
+class CheckResult(_Strict):
+    """One of seed 002's deterministic checks on the attempt (argusic.judging.hints.checks_hint),
+    under the condition the attempt ran under; loaded as part of ``hints_json`` and read by
+    stg_attempt_checks."""
+
+    id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+    type: Literal["output_exact_match", "tool_calls"]
+    condition: Annotated[str, StringConstraints(pattern=CONDITION_PATTERN)]
+    status: Literal["pass", "fail", "not_applicable", "unavailable"]
+    detail: Annotated[str, StringConstraints(max_length=2000)] | None
+    observed: Annotated[int, Field(ge=0)] | None = None
+
+
 class HintsDocument(_Strict):
     """``argusic.hints/1``: what the warehouse needs of it, checked strictly (the JSON Schema in
     plugins/argusic/schemas/hints-1.schema.json is the published contract)."""
@@ -173,6 +186,8 @@ class HintsDocument(_Strict):
     rendering: RenderingHint
     agent_logic: AgentLogicHint
     changes: ChangesHint | None = None  # absent in documents written before changes were collected
+    # seed 002's checks (issue #31): absent when the task defines none
+    checks: list[CheckResult] | None = Field(default=None, max_length=128)
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
 

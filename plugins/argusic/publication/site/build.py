@@ -133,7 +133,8 @@ FIELDS = {
         "claimed_install_ok observed_install_ok claimed_ran_ok observed_ran_ok claimed_errors_encountered "
         "observed_errors_encountered claimed_errors_fixed observed_errors_fixed claimed_test_depth "
         "observed_verified seal_status claims_not_shown agent agent_name configuration model_matches "
-        "wall_seconds agent_seconds overhead_seconds rerun_no"
+        "wall_seconds agent_seconds overhead_seconds rerun_no condition provisional_result final_decision "
+        "decided_by_kind counts_as_result overturned judged_at"
     ),
     "correction": "attempt_id dispute_id note decided_by decided_at rerun_attempt_id",
     "tier": "tier reference_model weights_gb context_gb overhead_gb required_gb required_unified_gb",
