@@ -123,6 +123,15 @@ Big cycles: split with one run per agent (`agents: ["x"]`) and/or `shard_count` 
             description="Agent ids (dbt_project/seeds/agents.csv), e.g. readme-runner, "
             "readme-runner-norecover. One run per agent splits a big cycle.",
         ),
+        "conditions": Param(
+            {},
+            type="object",
+            additionalProperties={"type": "string"},
+            title="Conditions",
+            description='Seed 002\'s comparison condition per agent, e.g. {"readme-runner": "variant"} '
+            "(baseline | variant | external-<name>). Empty: each agent under its own (baseline for the "
+            "reference harness, external-<name> for a CLI).",
+        ),
         "catalogue": Param(
             None,
             type=["null", "string"],
@@ -247,6 +256,7 @@ def argusic_cycle():
                 shard_count=int(params.get("shard_count") or 1),
                 max_specs=conf.getint("core", "max_map_length", fallback=1024),
                 budget_scale=params.get("budget_scale"),
+                conditions=params.get("conditions") or None,
             )
         except (PlanTooLarge, NothingPlanned, ConfigurationError, ValueError, EnvironmentError_) as err:
             raise _fail_at_once(err) from None  # a retry cannot help: re-plan the run

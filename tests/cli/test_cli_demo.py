@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pytest
 from argusic.cli.main import app
 from conftest import write_record
 from typer.testing import CliRunner
@@ -70,6 +71,23 @@ def test_cycle_run_refuses_the_local_executor_for_a_real_cycle(isolated, tmp_pat
     monkeypatch.setenv("ARGUSIC_EXECUTOR", "local")
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "ARGUSIC_EXECUTOR=local" in result.output
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("readme-runner", "expected AGENT=CONDITION"),
+        ("readme-runner=tuesday", "baseline, variant or external-<name>"),
+        ("codex=variant", "conditions name agents this plan does not run: codex"),
+    ],
+)
+def test_cycle_run_refuses_a_bad_condition_before_anything_runs(isolated, tmp_path, given, said):
+    """Seed 002's conditions from the command line (issue #31): refused with the reason, exit 2."""
+    catalogue = tmp_path / "c.json"
+    catalogue.write_text("{}")
+    args = ["cycle", "run", "--catalogue", str(catalogue), "--cycle", "2027-01", "--agents", "readme-runner"]
+    result = runner.invoke(app, [*args, "--condition", given])
+    assert result.exit_code == 2 and said in result.output, result.output
 
 
 def test_a_path_is_shown_as_named_not_through_its_link(tmp_path, monkeypatch):

@@ -271,6 +271,7 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
     assert cycle["run_repair_attempt"]["map_index_template"] == cycle["run_attempt"]["map_index_template"]
     assert cycle["ingest"]["queue"] == "argusic_warehouse"
     assert info["dags"]["argusic_cycle"]["params"]["repair"]
+    assert "condition" in info["dags"]["argusic_cycle"]["params"]["conditions"]  # seed 002, issue #31
     judging = info["dags"]["argusic_judging_review"]["tasks"]  # issue #14, Layer 3
     # the queue in one form (bulk: true) beside the one form per attempt (issue 29, point 10)
     assert set(judging) == {

@@ -35,7 +35,7 @@ from argusic.cli.pool import RepoRoots, print_selection
 from argusic.core.emergency import EmergencyStopInForce
 from argusic.core.runs_store import local_path
 from argusic.core.spec import read_spec
-from argusic.cycle.plan import NothingPlanned, write_plan
+from argusic.cycle.plan import ConfigurationError, NothingPlanned, plan_conditions, write_plan
 from argusic.cycle.pools import resolve_pool
 from argusic.cycle.progress import RunningAttempts
 from argusic.cycle.tally import CycleFailed, tally_records
@@ -235,6 +235,13 @@ def cycle_run(
     ] = None,
     pool: Annotated[Path | None, typer.Option(dir_okay=False, help="Use this pool.json as is")] = None,
     repo_root: RepoRoots = None,
+    condition: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="AGENT=CONDITION (baseline | variant | external-<name>, seed 002), repeatable: the "
+            "comparison condition of an agent's attempts (default: its own)"
+        ),
+    ] = None,
     approve_as: Annotated[
         str,
         typer.Option(
@@ -266,6 +273,16 @@ def cycle_run(
     known = known_agents()
     if unknown := [a for a in agent_ids if a not in known]:
         fail(f"unknown agent(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    conditions = {}
+    for given in condition or []:
+        agent, sep, named = given.partition("=")
+        if not sep or not agent.strip() or not named.strip():
+            fail(f"--condition {given!r}: expected AGENT=CONDITION, e.g. readme-runner=variant")
+        conditions[agent.strip()] = named.strip()
+    try:
+        plan_conditions(agent_ids, conditions)
+    except ConfigurationError as err:
+        fail(f"--condition: {err}")
     try:
         runner = get_executor(executor, demo=budget_scale < 1)  # a scaled cycle is a demo
     except (ValueError, RuntimeError) as err:
@@ -291,6 +308,7 @@ def cycle_run(
             attempts_per_pair=attempts_per_pair,
             budget_scale=budget_scale if budget_scale < 1 else None,
             executor=runner,
+            conditions=conditions or None,
         )
     except NothingPlanned as err:
         cycle_failed(f"{err}: nothing to run, nothing published")
