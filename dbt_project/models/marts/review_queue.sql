@@ -29,6 +29,15 @@ disputes as (
 
 ),
 
+-- the served copies and the final state, joined in for the selected rows only (long text the wide
+-- attempt-level table int_judging_attempt_facts does not carry)
+records as (
+
+    select attempt_id, served_log_uri, served_recording_uri, served_copy_withheld, final_state
+    from {{ ref('stg_run_records') }}
+
+),
+
 -- the review in force: the latest per attempt
 reviews as (
 
@@ -109,7 +118,7 @@ rules as (
 )
 
 select
-    attempt_id,
+    rules.attempt_id,
     cycle_id,
     purpose,
     agent_id,
@@ -141,10 +150,10 @@ select
     input_tokens,
     output_tokens,
     cost_usd,
-    served_log_uri,
-    served_recording_uri,
-    served_copy_withheld,
-    final_state,
+    records.served_log_uri,
+    records.served_recording_uri,
+    records.served_copy_withheld,
+    records.final_state,
     has_artifact_or_patch,
     needles_score,
     needles_status,
@@ -167,6 +176,7 @@ select
     decided_by,
     decided_at
 from rules
+left join records on records.attempt_id = rules.attempt_id
 where rule_judges_disagree
     or rule_hints_vs_judges
     or rule_near_boundary
