@@ -6,11 +6,29 @@
 -- legitimately differ, by the agent's harness); the budget within each tier (tiers have their own).
 -- Validity after corrections is read where the rules computed it once (int_attempt_scores.is_valid,
 -- one row per board and verdict attempt, as stability reads it); the environment from the record.
+-- The attempts carry only the record's columns compared below: the CTE is read twice, so DuckDB
+-- computes it once for both readers, and records.* made that one pass compute every column of
+-- stg_run_records for every attempt (its JSON fields too): 0.38 -> 0.26 CPU-s at 300k attempts.
 with attempts as (
 
     select
         scores.is_valid,
-        records.*
+        records.cycle_id,
+        records.has_environment,
+        records.harness_edition,
+        records.scaffold_sha256,
+        records.instructions_version,
+        records.instructions_sha256,
+        records.executor,
+        records.image_role,
+        records.image_digest,
+        records.limit_cpus,
+        records.limit_memory_bytes,
+        records.limit_pids,
+        records.limit_disk_bytes,
+        records.network_mode,
+        records.tier,
+        records.limit_budget_seconds
     from {{ ref('int_attempt_scores') }} as scores
     inner join {{ ref('stg_run_records') }} as records on records.attempt_id = scores.attempt_id
 

@@ -32,6 +32,15 @@ disputes as (
 
 ),
 
+-- the served copies and the final state, joined in here at the end (long text the wide attempt-level
+-- table int_judging_attempt_facts does not carry through its joins and window functions)
+records as (
+
+    select attempt_id, served_log_uri, served_recording_uri, served_copy_withheld, final_state
+    from {{ ref('stg_run_records') }}
+
+),
+
 -- the review in force: the latest per attempt
 reviews as (
 
@@ -112,7 +121,7 @@ rules as (
 )
 
 select
-    attempt_id,
+    rules.attempt_id,
     cycle_id,
     purpose,
     agent_id,
@@ -150,10 +159,10 @@ select
     input_tokens,
     output_tokens,
     cost_usd,
-    served_log_uri,
-    served_recording_uri,
-    served_copy_withheld,
-    final_state,
+    records.served_log_uri,
+    records.served_recording_uri,
+    records.served_copy_withheld,
+    records.final_state,
     has_artifact_or_patch,
     needles_score,
     needles_status,
@@ -176,3 +185,4 @@ select
     decided_by,
     decided_at
 from rules
+left join records on records.attempt_id = rules.attempt_id
