@@ -157,9 +157,10 @@ def s3_bucket(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
 DBT_PROJECT = Path(__file__).resolve().parent.parent / "dbt_project"
 
 
-def dbt_build_copy(db: Path, tmp: Path) -> None:
+def dbt_build_copy(db: Path, tmp: Path, select: list[str] | None = None):
     """`dbt build` of a copy of the project (target and logs under `tmp`) against the warehouse file
-    `db`; fails naming every node that did not pass."""
+    `db` (only the `select`ed nodes when given); fails naming every node that did not pass; returns
+    dbt's result."""
     from argusic.warehouse.dbt_build import _release_dbt_duckdb
     from dbt.cli.main import dbtRunner
 
@@ -170,7 +171,8 @@ def dbt_build_copy(db: Path, tmp: Path) -> None:
     try:
         res = dbtRunner().invoke(
             ["--quiet", "build", "--project-dir", str(project), "--profiles-dir", str(project),
-             "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")]
+             "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs"),
+             *(["--select", *select] if select else [])]
         )  # fmt: skip
     finally:
         _release_dbt_duckdb()
@@ -182,3 +184,4 @@ def dbt_build_copy(db: Path, tmp: Path) -> None:
         (r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")
     ]
     assert res.success and not failed, failed
+    return res

@@ -7,8 +7,6 @@ does), and, slow, dbt's staging and marts.paired_review built on them (medians, 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from argusic.review import paired as review
 from argusic.warehouse.decisions import DecisionError
 from argusic.warehouse.load_judging import HintsIngestError
 from argusic.warehouse.load_paired import ingest_paired, review_files
+from conftest import dbt_build_copy
 from test_paired_review import BASE_DIV, DEBUG, JUDGES, final_text_runner, scripts, the_pair
 
 AT = datetime(2026, 12, 3, 11, 0, 0)
@@ -119,34 +118,12 @@ def test_a_person_rechecks_each_bug_once_with_a_note(isolated: Path) -> None:
     assert len(journal.read_text().splitlines()) == 2  # journalled first, as every decision
 
 
-DBT_PROJECT = Path(__file__).resolve().parents[2] / "dbt_project"
 MODELS = ["stg_paired_judgements", "stg_paired_bugs", "paired_review"]
 
 
 def dbt_build_paired(db: Path, tmp: Path) -> None:
     """`dbt build` of the paired review's models, their data tests and unit tests, on a copy."""
-    from argusic.warehouse.dbt_build import _release_dbt_duckdb
-    from dbt.cli.main import dbtRunner
-
-    project = tmp / "dbt_project"
-    shutil.copytree(DBT_PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
-    old = os.environ.get("ARGUSIC_WAREHOUSE")
-    os.environ["ARGUSIC_WAREHOUSE"] = str(db)
-    try:
-        res = dbtRunner().invoke(
-            ["--quiet", "build", "--project-dir", str(project), "--profiles-dir", str(project),
-             "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs"), "--select", *MODELS]
-        )  # fmt: skip
-    finally:
-        _release_dbt_duckdb()
-        if old is None:
-            os.environ.pop("ARGUSIC_WAREHOUSE", None)
-        else:
-            os.environ["ARGUSIC_WAREHOUSE"] = old
-    failed = [
-        (r.node.unique_id, r.message) for r in res.result.results if str(r.status) not in ("success", "pass")
-    ]
-    assert res.success and not failed, failed
+    res = dbt_build_copy(db, tmp, MODELS)
     kinds = [r.node.resource_type for r in res.result.results]
     assert kinds.count("unit_test") == 4 and kinds.count("model") == 3, kinds
 
