@@ -170,7 +170,9 @@ def test_a_decision_only_build_gives_a_full_builds_marts_without_the_attempt_lay
         ("publication_decisions", {"cycle_id": CYCLE, "board_sha256": "a" * 64, "decision": "approved"}),
     ):
         assert decisions.record(table, {**row, "decided_by": "ops-ana", "decided_at": at, "note": "why"}, db)
-    reference = _reference_copy(db, tmp_path / "reference.duckdb")
+    # not "reference.duckdb": a DuckDB file's catalog is named after it, and a catalog named like one of
+    # the warehouse's schemas (the seeds' `reference`) makes two-part names ambiguous to DuckDB's binder
+    reference = _reference_copy(db, tmp_path / "full_build.duckdb")
 
     decided = session.build(db, analyst=False)
     assert decided.changed_sources == (
