@@ -10,8 +10,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from argusic.core.record import RecordError, read_record_bytes
-
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
@@ -64,6 +62,10 @@ def read_json_document(path: Path, limit: int, what: str = "document") -> dict[s
     """One JSON object from ``path``: at most ``limit`` bytes (checked before reading), never through
     a link, strict UTF-8, strict JSON (NaN/Infinity and duplicate keys refused). ``what`` names the
     document in the size and link messages (they come from the run-record reader)."""
+    # deferred: the record model pulls pydantic, which readers of the capped reader alone (the DAG
+    # files' pick lists, parsed every few minutes) must not load
+    from argusic.core.record import RecordError, read_record_bytes
+
     try:
         data = read_record_bytes(path, limit)
     except RecordError as err:

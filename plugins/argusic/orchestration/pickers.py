@@ -8,19 +8,19 @@ state) and each published cycle's ``attempts.json`` (the attempts a maintainer c
 their page shows). Both are read as untrusted input: size-capped, ids checked against a strict
 grammar, anything odd dropped. A missing or broken file gives an empty list, and the form field stays
 a free text field (a list is a suggestion: Airflow renders JSON-schema ``examples`` of a string as a
-text field with a drop-down, and the tasks check whatever is typed as before). Standard library only.
+text field with a drop-down, and the tasks check whatever is typed as before). No heavy import:
+files are read by the project's capped reader, ``core.safe_io.read_capped``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from argusic.core.layout import publish_dir
+from argusic.core.safe_io import Unreadable, read_capped
 from argusic.core.settings import analyst_dir
 
 MANIFEST_MAX_BYTES = 4 << 20  # the analyst copy's manifest: ~35 KB for a demo warehouse
@@ -48,72 +48,52 @@ class Choices:
 
 
 def _read_capped(path: Path, limit: int) -> bytes | None:
-    """The file's bytes when it is a regular file (not a link: only the analyst copy's stable folder
-    link is followed, by the caller) of at most ``limit`` bytes; None otherwise."""
+    """The file's bytes by the project's one capped reader (a regular file, no link, at most
+    ``limit`` bytes); None for anything it refuses: a pick list is only a suggestion."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+        return read_capped(path, limit)
+    except Unreadable:
         return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = f.read(limit + 1)
-    return data if len(data) <= limit else None
 
 
-def _analyst_manifest(analyst: Path | None) -> dict | None:
+def _manifest_cycles(analyst: Path | None) -> dict[str, str | None]:
+    """The analyst copy's cycles (the stable link to the copy published now is followed), each id
+    checked, with its publication state as written (None when it is not a plain word); {} without a
+    usable manifest."""
     folder = analyst or analyst_dir()
     try:
-        current = folder.resolve(strict=True)  # the stable link to the copy published now
+        current = folder.resolve(strict=True)
     except (OSError, RuntimeError):
-        return None
+        return {}
     data = _read_capped(current / "manifest.json", MANIFEST_MAX_BYTES)
-    if data is None:
-        return None
     try:
-        manifest = json.loads(data)
+        manifest = json.loads(data) if data is not None else None
     except ValueError:
-        return None
-    return manifest if isinstance(manifest, dict) else None
+        return {}
+    cycles = manifest.get("cycles") if isinstance(manifest, dict) else None
+    found: dict[str, str | None] = {}
+    for entry in cycles if isinstance(cycles, list) else []:
+        cycle_id = entry.get("cycle_id") if isinstance(entry, dict) else None
+        if isinstance(cycle_id, str) and _CYCLE_ID.fullmatch(cycle_id) and cycle_id not in found:
+            state = entry.get("publication_state")
+            found[cycle_id] = state if isinstance(state, str) and _STATE_WORD.fullmatch(state) else None
+    return found
 
 
 def cycle_choices(analyst: Path | None = None) -> Choices:
     """The warehouse's cycles, newest first, shown with their publication state
     ("2026-12 (published)"), from the analyst copy's manifest."""
-    manifest = _analyst_manifest(analyst)
-    cycles = manifest.get("cycles") if manifest else None
-    if not isinstance(cycles, list):
-        return Choices()
-    seen: dict[str, str] = {}
-    for entry in cycles:
-        if not isinstance(entry, dict):
-            continue
-        cycle_id, state = entry.get("cycle_id"), entry.get("publication_state")
-        if not isinstance(cycle_id, str) or not _CYCLE_ID.fullmatch(cycle_id) or cycle_id in seen:
-            continue
-        shown = state if isinstance(state, str) and _STATE_WORD.fullmatch(state) else "state unknown"
-        seen[cycle_id] = f"{cycle_id} ({shown})"
-    values = sorted(seen, reverse=True)[:MAX_CYCLES]
-    return Choices(values, {v: seen[v] for v in values})
+    cycles = _manifest_cycles(analyst)
+    values = sorted(cycles, reverse=True)[:MAX_CYCLES]
+    return Choices(values, {v: f"{v} ({cycles[v] or 'state unknown'})" for v in values})
 
 
 def attempt_choices(published: Path | None = None, analyst: Path | None = None) -> Choices:
     """Attempt ids as published (the ids on the attempts' pages, which maintainers dispute), of the
     newest published cycles first, at most ``MAX_ATTEMPTS``."""
     root = published or publish_dir()
-    manifest = _analyst_manifest(analyst)
-    cycles = manifest.get("cycles") if manifest else None
-    published_cycles = sorted(
-        (
-            c["cycle_id"]
-            for c in (cycles if isinstance(cycles, list) else [])
-            if isinstance(c, dict)
-            and c.get("publication_state") == "published"
-            and isinstance(c.get("cycle_id"), str)
-            and _CYCLE_ID.fullmatch(c["cycle_id"])
-        ),
-        reverse=True,
-    )
+    cycles = _manifest_cycles(analyst)
+    published_cycles = sorted((c for c, state in cycles.items() if state == "published"), reverse=True)
     values: list[str] = []
     display: dict[str, str] = {}
     for cycle_id in published_cycles:
