@@ -25,7 +25,7 @@ reviews as (
 
     select attempt_id, look, decision, decided_by, decided_at
     from {{ source('decisions', 'judging_reviews') }}
-    qualify row_number() over (partition by attempt_id order by decided_at desc) = 1
+    {{ review_in_force() }}
 
 ),
 

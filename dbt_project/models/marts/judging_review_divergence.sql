@@ -9,7 +9,7 @@ with reviews as (
         *,
         count(*) over (partition by attempt_id) as reviews
     from {{ source('decisions', 'judging_reviews') }}
-    qualify row_number() over (partition by attempt_id order by decided_at desc) = 1
+    {{ review_in_force() }}
 
 ),
 
