@@ -87,9 +87,13 @@ def build_record(
     evidence.update(display_video_evidence(out_dir, store))  # the display's video, when it had one
 
     driver = driver_for(spec.agent_id)
+    if driver.external and (out_dir / SESSION_LOG).exists():
+        # the raw session the record's tool calls, final output and observation come from,
+        # fingerprinted like the log (seed 002): a reader can check every one of them against it
+        evidence["session_log"] = store.put_file(out_dir / SESSION_LOG).as_ref()
     if driver.external:
         return _build_external_record(
-            spec, result, out_dir, evidence, driver, key_record, environment, sealed, store
+            spec, result, out_dir, evidence, driver, key_record, environment, sealed
         )
 
     report, report_problem = _read_report(out_dir / EVIDENCE_FILES["report"])
@@ -244,15 +248,9 @@ def _build_external_record(
     key_record: dict | None,
     environment: Environment | None = None,
     sealed: SealCheck | None = None,
-    store: EvidenceStore | None = None,
 ) -> RunRecord:
     sealed = sealed or SealCheck({"status": "no_channel"})
     run = driver.collect(out_dir)
-    # The raw session the record's tool calls, final output and observation come from, fingerprinted
-    # into the store (seed 002): a reader can check every one of them against it.
-    session = out_dir / SESSION_LOG
-    if store is not None and session.is_file() and not session.is_symlink():
-        evidence = evidence | {"session_log": store.put_file(session).as_ref()}
     outcome = external_outcome(result, run, evidence, key_record)
     end_reason, invalid_reason, container_fault, keep_report = outcome
     invalid_reason, container_fault = _with_seal(invalid_reason, container_fault, sealed)
