@@ -54,6 +54,7 @@ from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
 from argusic.external import SESSION_LOG
 from argusic.external.collect import record_parts
+from argusic.external.model_settings import launch_of
 from argusic.harness.readme_runner import HARNESS_VERSION
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
 from argusic.sandbox.launch import ExecutionResult, Executor
@@ -256,12 +257,18 @@ def _build_external_record(
     invalid_reason, container_fault = _with_seal(invalid_reason, container_fault, sealed)
     session_intact = "session.jsonl" not in sealed.seal.get("altered", [])
     key = key_record or {"kind": driver.key_kind, "limit_usd": None}
+    # the agent's command and environment (no key) as agents._ExternalLaunch made them: the settings
+    agent_argv, agent_env = launch_of(
+        driver.harness_name, driver.model, driver.max_retries, gateway=key["kind"] == "per_run"
+    )
     parts = record_parts(
         run,
         key_kind=key["kind"],
         key_limit_usd=key["limit_usd"],
         harness_version=run.harness_version or driver.harness_version(),
         wall_seconds=(result.ended_at - result.started_at).total_seconds(),
+        argv=agent_argv,
+        env=agent_env,
     )
     doc = _base_doc(spec, result, evidence, environment) | {
         "end_reason": end_reason,
