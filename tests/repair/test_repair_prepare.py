@@ -31,7 +31,7 @@ def git(*args: str, cwd: Path | None = None) -> str:
 
 def test_topmost_new_paths_and_their_exclusions() -> None:
     base = {"README.md", "src/pkg/__init__.py", "src/pkg/mod.py"}
-    added = [".venv/bin/python", ".venv/lib/x.py", "src/pkg/__pycache__/mod.pyc", "build.log", "src/new/a/b.c"]
+    added = [".venv/bin/python", ".venv/lib/x.py", "src/pkg/__pycache__/m.pyc", "build.log", "src/new/a/b.c"]
     assert prepare.topmost_new(added, base) == [".venv", "build.log", "src/new", "src/pkg/__pycache__"]
     assert prepare.pathspec_lines([".venv", "a*b"]) == ".\n:(exclude,literal).venv\n:(exclude,literal)a*b\n"
     assert prepare.exclude_lines([".venv", "a*b", "#x"]) == "/.venv\n/a\\*b\n/\\#x\n"
@@ -72,8 +72,8 @@ def test_prepared_tree_keeps_base_files_as_base_has_them(tmp_path: Path) -> None
 SETUP = [
     "sh", "-c",
     "python3 -m venv --system-site-packages --without-pip .venv"
-    " && echo \"$PWD/src\" > \"$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')"
-    "/tomli-src.pth\""
+    " && echo \"$PWD/src\" > \"$(.venv/bin/python -c"
+    " 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')/tomli-src.pth\""
     " && .venv/bin/python -c 'import tomli; print(\"prepared: tomli from\", tomli.__file__)'"
     " && echo '# touched by the setup' >> README.md",
 ]  # fmt: skip
@@ -135,7 +135,8 @@ def test_a_real_item_is_prepared_once_and_copied_for_each_attempt(tmp_path, isol
         log_text = store.read(record.evidence.log.uri).decode()
         assert ".venv" in log_text  # the stand-in's `ls -A`: the tree it was handed is the prepared one
         records[agent] = record
-    first, second = records["repair-demo-gold"].repair.preparation, records["repair-demo-none"].repair.preparation
+    first = records["repair-demo-gold"].repair.preparation
+    second = records["repair-demo-none"].repair.preparation
     assert (first.reused, second.reused) == (False, True)  # made once, copied for each run
     assert first.tree_commit == second.tree_commit and first.log.sha256 == second.log.sha256
 
