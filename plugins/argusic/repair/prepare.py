@@ -125,7 +125,7 @@ def prepare_key(item, base_commit: str, image: str | None, network: str) -> str:
         "item_revision": item.revision,
         "base_commit": base_commit,
         "image": image,
-        "command": list(item.setup_command or []),
+        "command": list(getattr(item, "setup_command", None) or []),
         "network": network,
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
@@ -263,7 +263,7 @@ def prepare_item(
 ) -> Prepared | None:  # fmt: skip
     """The item's prepared tree (made now, or reused from the cache); None when the item has no setup
     command (nothing to prepare). `base_repo` holds `base_commit` (``base_source``'s bare copy)."""
-    command = list(item.setup_command or [])
+    command = list(getattr(item, "setup_command", None) or [])
     if not command:
         return None
     network = str(getattr(executor, "network", None) or "host")
