@@ -8,17 +8,18 @@ import json
 from pathlib import Path
 
 import pytest
+from argusic.attempts.install_run import agent_launch
 from argusic.core.record import Harness, Model, RecordError, parse_record
 from argusic.external import claude_code, codex
 from argusic.external.collect import record_parts
-from argusic.external.model_settings import AUXILIARY_MODEL_ENV, launch_of, model_settings
+from argusic.external.model_settings import AUXILIARY_MODEL_ENV, model_settings
 
 SESSIONS = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
 
 
 def _parts(mod, name: str, model: str, env_extra: dict | None = None) -> dict:
     run = mod.collect(SESSIONS / mod.HARNESS_NAME.replace("-", "_") / name, None, requested_model=model)
-    argv, env = launch_of(run.harness, model, 3, gateway=True)
+    argv, env = agent_launch(run.harness, model, 3, gateway=True)
     return record_parts(run, key_kind="per_run", key_limit_usd=1.0, argv=argv, env=env | (env_extra or {}))
 
 

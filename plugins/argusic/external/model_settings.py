@@ -190,25 +190,3 @@ def comparison_grade(harness: str, run, compared_model: str | None) -> tuple[str
         f"every model the session log shows answering ({', '.join(answered)}) is the experiment's "
         f"model {compared_model!r}"
     )
-
-
-def launch_of(
-    harness: str, model: str | None, max_retries: int | None = None, gateway: bool = False
-) -> tuple[list[str], dict[str, str]]:
-    """The agent's argument vector and environment (no key) as ``argusic.attempts.agents`` launches
-    `harness` for an install-and-run attempt: made by the driver's own functions, so the settings read
-    from them are what the CLI was handed."""
-    from argusic.external import claude_code, codex
-
-    if harness == "codex":
-        argv = codex.agent_argv(
-            "/project", model or "", "/out", gateway_url="http://gateway" if gateway else None,
-            max_retries=max_retries,
-        )  # fmt: skip
-        return argv, {}
-    if harness != claude_code.HARNESS_NAME:
-        return [], {}
-    env = claude_code.build_env({claude_code.KEY_ENV: "unused"}, max_retries=max_retries)
-    return claude_code.agent_argv(model or ""), {
-        k: v for k, v in env.items() if k not in claude_code.ALLOWED_KEY_ENV
-    }
