@@ -65,6 +65,47 @@ def test_prepared_tree_keeps_base_files_as_base_has_them(tmp_path: Path) -> None
     assert readme == "base"  # the agent's base is base
 
 
+def _base_repo(tmp_path: Path) -> tuple[Path, str]:
+    work = tmp_path / "w"
+    work.mkdir()
+    git("init", "-q", cwd=work)
+    (work / "README.md").write_text("base\n")
+    git("add", "-A", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=work)
+    return work, git("rev-parse", "HEAD", cwd=work)
+
+
+@pytest.mark.parametrize(
+    ("member", "refused"),
+    [
+        (("./dev/mem", tarfile.CHRTYPE, 0), "device or fifo"),
+        (("./pipe", tarfile.FIFOTYPE, 0), "device or fifo"),
+        (("../outside.txt", tarfile.REGTYPE, 3), "outside"),
+        (("./big.bin", tarfile.REGTYPE, 9 << 30), "over 8 GiB"),
+    ],
+)
+def test_a_hostile_prepared_tree_is_refused(tmp_path: Path, member, refused: str) -> None:
+    """The tar comes out of a container that ran the item's command: no device, fifo or escaping
+    member is extracted (we extract as root), and its size is capped before anything is written."""
+    work, base = _base_repo(tmp_path)
+    name, kind, size = member
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.type, info.size = kind, (size if size < (1 << 20) else 0)
+        tar.addfile(info, io.BytesIO(b"x" * info.size) if info.size else None)
+    data = buf.getvalue()
+    if size >= (1 << 20):  # a header that claims more content than the cap: refused before reading it
+        header = tarfile.TarInfo(name)
+        header.size = size
+        data = header.tobuf(format=tarfile.GNU_FORMAT)
+    (tmp_path / "t.tar").write_bytes(data)
+    with pytest.raises((prepare.PrepareError, tarfile.TarError)) as err:
+        prepare.tree_commit(tmp_path / "t.tar", work, base, tmp_path / "source.git")
+    assert refused in str(err.value)
+    assert not (tmp_path / "outside.txt").exists()
+
+
 # --- slow: a real item in Docker -------------------------------------------------------------------
 
 # A virtual environment with the package importable from it (no network: the grader has none either),

@@ -57,6 +57,9 @@ PREPARED_REF = "refs/heads/prepared"
 PREPARE_SECONDS = 1800  # the preparation's own limit (the agent's clock has not started)
 STATUS_MAX_BYTES = 4096
 MAX_EXCLUDED = 2000
+# A prepared tree comes out of a container that ran the item's command: hostile input, bounded.
+MAX_PREPARED_BYTES = 8 << 30  # bytes of file content in the tar
+MAX_PREPARED_MEMBERS = 500_000
 
 # The prepared commit's identity and time are fixed, like base's.
 COMMIT_ENV = {
@@ -191,6 +194,24 @@ def topmost_new(added: list[str], base_paths: set[str]) -> list[str]:
     return sorted(found)
 
 
+def _bounded_filter():
+    """tarfile's 'tar' filter, refusing device and fifo members and a tree over the size caps."""
+    seen = {"bytes": 0, "members": 0}
+
+    def check(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+        if member.ischr() or member.isblk() or member.isfifo():
+            raise PrepareError(f"the prepared tree holds a device or fifo: {member.name!r}")
+        seen["bytes"] += max(member.size, 0)
+        seen["members"] += 1
+        if seen["bytes"] > MAX_PREPARED_BYTES or seen["members"] > MAX_PREPARED_MEMBERS:
+            raise PrepareError(
+                f"the prepared tree is over {MAX_PREPARED_BYTES >> 30} GiB or {MAX_PREPARED_MEMBERS} entries"
+            )
+        return tarfile.tar_filter(member, dest)
+
+    return check
+
+
 def tree_commit(tar_path: Path, base_repo: Path, base_commit: str, dest: Path) -> dict:
     """Make `dest` a bare repository holding base and one commit of the prepared tree (base's tracked
     files as base has them, plus the added files); {commit, excluded, added_files, reverted}."""
@@ -200,8 +221,9 @@ def tree_commit(tar_path: Path, base_repo: Path, base_commit: str, dest: Path) -
         tree.mkdir()
         with tarfile.open(tar_path) as archive:
             # 'tar': no absolute or escaping member, no write through a link out of the folder;
-            # links pointing anywhere are kept as links (a virtual environment's interpreter)
-            archive.extractall(tree, filter="tar")
+            # links pointing anywhere are kept as links (a virtual environment's interpreter);
+            # no device or fifo (we extract as root), and the content's size and count bounded
+            archive.extractall(tree, filter=_bounded_filter())
         shutil.rmtree(dest, ignore_errors=True)
         _git(["init", "-q", "--bare", str(dest)])
         _git(["-C", str(dest), "fetch", "-q", "--no-tags", f"file://{base_repo.resolve()}", base_commit])
