@@ -37,7 +37,11 @@ def test_claude_code_side_calls_to_another_model_make_it_a_reference() -> None:
     assert settings["passed"]["model"] == {"value": "claude-sonnet-4-5", "status": "measured",
                                            "source": "launch argument --model"}  # fmt: skip
     assert settings["passed"]["max_retries"]["value"] == 3
-    assert {v["status"] for v in settings["auxiliary_models"].values()} == {"unavailable"}  # unset
+    # the launch now passes the side-call variables (the compared model): measured as passed; the grade
+    # still follows the session, whose side calls (recorded before they were set) went to haiku
+    assert {k: (v["value"], v["status"]) for k, v in settings["auxiliary_models"].items()} == {
+        name: ("claude-sonnet-4-5", "measured") for name in AUXILIARY_MODEL_ENV
+    }
     Model.model_validate(parts["model"])
     Harness.model_validate(parts["harness"])
 

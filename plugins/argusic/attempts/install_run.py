@@ -14,7 +14,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from argusic.attempts.agents import driver_for
+from argusic.attempts.agents import driver_for, side_call_env
 from argusic.attempts.common import (
     CHANGES_PURPOSES,
     EVIDENCE_FILES,
@@ -254,6 +254,7 @@ def agent_launch(
     if harness != claude_code.HARNESS_NAME:
         return [], {}
     env = claude_code.build_env({claude_code.KEY_ENV: "unused"}, max_retries=max_retries)
+    env |= side_call_env(harness, model)
     return claude_code.agent_argv(model or ""), {
         k: v for k, v in env.items() if k not in claude_code.ALLOWED_KEY_ENV
     }

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from argusic.attempts import common as board
-from argusic.attempts.agents import driver_for
+from argusic.attempts.agents import driver_for, side_call_env
 from argusic.attempts.common import _model_answered
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
 from argusic.attempts.identity import IDENTITY_WORDS, agent_pins, identity_name, recording_title
@@ -436,7 +436,7 @@ def _agent_command(driver, paths, prompt_path: str, limits: RepairLimits, key_en
     env = mod.build_env(key_env, paths.scratch, max_retries=driver.max_retries)
     # Seed 001: the CLI's side calls (titles, summaries: its "small, fast" model) go to the compared
     # model too, never to another one the comparison did not choose.
-    env |= {name: driver.model for name in AUXILIARY_MODEL_ENV}
+    env |= side_call_env(driver.harness_name, driver.model)
     return ["bash", "-c", script], env
 
 
@@ -511,7 +511,6 @@ def _status(out_dir: Path) -> dict:
 
 
 # Claude Code's variables naming the model of its side calls (the older and the current name).
-AUXILIARY_MODEL_ENV = ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL")
 
 
 def _result_event(out_dir: Path) -> dict:

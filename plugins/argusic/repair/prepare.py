@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from argusic.core.layout import runs_dir
 from argusic.sandbox.launch import Launch
 
 log = logging.getLogger(__name__)
@@ -263,8 +264,6 @@ def _status(path: Path) -> dict:
 
 def cache_dir(base: Path | None = None) -> Path:
     """Where prepared trees are kept: ARGUSIC_PREPARED_DIR, else ``<runs>/.prepared``."""
-    from argusic.core.layout import runs_dir
-
     return Path(os.environ.get("ARGUSIC_PREPARED_DIR") or (base or runs_dir()) / ".prepared")
 
 
