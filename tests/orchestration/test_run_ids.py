@@ -111,6 +111,9 @@ def test_every_cycle_is_not_a_cycle_and_a_dispute_run_names_its_attempt() -> Non
     assert review_cycle(None, "judging__2026-12__bulk__x", JUDGING_PREFIX) == "2026-12"
     assert disputed_attempt(ATTEMPT, f"dispute__{ATTEMPT}__1") == ATTEMPT
     assert disputed_attempt(ATTEMPT, "manual__2026-12-03T10:15:00+00:00") == ATTEMPT
+    odd = "2026-12.board.readme-runner.demo__cli.a2"  # an id part may hold `__`: typed, not named
+    assert run_id_for_trigger("argusic_disputes", {"attempt_id": odd}, NOW) is None
+    assert disputed_attempt(odd, f"dispute__{odd}__1") == odd
     with pytest.raises(ConfigurationError, match="names attempt other but the param attempt_id is"):
         disputed_attempt(ATTEMPT, "dispute__other__1")
 

@@ -77,6 +77,8 @@ def disputed_attempt(param: str, run_id: str | None) -> str:
     """The attempt a dispute run is about: the attempt_id param; ConfigurationError when the run id
     names another attempt (`dispute__<attempt_id>__<time>`): the dispute records its run id."""
     named = named_in_run_id(run_id, DISPUTE_PREFIX)
+    if run_id and (run_id == f"{DISPUTE_PREFIX}{param}" or run_id.startswith(f"{DISPUTE_PREFIX}{param}__")):
+        return param  # an attempt id with `__` in it (an id part may hold one) names no other attempt
     if named and param != named:
         raise ConfigurationError(
             f"the run id {run_id!r} names attempt {named} but the param attempt_id is {param!r}: trigger "
