@@ -7,10 +7,11 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from argusic.cycle.ids import ConfigurationError
+from argusic.cycle.ids import RUN_ID_PREFIX, ConfigurationError
 from argusic.orchestration.run_ids import (
     AIRFLOW_RUN_ID,
     BODY_MAX,
+    CYCLE_PREFIX,
     EVERY_CYCLE,
     JUDGING_PREFIX,
     REVIEW_PREFIX,
@@ -106,6 +107,7 @@ def test_nothing_unsafe_ever_reaches_a_run_id_airflow_names_it_and_the_dag_refus
 
 
 def test_every_cycle_is_not_a_cycle_and_a_dispute_run_names_its_attempt() -> None:
+    assert CYCLE_PREFIX == RUN_ID_PREFIX  # argusic_cycle's own grammar (argusic.cycle.ids)
     assert named_in_run_id(f"review__{EVERY_CYCLE}__" + T, REVIEW_PREFIX) is None
     assert review_cycle(None, f"judging__{EVERY_CYCLE}__x", JUDGING_PREFIX) is None
     assert review_cycle(None, "judging__2026-12__bulk__x", JUDGING_PREFIX) == "2026-12"

@@ -32,9 +32,8 @@ import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from argusic.cycle.ids import RUN_ID_PREFIX as CYCLE_PREFIX
-from argusic.cycle.ids import ConfigurationError
-
+CYCLE_PREFIX = "cycle__"  # argusic.cycle.ids.RUN_ID_PREFIX (not imported: the plugin loads this module
+# in every Airflow process, and argusic.cycle.ids brings the catalogue's models)
 REVIEW_PREFIX = "review__"
 JUDGING_PREFIX = "judging__"
 DISPUTE_PREFIX = "dispute__"
@@ -64,6 +63,8 @@ def named_in_run_id(run_id: str | None, prefix: str) -> str | None:
 def review_cycle(param: str | None, run_id: str | None, prefix: str) -> str | None:
     """The cycle a review run covers: the cycle_id param, else the cycle its run id names, else None
     (every cycle). ConfigurationError when the two name different cycles."""
+    from argusic.cycle.ids import ConfigurationError  # deferred: see CYCLE_PREFIX
+
     named = named_in_run_id(run_id, prefix)
     if param and named and param != named:
         raise ConfigurationError(
@@ -76,6 +77,8 @@ def review_cycle(param: str | None, run_id: str | None, prefix: str) -> str | No
 def disputed_attempt(param: str, run_id: str | None) -> str:
     """The attempt a dispute run is about: the attempt_id param; ConfigurationError when the run id
     names another attempt (`dispute__<attempt_id>__<time>`): the dispute records its run id."""
+    from argusic.cycle.ids import ConfigurationError  # deferred: see CYCLE_PREFIX
+
     named = named_in_run_id(run_id, DISPUTE_PREFIX)
     if run_id and (run_id == f"{DISPUTE_PREFIX}{param}" or run_id.startswith(f"{DISPUTE_PREFIX}{param}__")):
         return param  # an attempt id with `__` in it (an id part may hold one) names no other attempt
