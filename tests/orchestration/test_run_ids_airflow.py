@@ -61,8 +61,8 @@ def test_a_trigger_without_a_run_id_is_named_after_its_subject(airflow) -> None:
          rf"judging__all-cycles__{re.escape(ATTEMPT)}__{TIME}"),
         ("argusic_disputes", {"attempt_id": ATTEMPT, "claim": "our mirror was stale", "contact": "m@x.org"},
          rf"dispute__{re.escape(ATTEMPT)}__{TIME}"),
-        ("argusic_emergency_stop", {"action": "stop", "reason": "drill", "cycle": "2026-12"},
-         rf"stop__2026-12__{TIME}"),
+        ("argusic_emergency_stop", {"action": "stop", "reason": "drill", "cycle": "2026-12-runids"},
+         rf"stop__2026-12-runids__{TIME}"),
         ("argusic_emergency_stop", {"action": "resume", "reason": "drill over"},
          rf"resume__all-cycles__{TIME}"),
         ("argusic_cycle", {"cycle_id": "2026-12-ui", "demo": True, "pool_size": 3},
@@ -121,3 +121,54 @@ def test_the_ui_trigger_button_opens_the_named_run(airflow) -> None:
         browser.close()
     assert re.fullmatch(rf"judging__all-cycles__bulk__{TIME}", run_id), url
     assert run_id in header and "ana" in header, header[:2000]
+
+
+def test_a_named_stop_runs_under_the_scheduler_and_records_who_when_why(airflow) -> None:
+    """The named run is a run like any other: a real scheduler (LocalExecutor, tasks through the API
+    server's execution API) runs `stop__<cycle>__…` and `resume__all-cycles__…`; the stop's decision
+    records the person who triggered it, the time Airflow recorded and the reason."""
+    import json
+    import signal
+    import time
+
+    env, log = airflow["env"], (airflow["base"] / "scheduler.log").open("w")
+    scheduler = subprocess.Popen(
+        [str(Path(PYTHON).parent / "airflow"), "scheduler", "--skip-serve-logs"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    ana = Person(airflow["url"], "ana", airflow["passwords"]["ana"])
+    dag = f"{airflow['url']}/api/v2/dags/argusic_emergency_stop"
+    cycle = "2026-12-runids-e2e"  # a cycle no other test runs: the stop ends nothing of theirs
+    try:
+        for run in ana.session.get(f"{dag}/dagRuns", timeout=30).json()[
+            "dag_runs"
+        ]:  # queued by the test above
+            assert ana.session.delete(f"{dag}/dagRuns/{run['dag_run_id']}", timeout=30).status_code == 204
+        assert ana.session.patch(dag, json={"is_paused": False}, timeout=30).ok
+        ended = {}
+        for conf in ({"action": "stop", "reason": "drill: named runs", "cycle": cycle},
+                     {"action": "resume", "reason": "drill over"}):  # fmt: skip
+            run_id = _trigger(ana, "argusic_emergency_stop", conf)["dag_run_id"]
+            for _ in range(300):
+                state = ana.session.get(f"{dag}/dagRuns/{run_id}", timeout=30).json()["state"]
+                if state in ("success", "failed"):
+                    break
+                time.sleep(2)
+            ended[run_id] = state
+    finally:
+        os.killpg(scheduler.pid, signal.SIGTERM)
+        try:
+            scheduler.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(scheduler.pid, signal.SIGKILL)
+        log.close()
+    (stop_id, stop_state), (resume_id, resume_state) = ended.items()
+    assert re.fullmatch(rf"stop__{cycle}__{TIME}", stop_id) and stop_state == "success", ended
+    assert re.fullmatch(rf"resume__all-cycles__{TIME}", resume_id) and resume_state == "success", ended
+    decisions = sorted((Path(env["ARGUSIC_RUNS_DIR"]) / "control" / "decisions").iterdir())
+    recorded = [json.loads(p.read_text()) for p in decisions]
+    assert [(d["active"], d["by"], d["reason"], d["cycle"]) for d in recorded] == [
+        (True, "ana", "drill: named runs", cycle),
+        (False, "ana", "drill over", cycle),
+    ], recorded
+    assert all(d["at"].startswith("20") for d in recorded)
