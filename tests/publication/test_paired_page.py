@@ -21,7 +21,7 @@ from argusic.publication import repair_export
 from argusic.publication.repair_export import ExportRefused, export_repair_runs, masked_item_id
 from argusic.warehouse.dbt_build import PublicationBlocked
 from test_repair_export import COLUMNS, KEY, _rows
-from test_site import _published, link_problems
+from test_site import _published, link_problems, loose_digits, published_values
 
 CRITERIA = ("correctness", "change_scope", "consistency", "simplicity", "tidiness", "overall")
 PAIRED_COLUMNS = (
@@ -88,7 +88,13 @@ def test_the_paired_reviews_are_exported_masked_and_shown_on_the_site(
     page = site / "repair" / "paired.html"
     shown = text_of(page)
     assert "P: model-a · Q: model-7f3a9c1e" in shown
-    assert "Tidiness 2.0 4.0 1 0 3 (2)" in shown and "confirmed by a person: P 1, Q 0" in shown
+    assert "Tidiness 2.0 4.0 1 0 3 2" in shown and "confirmed by a person: P 1 , Q 0" in shown
+    html = page.read_text()
+    assert loose_digits(html) == []  # every number a marked field of a published file (the site's rule)
+    numbers, strings = published_values(publish)
+    marked = [float(m) for m in re.findall(r'data-n="([^"]+)"', html)]
+    assert marked and set(marked) <= numbers
+    assert set(re.findall(r'data-v="([^"]+)"', html)) <= strings
     for page_path in site.rglob("*.html"):  # no page names an item, a project, a model or an agent
         html = page_path.read_text()
         for name in NAMES:
