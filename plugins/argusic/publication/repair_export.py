@@ -293,7 +293,32 @@ def export_repair_runs(con, publish_dir: Path, *, key: bytes | None = None) -> P
     return folder
 
 
+RUNS_COLUMNS = (
+    "item_id", "project_id", "track", "source_kind", "agent_label", "source_set", "verdict", "changed_lines",
+    "size_vs_gold", "lint_new_errors", "suppressions_added", "input_tokens", "output_tokens", "graded_at",
+    "grade_id", "counts_in_rates",
+)  # fmt: skip
+PAIRED_COLUMNS = ("pair_id", "item_id", "project_id", "criterion", "criterion_order", "p_label", "q_label",
+                  "status", *PAIR_FIGURES, *PAIR_BUGS)  # fmt: skip
+
+
+def _built(con, table: str, columns: tuple[str, ...]) -> bool:
+    """The mart is there with the columns dbt builds it with (a warehouse of hand-made marts, as
+    some tests write, may have a mart of that name in another shape: nothing of it is exported)."""
+    found = {
+        r[0]
+        for r in con.execute(
+            "select column_name from information_schema.columns "
+            "where table_schema = 'marts' and table_name = ?",
+            [table],
+        ).fetchall()
+    }
+    return bool(found) and set(columns) <= found
+
+
 def has_repair_results(con) -> bool:
     """Whether the warehouse holds anything the export would publish (grades that count, or paired
-    reviews): publishing a cycle writes the export only then."""
-    return bool(_rows(con)) or bool(_rows(con, PAIRED_QUERY, "paired_review"))
+    reviews, in the marts dbt builds): publishing a cycle writes the export only then."""
+    runs = _built(con, "repair_runs", RUNS_COLUMNS) and bool(_rows(con))
+    paired = _built(con, "paired_review", PAIRED_COLUMNS) and bool(_rows(con, PAIRED_QUERY, "paired_review"))
+    return runs or paired
