@@ -9,8 +9,8 @@ nobody types ids.
   the operator's side, and is written nowhere.
 - **The choice** (``choose_pairs``): per item revision, the patches whose grade is ``resolved`` (the
   seed reviews the patches that pass the tests; ``verdicts`` widens it), one per (label, patch). Two
-  patches can be paired when they differ and come from different runs: two models first (different
-  labels), two runs of one model only when an item has no such pair. Among the possible pairs of an
+  patches can be paired when they differ and come from different runs (attempts): pairs of two
+  models (different labels) first, pairs of two runs of one model after them. Among the possible pairs of an
   item, the order is sha256 of (the selection seed, the two patch ids sorted): the same seed and the
   same patches choose the same pairs, in any order of reading. ``per_item`` pairs per item (default
   1), counting the pairs already judged (``<pairs_dir>/<pair_id>/review.json``): a run stopped half
@@ -77,11 +77,12 @@ TIERS = {0: "two models (different labels)", 1: "two runs of one model"}
 @dataclass(frozen=True)
 class Candidate:
     """A graded patch of a repair attempt: the item, the patch (label, text, grade) and its run (the
-    attempt's cycle and agent: operator-side, never written)."""
+    attempt id: each attempt at an item is one run, as seed 001's three runs per item and model;
+    operator-side, never written)."""
 
     item: Item
     patch: GradedPatch
-    run: tuple[str, str]
+    run: str
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def repair_candidates(
             grade = json.loads(_read_referenced(folder / GRADE_FILE, repair.grade, MAX_GRADE_BYTES, store))
             item = _item_of(record.project_id, repair.item_id, repair.item_revision, root, items)
             label = label_for(record.agent_id, labels)
-            found.append(Candidate(item, graded_patch(label, patch, grade, item), (record.cycle_id, label)))
+            found.append(Candidate(item, graded_patch(label, patch, grade, item), record.attempt_id))
         except (OSError, ValueError, ItemError, PairError) as err:
             problems.append(f"{record.attempt_id}: {str(err)[:300]}")
     return found, problems
