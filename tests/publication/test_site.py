@@ -924,3 +924,31 @@ def test_attempts_json_carries_the_judged_result_when_the_warehouse_has_it() -> 
         "overturned": True, "judged_at": "2026-12-01T10:00:00Z",
     }  # fmt: skip
     assert second == attempts[1] | dict.fromkeys(JUDGED_FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("grade", "shown", "absent"),
+    [
+        ("reference", "reference only", "same model as the comparison"),
+        ("same-model", "same model as the comparison", "reference only"),
+        (None, None, "reference only"),
+    ],
+)
+def test_the_run_page_says_when_a_harness_ran_for_reference_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grade, shown, absent
+) -> None:
+    """Seed 002: an external harness whose session shows another model answering is for reference only;
+    the run page says so next to the harness, from the record's grade (never the agent's words)."""
+    from argusic.publication.site import build_site
+
+    publish, store_url = _published(
+        tmp_path, masked=False, harness_name="claude-code", harness_version="2.0.1", harness_grade=grade,
+        model_requested="claude-sonnet-4-5", model_responded="claude-sonnet-4-5-20250929",
+    )  # fmt: skip
+    monkeypatch.setenv("ARGUSIC_EVIDENCE_URL", store_url)
+    run = (
+        build_site(publish) / "cycles/2026-11-x/runs/2026-11-x.board.readme-runner.demo.a1.html"
+    ).read_text()
+    if shown:
+        assert shown in run
+    assert absent not in run

@@ -80,6 +80,9 @@ SELECT s.attempt_id, s.agent_id, s.project_id, s.purpose, s.attempt_no, s.is_val
        r.record_json ->> '$.harness.version' AS harness_version,
        r.record_json ->> '$.model.requested' AS model_requested,
        r.record_json ->> '$.model.responded' AS model_responded,
+       -- seed 002: an external harness run only with another model than the experiment's is for
+       -- reference only (derived by the harness from the models that answered, never claimed)
+       r.record_json ->> '$.harness.grade' AS harness_grade,
        r.record_json ->> '$.key.kind' AS key_kind,
        r.verified_how, r.final_state,
        r.log_sha256, r.recording_sha256, r.report_sha256,

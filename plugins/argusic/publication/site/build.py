@@ -125,7 +125,7 @@ FIELDS = {
         "attempt_id agent_id project_id purpose attempt_no is_valid invalid_reason outcome score "
         "install_points run_points recovery_points depth_points commit_sha tier budget_seconds "
         "effective_budget_seconds demo end_reason started_at ended_at methodology_version rerun_of "
-        "executor image harness_name harness_version model_requested model_responded key_kind "
+        "executor image harness_name harness_version harness_grade model_requested model_responded key_kind "
         "verified_how final_state log_sha256 recording_sha256 report_sha256 served_log_sha256 "
         "served_log_bytes served_recording_sha256 served_recording_bytes masking_applied "
         "served_copy_withheld harness_edition scaffold_sha256 image_role image_reference image_digest "
