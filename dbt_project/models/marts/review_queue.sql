@@ -166,7 +166,8 @@ select
     case when purpose = 'repair' then null else records.served_log_uri end as served_log_uri,
     case when purpose = 'repair' then null else records.served_recording_uri end as served_recording_uri,
     records.served_copy_withheld,
-    records.final_state,
+    -- the agent's own words may name its model
+    case when purpose = 'repair' then null else records.final_state end as final_state,
     has_artifact_or_patch,
     needles_score,
     needles_status,
