@@ -27,6 +27,9 @@ Trigger with the dispute as filed by the maintainer (the trigger form: attempt i
 4. **build** — the rerun counts in the original's place (`marts.attempt_corrections`); the original
    stays loaded, marked corrected; no evidence is touched. Publish through `argusic_cycle`'s approval.
 
+The run is named after the disputed attempt, `dispute__<attempt_id>__<time>`, when the trigger
+form's Run ID (Advanced Options) is left empty; a Run ID typed that names another attempt is refused.
+
 From a shell: `argusic dispute file|rule|list` (docs/operators.md).
 """
 
@@ -72,6 +75,8 @@ def argusic_disputes():
     @task
     def file_dispute(params: dict) -> str:
         from airflow.sdk.exceptions import AirflowFailException
+        from argusic.cycle.ids import ConfigurationError
+        from argusic.orchestration.run_ids import disputed_attempt
         from argusic.review.disputes import file
         from argusic.warehouse.decisions import DecisionError
 
@@ -80,9 +85,10 @@ def argusic_disputes():
         by = getattr(run, "triggering_user_name", None) or "airflow"
         filed_at = run.run_after or run.start_date  # the time the trigger was recorded
         try:
-            return file(params["attempt_id"], params["claim"], params["contact"], by, filed_at,
+            attempt_id = disputed_attempt(params["attempt_id"], run.run_id)  # a run id names no other
+            return file(attempt_id, params["claim"], params["contact"], by, filed_at,
                         note=f"filed through argusic_disputes run {run.run_id}")  # fmt: skip
-        except DecisionError as err:
+        except (DecisionError, ConfigurationError) as err:
             raise AirflowFailException(str(err)) from None
 
     @task(execution_timeout=timedelta(hours=8))

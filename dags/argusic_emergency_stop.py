@@ -24,6 +24,9 @@ triggered the run and the time Airflow recorded for the trigger; optionally one 
   tasks after resuming.
 * **resume** — lifts the switch.
 
+The run is named `stop__<cycle>__<time>` (`stop__all-cycles__<time>`) or `resume__all-cycles__<time>`
+when the trigger form's Run ID (Advanced Options) is left empty.
+
 From a shell: `argusic stop --reason ...`, `argusic resume --reason ...`, `argusic stop-status`
 (docs/operators.md "Emergency stop").
 """

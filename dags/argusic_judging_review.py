@@ -44,9 +44,11 @@ DAG for a `cycle_id` after a build that loaded the judges' verdicts:
 A person's Promote/Reject is the final decision whether the attempt counts as a result
 (`marts.judging_results`: the person's decision when present, else the provisional one; shown on the
 public run page). It never changes a score, a verdict, a rate or the board.
-Name the run after what it reviews: Run ID `judging__<cycle_id>__<time>` in the trigger form's
-advanced options (e.g. `judging__2026-12__20261203T1000Z`), or `--run-id` / `dag_run_id`; with
-`cycle_id` empty, that cycle's queue is the one reviewed.
+The run is named after what it reviews when the trigger form's Run ID (Advanced Options) is left
+empty: `judging__<cycle_id>__<time>`, with `__bulk` for one form, `__every` for every attempt, the
+attempt id or `__<n>-attempts` for attempts named (e.g. `judging__2026-12__bulk__20261203T101500.123Z`;
+`judging__all-cycles__…` with `cycle_id` empty). A Run ID typed as `judging__<cycle_id>__<anything>`
+with `cycle_id` empty reviews that cycle's queue.
 
 The same review from a shell: `argusic judging review --attempt A --look N --decision promote|reject
 [--code-structure N] [--logic-correctness N] --by NAME --note WHY`.
@@ -88,9 +90,9 @@ def _awaiting(awaiting, params: dict, *, selected_only: bool, attempt_ids: list[
             None,
             type=["null", "string"],
             title="Cycle id",
-            description="Review this cycle's queue only (e.g. 2026-12). Empty: the cycle the run id "
-            "names (judging__<cycle_id>__<time>, Advanced Options → Run ID), else every cycle's awaiting "
-            "attempts.",
+            description="Review this cycle's queue only (e.g. 2026-12); the run is named "
+            "judging__<cycle_id>__<time>. Empty: every cycle's awaiting attempts "
+            "(judging__all-cycles__<time>), or the cycle a Run ID typed under Advanced Options names.",
             **cycle_choices().param_schema(),  # the warehouse's cycles, as of the last build
         ),
         "bulk": Param(

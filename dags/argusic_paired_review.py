@@ -19,6 +19,13 @@ The judges of a paired review (`argusic.judging.paired`: one repair item's two p
 six criteria 1..5, a verbatim quote for every score of 3 or less) report bugs; a person re-checks
 each one here:
 
+0. **judge_pairs** — chooses the pairs to judge and judges them (`argusic.judging.paired_select`, the
+   same step as `argusic paired review`): per item two graded repair patches of different runs (two
+   models first; `resolved` ones), P and Q drawn and recorded, the same `seed` choosing the same
+   pairs, pairs already judged never judged again (a stopped run is resumed by triggering it again).
+   Judges: the real CLIs through the routing gateway, or with `script_dir` the real CLIs against the
+   model double answering judgement scripts. A pair that cannot be judged is listed in the task's
+   result and log; the others are loaded. Off with `judge_new_pairs` false, and when `pair_id` is set.
 1. **load_reviews** — loads the review documents (`<runs>/paired/<pair_id>/review.json`) into
    `raw.paired_judgements` and `raw.paired_bugs`.
 2. **bugs_to_check** — every loaded bug no person has re-checked (or one pair's, `pair_id`).
@@ -48,9 +55,44 @@ only, never a label or a model name.
             title="Pair id",
             description="Re-check this pair's bugs only (<item_id>.<seed>). Empty: every pair's.",
         ),
+        "judge_new_pairs": Param(
+            True,
+            type="boolean",
+            title="Judge new pairs",
+            description="Choose the pairs not judged yet and run the judges on them first.",
+        ),
+        "seed": Param(
+            "paired-review",
+            type="string",
+            minLength=1,
+            maxLength=200,
+            title="Selection seed",
+            description="The same seed chooses the same pairs (argusic paired review --seed).",
+        ),
+        "per_item": Param(1, type="integer", minimum=1, maximum=20, title="Pairs per item"),
+        "script_dir": Param(
+            None,
+            type=["null", "string"],
+            title="Judgement scripts folder",
+            description="The judges' real CLIs against the model double answering these scripts "
+            "(<dir>/<judge>.json or <dir>/<pair_id>/<judge>.json). Empty: the real judges.",
+        ),
     },
 )
 def argusic_paired_review():
+    @task(execution_timeout=timedelta(hours=6))
+    def judge_pairs(params: dict) -> dict:
+        from argusic.judging.paired_select import DEFAULT_JUDGES, review_pairs, run_real, run_scripted
+
+        if not params.get("judge_new_pairs", True) or params.get("pair_id"):
+            return {"skipped": True}
+        script_dir = params.get("script_dir")
+        runner = run_scripted(script_dir, DEFAULT_JUDGES) if script_dir else run_real()
+        return review_pairs(
+            runner, seed=params.get("seed") or "paired-review", per_item=int(params.get("per_item") or 1),
+            report=print,
+        )  # fmt: skip
+
     @task(**WAREHOUSE_TASK_ARGS)
     def load_reviews() -> int:
         from argusic.warehouse.load_paired import ingest_paired
@@ -68,6 +110,7 @@ def argusic_paired_review():
         ]  # fmt: skip
 
     loaded = load_reviews()
+    judge_pairs() >> loaded
     bugs = bugs_to_check()
     loaded >> bugs
     forms = PairedBugCheckForm.partial(

@@ -27,8 +27,9 @@ fault it was. Trigger this DAG (optionally for one `cycle_id`) after a cycle's b
 3. **build** — rebuilds the marts once every form is answered; the board then reflects the
    decisions (publish it through `argusic_cycle`'s approval, or `argusic publish`).
 
-Name the run after its cycle: Run ID `review__<cycle_id>__<time>` (Advanced Options), e.g.
-`review__2026-12__20261203T1000Z`; with `cycle_id` empty, that cycle is the one reviewed.
+The run is named after its cycle, `review__<cycle_id>__<time>` (`review__all-cycles__<time>` with
+`cycle_id` empty), when the trigger form's Run ID (Advanced Options) is left empty. A Run ID typed as
+`review__<cycle_id>__<anything>` with `cycle_id` empty reviews that cycle.
 
 The same decision from a shell: `argusic review decide --cycle C --project P --decision
 project_at_fault --by NAME --note WHY` (docs/operators.md).
@@ -59,9 +60,9 @@ def _cycle(params: dict) -> str | None:
             None,
             type=["null", "string"],
             title="Cycle id",
-            description="Review the projects of this cycle only (e.g. 2026-12). Empty: the cycle the "
-            "run id names (review__<cycle_id>__<time>, Advanced Options → Run ID), else every cycle's "
-            "projects that await a decision.",
+            description="Review the projects of this cycle only (e.g. 2026-12); the run is named "
+            "review__<cycle_id>__<time>. Empty: every cycle's projects that await a decision "
+            "(review__all-cycles__<time>), or the cycle a Run ID typed under Advanced Options names.",
             **cycle_choices().param_schema(),  # the warehouse's cycles, as of the last build
         ),
     },

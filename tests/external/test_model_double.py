@@ -640,6 +640,14 @@ def test_claude_code_does_an_install_and_run_attempt_against_the_double(env, tmp
     # Model and harness from the CLI's own lines (the double answers as the model requested).
     assert record.model.requested == registered.model and record.model.responded == registered.model
     assert record.harness.name == "claude-code" and record.harness.version == claude_code.PINNED_VERSION
+    # Its side calls were sent to the agent's model too (an agent is one model), so the record is
+    # graded same-model (seed 002), from what the session showed, never from the agent's claim.
+    auxiliary = record.model.settings.auxiliary_models
+    assert {k: v.value for k, v in auxiliary.items()} == {
+        "ANTHROPIC_SMALL_FAST_MODEL": registered.model,
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": registered.model,
+    }, auxiliary
+    assert record.harness.grade == "same-model", record.harness.grade_basis
 
     # The report the model wrote through the Write tool, and what the harness observed.
     assert json.loads((out / "report.json").read_text()) == REPORT

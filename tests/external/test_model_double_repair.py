@@ -229,6 +229,18 @@ def test_claude_code_repairs_a_repairkit_item_against_the_double(env, tmp_path, 
     registered = agents.DRIVERS["claude-code"]
     assert record.model.requested == registered.model and record.model.responded == registered.model
     assert record.harness.name == "claude-code" and record.harness.version == claude_code.PINNED_VERSION
+    # seed 002: the settings the CLI was handed, and its grade from the models that answered (the
+    # auxiliary variables point its side calls at the compared model: same-model)
+    settings = record.model.settings
+    assert {n: s.value for n, s in settings.auxiliary_models.items()} == dict.fromkeys(
+        ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"), registered.model
+    )
+    assert (
+        settings.passed["model"].value == registered.model
+        and settings.passed["max_turns"].status == "measured"
+    )
+    assert settings.temperature.status == "unavailable" and settings.answered == [registered.model]
+    assert record.harness.grade == "same-model", record.harness.grade_basis
     assert result["result"] == script[-1]["text"]  # the final message: the agent's report
 
     _key_lived_one_attempt(tmp_path, run)
@@ -307,6 +319,8 @@ def test_codex_repairs_a_repairkit_item_against_the_double(env, tmp_path, monkey
     assert priced > 0
     assert record.model.requested == registered.model and record.model.responded is None
     assert record.harness.name == "codex" and record.harness.version == codex.PINNED_VERSION
+    assert record.model.settings.passed["model"].value == registered.model
+    assert record.harness.grade == "same-model", record.harness.grade_basis  # no reroute reported
     assert collected.final_text == script[-1]["text"]  # the final message: the agent's report
     assert (out / codex.LAST_MESSAGE_FILE).read_text().strip() == script[-1]["text"]
 

@@ -238,7 +238,8 @@ def test_dagbag_integrity(tmp_path: Path) -> None:
 
     # The paired review's person (issue #31, Layer 3): one mapped form per reported bug, labelled.
     paired = info["dags"]["argusic_paired_review"]["tasks"]
-    assert set(paired) == {"load_reviews", "bugs_to_check", "check_bug", "build"}
+    # judge_pairs (issue #31): chooses and judges the pairs first, so nobody types ids (deliberate)
+    assert set(paired) == {"judge_pairs", "load_reviews", "bugs_to_check", "check_bug", "build"}
     assert paired["check_bug"]["mapped"] and "bug_label" in paired["check_bug"]["map_index_template"]
     assert paired["build"]["pool"] == paired["load_reviews"]["pool"] == "argusic_warehouse"
 

@@ -86,7 +86,8 @@ def test_runs_are_numbered_per_label_with_rates_and_masked_items(tmp_path: Path,
         for word in ("calc-a", "calc-b", "calc-c", "calc-z", "calcproj", "agent-sonnet-x", "claude-sonnet"):
             assert word not in text, (name, word)
     # the site copies exactly the listed files, and refuses one changed since
-    assert [n for n, _ in repair_export_files(tmp_path / "published")] == ["runs.json", "runs.csv"]
+    listed = [n for n, _ in repair_export_files(tmp_path / "published")]
+    assert listed == ["runs.json", "runs.csv", "paired.json"]  # paired.json: the paired reviews (issue 31)
     (folder / "runs.csv").write_text((folder / "runs.csv").read_text() + "x\n")
     with pytest.raises(SiteError, match="sha256"):
         repair_export_files(tmp_path / "published")

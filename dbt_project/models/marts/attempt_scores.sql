@@ -35,7 +35,11 @@ records as (
         observed_errors_fixed,
         test_depth as claimed_test_depth,
         observed_verified,
-        seal_status
+        seal_status,
+        -- the comparison (issue #31, seed 002)
+        condition,
+        harness_name,
+        harness_grade
     from {{ ref('stg_run_records') }}
 
 )
@@ -64,7 +68,14 @@ select
     records.claimed_test_depth,
     records.observed_verified,
     records.seal_status,
-    scores.claims_not_shown
+    scores.claims_not_shown,
+    -- appended (issue #31, seed 002): where analysts compare harnesses, the condition the attempt ran
+    -- under, its harness and that harness's comparison grade; a reference run (another model
+    -- answered) is for reference only, never read as the harness's difference
+    records.condition,
+    records.harness_name,
+    records.harness_grade,
+    coalesce(records.harness_grade = 'reference', false) as reference_only
 from scores
 left join records
     on records.attempt_id = scores.attempt_id

@@ -31,7 +31,10 @@ record_fields as (
             '$.observed.verify_command',    -- 14 (text)
             '$.seal.status',                -- 15 (text)
             '$.container_fault',            -- 16 (text)
-            '$.condition'                   -- 17 (text)
+            '$.condition',                  -- 17 (text)
+            '$.harness.grade',              -- 18 (text)
+            '$.harness.grade_basis',        -- 19 (text)
+            '$.repair.preparation.status'   -- 20 (text)
         ]) as record_values
 
     from source
@@ -146,7 +149,17 @@ renamed as (
                 when harness_name in ('claude-code', 'codex') then 'external-' || harness_name
                 else 'baseline'
             end
-        ) as condition
+        ) as condition,
+
+        -- seed 002's comparison grade of an external harness (issue #31): same-model (run with the
+        -- experiment's model) or reference (another model answered: for reference only), derived by
+        -- our collector from the models the session log shows answering, never from the agent's
+        -- words; null for our own harness and for records written before grades
+        json_extract_string(record_values[18], '$') as harness_grade,
+        json_extract_string(record_values[19], '$') as harness_grade_basis,
+        -- a repair attempt's working-copy preparation (issue #31, seed 001): prepared | failed; null
+        -- when the item has nothing to prepare, for other purposes and for older records
+        json_extract_string(record_values[20], '$') as repair_preparation_status
 
     from record_fields
 

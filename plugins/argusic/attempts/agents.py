@@ -25,6 +25,7 @@ from types import ModuleType
 from argusic.core.settings import agents_image, dbt_project_dir
 from argusic.external import REPORT_FILE, SESSION_LOG, harnesses, render_instructions
 from argusic.external.collect import CollectedRun
+from argusic.external.model_settings import AUXILIARY_MODEL_ENV
 from argusic.harness.readme_runner import HARNESS_VERSION
 from argusic.sandbox.launch import HarnessPaths, Launch, LaunchBuilder
 
@@ -79,6 +80,15 @@ class AgentDriver:
         return self.module().collect(out_dir / SESSION_LOG, out_dir / REPORT_FILE, requested_model=self.model)
 
 
+def side_call_env(harness: str, model: str | None) -> dict[str, str]:
+    """The variables that send a CLI's side calls (titles, summaries: Claude Code's "small, fast"
+    model) to the agent's own model: an agent is one model, and its record is then graded same-model
+    (seed 002). Read by the launch and by the record's settings, so that both say the same."""
+    if harness != "claude-code" or not model:
+        return {}
+    return {name: model for name in AUXILIARY_MODEL_ENV}
+
+
 class _ExternalLaunch:
     """Build the in-container command of an external harness from the paths the executor gives."""
 
@@ -114,6 +124,7 @@ class _ExternalLaunch:
         else:
             agent_cmd = mod.build_command(paths.project, out, instructions, driver.model)
             env = mod.build_env(key_env, paths.scratch, max_retries=driver.max_retries)
+            env |= side_call_env(driver.harness_name, driver.model)
         argv = [
             "python3",
             f"{paths.harness}/recorder.py",

@@ -14,7 +14,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from argusic.attempts.agents import driver_for
+from argusic.attempts.agents import driver_for, side_call_env
 from argusic.attempts.common import (
     CHANGES_PURPOSES,
     EVIDENCE_FILES,
@@ -52,7 +52,7 @@ from argusic.core.record import (
 from argusic.core.safe_io import write_atomic
 from argusic.core.settings import orchestrator_config
 from argusic.core.spec import AttemptSpec
-from argusic.external import SESSION_LOG
+from argusic.external import SESSION_LOG, claude_code, codex
 from argusic.external.collect import record_parts
 from argusic.harness.readme_runner import HARNESS_VERSION
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
@@ -239,6 +239,27 @@ def external_outcome(
     return end_reason, invalid, fault, keep_report
 
 
+def agent_launch(
+    harness: str, model: str | None, max_retries: int | None = None, gateway: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """The agent's argument vector and environment (no key) as ``argusic.attempts.agents`` launches
+    `harness` for an install-and-run attempt: made by the driver's own functions, so the settings read
+    from them are what the CLI was handed."""
+    if harness == "codex":
+        argv = codex.agent_argv(
+            "/project", model or "", "/out", gateway_url="http://gateway" if gateway else None,
+            max_retries=max_retries,
+        )  # fmt: skip
+        return argv, {}
+    if harness != claude_code.HARNESS_NAME:
+        return [], {}
+    env = claude_code.build_env({claude_code.KEY_ENV: "unused"}, max_retries=max_retries)
+    env |= side_call_env(harness, model)
+    return claude_code.agent_argv(model or ""), {
+        k: v for k, v in env.items() if k not in claude_code.ALLOWED_KEY_ENV
+    }
+
+
 def _build_external_record(
     spec: AttemptSpec,
     result: ExecutionResult,
@@ -256,12 +277,18 @@ def _build_external_record(
     invalid_reason, container_fault = _with_seal(invalid_reason, container_fault, sealed)
     session_intact = "session.jsonl" not in sealed.seal.get("altered", [])
     key = key_record or {"kind": driver.key_kind, "limit_usd": None}
+    # the agent's command and environment (no key) as agents._ExternalLaunch made them: the settings
+    agent_argv, agent_env = agent_launch(
+        driver.harness_name, driver.model, driver.max_retries, gateway=key["kind"] == "per_run"
+    )
     parts = record_parts(
         run,
         key_kind=key["kind"],
         key_limit_usd=key["limit_usd"],
         harness_version=run.harness_version or driver.harness_version(),
         wall_seconds=(result.ended_at - result.started_at).total_seconds(),
+        argv=agent_argv,
+        env=agent_env,
     )
     doc = _base_doc(spec, result, evidence, environment) | {
         "end_reason": end_reason,

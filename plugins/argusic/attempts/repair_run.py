@@ -47,11 +47,12 @@ import subprocess
 import tempfile
 import tomllib
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from argusic.attempts import common as board
-from argusic.attempts.agents import driver_for
+from argusic.attempts.agents import driver_for, side_call_env
 from argusic.attempts.common import _model_answered
 from argusic.attempts.environment import attempt_display, attempt_environment, check_pinned_image, ensure_pin
 from argusic.attempts.identity import IDENTITY_WORDS, agent_pins, identity_name, recording_title
@@ -66,8 +67,9 @@ from argusic.external.collect import JsonlRead, iter_jsonl, record_parts, shell_
 from argusic.repair import item_store
 from argusic.repair.grader import grade_patch
 from argusic.repair.items import Item, items_dir, load_item, load_stored_item, repository_of
+from argusic.repair.prepare import exclude_lines, pathspec_lines, prepare_item
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
-from argusic.sandbox.launch import Launch
+from argusic.sandbox.launch import ExecutionResult, Launch
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,9 @@ REPLAY_FILE = "replay.diff"  # the demo stand-in's recorded patch
 PATCH_FILE = "patch.diff"
 STATUS_FILE = "repair_status.json"
 INSTRUCTION_CHECK_FILE = "instruction_check.json"
+# Task files of an attempt on a prepared tree (argusic.repair.prepare): what base's commit leaves out.
+PREPARED_PATHSPEC_FILE = "prepared_pathspec.txt"
+PREPARED_EXCLUDE_FILE = "prepared_exclude.txt"
 # Exit codes of the working-copy script before the agent starts: our side failed, or refused to start.
 WORKING_COPY_FAILED = 95
 INSTRUCTIONS_REACHABLE = 96
@@ -334,21 +339,37 @@ def base_source(repository: Path, base: str, dest: Path) -> str:
     return fresh
 
 
-def working_copy_script(project: str, out: str, task: str, agent_argv: list[str]) -> str:
+def working_copy_script(
+    project: str, out: str, task: str, agent_argv: list[str], prepared_base: str | None = None
+) -> str:
     """The container's script after the executor's checkout of the fresh commit: a fresh repository
-    (one commit tagged base), the instruction-file check, the agent, the patch collection."""
+    (one commit tagged base), the instruction-file check, the agent, the patch collection.
+
+    `prepared_base`: the checkout is the item's prepared tree (argusic.repair.prepare), whose added
+    paths the task files name: base's commit leaves them out (and must be this id, base's own), and
+    ``.git/info/exclude`` keeps them out of the collected patch."""
     q = shlex.quote
     git = shlex.join(SAFE_GIT)
     commit_env = " ".join(f"{k}={q(v)}" for k, v in BASE_COMMIT_ENV.items())
     status = f"{out}/{STATUS_FILE}"
+    add = f"{git} add -A -f"
+    prepared_lines = []
+    if prepared_base is not None:
+        add += f" --pathspec-from-file={q(task + '/' + PREPARED_PATHSPEC_FILE)}"
+        prepared_lines = [
+            f'[ "$({git} rev-parse HEAD)" = {q(prepared_base)} ] || exit {WORKING_COPY_FAILED}',
+            f"cat -- {q(task + '/' + PREPARED_EXCLUDE_FILE)} >> .git/info/exclude "
+            f"|| exit {WORKING_COPY_FAILED}",
+        ]
     return "\n".join(
         [
             "set -u",
             f"cd -- {q(project)} || exit {WORKING_COPY_FAILED}",
             # No history, no remote, no shallow graft: the checkout's .git goes, base's files stay.
-            f"rm -rf .git && {git} init -q . && {git} add -A -f "
+            f"rm -rf .git && {git} init -q . && {add} "
             f"&& env {commit_env} {git} commit -q --no-verify --allow-empty -m base "
             f"&& {git} tag base || exit {WORKING_COPY_FAILED}",
+            *prepared_lines,
             # Bytecode the agent's runs leave is not its change (a file base tracked still is).
             f"printf '%s\\n' __pycache__/ '*.py[cod]' >> .git/info/exclude || exit {WORKING_COPY_FAILED}",
             f'python3 -I -S {q(task + "/" + CHECK_FILE)} --workdir {q(project)} --home "$HOME" '
@@ -371,6 +392,11 @@ def working_copy_script(project: str, out: str, task: str, agent_argv: list[str]
 # --- the agents -----------------------------------------------------------------------------------
 
 
+def _cli_argv(driver, limits: RepairLimits) -> list[str]:
+    """Claude Code's own argument vector in a repair attempt (Codex's is built by its module)."""
+    return [*driver.module().agent_argv(driver.model), "--max-turns", str(limits.max_turns)]
+
+
 def _agent_command(driver, paths, prompt_path: str, limits: RepairLimits, key_env: dict) -> tuple[list, dict]:
     """The agent's own command (run under the recorder) and its environment."""
     out = paths.out.rstrip("/")
@@ -379,7 +405,8 @@ def _agent_command(driver, paths, prompt_path: str, limits: RepairLimits, key_en
         banner = "DEMO STAND-IN (not an agent, no model): " + (
             "replaying the item's gold patch" if what == "gold" else "changing nothing"
         )
-        lines = [f"echo {shlex.quote(banner)}", f"cd -- {shlex.quote(paths.project)}"]
+        # `ls -A`: the tree it was handed (a prepared item's installed dependencies show here)
+        lines = [f"echo {shlex.quote(banner)}", f"cd -- {shlex.quote(paths.project)}", "ls -A"]
         if what == "gold":
             lines.append(f"git apply --binary -v {shlex.quote(paths.task + '/' + REPLAY_FILE)}")
         lines.append("git status --short")
@@ -395,7 +422,7 @@ def _agent_command(driver, paths, prompt_path: str, limits: RepairLimits, key_en
     base_url = key_env.get(mod.BASE_URL_ENV)
     if base_url and base_url.rstrip("/").endswith("/v1"):  # as agents._ExternalLaunch does
         key_env[mod.BASE_URL_ENV] = base_url.rstrip("/")[: -len("/v1")]
-    cli = [*mod.agent_argv(driver.model), "--max-turns", str(limits.max_turns)]
+    cli = _cli_argv(driver, limits)
     script = shell_script(
         [
             "set -o pipefail",
@@ -409,16 +436,35 @@ def _agent_command(driver, paths, prompt_path: str, limits: RepairLimits, key_en
     env = mod.build_env(key_env, paths.scratch, max_retries=driver.max_retries)
     # Seed 001: the CLI's side calls (titles, summaries: its "small, fast" model) go to the compared
     # model too, never to another one the comparison did not choose.
-    env |= {name: driver.model for name in AUXILIARY_MODEL_ENV}
+    env |= side_call_env(driver.harness_name, driver.model)
     return ["bash", "-c", script], env
 
 
-def repair_launch(driver, item, limits: RepairLimits, agent_seconds: float, key_env: dict):
-    """The executor's LaunchBuilder for a repair attempt."""
+def repair_launch(
+    driver, item, limits: RepairLimits, agent_seconds: float, key_env: dict, launched: dict | None = None,
+    prepared=None, base_commit: str | None = None,
+):  # fmt: skip
+    """The executor's LaunchBuilder for a repair attempt. `launched`, when given, receives the agent's
+    command and its environment without the key variables (``argv``, ``env``): what the record's model
+    settings are read from."""
 
     def build(paths):
         prompt_path = f"{paths.task.rstrip('/')}/{PROMPT_FILE}"
         agent, env = _agent_command(driver, paths, prompt_path, limits, key_env)
+        if launched is not None and driver.external:  # the settings read only named, non-key variables
+            mod = driver.module()
+            launched["env"] = {k: v for k, v in env.items() if k not in (*key_env, *mod.ALLOWED_KEY_ENV)}
+            launched["argv"] = (
+                mod.agent_argv(
+                    paths.project,
+                    driver.model,
+                    paths.out,
+                    gateway_url=key_env.get(mod.BASE_URL_ENV) or None,
+                    max_retries=driver.max_retries,
+                )  # fmt: skip
+                if driver.harness_name == "codex"
+                else _cli_argv(driver, limits)
+            )
         recorded = [
             "python3", f"{paths.harness}/recorder.py", "--out", paths.out.rstrip("/"),
             "--timeout", f"{agent_seconds:.0f}", "--", *agent,
@@ -429,7 +475,14 @@ def repair_launch(driver, item, limits: RepairLimits, agent_seconds: float, key_
         }
         if STANDINS.get(driver.agent_id) == "gold":
             files[REPLAY_FILE] = item.gold_patch
-        script = working_copy_script(paths.project, paths.out.rstrip("/"), paths.task.rstrip("/"), recorded)
+        prepared_base = None
+        if prepared is not None and prepared.status == "prepared":
+            files[PREPARED_PATHSPEC_FILE] = pathspec_lines(prepared.excluded)
+            files[PREPARED_EXCLUDE_FILE] = exclude_lines(prepared.excluded)
+            prepared_base = base_commit
+        script = working_copy_script(
+            paths.project, paths.out.rstrip("/"), paths.task.rstrip("/"), recorded, prepared_base
+        )
         return Launch(["bash", "-c", script], env=env, files=files)
 
     return build
@@ -458,7 +511,6 @@ def _status(out_dir: Path) -> dict:
 
 
 # Claude Code's variables naming the model of its side calls (the older and the current name).
-AUXILIARY_MODEL_ENV = ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL")
 
 
 def _result_event(out_dir: Path) -> dict:
@@ -546,6 +598,19 @@ def repair_outcome(
     return end_reason, invalid, limit, run
 
 
+class _NotRun(Exception):
+    """The agent was never started (its item's preparation failed): `result` stands for its run."""
+
+    def __init__(self, result) -> None:
+        super().__init__("not run")
+        self.result = result
+
+
+def prepared_cache(base_dir: Path | None) -> Path | None:
+    """Where an item's prepared tree is kept (argusic.repair.prepare.cache_dir): beside the runs."""
+    return None if base_dir is None else base_dir / ".prepared"
+
+
 # --- one attempt ----------------------------------------------------------------------------------
 
 
@@ -602,6 +667,14 @@ def run_repair_attempt(
     source_dir = folder / ".base-source"
     fresh = base_source(repository, item.base, source_dir)
     try:
+        # Seed 001: dependencies installed and packages built before the agent's clock starts, once
+        # per item (reused by its other attempts), in the attempt's image with the attempts' network.
+        cache = prepared_cache(base_dir)
+        prepared = prepare_item(item, source_dir, fresh, executor, pinned_image, cache=cache)
+        if prepared is not None and prepared.status == "failed":
+            now = datetime.now(UTC)
+            result = ExecutionResult(getattr(executor, "name", "docker"), now, now, None, False, None)
+            raise _NotRun(result)
         with key_for_attempt(
             driver.key_kind,
             spec.attempt_id,
@@ -610,7 +683,12 @@ def run_repair_attempt(
             ttl_seconds=int(agent_seconds + limits.setup_seconds) + 600,
         ) as key:
             key_env = key.container_env(driver.key_env_var, driver.base_url_env_var)
-            run_kwargs: dict = {"launch": repair_launch(driver, item, limits, agent_seconds, key_env)}
+            launched: dict = {}
+            run_kwargs: dict = {
+                "launch": repair_launch(
+                    driver, item, limits, agent_seconds, key_env, launched, prepared, fresh
+                )
+            }
             if pinned_image is not None:
                 run_kwargs["image"] = pinned_image
             if live_log:
@@ -622,8 +700,9 @@ def run_repair_attempt(
                 run_kwargs["watch"] = shown.watch
             result = executor.run(
                 attempt_id=spec.attempt_id,
-                repo_path=source_dir,
-                commit=fresh,
+                # the prepared tree's commit, copied for this run, or base's files alone
+                repo_path=prepared.repo if prepared is not None else source_dir,
+                commit=prepared.commit if prepared is not None else fresh,
                 harness_args=[],
                 out_dir=out_dir,
                 budget_seconds=agent_seconds + limits.setup_seconds,
@@ -632,6 +711,8 @@ def run_repair_attempt(
                 **run_kwargs,
             )
         key_record = key.record()  # after the key's deletion: with the spend the gateway counted
+    except _NotRun as not_run:  # the preparation failed: no key, no agent; recorded invalid (ours)
+        result, key, key_record, launched = not_run.result, None, None, {}
     finally:
         shutil.rmtree(source_dir, ignore_errors=True)
     environment = attempt_environment(pin, role, spec.tier, attempt_display(pin, out_dir))
@@ -643,7 +724,7 @@ def run_repair_attempt(
     )
     record = build_repair_record(
         spec, item, driver, result, out_dir, folder, store, limits, agent_seconds, key_record, environment,
-        agent_name=identity_name(pin, spec.agent_id),
+        agent_name=identity_name(pin, spec.agent_id), launched=launched, prepared=prepared,
     )  # fmt: skip
     record = board.with_presentation(record, store, key)
     write_atomic(record_path, record.to_json() + "\n")
@@ -652,7 +733,8 @@ def run_repair_attempt(
 
 def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path, store, limits: RepairLimits,
                         agent_seconds: float, key_record: dict | None, environment,
-                        agent_name: str = IDENTITY_WORDS):  # fmt: skip
+                        agent_name: str = IDENTITY_WORDS, launched: dict | None = None,
+                        prepared=None):  # fmt: skip
     """The run record of a repair attempt: evidence stored, outcome judged, patch graded."""
     item_id = spec.item.item_id if spec.item is not None else None
     title = recording_title(agent_name, spec.project_id, spec.attempt_no, spec.rerun_no, item_id)
@@ -663,6 +745,18 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
         evidence[name] = store.put_file(path).as_ref() if path.is_file() and not path.is_symlink() else None
     ending = repair_outcome(driver, result, out_dir, evidence, agent_seconds, key_record)
     end_reason, invalid, limit, run = ending
+    preparation = None
+    if prepared is not None:
+        log_path = prepared.log_path
+        log_ref = store.put_file(log_path).as_ref() if log_path is not None and log_path.is_file() else None
+        preparation = prepared.part(log_ref)
+        if prepared.status == "failed":
+            end_reason, invalid, limit, run = (
+                "harness_error",
+                f"preparation failed before the agent started: {prepared.detail} (ours, not the agent's)",
+                None,
+                None,
+            )
     patch_ref = grade_ref = None
     patch_path = out_dir / PATCH_FILE
     patch = _read_capped(patch_path, limits.patch_max_bytes)
@@ -688,6 +782,7 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
             run, key_kind=key["kind"], key_limit_usd=key["limit_usd"],
             harness_version=run.harness_version or driver.harness_version(),
             wall_seconds=(result.ended_at - result.started_at).total_seconds(),
+            argv=(launched or {}).get("argv", ()), env=(launched or {}).get("env"),
         )  # fmt: skip
         usage, harness, model = parts["usage"], parts["harness"], parts["model"]
     else:
@@ -732,6 +827,7 @@ def build_repair_record(spec, item, driver, result, out_dir: Path, folder: Path,
             "grade": grade_ref,
             "limit_hit": limit,
             "permission_denials": permission_denials(out_dir) if driver.external else None,
+            "preparation": preparation,
         },
     }
     return parse_record(bound_texts(doc), source=spec.attempt_id)

@@ -12,7 +12,7 @@ they share is in `argusic.cli.common`.
 - `render`: render (an attempt's served recording as mp4, gif or png), share-images (a cycle's cards)
 - `site`: site build, site serve
 - `verdicts`, `review` (review, dispute, publish), `repair` (items, grade), `judging` (tasks, hints),
-  `judge`, `judging_review` (judging)
+  `judge`, `judging_review` (judging), `paired` (paired review: choose pairs and judge them)
 - `model_double`: model-double serve (a scripted model service for the agent CLIs)
 - `double_attempt`: model-double attempt (a real agent CLI's whole attempt against that service)
 
@@ -40,6 +40,7 @@ from argusic.cli import (
     judging,
     judging_review,
     model_double,
+    paired,
     pool,
     render,
     repair,
@@ -91,6 +92,8 @@ app.add_typer(judging.tasks_app, name="tasks")
 app.add_typer(judging.hints_app, name="hints")
 # The person's review of judged attempts (issue 14, Layer 3).
 app.add_typer(judging_review.judging_app, name="judging")
+# The paired patch review (issue 31, seed 001): choose pairs of repair patches and judge them.
+app.add_typer(paired.paired_app, name="paired")
 # The scripted model service the agent CLIs are tested against (issue 28), and a whole attempt of a
 # real agent CLI against it.
 model_double.model_double_app.command("attempt")(double_attempt.attempt)

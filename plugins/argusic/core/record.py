@@ -248,14 +248,97 @@ class Usage(_Strict):
     duration_seconds: Measure | None = None
 
 
+# Seed 002's comparison grade of an external harness: run with the model of our experiment
+# (same-model: the harness's difference can be read), or only with another one (reference: for
+# reference only). Derived by our collector from the models the session log shows answering, never
+# from what the agent says.
+ComparisonGrade = Literal["same-model", "reference"]
+
+
 class Harness(_Strict):
     name: str = Field(max_length=LABEL_MAX)
     version: str = Field(max_length=LABEL_MAX)
+    # Optional, added for issue #31 (seed 002): the comparison grade and what it was derived from.
+    # Written only when there is one (external harnesses): every other record stays byte for byte
+    # what it was, and older records stay valid.
+    grade: ComparisonGrade | None = None
+    grade_basis: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _basis_with_grade(self) -> Harness:
+        if (self.grade is None) != (self.grade_basis is None):
+            raise ValueError("grade and grade_basis go together (a grade says what it was derived from)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _contract_shape(self, handler):  # noqa: ANN001, ANN202 - pydantic's serializer protocol
+        data = handler(self)
+        for optional in ("grade", "grade_basis"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
+        return data
+
+
+SETTING_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
+
+
+class Setting(_Strict):
+    """One model setting with its status (seed 002 "unknown values"): measured (read from the launch
+    the harness passed or the session log), derived (computed from other values), unavailable (this
+    harness neither takes nor reports it: value null). ``source`` says where it was read."""
+
+    value: str | int | float | bool | None
+    status: Literal["measured", "derived", "unavailable"]
+    source: str = Field(min_length=1, max_length=LABEL_MAX)
+
+    @field_validator("value")
+    @classmethod
+    def _short(cls, value):  # noqa: ANN001, ANN206 - a value of any of the types above
+        if isinstance(value, str) and len(value) > LABEL_MAX:
+            raise ValueError(f"at most {LABEL_MAX} characters")
+        return value
+
+    @model_validator(mode="after")
+    def _unavailable_has_no_value(self) -> Setting:
+        if self.status == "unavailable" and self.value is not None:
+            raise ValueError("status 'unavailable' requires value null")
+        if self.status != "unavailable" and self.value is None:
+            raise ValueError(f"status {self.status!r} requires a value")
+        return self
+
+
+SettingName = Annotated[str, StringConstraints(pattern=SETTING_NAME)]
+
+
+class ModelSettings(_Strict):
+    """The model settings of an attempt (issue #31, seed 002's "model: settings"): the sampling and
+    length settings, the auxiliary models (the variables naming the model of a CLI's side calls) and
+    every other setting the harness passes to the model, each with its status; ``answered`` lists the
+    models the session log shows answering (main loop and side calls), as the grade read them."""
+
+    temperature: Setting
+    max_output_tokens: Setting
+    reasoning_effort: Setting
+    auxiliary_models: dict[SettingName, Setting] = Field(default_factory=dict, max_length=8)
+    passed: dict[SettingName, Setting] = Field(default_factory=dict, max_length=16)
+    answered: list[Annotated[str, StringConstraints(max_length=LABEL_MAX)]] = Field(
+        default_factory=list, max_length=16
+    )
 
 
 class Model(_Strict):
     requested: str | None = Field(max_length=LABEL_MAX)
     responded: str | None = Field(max_length=LABEL_MAX)
+    # Optional, added for issue #31 (seed 002): the settings the model ran with. Written only when
+    # known (external harnesses): every other record stays byte for byte what it was.
+    settings: ModelSettings | None = None
+
+    @model_serializer(mode="wrap")
+    def _contract_shape(self, handler):  # noqa: ANN001, ANN202 - pydantic's serializer protocol
+        data = handler(self)
+        if data.get("settings") is None:
+            data.pop("settings", None)
+        return data
 
 
 def cut_text(value: str, limit: int) -> str:
@@ -283,7 +366,10 @@ def bound_texts(doc: dict) -> dict:
     out["report"] = bound_report(doc.get("report"))
     for part in ("harness", "model"):
         if isinstance(doc.get(part), dict):
-            out[part] = {k: cut_text(v, LABEL_MAX) if isinstance(v, str) else v for k, v in doc[part].items()}
+            out[part] = {
+                k: cut_text(v, 2000 if k == "grade_basis" else LABEL_MAX) if isinstance(v, str) else v
+                for k, v in doc[part].items()
+            }
     return out
 
 
@@ -377,6 +463,35 @@ class Environment(_Strict):
 Track = Literal["basic", "spec"]
 
 
+class Preparation(_Strict):
+    """How a repair item's working copy was prepared before the agent's clock started (issue #31,
+    seed 001: dependencies installed, dependent packages built; argusic.repair.prepare): the item's
+    setup command, run once per item in the attempt's image with the attempts' network, its log as
+    evidence and its exit status. A failed preparation makes the attempt invalid (ours), never the
+    agent's failure. ``reused``: made by an earlier attempt and copied for this one."""
+
+    status: Literal["prepared", "failed"]
+    command: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(min_length=1, max_length=200)
+    network: str = Field(min_length=1, max_length=LABEL_MAX)
+    exit_code: int | None
+    seconds: float | None = Field(ge=0)
+    log: EvidenceRef | None
+    tree_commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40,64}$")] | None
+    added_files: int = Field(ge=0)
+    excluded: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(max_length=64)
+    reverted: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(max_length=32)
+    reused: bool
+    detail: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _failed_says_why(self) -> Preparation:
+        if self.status == "failed" and not self.detail:
+            raise ValueError("a failed preparation says why (detail)")
+        if self.status == "prepared" and (self.exit_code != 0 or self.tree_commit is None):
+            raise ValueError("a prepared tree has exit code 0 and its commit")
+        return self
+
+
 class Repair(_Strict):
     """What a repair attempt (purpose `repair`, issue #13) worked on and how its patch was judged.
 
@@ -396,6 +511,16 @@ class Repair(_Strict):
     # Tool calls the CLI refused for want of permission (Claude Code's result permission_denials,
     # seed 001); None: the CLI does not say (Codex, the demo stand-ins, older records).
     permission_denials: int | None = Field(default=None, ge=0)
+    # Optional, added for issue #31: the working copy's preparation (an item with a setup command).
+    # Written only when there is one: every other record stays byte for byte what it was.
+    preparation: Preparation | None = None
+
+    @model_serializer(mode="wrap")
+    def _contract_shape(self, handler):  # noqa: ANN001, ANN202 - pydantic's serializer protocol
+        data = handler(self)
+        if data.get("preparation") is None:
+            data.pop("preparation", None)
+        return data
 
 
 def utc_timestamp(value: datetime) -> datetime:

@@ -270,6 +270,8 @@ def collect(
             "api_errors": api_errors,
             "permission_mode": init.get("permissionMode"),
             "mcp_servers": init.get("mcp_servers"),
+            # every model its assistant messages name (main loop and subagents): the grade's input
+            "models_answered": sorted(set(any_models)),
             **usage_details,
         },
     )

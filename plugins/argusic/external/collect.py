@@ -14,7 +14,7 @@ marked partial; a count of 0 from a cut log says nothing and is ``unavailable`` 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from argusic.core.record import Report
 from argusic.core.settings import orchestrator_config
+from argusic.external.model_settings import comparison_grade, model_settings
 
 Status = Literal["measured", "derived", "unavailable"]
 EndState = Literal["completed", "error", "truncated"]
@@ -266,8 +267,14 @@ def record_parts(
     key_limit_usd: float | None = None,
     harness_version: str | None = None,
     wall_seconds: float | None = None,
+    argv: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> dict:
     """The ``usage``, ``model``, ``harness``, ``key`` and ``report`` parts of a run record.
+
+    ``argv`` and ``env`` are the agent's own command and environment as the harness launched it:
+    the model settings are read from them and from the session (``argusic.external.model_settings``),
+    with the comparison grade (issue #31, seed 002).
 
     ``wall_seconds`` is the attempt's wall time measured by our executor; it fills
     ``duration_seconds`` only when the harness's log states no duration (status measured: we
@@ -278,10 +285,18 @@ def record_parts(
         usage["duration_seconds"] = {"value": round(float(wall_seconds), 3), "status": "measured"}
     if key_kind == "per_run" and key_limit_usd is None:
         key_limit_usd = orchestrator_config().per_run_key_limit_usd
+    grade, basis = comparison_grade(run.harness, run, run.model_requested)
+    harness = {"name": run.harness, "version": harness_version or run.harness_version or "unknown"}
+    if grade is not None:
+        harness |= {"grade": grade, "grade_basis": basis}
     return {
         "usage": usage,
-        "model": {"requested": run.model_requested, "responded": run.model_responded},
-        "harness": {"name": run.harness, "version": harness_version or run.harness_version or "unknown"},
+        "model": {
+            "requested": run.model_requested,
+            "responded": run.model_responded,
+            "settings": model_settings(run.harness, run, argv, env),
+        },
+        "harness": harness,
         "key": {"kind": key_kind, "limit_usd": key_limit_usd if key_kind == "per_run" else None},
         "report": run.report,
     }

@@ -34,6 +34,7 @@ from argusic.publication.agents import codes_of, cycle_pin, present, publish_cor
 from argusic.publication.attempt_page import PlayerMissing
 from argusic.publication.audit import audit_refs, refs_of_connection
 from argusic.publication.files import ATTEMPTS_SCHEMA, BOARD_SCHEMA, _write_atomically
+from argusic.publication.repair_export import ExportRefused, export_repair_runs, has_repair_results
 from argusic.publication.sealing import (
     Seal,
     private_projects,
@@ -227,8 +228,13 @@ def publish_board(
     """Write ``out_dir/<cycle_id>/board.json`` (and attempts.json) as ``compose_publication`` makes
     them. ``approved_sha256``: the board a person approved; any other board raises BoardChanged and
     nothing is written (the pipeline's publish steps always pass it: argusic.review.publication).
-    Last, ``site`` (default): the public site is built from the files just written
-    (``argusic.publication.site.build_site``)."""
+    Before the board, the repair track's export (``argusic.publication.repair_export``: per-run
+    aggregates and the paired patch reviews, labels and masked item ids only) is written under
+    ``out_dir/repair`` when the warehouse holds any repair result; an export that would name an
+    item, a project, a model or an agent is refused whole and so is the publication
+    (PublicationBlocked: nothing written). Last, ``site`` (default): the public site is built from
+    the files just written (``argusic.publication.site.build_site``), linking the export in its
+    footer."""
     publication = compose_publication(cycle_id, db_path, build_result, out_dir=out_dir)
     if approved_sha256 is not None and publication.board_sha256 != approved_sha256:
         raise BoardChanged(
@@ -236,6 +242,7 @@ def publish_board(
             f"sha256 {approved_sha256[:12]}…, now {publication.board_sha256[:12]}…); approve the board "
             "as it is now"
         )
+    _export_repair(cycle_id, Path(out_dir), db_path, build_result)
     _put_neutral_copies(publication.neutral_copies)
     folder = Path(out_dir) / cycle_id
     _write_atomically(folder / "attempts.json", publication.attempts_text)
@@ -251,6 +258,20 @@ def publish_board(
                 f"board of cycle {cycle_id!r} written ({target}), but the public site was not built: {err}"
             ) from err
     return target
+
+
+def _export_repair(
+    cycle_id: str, out_dir: Path, db_path: Path | None, build_result: BuildResult | None
+) -> None:
+    path = Path(db_path) if db_path else (build_result.db_path if build_result else warehouse_path())
+    try:
+        with connect(path, read_only=True) as con:
+            if has_repair_results(con):
+                export_repair_runs(con, out_dir)
+    except ExportRefused as err:
+        raise PublicationBlocked(
+            f"board of cycle {cycle_id!r} not published: the repair export was refused ({err})"
+        ) from err
 
 
 def _put_neutral_copies(copies: list[tuple[str, str]]) -> None:

@@ -9,6 +9,10 @@ that count in the rates):
 track (basic, spec, all) the counted items, resolved, resolved after a re-run, and the rate
 (resolved / counted; after-rerun apart, as in the marts); and one row per graded item of each run;
 ``<publish_dir>/repair/runs.csv``: the same rows, one per item and run;
+``<publish_dir>/repair/paired.json`` (``argusic.paired_review_export/1``): the paired patch reviews of
+``marts.paired_review`` (issue 31): per pair a masked pair id and item id, P's and Q's labels, per
+criterion their medians and spreads over the valid judges, and the bugs the judges reported and a
+person re-checked; no pair id (it holds the item id), no patch id, no judge's words;
 ``<publish_dir>/repair/export.json`` (``argusic.repair_export_index/1``): each file with its sha256 and
 size, so the site (``argusic.publication.site``) copies only what was exported.
 
@@ -43,10 +47,11 @@ from argusic.publication.files import _write_atomically
 from argusic.repair.predictions import label_for, load_labels
 
 EXPORT_SCHEMA = "argusic.repair_runs_export/1"
+PAIRED_SCHEMA = "argusic.paired_review_export/1"
 INDEX_SCHEMA = "argusic.repair_export_index/1"
 KEY_ENV = "ARGUSIC_ITEM_MASK_KEY"
 EXPORT_FOLDER = "repair"
-FILES = ("runs.json", "runs.csv")
+FILES = ("runs.json", "runs.csv", "paired.json")
 CSV_COLUMNS = [
     "label", "run", "source_kind", "item", "track", "verdict", "resolved", "resolved_after_rerun",
     "changed_lines", "size_vs_gold", "lint_new_errors", "suppressions_added", "input_tokens",
@@ -104,8 +109,34 @@ QUERY = """
 """
 
 
-def _rows(con) -> list[dict[str, Any]]:
-    cursor = con.execute(QUERY)
+PAIRED_QUERY = """
+    select pair_id, item_id, project_id, criterion, criterion_order, p_label, q_label, judges,
+           valid_judges, p_median, q_median, p_spread, q_spread, status, p_bugs_reported,
+           q_bugs_reported, p_bugs_confirmed, q_bugs_confirmed, bugs_not_a_bug, bugs_cannot_tell,
+           bugs_awaiting_check
+    from marts.paired_review
+    order by pair_id, criterion_order
+"""
+PAIR_FIGURES = ("judges", "valid_judges", "p_median", "q_median", "p_spread", "q_spread")
+PAIR_BUGS = (
+    "p_bugs_reported", "q_bugs_reported", "p_bugs_confirmed", "q_bugs_confirmed", "bugs_not_a_bug",
+    "bugs_cannot_tell", "bugs_awaiting_check",
+)  # fmt: skip
+
+
+def _has_mart(con, table: str) -> bool:
+    found = con.execute(
+        "select count(*) from information_schema.tables where table_schema = 'marts' and table_name = ?",
+        [table],
+    ).fetchone()
+    return bool(found and found[0])
+
+
+def _rows(con, query: str = QUERY, table: str = "repair_runs") -> list[dict[str, Any]]:
+    """The mart's rows (none when the warehouse has no such mart: built before it existed)."""
+    if not _has_mart(con, table):
+        return []
+    cursor = con.execute(query)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
@@ -170,6 +201,41 @@ def compose(rows: list[dict[str, Any]], key: bytes, labels: dict[str, str]) -> d
     }
 
 
+def masked_pair_id(key: bytes, pair_id: str) -> str:
+    return f"pair-{hmac.new(key, f'pair/{pair_id}'.encode(), hashlib.sha256).hexdigest()[:12]}"
+
+
+def compose_paired(rows: list[dict[str, Any]], key: bytes) -> dict[str, Any]:
+    """The paired reviews' document from marts.paired_review rows (pure)."""
+    pairs: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        pair = pairs.setdefault(
+            row["pair_id"],
+            {
+                "pair": masked_pair_id(key, row["pair_id"]),
+                "item": masked_item_id(key, row["project_id"] or "", row["item_id"]),
+                "p_label": row["p_label"],
+                "q_label": row["q_label"],
+                "bugs": {c: _number(row[c]) for c in PAIR_BUGS},
+                "criteria": [],
+            },
+        )
+        pair["criteria"].append(
+            {
+                "criterion": row["criterion"],
+                "status": row["status"],
+                **{c: _number(row[c]) for c in PAIR_FIGURES},
+            }
+        )
+    return {
+        "schema": PAIRED_SCHEMA,
+        "key_id": key_id(key),
+        "note": "paired patch reviews (seed 001): two patches of an item as P and Q, by their labels "
+        "only; medians over the valid judges (null below two); advisory, never part of a rate",
+        "pairs": sorted(pairs.values(), key=lambda p: (p["item"], p["pair"])),
+    }
+
+
 def _csv(document: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
@@ -195,16 +261,24 @@ def check_unnamed(texts: dict[str, str], forbidden: set[str]) -> None:
 
 
 def export_repair_runs(con, publish_dir: Path, *, key: bytes | None = None) -> Path:
-    """Write runs.json, runs.csv and export.json under ``<publish_dir>/repair``; the folder."""
+    """Write runs.json, runs.csv, paired.json and export.json under ``<publish_dir>/repair``; the
+    folder. Refused whole (ExportRefused, nothing written) when a file would name an item, a
+    project, a model of labels.toml or an agent."""
     rows = _rows(con)
+    paired = _rows(con, PAIRED_QUERY, "paired_review")
     labels = load_labels()
     key = key or mask_key()
     document = compose(rows, key, labels)
     texts = {
         "runs.json": json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
         "runs.csv": _csv(document),
+        "paired.json": json.dumps(compose_paired(paired, key), indent=1, sort_keys=True, ensure_ascii=False)
+        + "\n",
     }
-    check_unnamed(texts, forbidden_words(rows, labels))
+    forbidden = forbidden_words(rows, labels) | {
+        str(r[c]) for r in paired for c in ("item_id", "project_id", "pair_id") if r.get(c)
+    }
+    check_unnamed(texts, {w for w in forbidden if len(w) >= 3})
     folder = Path(publish_dir) / EXPORT_FOLDER
     for name, text in texts.items():
         _write_atomically(folder / name, text)
@@ -217,3 +291,34 @@ def export_repair_runs(con, publish_dir: Path, *, key: bytes | None = None) -> P
     }
     _write_atomically(folder / "export.json", json.dumps(index, indent=1, sort_keys=True) + "\n")
     return folder
+
+
+RUNS_COLUMNS = (
+    "item_id", "project_id", "track", "source_kind", "agent_label", "source_set", "verdict", "changed_lines",
+    "size_vs_gold", "lint_new_errors", "suppressions_added", "input_tokens", "output_tokens", "graded_at",
+    "grade_id", "counts_in_rates",
+)  # fmt: skip
+PAIRED_COLUMNS = ("pair_id", "item_id", "project_id", "criterion", "criterion_order", "p_label", "q_label",
+                  "status", *PAIR_FIGURES, *PAIR_BUGS)  # fmt: skip
+
+
+def _built(con, table: str, columns: tuple[str, ...]) -> bool:
+    """The mart is there with the columns dbt builds it with (a warehouse of hand-made marts, as
+    some tests write, may have a mart of that name in another shape: nothing of it is exported)."""
+    found = {
+        r[0]
+        for r in con.execute(
+            "select column_name from information_schema.columns "
+            "where table_schema = 'marts' and table_name = ?",
+            [table],
+        ).fetchall()
+    }
+    return bool(found) and set(columns) <= found
+
+
+def has_repair_results(con) -> bool:
+    """Whether the warehouse holds anything the export would publish (grades that count, or paired
+    reviews, in the marts dbt builds): publishing a cycle writes the export only then."""
+    runs = _built(con, "repair_runs", RUNS_COLUMNS) and bool(_rows(con))
+    paired = _built(con, "paired_review", PAIRED_COLUMNS) and bool(_rows(con, PAIRED_QUERY, "paired_review"))
+    return runs or paired

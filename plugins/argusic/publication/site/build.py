@@ -95,6 +95,7 @@ _SCHEMAS = {
     "private_pool.json": "argusic.private_pool/1",
     "index.json": "argusic.renderings/1",  # <cycle>/renderings/index.json (argusic share-images)
     "export.json": "argusic.repair_export_index/1",  # repair/export.json (publication.repair_export)
+    "paired.json": "argusic.paired_review_export/1",  # repair/paired.json (the same export)
 }
 _RENDERING_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.(png|mp4|gif|json)$")
 MAX_RENDERING_BYTES = 64 * 1024**2
@@ -621,12 +622,33 @@ def repair_export_files(publish_dir: Path) -> list[tuple[str, Path]]:
     found = []
     for entry in index.get("files") or []:
         name = entry.get("file") if isinstance(entry, dict) else None
-        if name not in ("runs.json", "runs.csv") or not _regular(folder / name):
+        if name not in ("runs.json", "runs.csv", "paired.json") or not _regular(folder / name):
             raise SiteError(f"{folder / 'export.json'}: file {name!r} refused")
         if hashlib.sha256((folder / name).read_bytes()).hexdigest() != entry.get("sha256"):
             raise SiteError(f"{folder / name}: its sha256 is not the one export.json lists")
         found.append((name, folder / name))
     return found
+
+
+PAIRED_CRITERIA_WORDS = {
+    "correctness": "Correctness", "change_scope": "Change scope", "consistency": "Consistency",
+    "simplicity": "Simplicity", "tidiness": "Tidiness", "overall": "Overall",
+}  # fmt: skip
+
+
+def paired_page(path: Path) -> dict[str, Any]:
+    """What the paired reviews' page shows, from the exported paired.json (schema checked)."""
+    doc = _load(path) or {}
+    pairs = []
+    for pair in doc.get("pairs") or []:
+        criteria = [
+            {**c, "word": PAIRED_CRITERIA_WORDS.get(c.get("criterion"), c.get("criterion"))}
+            for c in pair.get("criteria") or []
+        ]
+        pairs.append(
+            {**pair, "criteria": criteria, "judged": any(c.get("status") == "judged" for c in criteria)}
+        )
+    return {"pairs": pairs, "key_id": doc.get("key_id"), "note": doc.get("note")}
 
 
 def _build_into(
@@ -692,6 +714,9 @@ def _build_into(
         writer.page("disputes.html", "disputes.html.j2", **common)
         for name, path in repair_files or []:  # per-run repair aggregates, masked item ids
             writer.copy_file(path, f"repair/{name}")
+        paired = dict(repair_files or []).get("paired.json")
+        if paired is not None:  # the paired patch reviews (issue 31): labels and masked ids only
+            writer.page("repair/paired.html", "paired.html.j2", paired=paired_page(paired), **common)
         _swap(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

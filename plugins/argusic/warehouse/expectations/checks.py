@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from argusic.warehouse.expectations.suites import HINTS, JUDGED_CRITERIA
+from argusic.warehouse.expectations.suites import CHECK_COUNTS, HINTS, JUDGED_CRITERIA, PAIRED_BUG_COUNTS
 
 _TOL = 1e-6
 
@@ -350,6 +350,97 @@ CHECKS: dict[str, dict[str, Check]] = {
             "t.decision_disagrees = coalesce((t.decision = 'promote' and t.provisional_result = 'fail') "
             "or (t.decision = 'reject' and t.provisional_result = 'pass'), false)",
             ("decision_disagrees", "decision", "provisional_result"),
+        ),
+    },
+    "paired_review": {
+        "check_valid_within_judges": Check("t.valid_judges <= t.judges", ("valid_judges", "judges")),
+        "check_judged_iff_two_valid": Check(
+            "(t.status = 'judged') = (t.valid_judges >= 2)", ("status", "valid_judges")
+        ),
+        "check_medians_iff_judged": Check(
+            "case when t.status = 'judged' then not ({null:p_median} or {null:q_median} "
+            "or {null:p_spread} or {null:q_spread}) else {null:p_median} and {null:q_median} "
+            "and {null:p_spread} and {null:q_spread} end",
+            ("status", "p_median", "q_median", "p_spread", "q_spread"),
+        ),
+        "check_two_different_patches": Check(
+            "coalesce(t.p_patch_id <> t.q_patch_id, false)", ("p_patch_id", "q_patch_id")
+        ),
+        "check_bugs_add_up": Check(
+            "coalesce(t.p_bugs_confirmed <= t.p_bugs_reported and t.q_bugs_confirmed <= t.q_bugs_reported "
+            "and t.p_bugs_confirmed + t.q_bugs_confirmed + t.bugs_not_a_bug + t.bugs_cannot_tell "
+            "+ t.bugs_awaiting_check = t.p_bugs_reported + t.q_bugs_reported, false)",
+            PAIRED_BUG_COUNTS,
+        ),
+    },
+    "judging_results": {
+        "check_task_follows_purpose": Check(
+            "coalesce(t.task_id = case when t.purpose = 'repair' then 'repair' "
+            "else 'install_and_run' end, false)",
+            ("task_id", "purpose"),
+        ),
+        "check_provisional_decision_follows_result": Check(
+            "case when {null:provisional_result} then {null:provisional_decision} "
+            "else coalesce(t.provisional_decision = case t.provisional_result when 'pass' then 'promote' "
+            "when 'fail' then 'reject' end, false) end",
+            ("provisional_result", "provisional_decision"),
+        ),
+        "check_final_is_person_else_provisional": Check(
+            "case when not {null:person_decision} then coalesce(t.final_decision = t.person_decision, false) "
+            "when not {null:provisional_decision} "
+            "then coalesce(t.final_decision = t.provisional_decision, false) "
+            "else {null:final_decision} end",
+            ("final_decision", "person_decision", "provisional_decision"),
+        ),
+        "check_kind_follows_decisions": Check(
+            "case when not {null:person_decision} then coalesce(t.decided_by_kind = 'person', false) "
+            "when not {null:provisional_decision} then coalesce(t.decided_by_kind = 'provisional', false) "
+            "else {null:decided_by_kind} end",
+            ("decided_by_kind", "person_decision", "provisional_decision"),
+        ),
+        "check_counts_iff_promoted": Check(
+            "t.counts_as_result = coalesce(t.final_decision = 'promote', false)",
+            ("counts_as_result", "final_decision"),
+        ),
+        "check_overturned_follows": Check(
+            "t.overturned = coalesce(t.person_decision <> t.provisional_decision, false)",
+            ("overturned", "person_decision", "provisional_decision"),
+        ),
+        "check_person_has_who_and_when": Check(
+            "{null:person_decision} or not ({null:decided_by} or {null:decided_at} or {null:look})",
+            ("person_decision", "decided_by", "decided_at", "look"),
+        ),
+    },
+    "condition_comparison": {
+        "check_counts_within_runs": Check(
+            "t.agents <= t.runs and t.provisional_passes <= t.runs and t.results <= t.runs "
+            "and t.decided_by_people <= t.runs and coalesce(t.checked_runs <= t.runs, true)",
+            ("agents", "provisional_passes", "results", "decided_by_people", "checked_runs", "runs"),
+        ),
+        "check_outcomes_add_up": Check(
+            "{null:check_id} or coalesce(t.checked_runs = t.check_passes + t.check_fails "
+            "+ t.check_not_applicable + t.check_unavailable, false)",
+            ("check_id", *CHECK_COUNTS),
+        ),
+        "check_check_fields_together": Check(
+            "case when {null:check_id} then {null:check_type} and {null:applicability} "
+            "else not ({null:check_type} or {null:applicability} or {null:checked_runs}) end",
+            ("check_id", "check_type", "applicability", "checked_runs"),
+        ),
+    },
+    "repair_item_runs": {
+        "check_resolved_within_runs": Check("t.resolved_runs <= t.runs", ("resolved_runs", "runs")),
+        "check_pass_rate_is_resolved_over_runs": Check(
+            "case when t.runs > 0 then coalesce(abs(t.pass_rate::double - t.resolved_runs::double / t.runs) "
+            f"<= {_TOL}, false) else {{null:pass_rate}} end",
+            ("pass_rate", "resolved_runs", "runs"),
+        ),
+        "check_has_every_run_follows": Check(
+            "t.has_every_run = (t.runs >= t.runs_planned)", ("has_every_run", "runs", "runs_planned")
+        ),
+        "check_resolved_every_run_follows": Check(
+            "t.resolved_every_run = (t.runs > 0 and t.resolved_runs = t.runs)",
+            ("resolved_every_run", "runs", "resolved_runs"),
         ),
     },
     "board": {

@@ -53,6 +53,19 @@ JUDGED_CRITERIA = ("code_structure", "logic_correctness")  # the [judging] crite
 CRITERION_MEDIANS = [0, 0.5, 1, 1.5, 2]
 
 
+# The paired patch review (issue #31): seed 001's six criteria and the pair's bug counts.
+PAIRED_CRITERIA = ("correctness", "change_scope", "consistency", "simplicity", "tidiness", "overall")
+
+
+PAIRED_BUG_COUNTS = (
+    "p_bugs_reported", "q_bugs_reported", "p_bugs_confirmed", "q_bugs_confirmed", "bugs_not_a_bug",
+    "bugs_cannot_tell", "bugs_awaiting_check",
+)  # fmt: skip
+
+
+CHECK_COUNTS = ("checked_runs", "check_passes", "check_fails", "check_not_applicable", "check_unavailable")
+
+
 SIMILARITY_GRAIN = ("task_id", "agent_id", "project_id", "item_id", "item_revision", "environment", "method")
 
 
@@ -595,6 +608,129 @@ SUITES: dict[str, list[dict[str, Any]]] = {
             "a decision disagrees when it promotes a provisional fail or rejects a provisional pass",
         ),
     ],
+    # Paired patch review (issue #31): advisory, but a page shows it (blinded by labels) and a person
+    # re-checks its bugs; a median off the 1..5 scale or bugs that do not add up block publication.
+    "paired_review": [
+        _unique("pair_id", "criterion"),
+        *_not_null(
+            "pair_id",
+            "criterion",
+            "p_label",
+            "q_label",
+            "p_patch_id",
+            "q_patch_id",
+            "draw_seed",
+            "drawn",
+            "judges",
+            "valid_judges",
+            "status",
+            *PAIRED_BUG_COUNTS,
+        ),  # fmt: skip
+        _in_set("criterion", list(PAIRED_CRITERIA), "seed 001's six criteria"),
+        _in_set("status", PANEL_STATUSES, "a pair's criterion is judged or insufficient_judges"),
+        _between("p_median", 1, 5, "a median of 1..5 scores is within 1..5"),
+        _between("q_median", 1, 5, "a median of 1..5 scores is within 1..5"),
+        _between("p_spread", 0, 4, "a spread of 1..5 scores is within 0..4"),
+        _between("q_spread", 0, 4, "a spread of 1..5 scores is within 0..4"),
+        _between("drawn", 0, 1, "the P/Q draw is a number in [0, 1)"),
+        _between("judges", 1, None, "a reviewed pair has at least one judgement"),
+        _between("valid_judges", 0, None, "counts are never negative"),
+        *[_between(c, 0, None, "counts are never negative") for c in PAIRED_BUG_COUNTS],
+        _check("check_valid_within_judges", "valid_judges <= judges"),
+        _check("check_judged_iff_two_valid", "judged exactly when at least two judges are valid"),
+        _check("check_medians_iff_judged", "both medians and spreads are there exactly when judged"),
+        _check("check_two_different_patches", "P and Q are two different patches"),
+        _check(
+            "check_bugs_add_up",
+            "confirmed <= reported per side, and confirmed + not a bug + cannot tell + awaiting = reported",
+        ),
+    ],
+    # The person's promote/reject as the final decision (issue #31, seed 004's Layer 3).
+    "judging_results": [
+        _unique("attempt_id"),
+        *_not_null("attempt_id", "cycle_id", "purpose", "task_id", "counts_as_result", "overturned"),
+        _in_set("purpose", ["board", "verdict", "repair"], "a purpose is board, verdict or repair"),
+        _in_set("task_id", JUDGING_TASKS, "a task kind is install_and_run or repair"),
+        _in_set("provisional_result", ["pass", "fail"], "a provisional result is pass or fail"),
+        *[
+            _in_set(c, ["promote", "reject"], f"{c} is promote or reject")
+            for c in ("provisional_decision", "person_decision", "final_decision")
+        ],
+        _in_set("decided_by_kind", ["person", "provisional"], "decided by a person or provisionally"),
+        _in_set("look", [0, 1, 2], "a person's look is 0, 1 or 2"),
+        _check("check_task_follows_purpose", "repair attempts are task repair, the others install_and_run"),
+        _check(
+            "check_provisional_decision_follows_result",
+            "promote a provisional pass, reject a provisional fail",
+        ),
+        _check("check_final_is_person_else_provisional", "the person's decision decides when there is one"),
+        _check("check_kind_follows_decisions", "decided_by_kind says whose decision is final"),
+        _check("check_counts_iff_promoted", "an attempt counts as a result exactly when finally promoted"),
+        _check("check_overturned_follows", "overturned exactly when the person decided against the layers"),
+        _check("check_person_has_who_and_when", "a person's decision has who and when"),
+    ],
+    # Conditions (seed 004): one task's runs under baseline, variant and external-<name> side by side.
+    "condition_comparison": [
+        _unique("cycle_id", "project_id", "task_id", "condition", "check_id"),
+        *_not_null(
+            "cycle_id",
+            "project_id",
+            "task_id",
+            "condition",
+            "runs",
+            "agents",
+            "provisional_passes",
+            "results",
+            "decided_by_people",
+        ),  # fmt: skip
+        _in_set("task_id", JUDGING_TASKS, "a task kind is install_and_run or repair"),
+        _in_set("check_type", ["output_exact_match", "tool_calls"], "seed 004's two deterministic checks"),
+        _in_set("applicability", ["applies", "not_applicable", "mixed"], "applies, not_applicable or mixed"),
+        _between("runs", 1, None, "a row is of at least one run"),
+        *[
+            _between(c, 0, None, "counts are never negative")
+            for c in ("agents", "provisional_passes", "results", "decided_by_people", *CHECK_COUNTS)
+        ],
+        _check(
+            "check_counts_within_runs", "agents, passes, results, people's decisions, checked runs <= runs"
+        ),
+        _check("check_outcomes_add_up", "checked runs = passes + fails + not applicable + unavailable"),
+        _check(
+            "check_check_fields_together", "a check's type, applicability and counts are there with its id"
+        ),
+    ],
+    # Seed 001's pass rate over its three runs per item and model.
+    "repair_item_runs": [
+        _unique("agent_label", "track", "source_kind", "source_set", "item_id"),
+        *_not_null(
+            "agent_label",
+            "track",
+            "source_kind",
+            "source_set",
+            "item_id",
+            "runs",
+            "resolved_runs",
+            "runs_set_apart",
+            "runs_planned",
+            "has_every_run",
+            "resolved_every_run",
+        ),  # fmt: skip
+        _in_set("track", REPAIR_TRACKS, "a repair track is basic or spec"),
+        _in_set("source_kind", ["attempt", "predictions"], "a patch comes from an attempt or predictions"),
+        _between("runs", 0, None, "counts are never negative"),
+        _between("resolved_runs", 0, None, "counts are never negative"),
+        _between("runs_set_apart", 0, None, "counts are never negative"),
+        _between("runs_planned", 1, None, "every model runs every item at least once"),
+        _between("pass_rate", 0, 1, "a pass rate is between 0 and 1"),
+        _check("check_resolved_within_runs", "resolved_runs <= runs"),
+        _check(
+            "check_pass_rate_is_resolved_over_runs", "pass_rate = resolved_runs / runs, null without runs"
+        ),
+        _check("check_has_every_run_follows", "has_every_run exactly when runs >= runs_planned"),
+        _check(
+            "check_resolved_every_run_follows", "resolved every run exactly when runs > 0 and all resolved"
+        ),
+    ],
 }
 
 
@@ -607,7 +743,8 @@ REQUIRED_TABLES = [
 OPTIONAL_TABLES = [
     "hardware_speed_bounds", "methodology_editions", "cycle_environments", "harness_editions",
     "repair_item_validation", "repair_runs", "repair_rates", "attempt_hints", "stability",
-    "change_similarity", "judge_panel", "judging_review_divergence",
+    "change_similarity", "judge_panel", "judging_review_divergence", "paired_review", "judging_results",
+    "condition_comparison", "repair_item_runs",
 ]  # fmt: skip
 
 
@@ -632,4 +769,8 @@ KEYS: dict[str, list[str]] = {
     "change_similarity": ["task_id", "agent_id", "project_id", "item_id", "environment", "method"],
     "judge_panel": ["attempt_id"],
     "judging_review_divergence": ["attempt_id"],
+    "paired_review": ["pair_id", "criterion"],
+    "judging_results": ["attempt_id"],
+    "condition_comparison": ["cycle_id", "project_id", "task_id", "condition", "check_id"],
+    "repair_item_runs": ["agent_label", "source_set", "item_id"],
 }
