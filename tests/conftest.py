@@ -25,6 +25,12 @@ for _folder in sorted(p for p in TESTS_DIR.iterdir() if p.is_dir() and any(p.glo
 
 logging.getLogger("great_expectations").setLevel(logging.WARNING)
 
+# Blinding's key (issue #31; argusic.repair.labels.label_key): one fixed key for the whole suite, set
+# before any test module computes a label at import, so that Python's labels and the warehouse's (dbt,
+# CLI and Airflow subprocesses inherit it) agree whatever runs dir a test points at. A test of the key
+# itself removes it with monkeypatch.
+os.environ.setdefault("ARGUSIC_LABEL_KEY", "7e57" * 16)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     import suite_timing  # the suite's time: files slowest first, timings recorded and shown (issue 23)

@@ -442,6 +442,17 @@ def built(tmp_path_factory: pytest.TempPathFactory):
             f"INSERT INTO raw.run_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
             [[r.get(c) for c in COLUMNS] for r in records],
         )
+        # two model judges read two repair attempts and the board attempt (Layer 2: judge_panel and
+        # the review queue show them; issue #31: under the repair attempts' blinded ids)
+        judged = (attempt_id("solo"), attempt_id("spec1"), f"{CYCLE}.board.{AGENT}.{PROJECT}.a1")
+        con.executemany(
+            "INSERT INTO raw.judge_verdicts VALUES (?, ?, ?, 'r1', ?, 'judge-harness', ?, ?, null, 'valid',"
+            " null, ?, '{}', 'reads well', false, ?, ?)",
+            [[aid, CYCLE, "install_and_run" if ".board." in aid else "repair", judge, f"{judge}-model",
+              "e" * 64, json.dumps({"code_structure": cs, "logic_correctness": 2}),
+              hashlib.sha256(f"{aid}{judge}".encode()).hexdigest(), T0]
+             for aid in judged for judge, cs in (("j1", 2), ("j2", 1))],
+        )  # fmt: skip
     dbt_build_copy(db, tmp)
     # the marts show an attempt's grade by its blinded id: <blinded attempt id>.<item_id> (issue #31)
     raw_of = {f"{blind_attempt_id(attempt_id(it['item_id'], no))}.{it['item_id']}": gid
@@ -629,8 +640,18 @@ def test_the_dags_entry_loads_into_the_configured_warehouse(small, monkeypatch: 
 # Blinding (issue #31): labels from repair/labels.toml in everything people reviewing patches read
 # ---------------------------------------------------------------------------------------------------
 
-# What people reviewing patches read of the warehouse: the repair marts (also in the analyst copy).
+# What people reviewing patches read of the warehouse: the repair marts (also in the analyst copy),
+# and the judging marts the review queue, its forms and the run page are made of (issue #31), where
+# only the rows of repair attempts are a patch's (the install-and-run board names its agents).
 REVIEWED_MARTS = ("repair_runs", "repair_rates", "repair_item_runs", "repair_item_validation")
+JUDGING_MARTS = {  # table: the rows of repair attempts (a condition on its columns)
+    "review_queue": "purpose = 'repair'",
+    "judge_panel": "task_id = 'repair'",
+    "judging_review_divergence": "purpose = 'repair'",
+    "judging_results": "purpose = 'repair'",
+    "condition_comparison": "task_id = 'repair'",
+    "paired_review": "true",  # every paired review is of repair patches
+}
 
 
 def _names(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -656,8 +677,10 @@ def _hits(con: duckdb.DuckDBPyConnection, names: set[str], tables=REVIEWED_MARTS
             ).fetchall() if t in ("VARCHAR", "JSON") or t.startswith(("VARCHAR", "STRUCT", "LIST"))
         ]  # fmt: skip
         assert columns, table
+        where = JUDGING_MARTS.get(table, "true")
         for column in columns:
-            for (value,) in con.execute(f'select distinct "{column}"::varchar from marts.{table}').fetchall():
+            sql = f'select distinct "{column}"::varchar from marts.{table} where {where}'
+            for (value,) in con.execute(sql).fetchall():
                 hits += [
                     f"{table}.{column}: {n} in {value!r}"
                     for n in names
@@ -746,21 +769,81 @@ def test_changing_a_label_in_labels_toml_changes_it_everywhere(built, tmp_path: 
 
 
 def test_the_review_form_of_a_repair_attempt_names_no_agent_or_model():
-    """The judging review form (Airflow HITL and `argusic judging review`) of a repair attempt shows
-    its grade with the agent's label and a blinded attempt id, and links no session log or recording
-    (they name the model); an install-and-run attempt's form is as before."""
+    """The judging review form (Airflow HITL and `argusic judging review`) shows what the queue gives
+    it: for a repair attempt, marts.review_queue's blinded facts (the agent's label, the blinded id,
+    no served log or recording, no final state); the form adds nothing that names the agent, even
+    when a fact it does not show would. An install-and-run attempt's form is as before."""
     from argusic.review.judging import QUEUE_COLUMNS, Item, body_of, bulk_body, subject_of
 
-    aid = attempt_id("solo")
+    aid = blind_attempt_id(attempt_id("solo"))
     facts = dict.fromkeys(QUEUE_COLUMNS) | {
-        "attempt_id": aid, "cycle_id": CYCLE, "purpose": "repair", "agent_id": AGENT, "project_id": PROJECT,
-        "attempt_no": 1, "task_id": "repair", "reasons": "sampled", "repair_verdict": "resolved",
-        "end_reason": "completed", "served_log_uri": f"file:///served/{aid}/log.txt",
-        "served_recording_uri": f"file:///served/{aid}/cast", "final_state": f"{MODEL} wrote the patch",
+        "attempt_id": aid, "cycle_id": CYCLE, "purpose": "repair", "agent_id": AGENT_LABEL,
+        "project_id": PROJECT, "attempt_no": 1, "task_id": "repair", "reasons": "sampled",
+        "repair_verdict": "resolved", "end_reason": "completed", "final_state": f"{MODEL} wrote the patch",
     }  # fmt: skip
     repair = Item(facts)
     text = "\n".join((body_of(repair), subject_of(repair), bulk_body([repair]), repair.attempt_label))
-    assert "resolved" in text and AGENT_LABEL in text and blind_attempt_id(aid) in text
+    assert "resolved" in text and AGENT_LABEL in text and aid in text
     assert AGENT not in text and MODEL not in text
-    board = Item(facts | {"purpose": "board", "attempt_id": f"{CYCLE}.board.{AGENT}.{PROJECT}.a1"})
+    raw = f"{CYCLE}.board.{AGENT}.{PROJECT}.a1"
+    board = Item(facts | {"purpose": "board", "agent_id": AGENT, "attempt_id": raw,
+                          "served_log_uri": f"file:///served/{raw}/log.txt"})  # fmt: skip
     assert AGENT in body_of(board) and "log" in body_of(board)
+
+
+@pytest.mark.slow
+def test_a_patch_reviewer_sees_labels_only_from_queue_to_decision(built, tmp_path: Path):
+    """Issue #31, checked as the issue will be: on the repair warehouse, a person takes the review
+    queue's repair attempts (argusic.review.judging.awaiting, as the Airflow form and the CLI do),
+    reads their forms and records a decision under the shown id; the marts are rebuilt. Then every
+    text value of every relation a patch reviewer sees (the repair marts; review_queue, judge_panel,
+    judging_review_divergence, judging_results, condition_comparison and paired_review for repair
+    attempts) and every form holds no agent id, model name or harness name of the raw layer, while
+    the raw layer holds them and the person's decision is recorded under the raw id and counts."""
+    import shutil
+
+    from argusic.review import judging
+
+    db = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(built["db"], db)
+    items = [i for i in judging.awaiting(CYCLE, db) if i.facts["purpose"] == "repair"]
+    assert len(items) == 11  # every repair attempt with a record is reachable
+    solo = blind_attempt_id(attempt_id("solo"))
+    by_id = {i.attempt_id: i for i in items}
+    assert solo in by_id and by_id[solo].facts["judges"] == 2  # the judges found under the shown id
+    assert {i.facts["agent_id"] for i in items} == {AGENT_LABEL}
+    forms = "\n".join(
+        [judging.body_of(i) for i in items]
+        + [judging.subject_of(i) for i in items]
+        + [judging.bulk_body(items)]
+    )
+    assert judging.decide(
+        solo, 2, "Reject", "ana", datetime(2026, 11, 30, 9), "the tests pass but it is wrong", db_path=db
+    )
+    with duckdb.connect(str(db), read_only=True) as con:
+        recorded = con.execute("select attempt_id, decision from decisions.judging_reviews").fetchall()
+    assert recorded == [(attempt_id("solo"), "reject")]  # under the raw id: the raw layer's
+    _dbt(built["tmp"] / "dbt_project", db, tmp_path,
+         "--select", "review_queue+", "judging_results+", "judging_review_divergence")  # fmt: skip
+    with duckdb.connect(str(db), read_only=True) as con:
+        names = _names(con)
+        assert {AGENT, MODEL} <= names
+        assert con.execute("select count(*) from raw.run_records where agent_id = ?", [AGENT]).fetchone()[0]
+        tables = (*REVIEWED_MARTS, *JUDGING_MARTS)
+        assert _hits(con, names, tables) == []
+        result = con.execute(
+            "select agent_id, final_decision, decided_by_kind from marts.judging_results "
+            "where attempt_id = ?",
+            [solo],
+        ).fetchone()
+        assert result == (AGENT_LABEL, "reject", "person")
+        diverge = con.execute("select attempt_id, agent_id from marts.judging_review_divergence").fetchall()
+        assert diverge == [(solo, AGENT_LABEL)]
+        panel = {r[0] for r in con.execute("select attempt_id from marts.judge_panel").fetchall()}
+        assert panel == {solo, blind_attempt_id(attempt_id("spec1")), f"{CYCLE}.board.{AGENT}.{PROJECT}.a1"}
+    # the forms as a person reads them after the decision (one reviewed, the rest still awaiting)
+    after = [i for i in judging.awaiting(CYCLE, db) if i.facts["purpose"] == "repair"]
+    assert len(after) == 10 and solo not in {i.attempt_id for i in after}
+    forms += "\n".join(judging.body_of(i) for i in after)
+    assert AGENT_LABEL in forms
+    assert [n for n in names if n.lower() in forms.lower()] == []

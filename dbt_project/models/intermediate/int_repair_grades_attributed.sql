@@ -1,6 +1,6 @@
 -- One row per graded patch (grade_id) with whom it measures, blinded (issue #31): an attempt's grade
 -- joins its run record (purpose repair only) for the cycle and the agent, whose id becomes its label
--- (seed repair_labels, generated from repair/labels.toml; unlisted: model-<sha256[:8]>); a predictions
+-- (seed repair_labels, generated from repair/labels.toml; unlisted: model-<keyed sha256[:8]>); a predictions
 -- file's grade carries its label and is its own set (the file's sha256). The raw grade_id and
 -- attempt_id stay here as join keys only; blind_grade_id and blind_attempt_id (the agent part
 -- replaced by the label) are what the marts show. An attempt counts only while it stands: not cut by

@@ -56,7 +56,8 @@ check_outcomes as (
         count(*) filter (where checks.check_status = 'not_applicable') as check_not_applicable,
         count(*) filter (where checks.check_status = 'unavailable') as check_unavailable
     from checks
-    join results on results.attempt_id = checks.attempt_id
+    -- judging_results shows a repair attempt's blinded id (issue #31)
+    join results on results.attempt_id = {{ shown_attempt_id('checks.attempt_id') }}
     group by results.cycle_id, results.project_id, results.task_id, results.condition, checks.check_id
 
 )

@@ -3,6 +3,8 @@
 -- are over valid judgements only, never the mean (one judge off the rails does not move a median of
 -- three), and only when at least two judges gave a valid verdict. Advisory: no model that feeds a
 -- score, a verdict or the board reads this mart (tests/test_judging_warehouse.py guards this).
+-- Blinded (issue #31, seed 001): a repair attempt's id shows its agent's label (macro
+-- shown_attempt_id; repair/labels.toml), never the agent id.
 with verdicts as (
 
     select * from {{ ref('stg_judge_verdicts') }}
@@ -65,7 +67,7 @@ summary as (
 )
 
 select
-    attempt_id,
+    {{ shown_attempt_id('attempt_id') }} as attempt_id,
     cycle_id,
     task_id,
     judges,

@@ -5,7 +5,8 @@
 -- a fail rejects; none while the attempt has no outcome or grade). An item counts as a result
 -- exactly when its final decision is promote. People's data and advice beside the rules: no model
 -- that feeds a score, a verdict or the board reads this mart (a guard test); the public run page
--- shows it.
+-- shows it. Blinded (issue #31, seed 001): a repair attempt's agent_id and attempt_id show its
+-- agent's label (macros shown_agent_id, shown_attempt_id; repair/labels.toml).
 with facts as (
 
     select attempt_id, cycle_id, purpose, agent_id, project_id, attempt_no, provisional_result
@@ -32,10 +33,10 @@ reviews as (
 decided as (
 
     select
-        facts.attempt_id,
+        {{ shown_attempt_id('facts.attempt_id') }} as attempt_id,
         facts.cycle_id,
         facts.purpose,
-        facts.agent_id,
+        {{ shown_agent_id('facts.agent_id', 'facts.purpose') }} as agent_id,
         facts.project_id,
         facts.attempt_no,
         case when facts.purpose = 'repair' then 'repair' else 'install_and_run' end as task_id,

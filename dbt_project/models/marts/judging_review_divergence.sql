@@ -2,7 +2,9 @@
 -- latest per attempt) beside the judges' reading, and the divergence marker: per criterion the
 -- person scored, gap = person − judges' median; the marker is the gap of largest absolute value
 -- (a tie goes to the first criterion, code_structure), signed. People's data and advice: no model
--- that feeds a score, a verdict or the board reads this mart (a guard test).
+-- that feeds a score, a verdict or the board reads this mart (a guard test). Blinded (issue #31,
+-- seed 001): a repair attempt's agent_id and attempt_id show its agent's label (macros
+-- shown_agent_id, shown_attempt_id; repair/labels.toml).
 with reviews as (
 
     select
@@ -28,10 +30,10 @@ panel as (
 gaps as (
 
     select
-        reviews.attempt_id,
+        {{ shown_attempt_id('reviews.attempt_id') }} as attempt_id,
         facts.cycle_id,
         facts.purpose,
-        facts.agent_id,
+        {{ shown_agent_id('facts.agent_id', 'facts.purpose') }} as agent_id,
         facts.project_id,
         reviews.task_revision,
         reviews.look,
@@ -51,7 +53,8 @@ gaps as (
         reviews.logic_correctness - panel.logic_correctness_median as logic_correctness_gap
     from reviews
     left join facts on facts.attempt_id = reviews.attempt_id
-    left join panel on panel.attempt_id = reviews.attempt_id
+    -- judge_panel's ids are the shown ones
+    left join panel on panel.attempt_id = {{ shown_attempt_id('reviews.attempt_id') }}
 
 ),
 

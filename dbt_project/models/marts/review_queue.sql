@@ -5,7 +5,10 @@
 -- (provisional result, duration, tokens, cost, the three Layer 1 hints, the judges' medians, total
 -- and disagreement). A row stays once reviewed (review_status 'reviewed'); only 'awaiting' rows get
 -- a form. People's data and advice: no model that feeds a score, a verdict or the board reads this
--- mart (a guard test).
+-- mart (a guard test). Blinded (issue #31, seed 001): a repair attempt shows its agent's label as
+-- agent_id and inside attempt_id (macros shown_agent_id, shown_attempt_id; repair/labels.toml), and
+-- its served log and recording (which name the model) are not linked; the raw ids stay in the raw
+-- layer (argusic.review.judging maps a shown id back when it records a review).
 with facts as (
 
     select * from {{ ref('int_judging_attempt_facts') }}
@@ -87,7 +90,8 @@ joined as (
         reviews.decided_at
     from facts
     left join hints on hints.attempt_id = facts.attempt_id
-    left join panel on panel.attempt_id = facts.attempt_id
+    -- judge_panel's ids are the shown ones
+    left join panel on panel.attempt_id = {{ shown_attempt_id('facts.attempt_id') }}
     left join disputes on disputes.attempt_id = facts.attempt_id
     left join reviews on reviews.attempt_id = facts.attempt_id
 
@@ -121,10 +125,10 @@ rules as (
 )
 
 select
-    rules.attempt_id,
+    {{ shown_attempt_id('rules.attempt_id') }} as attempt_id,
     cycle_id,
     purpose,
-    agent_id,
+    {{ shown_agent_id('agent_id', 'purpose') }} as agent_id,
     project_id,
     attempt_no,
     task_id,
@@ -159,10 +163,11 @@ select
     input_tokens,
     output_tokens,
     cost_usd,
-    records.served_log_uri,
-    records.served_recording_uri,
+    case when purpose = 'repair' then null else records.served_log_uri end as served_log_uri,
+    case when purpose = 'repair' then null else records.served_recording_uri end as served_recording_uri,
     records.served_copy_withheld,
-    records.final_state,
+    -- the agent's own words may name its model
+    case when purpose = 'repair' then null else records.final_state end as final_state,
     has_artifact_or_patch,
     needles_score,
     needles_status,

@@ -3,9 +3,20 @@ reviewing patches see. ``repair/labels.toml`` is the single source of truth; the
 through the dbt seed ``repair_labels.csv``, which is generated from it (``python -m
 argusic.repair.labels`` rewrites the seed; ``tests/repair/test_labels.py`` fails when the two differ).
 
-A name not listed gets ``model-<first 8 hex of sha256(name)>``, in Python (:func:`label_for`) and in
-SQL (dbt macro ``repair_label``) alike. Labels are unique (two names never share one: they would be
-counted as one agent) and never one of the names they hide.
+A name not listed gets ``model-<first 8 hex of sha256(key_hex ":" name)>``, a *keyed* hash, in Python
+(:func:`label_for`) and in SQL (dbt macro ``repair_label``) alike. Why keyed rather than refusing to
+build until every name is listed: a plain hash of the name could be reversed by anyone who hashes the
+candidate names (there are few models), and refusing would stop every build, grade and review the
+moment a new agent or a predictions file's model appears, before anyone could add it; the keyed hash
+keeps those running and still hides the name. The key (:func:`label_key`) is never published and
+follows the item masking of the per-run export (``argusic.publication.repair_export.mask_key``): the
+environment's ``ARGUSIC_LABEL_KEY`` (hex, at least 32 bytes), else a key made once and kept at
+``<runs dir>/.keys/repair-label.key`` (mode 0600); a key of its own, not the item-mask key, so that
+the warehouse, which carries the labelling key for SQL (the dbt Python model ``repair_label_key``,
+beside the raw layer that holds the names anyway), never holds the key that masks published item ids.
+Listing a name in labels.toml still gives the stable, readable label reviewers will see across
+deployments (a key of another deployment gives other hashed labels). Labels are unique (two names
+never share one: they would be counted as one agent) and never one of the names they hide.
 
 Attempt ids embed the agent id (``<cycle>.<purpose>.<agent>.<project>.a<n>``); :func:`blind_attempt_id`
 puts the agent's label in its place, as the marts do.
@@ -16,18 +27,23 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import os
 import re
+import secrets
 import sys
 import tomllib
 from pathlib import Path
 
 from argusic.core.record import ATTEMPT_ID_RE
-from argusic.core.settings import PACKAGE_DIR, code_root
+from argusic.core.settings import PACKAGE_DIR, code_root, runs_dir
 
 LABELS_FILE = PACKAGE_DIR / "repair" / "labels.toml"
 SEED_FILE = code_root() / "dbt_project" / "seeds" / "repair_labels.csv"
 LABEL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 SEED_HEADER = ("name", "label")
+KEY_ENV = "ARGUSIC_LABEL_KEY"
+KEY_FILE = Path(".keys") / "repair-label.key"  # under the runs dir, beside the export's item-mask.key
+KEY_BYTES = 32
 
 
 class LabelsError(ValueError):
@@ -55,13 +71,51 @@ def load_labels(path: Path = LABELS_FILE) -> dict[str, str]:
     return dict(labels)
 
 
-def hashed_label(name: str) -> str:
-    """The label of a name labels.toml does not list (the dbt macro repair_label computes the same)."""
-    return f"model-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+def label_key(path: Path | None = None) -> bytes:
+    """The key of unlisted names' labels: ARGUSIC_LABEL_KEY (hex, at least 32 bytes), else the key file
+    ``<runs dir>/.keys/repair-label.key`` (made once, 0600, by the first process that needs it).
+    Never published; the warehouse gets it only through the dbt Python model repair_label_key."""
+    text = os.environ.get(KEY_ENV)
+    if text:
+        try:
+            key = bytes.fromhex(text.strip())
+        except ValueError:
+            raise LabelsError(f"{KEY_ENV} is not hex") from None
+        if len(key) < KEY_BYTES:
+            raise LabelsError(f"{KEY_ENV} is shorter than {KEY_BYTES} bytes")
+        return key
+    path = Path(path or runs_dir() / KEY_FILE)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: read theirs
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(KEY_BYTES) + "\n")
+    try:
+        key = bytes.fromhex(path.read_text().strip())
+    except (OSError, ValueError) as err:
+        raise LabelsError(f"{path}: not a usable key ({err})") from None
+    if len(key) < KEY_BYTES:
+        raise LabelsError(f"{path}: key shorter than {KEY_BYTES} bytes")
+    return key
+
+
+def hashed_label(name: str, key: bytes | None = None) -> str:
+    """The label of a name labels.toml does not list: ``model-`` and the first 8 hex of
+    sha256(key_hex ":" name), under :func:`label_key` (the dbt macro repair_label computes the same
+    from the key the Python model repair_label_key puts in the warehouse). A secret-prefix hash rather
+    than an HMAC because DuckDB has no HMAC; what it must resist is computing a candidate name's label
+    without the key, which it does (length extension forges, it does not invert, and 8 hex give it
+    nothing to extend)."""
+    key_hex = (label_key() if key is None else key).hex()
+    return f"model-{hashlib.sha256(f'{key_hex}:{name}'.encode()).hexdigest()[:8]}"
 
 
 def label_for(model_or_agent: str, labels: dict[str, str] | None = None) -> str:
-    """The label shown for a model name or an agent id (labels.toml's, else the hashed one)."""
+    """The label shown for a model name or an agent id (labels.toml's, else the keyed hash's)."""
     labels = load_labels() if labels is None else labels
     return labels.get(model_or_agent) or hashed_label(model_or_agent)
 

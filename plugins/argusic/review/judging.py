@@ -24,9 +24,10 @@ from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
+from argusic.core.record import ATTEMPT_ID_RE
 from argusic.core.tasks import TaskDefinitionError, task_for
 from argusic.judging.render import SHOT_NAMES
-from argusic.repair.labels import blind_attempt_id, label_for
+from argusic.repair.labels import blind_attempt_id, load_labels
 from argusic.review.text import link, quoted
 from argusic.warehouse import decisions
 from argusic.warehouse.db import connect
@@ -72,19 +73,22 @@ class Item:
 
     @property
     def blinded(self) -> bool:
-        """A repair attempt's patch is reviewed blind (issue #31, seed 001): its agent shows as its
-        label (repair/labels.toml), its attempt id with the label in the agent's place, and the
-        session log and recording (which name the model) are not linked."""
+        """A repair attempt's patch is reviewed blind (issue #31, seed 001): marts.review_queue shows
+        its agent as its label (repair/labels.toml) and its attempt id with the label in the agent's
+        place, and links no session log or recording (they name the model); the form adds nothing
+        that names it."""
         return self.facts.get("purpose") == "repair"
 
     @property
     def shown_agent(self) -> str:
-        return label_for(self.facts["agent_id"]) if self.blinded else self.facts["agent_id"]
+        """The agent as the queue shows it (a repair attempt's label: the mart blinds it)."""
+        return self.facts["agent_id"]
 
     @property
     def shown_id(self) -> str:
-        """The attempt id as the form shows it (blinded for a repair attempt)."""
-        return blind_attempt_id(self.attempt_id) if self.blinded else self.attempt_id
+        """The attempt id as the queue shows it (blinded for a repair attempt by the mart);
+        :func:`decide` maps it back to the raw id it records the review under."""
+        return self.attempt_id
 
     @property
     def attempt_label(self) -> str:
@@ -293,6 +297,27 @@ ANSWER = (
 )
 
 
+def raw_attempt_id(attempt_id: str, db_path: Path | None = None) -> str:
+    """The raw layer's id of an attempt as the queue shows it (issue #31: a repair attempt's shown id
+    carries its agent's label, argusic.repair.labels.blind_attempt_id, as the marts compute it):
+    reviews are recorded under the raw id. Any other id is returned as it is."""
+    match = ATTEMPT_ID_RE.fullmatch(attempt_id)
+    if match is None or match["purpose"] != "repair":
+        return attempt_id
+    with connect(db_path, read_only=True) as con:
+        candidates = [
+            r[0]
+            for r in con.execute(
+                "SELECT attempt_id FROM raw.run_records WHERE purpose = 'repair' AND cycle_id = ?",
+                [match["cycle_id"]],
+            ).fetchall()
+        ]
+    if attempt_id in candidates:
+        return attempt_id
+    labels = load_labels()
+    return next((c for c in candidates if blind_attempt_id(c, labels) == attempt_id), attempt_id)
+
+
 def task_revision_of(attempt_id: str, db_path: Path | None = None) -> str:
     """The task revision a review of the attempt is recorded under: the queue's (its newest hints),
     else the current definition of its task (argusic.core.tasks)."""
@@ -323,7 +348,9 @@ def decide(
 ) -> bool:
     """Record a person's review (decisions.judging_reviews); the marts read it at the next build.
     True when new, False when the same (attempt, time) was already recorded. DecisionError names
-    every problem (look and decision required, scores 0..2); ReviewError for an unknown attempt."""
+    every problem (look and decision required, scores 0..2); ReviewError for an unknown attempt.
+    A repair attempt's shown (blinded) id is recorded under its raw id (:func:`raw_attempt_id`)."""
+    attempt_id = raw_attempt_id(attempt_id, db_path)
     revision = task_revision or task_revision_of(attempt_id, db_path)
     return decisions.record(
         "judging_reviews",
