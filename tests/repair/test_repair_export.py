@@ -31,6 +31,10 @@ def _con(rows: list[tuple]) -> duckdb.DuckDBPyConnection:
     con.execute("create schema marts")
     con.execute(f"create table marts.repair_runs ({COLUMNS})")
     con.executemany(f"insert into marts.repair_runs values ({', '.join('?' * 16)})", rows)
+    # the raw layer names the repair attempt's agent (names live only there)
+    con.execute("create schema raw")
+    con.execute("create table raw.run_records (attempt_id varchar, purpose varchar, agent_id varchar)")
+    con.execute("insert into raw.run_records values ('att-1', 'repair', 'agent-sonnet-x')")
     return con
 
 
@@ -48,8 +52,8 @@ def _rows() -> list[tuple]:
                 f"model-a-{run}.{item}", item, "calcproj", track, "predictions", "model-a", f"sha{run}",
                 verdict, 10, 1.5, 0, 0, None, None, f"2026-11-0{run} 10:00:00", True,
             ))  # fmt: skip
-    # an attempt of an agent (its id must not be published: it goes through the labels mapping)
-    rows.append(("att-1", "calc-a", "calcproj", "basic", "attempt", "agent-sonnet-x", "cycle-1",
+    # an attempt of an agent, under the label the mart shows (the macro repair_label blinds it)
+    rows.append(("att-1", "calc-a", "calcproj", "basic", "attempt", "model-5e1c0a77", "cycle-1",
                  "resolved", 4, 0.8, 1, 0, 1000, 200, "2026-11-05 10:00:00", True))  # fmt: skip
     # a grade that does not count (item not usable): left out
     rows.append(("x", "calc-z", "calcproj", "basic", "predictions", "model-a", "sha1",
@@ -72,7 +76,7 @@ def test_runs_are_numbered_per_label_with_rates_and_masked_items(tmp_path: Path,
     assert runs[("model-a", 3, "spec")]["rate"] == 1.0
     assert sorted({k[1] for k in runs if k[0] == "model-a"}) == [1, 2, 3]
     attempt_labels = {r["label"] for r in doc["runs"] if r["source_kind"] == "attempt"}
-    assert len(attempt_labels) == 1 and attempt_labels.pop().startswith("model-")
+    assert attempt_labels == {"model-5e1c0a77"}  # the mart's label, as pages show it: not labelled again
     # one masked id per item, the same in every run; never the item id
     masked_a = masked_item_id(KEY, "calcproj", "calc-a")
     assert {r["item"] for r in doc["items"] if r["run"] in (1, 2, 3) and r["label"] == "model-a"} == {
@@ -105,6 +109,14 @@ def test_a_label_that_is_a_model_name_is_refused(tmp_path: Path, monkeypatch) ->
     monkeypatch.setattr(repair_export, "load_labels", lambda: {"model-a": "model-a"})
     with pytest.raises(ExportRefused, match="model-a"):
         export_repair_runs(_con(_rows()), tmp_path / "p", key=KEY)
+    assert not (tmp_path / "p" / "repair" / "runs.json").exists()
+
+
+def test_a_mart_that_names_a_repair_agent_is_refused(tmp_path: Path) -> None:
+    """Should the mart ever carry a raw agent id (blinding broken upstream), the export refuses whole."""
+    rows = [r if r[0] != "att-1" else (*r[:5], "agent-sonnet-x", *r[6:]) for r in _rows()]
+    with pytest.raises(ExportRefused, match="agent-sonnet-x"):
+        export_repair_runs(_con(rows), tmp_path / "p", key=KEY)
     assert not (tmp_path / "p" / "repair" / "runs.json").exists()
 
 

@@ -18,8 +18,9 @@ size, so the site (``argusic.publication.site``) copies only what was exported.
 
 A *run* is one set a label was graded in: a predictions file, or a cycle's repair attempts; numbered
 1..n per label in the order of their first grade. Labels: a predictions file's label as graded (its
-model's name went through ``repair/labels.toml``), an attempt's agent through the same mapping
-(``label_for``): no model or agent name is written. Item ids become ``item-<12 hex>``, an HMAC-SHA256
+model's name went through ``repair/labels.toml``), an attempt's agent's as marts.repair_runs shows it
+(the same mapping, else a keyed hash: the macro repair_label): no model or agent name is written.
+Item ids become ``item-<12 hex>``, an HMAC-SHA256
 of ``project_id/item_id`` under a key that is never published (``ARGUSIC_ITEM_MASK_KEY``, hex, or a
 key made once and kept at ``<runs dir>/.keys/item-mask.key``, mode 0600): the same item has the same
 masked id in every run and export under that key, so runs can be compared item by item; ``key_id``
@@ -39,12 +40,13 @@ import os
 import re
 import secrets
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from argusic.core.settings import runs_dir
 from argusic.publication.files import _write_atomically
-from argusic.repair.predictions import label_for, load_labels
+from argusic.repair.predictions import load_labels
 
 EXPORT_SCHEMA = "argusic.repair_runs_export/1"
 PAIRED_SCHEMA = "argusic.paired_review_export/1"
@@ -149,16 +151,14 @@ def _number(value: Any) -> Any:
     return int(value) if not isinstance(value, int | bool) and float(value).is_integer() else value
 
 
-def compose(rows: list[dict[str, Any]], key: bytes, labels: dict[str, str]) -> dict[str, Any]:
+def compose(rows: list[dict[str, Any]], key: bytes) -> dict[str, Any]:
     """The export's document from repair_runs rows (pure: the same rows and key give the same bytes)."""
     runs: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     first_grade: dict[tuple[str, str, str], Any] = {}
     for row in rows:
-        label = (
-            row["agent_label"]
-            if row["source_kind"] == "predictions"
-            else label_for(row["agent_label"], labels)
-        )
+        # the mart already blinds (macro repair_label: labels.toml, else a keyed hash): its label is
+        # the one every page and table shows; labelling it again would publish a second name
+        label = str(row["agent_label"])
         run_key = (label, row["source_kind"], row["source_set"])
         runs[run_key].append(row)
         first_grade.setdefault(run_key, str(row["graded_at"]))
@@ -245,12 +245,31 @@ def _csv(document: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def forbidden_words(rows: list[dict[str, Any]], labels: dict[str, str]) -> set[str]:
-    """What the export must never contain: item and project ids, model names, agent ids."""
+def forbidden_words(
+    rows: list[dict[str, Any]], labels: dict[str, str], agents: Iterable[str] = ()
+) -> set[str]:
+    """What the export must never contain: item and project ids, the model names of labels.toml and
+    ``agents`` (the agent ids of the warehouse's repair attempts: the raw layer's names)."""
     words = {str(r[c]) for r in rows for c in ("item_id", "project_id") if r.get(c)}
-    words |= set(labels)
-    words |= {str(r["agent_label"]) for r in rows if r["source_kind"] == "attempt" and r.get("agent_label")}
+    words |= set(labels) | set(agents)
     return {w for w in words if len(w) >= 3}
+
+
+def repair_agents(con) -> set[str]:
+    """The agent ids of the warehouse's repair attempts (raw.run_records; none when it has no such
+    table), which the export must never name."""
+    found = con.execute(
+        "select count(*) from information_schema.tables where table_schema = 'raw' "
+        "and table_name = 'run_records'"
+    ).fetchone()
+    if not (found and found[0]):
+        return set()
+    return {
+        str(a)
+        for (a,) in con.execute(
+            "select distinct agent_id from raw.run_records where purpose = 'repair' and agent_id is not null"
+        ).fetchall()
+    }
 
 
 def check_unnamed(texts: dict[str, str], forbidden: set[str]) -> None:
@@ -268,14 +287,14 @@ def export_repair_runs(con, publish_dir: Path, *, key: bytes | None = None) -> P
     paired = _rows(con, PAIRED_QUERY, "paired_review")
     labels = load_labels()
     key = key or mask_key()
-    document = compose(rows, key, labels)
+    document = compose(rows, key)
     texts = {
         "runs.json": json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
         "runs.csv": _csv(document),
         "paired.json": json.dumps(compose_paired(paired, key), indent=1, sort_keys=True, ensure_ascii=False)
         + "\n",
     }
-    forbidden = forbidden_words(rows, labels) | {
+    forbidden = forbidden_words(rows, labels, repair_agents(con)) | {
         str(r[c]) for r in paired for c in ("item_id", "project_id", "pair_id") if r.get(c)
     }
     check_unnamed(texts, {w for w in forbidden if len(w) >= 3})
