@@ -242,6 +242,13 @@ def _run_dbt(
 # (``Changes.recheck``: 23 of the demo's 159 nodes, dbt's per-node work on a small warehouse). Anything
 # else builds the whole project: no record, a changed project, a source table added or removed, or
 # unit tests asked for.
+#
+# Within a partial build, the heavy attempt-level models whose rows for one cycle depend only on that
+# cycle's inputs are incremental (macros/changed_cycles.sql, CYCLE_SCOPED_SOURCES below): after a new
+# cycle's ingest or a dispute ruling they delete and rebuild the changed cycles' rows only. Every
+# other build (full, recheck, or a partial one where an input not fingerprinted by cycle feeds them)
+# rebuilds them whole with --full-refresh, exactly their plain select. Their data tests still scan the
+# whole table.
 
 STATE_SCHEMA = "argusic_build"
 STATE_TABLE = f"{STATE_SCHEMA}.built_from"
