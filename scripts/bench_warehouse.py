@@ -17,8 +17,12 @@ its own:
 * build worker: a real ``argusic build-worker`` process (dbt and GX imported once, the parsed
   project kept) asked over its socket to build the same file ``--repeats`` more times after its first
   build; the median of those is the worker's figure;
-* check: marts.board (as the worker last built it) compared with the floor's board, value for value
-  (exact fractions).
+* the worker's build after one change each (issue 27): the last cycle's records are taken out (a
+  catch-up build, not timed), then (1) a review decision, (2) a dispute ruling on an attempt of the
+  first cycle, (3) the held-back cycle's records ingested again; each build's wall, CPU-s and ratio to
+  the floor (the incremental models rebuild the changed cycles only);
+* check: marts.board (as the worker last built it, after those changes) compared with the floor's
+  board on the same inputs, value for value (exact fractions).
 
 Every build ends by publishing the analyst copy (``argusic.warehouse.analyst``: a DuckDB snapshot of the
 marts, seeds and raw layer, and Parquet per mart) beside the benchmark's warehouse; its time is printed next
