@@ -838,7 +838,7 @@ def bench(size: int, work: Path, top: int, repeats: int = 3) -> dict:
     check = run_phase(["--phase", "check", "--db", str(db), "--out", str(floor_out)])
     word = "agree" if check["agree"] else "DISAGREE"
     print(
-        f"agreement ({size:,}, after the changes): {word}: floor board vs marts.board, {check['rows']} rows "
+        f"agreement ({size:,}): {word}: floor board vs marts.board after the changes, {check['rows']} rows "
         f"({check['scored_rows']} with a score), {check['differences']} differences"
     )
     for example in check["examples"]:
