@@ -17,8 +17,12 @@ its own:
 * build worker: a real ``argusic build-worker`` process (dbt and GX imported once, the parsed
   project kept) asked over its socket to build the same file ``--repeats`` more times after its first
   build; the median of those is the worker's figure;
-* check: marts.board (as the worker last built it) compared with the floor's board, value for value
-  (exact fractions).
+* the worker's build after one change each (issue 27): the last cycle's records are taken out (a
+  catch-up build, not timed), then (1) a review decision, (2) a dispute ruling on an attempt of the
+  first cycle, (3) the held-back cycle's records ingested again; each build's wall, CPU-s and ratio to
+  the floor (the incremental models rebuild the changed cycles only);
+* check: marts.board (as the worker last built it, after those changes) compared with the floor's
+  board on the same inputs, value for value (exact fractions).
 
 Every build ends by publishing the analyst copy (``argusic.warehouse.analyst``: a DuckDB snapshot of the
 marts, seeds and raw layer, and Parquet per mart) beside the benchmark's warehouse; its time is printed next
@@ -581,7 +585,69 @@ def _process_cpu(pid: int) -> float:
     return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def worker_builds(db: Path, target: Path, repeats: int) -> dict:
+SCENARIOS = ("review decision", "dispute ruling", "new cycle")
+
+
+def _held_path(db: Path) -> Path:
+    return db.parent / "held_cycle.duckdb"
+
+
+def hold_back_last_cycle(db: Path) -> tuple[str, int]:
+    """Move the last cycle's run records out of the warehouse into a side file (to ingest later)."""
+    import duckdb
+
+    held = _held_path(db)
+    held.unlink(missing_ok=True)
+    with duckdb.connect(str(db)) as con:
+        last = con.execute("SELECT max(cycle_id) FROM raw.run_records").fetchone()[0]
+        con.execute(f"ATTACH '{held}' AS held")
+        con.execute("CREATE TABLE held.run_records AS FROM raw.run_records WHERE cycle_id = ?", [last])
+        rows = con.execute("SELECT count(*) FROM held.run_records").fetchone()[0]
+        con.execute("DELETE FROM raw.run_records WHERE cycle_id = ?", [last])
+        con.execute("DETACH held")
+    return last, rows
+
+
+def scenario_change(db: Path, scenario: str) -> str:
+    """Make one change to the warehouse's inputs, as ingest or a person's decision would; what it was."""
+    import duckdb
+
+    at = "2027-01-01 09:00:00"
+    with duckdb.connect(str(db)) as con:
+        if scenario == "review decision":
+            cycle, project = con.execute(
+                "SELECT cycle_id, project_id FROM raw.run_records WHERE purpose = 'board' "
+                "ORDER BY cycle_id, project_id LIMIT 1"
+            ).fetchone()
+            con.execute(
+                "INSERT INTO decisions.review_decisions VALUES (?, ?, 'project_at_fault', 'bench', ?, 'b')",
+                [cycle, project, at],
+            )
+            return f"project_at_fault on {project} in {cycle}"
+        if scenario == "dispute ruling":
+            attempt = con.execute(
+                "SELECT min(attempt_id) FROM raw.run_records WHERE purpose = 'board' "
+                "AND cycle_id = (SELECT min(cycle_id) FROM raw.run_records)"
+            ).fetchone()[0]
+            con.execute(
+                "INSERT INTO decisions.disputes VALUES ('bench-d1', ?, 'env', 'x@ex.org', 'bench', ?, 'b')",
+                [attempt, at],
+            )
+            con.execute(
+                "INSERT INTO decisions.dispute_rulings VALUES "
+                "('bench-d1', 'environment_at_fault', NULL, 'bench', ?, 'bench')",
+                [at],
+            )
+            return f"environment_at_fault on {attempt}"
+        if scenario == "new cycle":
+            con.execute(f"ATTACH '{_held_path(db)}' AS held (READ_ONLY)")
+            con.execute("INSERT INTO raw.run_records SELECT * FROM held.run_records")
+            rows, cycle = con.execute("SELECT count(*), max(cycle_id) FROM held.run_records").fetchone()
+            return f"{rows:,} run records of cycle {cycle} ingested"
+    raise ValueError(scenario)
+
+
+def worker_builds(db: Path, target: Path, repeats: int, scenarios: bool = False) -> dict:
     """Builds through a real build worker (``argusic build-worker``) in its own process.
 
     The first build after the worker starts also parses the project; the next ``repeats`` builds are
@@ -632,6 +698,32 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
                         "slowest_nodes": answer["slowest_nodes"],
                     }
                 )
+            # After the steady builds: one change of each kind, then a build (the cycle held back
+            # before is taken out first: that build is a catch-up, not timed in the table).
+            changed = []
+            if scenarios:
+                hold_back_last_cycle(db)
+                request(socket_path, "build", db_path=str(db))
+                for scenario in SCENARIOS:
+                    what = scenario_change(db, scenario)
+                    seen = len(probe.read_text().splitlines()) if probe.exists() else 0
+                    began, cpu = time.perf_counter(), _process_cpu(proc.pid)
+                    answer = request(socket_path, "build", db_path=str(db))
+                    lines = [json.loads(x) for x in probe.read_text().splitlines()[seen:]]
+                    changed.append(
+                        {
+                            "scenario": scenario,
+                            "change": what,
+                            "seconds": time.perf_counter() - began,
+                            "cpu_seconds": _process_cpu(proc.pid) - cpu,
+                            "analyst_seconds": answer["analyst_seconds"],
+                            "dbt_seconds": answer["dbt_seconds"],
+                            "validation_seconds": answer["validation_seconds"],
+                            "nodes": answer["nodes"],
+                            "slowest_nodes": answer["slowest_nodes"],
+                            "analyst_cpu_seconds": sum(x["cpu"] for x in lines if x["step"] == "copy"),
+                        }
+                    )
             parses = request(socket_path, "ping")["parses"]
         finally:
             proc.terminate()
@@ -648,6 +740,9 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
         t["build_cpu_seconds"] = t["cpu_seconds"] - t["analyst_cpu_seconds"]
         t["dbt_cpu_seconds"] = step.get("dbt", 0.0)
         t["validation_cpu_seconds"] = step.get("expectations", 0.0)
+    for t in changed:  # the build alone, as for the steady builds: less the analyst copy
+        t["build_seconds"] = t["seconds"] - t["analyst_seconds"]
+        t["build_cpu_seconds"] = t["cpu_seconds"] - t["analyst_cpu_seconds"]
     steady = sorted(timings[1:], key=lambda t: t["build_seconds"])[len(timings[1:]) // 2]
     copies = sorted(timings[1:], key=lambda t: t["analyst_seconds"])[len(timings[1:]) // 2]
     return {
@@ -668,6 +763,7 @@ def worker_builds(db: Path, target: Path, repeats: int) -> dict:
         "slowest_nodes": steady["slowest_nodes"],
         "parses": parses,
         "peak_mb": usage.ru_maxrss / 1024,
+        "scenarios": changed,
     }
 
 
@@ -704,7 +800,7 @@ def bench(size: int, work: Path, top: int, repeats: int = 3) -> dict:
         f"{build['analyst_seconds']:.2f} s / {build['analyst_cpu_seconds']:.2f} CPU-s, "
         f"{build['analyst_mb']:.0f} MB), peak {build['peak_mb']:.0f} MB"
     )
-    worker = worker_builds(db, work / "dbt_target_worker", repeats)
+    worker = worker_builds(db, work / "dbt_target_worker", repeats, scenarios=True)
     steady = ", ".join(f"{t:.2f}" for t in worker["steady"])
     copies = ", ".join(f"{t:.2f}" for t in worker["analyst_steady"])
     print(
@@ -726,10 +822,23 @@ def bench(size: int, work: Path, top: int, repeats: int = 3) -> dict:
         print("slowest dbt nodes (median worker build): " + ", ".join(
             f"{uid.split('.', 2)[-1]} {t:.2f} s" for uid, t in nodes
         ))  # fmt: skip
+    for t in worker["scenarios"]:
+        slow = ", ".join(f"{uid.split('.', 2)[-1]} {s:.2f} s" for uid, s in t["slowest_nodes"][:4])
+        print(
+            f"worker build after a {t['scenario']} ({t['change']}): {t['build_seconds']:.2f} s, "
+            f"{t['build_cpu_seconds']:.2f} CPU-s, {t['nodes']} nodes (dbt {t['dbt_seconds']:.2f} s, "
+            f"expectations {t['validation_seconds']:.2f} s; copy {t['analyst_seconds']:.2f} s); "
+            f"{t['build_seconds'] / floor['seconds']:.1f}x the floor "
+            f"({t['build_cpu_seconds'] / floor['cpu_seconds']:.1f}x in CPU); slowest: {slow}"
+        )
+    # the marts after the changes: the board again against the floor on the same inputs (the review
+    # decision and the dispute are in both)
+    floor_after = run_phase(["--phase", "floor", "--db", str(db), "--out", str(floor_out)])
+    floor_after.pop("peak_mb", None)
     check = run_phase(["--phase", "check", "--db", str(db), "--out", str(floor_out)])
     word = "agree" if check["agree"] else "DISAGREE"
     print(
-        f"agreement ({size:,}): {word}: floor board vs marts.board, {check['rows']} rows "
+        f"agreement ({size:,}): {word}: floor board vs marts.board after the changes, {check['rows']} rows "
         f"({check['scored_rows']} with a score), {check['differences']} differences"
     )
     for example in check["examples"]:
@@ -773,6 +882,21 @@ def print_table(rows: list[dict]) -> None:
             f"{cold['cpu_seconds'] / floor['cpu_seconds']:>6.1f}x "
             f"{worker['cpu_seconds'] / floor['cpu_seconds']:>6.1f}x"
         )
+    header = (
+        f"{'attempts':>10} {'after a':<16} {'wall s':>7} {'CPU-s':>7} {'nodes':>6} {'wall/floor':>11} "
+        f"{'CPU/floor':>10}"
+    )
+    print("\n" + header + "   (the build worker's build after one change; without the analyst copy)")
+    print("-" * len(header))
+    for r in rows:
+        floor = r["floor"]
+        for t in r["worker"].get("scenarios", []):
+            print(
+                f"{r['generate']['rows']:>10,} {t['scenario']:<16} {t['build_seconds']:>7.2f} "
+                f"{t['build_cpu_seconds']:>7.2f} {t['nodes']:>6} "
+                f"{t['build_seconds'] / floor['seconds']:>10.1f}x "
+                f"{t['build_cpu_seconds'] / floor['cpu_seconds']:>9.1f}x"
+            )
     print(
         "cold = one `argusic build` process (build_warehouse): imports (GX ~5 s, dbt), parse, build.\n"
         "worker = median steady build through `argusic build-worker` (dbt and GX imported once, manifest "

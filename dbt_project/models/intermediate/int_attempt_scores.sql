@@ -1,4 +1,4 @@
-{{ config(materialized='table') }}
+{{ config(materialized='incremental', incremental_strategy='append', pre_hook="{{ delete_changed_cycles() }}") }}
 -- One row per attempt: points, exact score and outcome (METHODOLOGY.md §5), the rules every mart
 -- builds on (pair_sets, board, project_review, project_verdicts read this table). The contract mart
 -- marts.attempt_scores is this table with each attempt's evidence beside it.
@@ -24,6 +24,7 @@ with attempts as (
         split_part(methodology_version, '.', 1)::integer * 1000
             + split_part(methodology_version, '.', 2)::integer as edition_code
     from {{ ref('int_attempts_corrected') }}
+    where {{ in_changed_cycles() }}
 
 ),
 

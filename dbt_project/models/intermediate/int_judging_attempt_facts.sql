@@ -1,4 +1,4 @@
-{{ config(materialized='table') }}
+{{ config(materialized='incremental', incremental_strategy='append', pre_hook="{{ delete_changed_cycles() }}") }}
 -- One row per attempt with a run record: what the judging review (issue #14, Layer 3) shows of it
 -- beside the hints and the judges: its provisional result (the rules' outcome for board and verdict
 -- attempts, its newest grade for repair attempts), duration, tokens and cost, and
@@ -12,6 +12,7 @@
 with records as (
 
     select * from {{ ref('stg_run_records') }}
+    where {{ in_changed_cycles() }}
 
 ),
 
@@ -19,6 +20,7 @@ scored as (
 
     select attempt_id, is_valid, outcome, score, duration_seconds
     from {{ ref('int_attempt_scores') }}
+    where {{ in_changed_cycles() }}
 
 ),
 
@@ -36,6 +38,7 @@ costs as (
 
     select attempt_id, input_tokens, output_tokens, cost_usd_from_tokens
     from {{ ref('int_attempt_costs') }}
+    where {{ in_changed_cycles() }}
 
 ),
 

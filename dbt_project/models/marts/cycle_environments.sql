@@ -1,3 +1,4 @@
+{{ config(materialized='incremental', incremental_strategy='append', pre_hook="{{ delete_changed_cycles() }}") }}
 -- One row per cycle_id: did the cycle's valid attempts run under one environment (methodology
 -- sections 4 and 14: the same conditions for every agent, one harness per cycle)? Only attempts
 -- whose record carries an environment are compared (older records carry none: counted apart).
@@ -31,6 +32,7 @@ with attempts as (
         records.limit_budget_seconds
     from {{ ref('int_attempt_scores') }} as scores
     inner join {{ ref('stg_run_records') }} as records on records.attempt_id = scores.attempt_id
+    where {{ in_changed_cycles('scores.cycle_id') }} and {{ in_changed_cycles('records.cycle_id') }}
 
 ),
 

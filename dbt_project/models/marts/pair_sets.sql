@@ -1,3 +1,4 @@
+{{ config(materialized='incremental', incremental_strategy='append', pre_hook="{{ delete_changed_cycles() }}") }}
 -- One row per (cycle_id, agent_id, project_id) of board-purpose attempts (METHODOLOGY.md §6).
 -- low / middle / high are chosen on an exact integer order key and the 30% line is tested on
 -- exact fractions (cross-multiplied HUGEINTs), never on floats:
@@ -5,7 +6,7 @@
 with board_attempts as (
 
     select * from {{ ref('int_attempt_scores') }}
-    where purpose = 'board'
+    where purpose = 'board' and {{ in_changed_cycles() }}
 
 ),
 

@@ -55,6 +55,9 @@ class BuildResult:
     note: str = ""  # e.g. which data tests a session did not re-run, and why
     analyst: AnalystCopy | None = None  # the analyst copy published after the build (None: not asked)
     changed_sources: tuple[str, ...] = ()  # a partial build: the source tables it rebuilt from (else ())
+    # the cycles whose rows the incremental models rebuilt (macros/changed_cycles.sql); None: those
+    # models, when the build ran them, were rebuilt whole (--full-refresh)
+    incremental_cycles: tuple[str, ...] | None = None
 
     @property
     def analyst_seconds(self) -> float:
@@ -173,6 +176,7 @@ def _run_dbt(
     manifest: Any = None,
     exclude: tuple[str, ...] = (),
     select: tuple[str, ...] = (),
+    full_refresh: bool = True,
 ) -> list[NodeResult]:
     """``dbt build`` in-process; raises PublicationBlocked naming the failed nodes.
 
@@ -182,7 +186,8 @@ def _run_dbt(
     folder (the project's ``target/`` or ``DBT_TARGET_PATH``) between builds, so an unchanged
     project is parsed partially (``partial_parse.msgpack``). ``manifest``: a manifest parsed for this
     project and warehouse (``BuildSession``), so that dbt does not parse at all. ``select``: dbt
-    selectors of a partial build (``Changes.selectors``); none: the whole project.
+    selectors of a partial build (``Changes.selectors``); none: the whole project. ``full_refresh``:
+    incremental models rebuilt whole (else only the cycles in ``argusic_build.changed_cycles``).
     """
     args = [*_dbt_args(project_dir, "build", lean=manifest is not None), "--threads", str(dbt_threads())]
     if not include_unit_tests:
@@ -191,6 +196,8 @@ def _run_dbt(
         args += ["--select", *select]
     if exclude:
         args += ["--exclude", *exclude]
+    if full_refresh:
+        args.append("--full-refresh")
     if quiet:
         args.insert(0, "--quiet")
     res = _invoke_dbt(args, db_path, manifest)
@@ -235,6 +242,13 @@ def _run_dbt(
 # (``Changes.recheck``: 23 of the demo's 159 nodes, dbt's per-node work on a small warehouse). Anything
 # else builds the whole project: no record, a changed project, a source table added or removed, or
 # unit tests asked for.
+#
+# Within a partial build, the heavy attempt-level models whose rows for one cycle depend only on that
+# cycle's inputs are incremental (macros/changed_cycles.sql, CYCLE_SCOPED_SOURCES below): after a new
+# cycle's ingest or a dispute ruling they delete and rebuild the changed cycles' rows only. Every
+# other build (full, recheck, or a partial one where an input not fingerprinted by cycle feeds them)
+# rebuilds them whole with --full-refresh, exactly their plain select. Their data tests still scan the
+# whole table.
 
 STATE_SCHEMA = "argusic_build"
 STATE_TABLE = f"{STATE_SCHEMA}.built_from"
@@ -247,6 +261,41 @@ PROJECT_KEY = "project"
 # verdicts, repair items; decisions) is fingerprinted by its whole rows.
 WRITE_ONCE_KEYS = {"raw.run_records": "attempt_id", "raw.pool_entries": "cycle_id, project_id"}
 
+# Incremental models keyed by cycle (macros/changed_cycles.sql): the heavy attempt-level models whose
+# rows for one cycle depend only on that cycle's inputs (int_attempt_scores, int_attempt_costs,
+# int_judging_attempt_facts, pair_sets, cycle_environments; not stability nor project_verdicts, which
+# group one agent's or one commit's attempts across cycles). Their cycle-scoped inputs are
+# fingerprinted per cycle as well (``cycle:<cycle_id>`` in the build record): the run records (key
+# only, as above; a rerun also counts in its original's cycle, whose correction it may complete), and
+# the disputes and their rulings (whole rows) in the cycle of the disputed attempt (a dispute of an
+# attempt not loaded changes no row: it counts when its attempt's cycle is ingested). When the only
+# changed sources that feed an incremental model are these, the build runs the incremental models on
+# the changed cycles alone; otherwise (the project changed, no record, another input such as
+# raw.attempt_hints or raw.repair_grades changed, a recheck) it rebuilds them whole (--full-refresh).
+CYCLE_SCOPED_SOURCES = ("raw.run_records", "decisions.disputes", "decisions.dispute_rulings")
+CYCLE_PREFIX = "cycle:"
+CHANGED_CYCLES_TABLE = f"{STATE_SCHEMA}.changed_cycles"
+_CYCLE_FINGERPRINTS = """
+WITH records AS (SELECT attempt_id, cycle_id, rerun_of FROM raw.run_records),
+keyed AS (
+    SELECT cycle_id, 'r' AS part, hash(attempt_id) AS h FROM records
+    UNION ALL
+    SELECT original.cycle_id, 'r', hash(rerun.attempt_id)
+    FROM records AS rerun JOIN records AS original ON original.attempt_id = rerun.rerun_of
+    WHERE original.cycle_id <> rerun.cycle_id
+    UNION ALL
+    SELECT records.cycle_id, 'd', hash(d) FROM decisions.disputes AS d JOIN records USING (attempt_id)
+    UNION ALL
+    SELECT records.cycle_id, 'u', hash(u)
+    FROM decisions.dispute_rulings AS u
+    JOIN decisions.disputes AS d ON d.dispute_id = u.dispute_id
+    JOIN records ON records.attempt_id = d.attempt_id
+)
+SELECT cycle_id, string_agg(part || ' ' || n || ' ' || h, ', ' ORDER BY part)
+FROM (SELECT cycle_id, part, count(*) AS n, sum(h) AS h FROM keyed GROUP BY ALL)
+GROUP BY cycle_id
+"""
+
 
 @dataclass(frozen=True)
 class Changes:
@@ -257,6 +306,8 @@ class Changes:
     # nothing changed since a recorded build of this very project: every table rebuilt and every data
     # test run, the views and seeds kept (the project's own, exactly as the recorded build made them)
     recheck: bool = False
+    # the cycles whose cycle-scoped inputs changed (CYCLE_SCOPED_SOURCES), of a partial build
+    cycles: tuple[str, ...] = ()
 
     @property
     def partial(self) -> bool:
@@ -322,6 +373,8 @@ def input_state(con: duckdb.DuckDBPyConnection, project: str) -> dict[str, str]:
             f'SELECT count(*), coalesce(sum({hashed}), 0) FROM "{schema}"."{table}" AS t'
         ).fetchone()
         state[name] = hashlib.sha256(f"{columns}\n{count}\n{total}".encode()).hexdigest()
+    for cycle, parts in con.execute(_CYCLE_FINGERPRINTS).fetchall():
+        state[f"{CYCLE_PREFIX}{cycle}"] = hashlib.sha256(parts.encode()).hexdigest()
     return state
 
 
@@ -354,15 +407,59 @@ def what_changed(previous: Mapping[str, str], current: Mapping[str, str], *, uni
         return Changes(full_because="no record of a complete, checked build of this warehouse")
     if previous.get(PROJECT_KEY) != current[PROJECT_KEY]:
         return Changes(full_because="the project changed")
-    if set(previous) != set(current):
+    tables = {k for k in current if not k.startswith(CYCLE_PREFIX)}
+    if {k for k in previous if not k.startswith(CYCLE_PREFIX)} != tables:
         return Changes(full_because="a source table was added or removed")
-    changed = tuple(sorted(k for k in current if k != PROJECT_KEY and previous[k] != current[k]))
+    changed = tuple(sorted(k for k in tables if k != PROJECT_KEY and previous[k] != current[k]))
+    cycles = tuple(
+        sorted(
+            k.removeprefix(CYCLE_PREFIX)
+            for k in {*previous, *current}
+            if k.startswith(CYCLE_PREFIX) and previous.get(k) != current.get(k)
+        )
+    )
     if not changed:
         because = (
             "nothing changed since the last build: every table rebuilt and checked, views and seeds kept"
         )
         return Changes(full_because=because, recheck=True)
-    return Changes(changed)
+    return Changes(changed, cycles=cycles)
+
+
+def incremental_cycles(
+    changes: Changes, graph: tuple[Mapping[str, Any], Mapping[str, Any]] | None
+) -> tuple[str, ...] | None:
+    """The cycles the incremental models rebuild in this build, or None: rebuild them whole.
+
+    Only a partial build whose every changed source that feeds an incremental model is cycle-scoped
+    (CYCLE_SCOPED_SOURCES) builds them incrementally; anything else, or no graph to tell, whole."""
+    if not changes.partial or graph is None:
+        return None
+    child_map, incremental = graph[0], _incremental_models(graph)
+    for source in changes.changed:
+        if source not in CYCLE_SCOPED_SOURCES and downstream(child_map, [source]) & incremental:
+            return None
+    return changes.cycles
+
+
+def _incremental_models(graph: tuple[Mapping[str, Any], Mapping[str, Any]] | None) -> set[str]:
+    """The unique ids of the project's incremental models."""
+    if graph is None:
+        return set()
+    return {
+        uid
+        for uid, node in graph[1].items()
+        if uid.startswith("model.") and str(_field(_field(node, "config"), "materialized")) == "incremental"
+    }
+
+
+def _write_changed_cycles(con: duckdb.DuckDBPyConnection, cycles: Iterable[str]) -> None:
+    """The cycles an incremental build rebuilds, where macros/changed_cycles.sql reads them."""
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {STATE_SCHEMA}")
+    con.execute(f"CREATE OR REPLACE TABLE {CHANGED_CYCLES_TABLE} (cycle_id VARCHAR)")
+    rows = [[c] for c in cycles]
+    if rows:
+        con.executemany(f"INSERT INTO {CHANGED_CYCLES_TABLE} VALUES (?)", rows)
 
 
 def _graph(manifest: Any, project: Path) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
@@ -489,6 +586,11 @@ def _build(
         started = time.perf_counter()
         plan = plan_for(path) if plan_for else DbtPlan(None)
         graph = _graph(plan.manifest, project) if changes.partial and plan.manifest is not None else None
+        # the manifest of this project (a session's, else the one the last build of it wrote) tells
+        # whether the incremental models can rebuild only the changed cycles
+        cycles = incremental_cycles(changes, graph or (_graph(None, project) if changes.partial else None))
+        with connect(path) as con:
+            _write_changed_cycles(con, cycles or ())
         nodes: list[NodeResult] = []
         selection = changes.selectors(_stored_materializations(plan.manifest))
         if graph is None or downstream(graph[0], changes.changed):  # else nothing reads what changed
@@ -500,6 +602,7 @@ def _build(
                 manifest=plan.manifest,
                 exclude=plan.exclude or plan.reused_tests,
                 **({"select": selection} if selection else {}),  # a full build: dbt's default, all
+                full_refresh=cycles is None,
             )
         dbt_seconds = time.perf_counter() - started
         if after_dbt:
@@ -529,9 +632,16 @@ def _build(
             "expectations failed, publication blocked:\n" + "\n".join(report.failure_messages())
         )
     # a partial build selects no seed test; a recheck may have left the seeds' tests out (plan.note)
-    notes = (changes.note(len(nodes), only), "" if changes.partial else plan.note)
+    ran_incremental = cycles is not None and bool({n.unique_id for n in nodes} & _incremental_models(graph))
+    notes = (
+        changes.note(len(nodes), only),
+        f"incremental models rebuilt for cycles {', '.join(cycles) or '(none)'} only"
+        if ran_incremental
+        else "",
+        "" if changes.partial else plan.note,
+    )
     note = "; ".join(n for n in notes if n)
-    return BuildResult(path, nodes, report, dbt_seconds, report.seconds, note, copy, changes.changed)
+    return BuildResult(path, nodes, report, dbt_seconds, report.seconds, note, copy, changes.changed, cycles)
 
 
 def _lineage(plan: DbtPlan, project: Path) -> Callable[[tuple[str, ...]], tuple[set[str], set[str]] | None]:
