@@ -67,7 +67,7 @@ from argusic.external.collect import JsonlRead, iter_jsonl, record_parts, shell_
 from argusic.repair import item_store
 from argusic.repair.grader import grade_patch
 from argusic.repair.items import Item, items_dir, load_item, load_stored_item, repository_of
-from argusic.repair.prepare import exclude_lines, pathspec_lines, prepare_item
+from argusic.repair.prepare import COMMIT_ENV, SAFE_GIT, exclude_lines, pathspec_lines, prepare_item
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
 from argusic.sandbox.launch import ExecutionResult, Launch
 
@@ -94,25 +94,6 @@ WORKING_COPY_FAILED = 95
 INSTRUCTIONS_REACHABLE = 96
 STATUS_MAX_BYTES = 4096
 
-# The fresh commit's identity and time are fixed: the same base tree gives the same commit everywhere.
-BASE_COMMIT_ENV = {
-    "GIT_AUTHOR_NAME": "argusic",
-    "GIT_AUTHOR_EMAIL": "argusic@invalid",
-    "GIT_COMMITTER_NAME": "argusic",
-    "GIT_COMMITTER_EMAIL": "argusic@invalid",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
-    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
-}
-# Git run by us on what the agent left: none of its configuration may run code or bend the diff.
-SAFE_GIT = [
-    "git",
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "commit.gpgsign=false",
-    "-c", "tag.gpgsign=false",
-    "-c", "diff.external=",
-    "-c", "core.attributesFile=/dev/null",
-]  # fmt: skip
 
 # What the agent is handed besides the harness: the prompt templates and the check, named in each
 # repair record's environment.instructions (the board's instructions are not what a repair agent reads).
@@ -329,7 +310,7 @@ def base_source(repository: Path, base: str, dest: Path) -> str:
             ]
         )
         tree = _git(["-C", str(work), "rev-parse", f"{base}^{{tree}}"])
-        fresh = _git(["-C", str(work), "commit-tree", tree, "-m", "base"], env=BASE_COMMIT_ENV)
+        fresh = _git(["-C", str(work), "commit-tree", tree, "-m", "base"], env=COMMIT_ENV)
         _git(["init", "-q", "--bare", str(dest)])
         _git(["-C", str(work), "push", "-q", str(dest), f"{fresh}:refs/heads/base"])
         _git(["-C", str(dest), "symbolic-ref", "HEAD", "refs/heads/base"])
@@ -350,7 +331,7 @@ def working_copy_script(
     ``.git/info/exclude`` keeps them out of the collected patch."""
     q = shlex.quote
     git = shlex.join(SAFE_GIT)
-    commit_env = " ".join(f"{k}={q(v)}" for k, v in BASE_COMMIT_ENV.items())
+    commit_env = " ".join(f"{k}={q(v)}" for k, v in COMMIT_ENV.items())
     status = f"{out}/{STATUS_FILE}"
     add = f"{git} add -A -f"
     prepared_lines = []

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +119,16 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     else:
         tmp.write_text(text)
     tmp.replace(path)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on the file `path` (made, with its folder, when missing) for the block:
+    one process at a time across the host, released when the block ends or the process dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

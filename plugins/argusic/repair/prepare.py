@@ -27,8 +27,6 @@ tries again.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -43,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from argusic.core.layout import runs_dir
+from argusic.core.safe_io import exclusive_lock
 from argusic.sandbox.launch import Launch
 
 log = logging.getLogger(__name__)
@@ -62,7 +61,8 @@ MAX_EXCLUDED = 2000
 MAX_PREPARED_BYTES = 8 << 30  # bytes of file content in the tar
 MAX_PREPARED_MEMBERS = 500_000
 
-# The prepared commit's identity and time are fixed, like base's.
+# A commit made by us (base's fresh commit in an agent's copy, the prepared tree's): identity and time
+# fixed, so that the same tree gives the same commit everywhere.
 COMMIT_ENV = {
     "GIT_AUTHOR_NAME": "argusic",
     "GIT_AUTHOR_EMAIL": "argusic@invalid",
@@ -71,11 +71,15 @@ COMMIT_ENV = {
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
     "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
 }
+# Git run by us on trees an item's command or an agent left: none of their configuration may run code
+# or bend a diff (hooks, fsmonitor, signing, external diff, attributes, line endings).
 SAFE_GIT = [
     "git",
     "-c", "core.hooksPath=/dev/null",
     "-c", "core.fsmonitor=false",
     "-c", "commit.gpgsign=false",
+    "-c", "tag.gpgsign=false",
+    "-c", "diff.external=",
     "-c", "core.attributesFile=/dev/null",
     "-c", "core.autocrlf=false",
     "-c", "core.symlinks=true",
@@ -267,17 +271,6 @@ def cache_dir(base: Path | None = None) -> Path:
     return Path(os.environ.get("ARGUSIC_PREPARED_DIR") or (base or runs_dir()) / ".prepared")
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def prepare_item(
     item, base_repo: Path, base_commit: str, executor, image: str | None, *, cache: Path | None = None,
     seconds: int = PREPARE_SECONDS,
@@ -290,7 +283,7 @@ def prepare_item(
     network = str(getattr(executor, "network", None) or "host")
     key = prepare_key(item, base_commit, image, network)
     folder = (cache or cache_dir()) / key
-    with _locked(folder.with_name(key + ".lock")):
+    with exclusive_lock(folder.with_name(key + ".lock")):
         done = folder / PREPARED_JSON
         if done.is_file() and not done.is_symlink():
             doc = json.loads(done.read_text())

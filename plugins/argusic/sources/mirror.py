@@ -29,7 +29,6 @@ no user or system git configuration, sizes and times bounded.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -39,7 +38,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from urllib.parse import unquote, urlsplit
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from argusic.core.safe_io import exclusive_lock
 from argusic.core.settings import forge_dir, project_root
 
 log = logging.getLogger(__name__)
@@ -433,17 +433,6 @@ def local_repository(path_text: str, commit: str, roots: list[Path] | None) -> P
 # --- the mirror cache --------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def mirror_path(source: Source, root: Path | None = None) -> Path:
     return (root or mirror_dir()) / f"{source.digest}.git"
 
@@ -525,7 +514,7 @@ def ensure_remote(
     """The mirror of a remote source, holding `commit` (fetched if needed); SourceUnavailable else."""
     policy = policy or FetchPolicy.from_env()
     final = mirror_path(source, root)
-    with _locked(final.with_name(f".{final.name}.lock")):
+    with exclusive_lock(final.with_name(f".{final.name}.lock")):
         if not _is_bare_repo(final):
             _create_mirror(source, final, policy)
         if not has_commit(final, commit):
