@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,3 +133,34 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def kept_secret(env_name: str, path: Path, size: int = 32) -> bytes:
+    """A secret key that is never published: the variable `env_name` (hex, at least `size` bytes),
+    else the key file `path`, made once (0600, in a 0700 folder; a process that loses the race to make
+    it reads the winner's). ValueError naming the variable or file when the key is unusable."""
+    text = os.environ.get(env_name)
+    if text:
+        try:
+            key = bytes.fromhex(text.strip())
+        except ValueError:
+            raise ValueError(f"{env_name} is not hex") from None
+        if len(key) < size:
+            raise ValueError(f"{env_name} is shorter than {size} bytes")
+        return key
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: read theirs
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(size) + "\n")
+    try:
+        key = bytes.fromhex(path.read_text().strip())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not a usable key ({err})") from None
+    if len(key) < size:
+        raise ValueError(f"{path}: key shorter than {size} bytes")
+    return key

@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from argusic.core.safe_io import kept_secret
 from argusic.core.settings import runs_dir
 from argusic.publication.files import _write_atomically
 from argusic.repair.predictions import load_labels
@@ -68,15 +69,10 @@ class ExportRefused(Exception):
 def mask_key(path: Path | None = None) -> bytes:
     """The masking key: ARGUSIC_ITEM_MASK_KEY (hex, at least 32 bytes), else the key file (made once,
     0600)."""
-    text = os.environ.get(KEY_ENV)
-    if text:
-        try:
-            key = bytes.fromhex(text.strip())
-        except ValueError:
-            raise ExportRefused(f"{KEY_ENV} is not hex") from None
-        if len(key) < 32:
-            raise ExportRefused(f"{KEY_ENV} is shorter than 32 bytes")
-        return key
+    try:
+        return kept_secret(KEY_ENV, Path(path or runs_dir() / ".keys" / "item-mask.key"))
+    except ValueError as err:
+        raise ExportRefused(str(err)) from None
     path = Path(path or runs_dir() / ".keys" / "item-mask.key")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -35,6 +35,7 @@ import tomllib
 from pathlib import Path
 
 from argusic.core.record import ATTEMPT_ID_RE
+from argusic.core.safe_io import kept_secret
 from argusic.core.settings import PACKAGE_DIR, code_root, runs_dir
 
 LABELS_FILE = PACKAGE_DIR / "repair" / "labels.toml"
@@ -75,15 +76,10 @@ def label_key(path: Path | None = None) -> bytes:
     """The key of unlisted names' labels: ARGUSIC_LABEL_KEY (hex, at least 32 bytes), else the key file
     ``<runs dir>/.keys/repair-label.key`` (made once, 0600, by the first process that needs it).
     Never published; the warehouse gets it only through the dbt Python model repair_label_key."""
-    text = os.environ.get(KEY_ENV)
-    if text:
-        try:
-            key = bytes.fromhex(text.strip())
-        except ValueError:
-            raise LabelsError(f"{KEY_ENV} is not hex") from None
-        if len(key) < KEY_BYTES:
-            raise LabelsError(f"{KEY_ENV} is shorter than {KEY_BYTES} bytes")
-        return key
+    try:
+        return kept_secret(KEY_ENV, Path(path or runs_dir() / KEY_FILE), KEY_BYTES)
+    except ValueError as err:
+        raise LabelsError(str(err)) from None
     path = Path(path or runs_dir() / KEY_FILE)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
