@@ -10,16 +10,31 @@
     The model's config: materialized='incremental', incremental_strategy='append',
     pre_hook="{{ delete_changed_cycles() }}"; its select filters its cycle-keyed inputs with
     `where {{ in_changed_cycles() }}` (or `and ...`), the rule itself unchanged. -#}
+{#- Whether the build driver gave this build a list of changed cycles (the table exists only while
+    its dbt runs an incremental build): dbt run by anyone else, on a warehouse whose incremental
+    models exist, rebuilds them whole instead of trusting a list it was not given. -#}
+{% macro changed_cycles_given() -%}
+    {%- set listed = adapter.get_relation(database=this.database, schema='argusic_build',
+                                          identifier='changed_cycles') -%}
+    {{- return(listed is not none) -}}
+{%- endmacro %}
+
 {% macro in_changed_cycles(column='cycle_id') -%}
-    {%- if this is not none and is_incremental() -%}
+    {%- if this is not none and is_incremental() and changed_cycles_given() -%}
         {{ column }} in (select cycle_id from argusic_build.changed_cycles)
     {%- else -%}
         true
     {%- endif -%}
 {%- endmacro %}
 
+{#- No list given: every row is deleted and the select (unfiltered) inserts them all again, which is
+    the model's whole rebuild. -#}
 {% macro delete_changed_cycles() -%}
     {%- if this is not none and is_incremental() -%}
-        delete from {{ this }} where cycle_id in (select cycle_id from argusic_build.changed_cycles)
+        {%- if changed_cycles_given() -%}
+            delete from {{ this }} where cycle_id in (select cycle_id from argusic_build.changed_cycles)
+        {%- else -%}
+            delete from {{ this }}
+        {%- endif -%}
     {%- endif -%}
 {%- endmacro %}

@@ -438,7 +438,9 @@ def test_analyst_dir_setting(tmp_path: Path, monkeypatch):
 def _fake_dbt(frames_for: list):
     """dbt stand-in writing the marts of the next frames (the lock is held by the build)."""
 
-    def run(project_dir, db_path, quiet, include_unit_tests=False, manifest=None, exclude=()):
+    def run(
+        project_dir, db_path, quiet, include_unit_tests=False, manifest=None, exclude=(), full_refresh=True
+    ):
         _warehouse(db_path, frames_for.pop(0))
         return [dbt_build.NodeResult("model.argusic.board", "success", "")]
 

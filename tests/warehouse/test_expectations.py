@@ -669,6 +669,7 @@ def test_build_holds_writer_lock_and_blocks_on_expectations(tmp_path: Path, monk
         include_unit_tests: bool = False,
         manifest=None,
         exclude=(),
+        full_refresh: bool = True,
     ) -> list[dbt_build.NodeResult]:
         with open(db_path.with_suffix(db_path.suffix + ".lock"), "w") as lock:
             try:

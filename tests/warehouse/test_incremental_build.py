@@ -129,6 +129,12 @@ def test_incremental_builds_after_a_new_cycle_a_dispute_ruling_and_a_review_equa
         assert con.execute(
             "SELECT count(*) FROM intermediate.int_attempt_scores WHERE cycle_id = ?", [NEXT]
         ).fetchone() == (3,)
+        # the list of changed cycles lives only while the driver's dbt runs: dbt run by anyone else
+        # later is given none and rebuilds the incremental models whole (macros/changed_cycles.sql)
+        assert con.execute(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = 'argusic_build' AND table_name = 'changed_cycles'"
+        ).fetchone() == (0,)
     same_as_a_full_build()
 
     # (b) a dispute ruled environment_at_fault on an attempt of the old cycle, its rerun loaded

@@ -154,7 +154,7 @@ def test_a_decision_only_build_gives_a_full_builds_marts_without_the_attempt_lay
     session = BuildSession(project)  # the build worker's way: the manifest parsed once
 
     first = session.build(db, analyst=False)
-    assert first.changed_sources == () and len(_models(first)) == 46  # no record yet: everything
+    assert first.changed_sources == () and len(_models(first)) == 47  # no record yet: everything
 
     # People decide: an environment review, a judging review, a verdict request, an approval.
     at = datetime(2026, 10, 25, 9)
@@ -187,11 +187,13 @@ def test_a_decision_only_build_gives_a_full_builds_marts_without_the_attempt_lay
                                 "condition_comparison"}  # fmt: skip
     assert not _models(decided) & ATTEMPT_LEVEL
     assert all(n.unique_id.startswith(("model.", "test.")) for n in decided.nodes)  # no seed reloaded
-    assert set(decided.validation.tables) == {"project_review", "board", "judging_review_divergence"}
+    # the marts downstream with a suite (judging_results and condition_comparison have one since #31)
+    assert set(decided.validation.tables) == {"project_review", "board", "judging_review_divergence",
+                                              "judging_results", "condition_comparison"}  # fmt: skip
     assert "only decisions.judging_reviews, " in decided.note
 
     full = build_warehouse(reference, project_dir=project, quiet=True, analyst=False)  # in-process, cold
-    assert full.changed_sources == () and len(_models(full)) == 46
+    assert full.changed_sources == () and len(_models(full)) == 47
     assert _assert_same_marts(db, reference) >= 20
     with duckdb.connect(str(db), read_only=True) as con:  # the decision is in force
         assert con.execute(

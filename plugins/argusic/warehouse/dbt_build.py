@@ -453,10 +453,14 @@ def _incremental_models(graph: tuple[Mapping[str, Any], Mapping[str, Any]] | Non
     }
 
 
-def _write_changed_cycles(con: duckdb.DuckDBPyConnection, cycles: Iterable[str]) -> None:
-    """The cycles an incremental build rebuilds, where macros/changed_cycles.sql reads them."""
+def _write_changed_cycles(con: duckdb.DuckDBPyConnection, cycles: Iterable[str] | None) -> None:
+    """The cycles an incremental build rebuilds, where macros/changed_cycles.sql reads them; None:
+    no list (dropped), so that the models are rebuilt whole by whoever runs dbt next."""
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {STATE_SCHEMA}")
-    con.execute(f"CREATE OR REPLACE TABLE {CHANGED_CYCLES_TABLE} (cycle_id VARCHAR)")
+    con.execute(f"DROP TABLE IF EXISTS {CHANGED_CYCLES_TABLE}")
+    if cycles is None:
+        return
+    con.execute(f"CREATE TABLE {CHANGED_CYCLES_TABLE} (cycle_id VARCHAR)")
     rows = [[c] for c in cycles]
     if rows:
         con.executemany(f"INSERT INTO {CHANGED_CYCLES_TABLE} VALUES (?)", rows)
@@ -589,21 +593,27 @@ def _build(
         # the manifest of this project (a session's, else the one the last build of it wrote) tells
         # whether the incremental models can rebuild only the changed cycles
         cycles = incremental_cycles(changes, graph or (_graph(None, project) if changes.partial else None))
+        # The list exists only while this build's dbt runs an incremental build: dbt run by anyone
+        # else (no list) rebuilds the incremental models whole (macros/changed_cycles.sql).
         with connect(path) as con:
-            _write_changed_cycles(con, cycles or ())
+            _write_changed_cycles(con, cycles)
         nodes: list[NodeResult] = []
         selection = changes.selectors(_stored_materializations(plan.manifest))
-        if graph is None or downstream(graph[0], changes.changed):  # else nothing reads what changed
-            nodes = _run_dbt(
-                project,
-                path,
-                quiet,
-                include_unit_tests=include_unit_tests,
-                manifest=plan.manifest,
-                exclude=plan.exclude or plan.reused_tests,
-                **({"select": selection} if selection else {}),  # a full build: dbt's default, all
-                full_refresh=cycles is None,
-            )
+        try:
+            if graph is None or downstream(graph[0], changes.changed):  # else nothing reads what changed
+                nodes = _run_dbt(
+                    project,
+                    path,
+                    quiet,
+                    include_unit_tests=include_unit_tests,
+                    manifest=plan.manifest,
+                    exclude=plan.exclude or plan.reused_tests,
+                    **({"select": selection} if selection else {}),  # a full build: dbt's default, all
+                    full_refresh=cycles is None,
+                )
+        finally:
+            with connect(path) as con:
+                _write_changed_cycles(con, None)
         dbt_seconds = time.perf_counter() - started
         if after_dbt:
             after_dbt(plan)
