@@ -36,9 +36,7 @@ import hashlib
 import hmac
 import io
 import json
-import os
 import re
-import secrets
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -73,19 +71,6 @@ def mask_key(path: Path | None = None) -> bytes:
         return kept_secret(KEY_ENV, Path(path or runs_dir() / ".keys" / "item-mask.key"))
     except ValueError as err:
         raise ExportRefused(str(err)) from None
-    path = Path(path or runs_dir() / ".keys" / "item-mask.key")
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32) + "\n")
-    try:
-        key = bytes.fromhex(path.read_text().strip())
-    except (OSError, ValueError) as err:
-        raise ExportRefused(f"{path}: not a usable key ({err})") from None
-    if len(key) < 32:
-        raise ExportRefused(f"{path}: key shorter than 32 bytes")
-    return key
 
 
 def masked_item_id(key: bytes, project_id: str, item_id: str) -> str:

@@ -27,9 +27,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
 import re
-import secrets
 import sys
 import tomllib
 from pathlib import Path
@@ -80,23 +78,6 @@ def label_key(path: Path | None = None) -> bytes:
         return kept_secret(KEY_ENV, Path(path or runs_dir() / KEY_FILE), KEY_BYTES)
     except ValueError as err:
         raise LabelsError(str(err)) from None
-    path = Path(path or runs_dir() / KEY_FILE)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another process made it first: read theirs
-            pass
-        else:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(secrets.token_hex(KEY_BYTES) + "\n")
-    try:
-        key = bytes.fromhex(path.read_text().strip())
-    except (OSError, ValueError) as err:
-        raise LabelsError(f"{path}: not a usable key ({err})") from None
-    if len(key) < KEY_BYTES:
-        raise LabelsError(f"{path}: key shorter than {KEY_BYTES} bytes")
-    return key
 
 
 def hashed_label(name: str, key: bytes | None = None) -> str:
