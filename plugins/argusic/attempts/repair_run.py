@@ -44,7 +44,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,7 +66,14 @@ from argusic.external.collect import JsonlRead, iter_jsonl, record_parts, shell_
 from argusic.repair import item_store
 from argusic.repair.grader import grade_patch
 from argusic.repair.items import Item, items_dir, load_item, load_stored_item, repository_of
-from argusic.repair.prepare import COMMIT_ENV, SAFE_GIT, exclude_lines, pathspec_lines, prepare_item
+from argusic.repair.prepare import (
+    COMMIT_ENV,
+    SAFE_GIT,
+    exclude_lines,
+    pathspec_lines,
+    prepare_item,
+    safe_git_env,
+)
 from argusic.sandbox.executor import DaemonUnreachable, get_executor
 from argusic.sandbox.launch import ExecutionResult, Launch
 
@@ -267,14 +273,7 @@ def render_prompt(item, project_dir: str) -> str:
 
 
 def _git(argv: list[str], cwd: Path | None = None, env: dict | None = None, timeout: float = 600) -> str:
-    clean = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": tempfile.gettempdir(),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        **(env or {}),
-    }
+    clean = safe_git_env(env)
     done = subprocess.run(
         [*SAFE_GIT, *argv], cwd=cwd, env=clean, capture_output=True, text=True, timeout=timeout
     )

@@ -160,15 +160,21 @@ def prepare_script(project: str, out: str, command: list[str]) -> str:
     )
 
 
-def _git(argv: list[str], env: dict | None = None, data: bytes | None = None, timeout: float = 1200) -> bytes:
-    clean = {
+def safe_git_env(extra: dict | None = None) -> dict[str, str]:
+    """The environment SAFE_GIT runs in: no system or user configuration, no prompt, our PATH and a
+    throwaway HOME, plus `extra` (GIT_DIR, an index, a commit identity)."""
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": tempfile.gettempdir(),
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_TERMINAL_PROMPT": "0",
-        **(env or {}),
+        **(extra or {}),
     }
+
+
+def _git(argv: list[str], env: dict | None = None, data: bytes | None = None, timeout: float = 1200) -> bytes:
+    clean = safe_git_env(env)
     done = subprocess.run([*SAFE_GIT, *argv], env=clean, input=data, capture_output=True, timeout=timeout)
     if done.returncode != 0:
         detail = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1][:300]
